@@ -1,0 +1,14 @@
+"""Derivative rules, one module per family of primitives (VJP and JVP side by side).
+
+Importing this package fills the table in `registry`; nothing else does.
+"""
+from tapeflow.rules import registry
+from tapeflow.rules.registry import (RULES, ATTRIBUTES, METHODS, MissingRule, Primitive,
+                                     defjvp, defvjp, jvp_rule, lookup, nondifferentiable,
+                                     vjp_rule)
+from tapeflow.rules.shapes import unbroadcast
+from tapeflow.rules import operators  # noqa: F401  (registers)
+
+__all__ = ['registry', 'RULES', 'ATTRIBUTES', 'METHODS', 'MissingRule', 'Primitive',
+           'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'lookup', 'nondifferentiable',
+           'unbroadcast']

@@ -1,0 +1,152 @@
+"""Rules for Python's arithmetic operators, and their NumPy ufunc twins.
+
+`a + b` on arrays is `np.add(a, b)`: one rule serves both spellings. Every
+binary rule unbroadcasts to its operand's shape (broadcasting is where
+`/` and `**` go wrong most often). The rules are single-`return` functions so
+the compiler can inline them.
+"""
+import operator
+
+import numpy as np
+
+from tapeflow.rules.registry import alias, defjvp, defvjp, nondifferentiable
+from tapeflow.rules.shapes import unbroadcast
+
+
+# ---------------------------------------------------------------- add, sub, neg
+
+def add_vjp_x(g, ans, x, y):
+    return unbroadcast(g, x)
+
+
+def add_vjp_y(g, ans, x, y):
+    return unbroadcast(g, y)
+
+
+def sub_vjp_y(g, ans, x, y):
+    return unbroadcast(-g, y)
+
+
+def neg_vjp(g, ans, x):
+    return -g
+
+
+def pos_vjp(g, ans, x):
+    return g
+
+
+defvjp(operator.add, add_vjp_x, add_vjp_y)
+defjvp(operator.add, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: t + 0 * x)
+defvjp(operator.sub, add_vjp_x, sub_vjp_y)
+defjvp(operator.sub, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: -t + 0 * x)
+defvjp(operator.neg, neg_vjp)
+defjvp(operator.neg, lambda t, ans, x: -t)
+defvjp(operator.pos, pos_vjp)
+defjvp(operator.pos, lambda t, ans, x: t)
+
+
+# ---------------------------------------------------------------- mul, div
+
+def mul_vjp_x(g, ans, x, y):
+    return unbroadcast(g * y, x)
+
+
+def mul_vjp_y(g, ans, x, y):
+    return unbroadcast(g * x, y)
+
+
+def div_vjp_x(g, ans, x, y):
+    return unbroadcast(g / y, x)
+
+
+def div_vjp_y(g, ans, x, y):
+    return unbroadcast(-g * ans / y, y)
+
+
+defvjp(operator.mul, mul_vjp_x, mul_vjp_y)
+defjvp(operator.mul, lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
+defvjp(operator.truediv, div_vjp_x, div_vjp_y)
+defjvp(operator.truediv, lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
+
+
+# ---------------------------------------------------------------- power
+
+def _log_base(x):
+    """log(x) where x != 0, else 0: d(x**y)/dy at x == 0 is taken as 0."""
+    return np.log(np.where(x == 0, 1, x))
+
+
+def pow_vjp_x(g, ans, x, y):
+    return unbroadcast(g * y * x ** (y - 1), x)
+
+
+def pow_vjp_y(g, ans, x, y):
+    return unbroadcast(g * ans * _log_base(x), y)
+
+
+defvjp(operator.pow, pow_vjp_x, pow_vjp_y)
+defjvp(operator.pow, lambda t, ans, x, y: t * y * x ** (y - 1),
+       lambda t, ans, x, y: t * ans * _log_base(x))
+
+
+# ---------------------------------------------------------------- matmul
+
+def _matmul_vjp_a(g, a, b):
+    if np.ndim(b) == 1:
+        if np.ndim(a) == 1:
+            return g * b
+        return np.expand_dims(g, -1) * b
+    if np.ndim(a) == 1:
+        return unbroadcast_matmul(np.expand_dims(g, -2) @ np.swapaxes(b, -1, -2), a)
+    return unbroadcast_matmul(g @ np.swapaxes(b, -1, -2), a)
+
+
+def _matmul_vjp_b(g, a, b):
+    if np.ndim(a) == 1:
+        if np.ndim(b) == 1:
+            return g * a
+        return unbroadcast_matmul(np.expand_dims(a, -1) * np.expand_dims(g, -2), b)
+    if np.ndim(b) == 1:
+        return unbroadcast_matmul(np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1), b)
+    return unbroadcast_matmul(np.swapaxes(a, -1, -2) @ g, b)
+
+
+def unbroadcast_matmul(g, x):
+    """Sum batch dimensions that `x` was broadcast along in a matmul."""
+    shape = np.shape(x)
+    if g.shape == shape:
+        return g
+    if len(shape) == 1 and g.ndim >= 1 and g.shape[-1] == shape[0]:
+        return g.reshape(-1, shape[0]).sum(axis=0)
+    return unbroadcast(g, x)
+
+
+def matmul_vjp_a(g, ans, a, b):
+    return _matmul_vjp_a(g, a, b)
+
+
+def matmul_vjp_b(g, ans, a, b):
+    return _matmul_vjp_b(g, a, b)
+
+
+defvjp(operator.matmul, matmul_vjp_a, matmul_vjp_b)
+defjvp(operator.matmul, lambda t, ans, a, b: t @ b, lambda t, ans, a, b: a @ t)
+
+
+# ---------------------------------------------------------------- no derivative
+
+nondifferentiable(
+    operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
+    operator.ne, operator.not_, operator.truth, operator.floordiv,
+    operator.and_, operator.or_, operator.xor, operator.invert,
+    operator.is_, operator.is_not, operator.contains,
+    operator.lshift, operator.rshift,
+)
+
+# NumPy's ufuncs are the same operations on arrays: one rule, two spellings.
+for _ufunc, _op in [(np.add, operator.add), (np.subtract, operator.sub),
+                    (np.multiply, operator.mul), (np.divide, operator.truediv),
+                    (np.true_divide, operator.truediv), (np.power, operator.pow),
+                    (np.negative, operator.neg), (np.positive, operator.pos),
+                    (np.matmul, operator.matmul)]:
+    alias(_ufunc, _op)

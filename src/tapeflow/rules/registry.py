@@ -1,0 +1,182 @@
+"""The derivative rule table: the single place rules live.
+
+A *primitive* is a callable (``numpy.sin``, ``operator.mul``, ``math.exp``...)
+whose derivative is known. For each primitive the table holds, per positional
+argument, a VJP and a JVP, side by side:
+
+    vjp(g, ans, *args, **kwargs)  -> cotangent of that argument, in its shape
+    jvp(t, ans, *args, **kwargs)  -> the output tangent contributed by that
+                                     argument when it moves along ``t``
+
+``ans`` is the primitive's output, ``args``/``kwargs`` its inputs. A rule is
+an ordinary function: the eager tape calls it; the compiler calls it too, or,
+when it is a ``def`` whose body is a single ``return``, inlines its expression
+into the generated code (so keep such rules free of side effects, and refer
+only to module-level names: ``np``, ``unbroadcast``...).
+
+Both the compiler and the eager runtime read this table; nothing here knows
+about either. Functions whose outputs carry no derivative (``np.zeros``,
+``np.shape``, comparisons...) are registered as *non-differentiable*.
+
+Registering::
+
+    defvjp(np.sin, lambda g, ans, x: g * np.cos(x))
+    defjvp(np.sin, lambda t, ans, x: t * np.cos(x))
+
+    @vjp_rule(np.tanh)
+    def _(g, ans, x):
+        return g * (1.0 - ans * ans)
+
+The helpers in :mod:`tapeflow.rules.shapes` make the common shapes one word.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+__all__ = [
+    'Primitive', 'RULES', 'ATTRIBUTES', 'METHODS', 'lookup', 'primitive',
+    'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'nondifferentiable',
+    'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
+    'register_method',
+]
+
+# Rule-table version: part of the on-disk cache key of generated code.
+VERSION = 1
+
+
+class MissingRule(TypeError):
+    """A primitive has no derivative rule for an argument that needs one."""
+
+
+@dataclasses.dataclass
+class Primitive:
+    """Everything known about one differentiable callable."""
+
+    fn: Callable
+    name: str
+    vjps: dict = dataclasses.field(default_factory=dict)   # argnum -> rule
+    jvps: dict = dataclasses.field(default_factory=dict)   # argnum -> rule
+    nondiff: bool = False
+    # Positional arguments that never carry a derivative (shapes, axes, the
+    # condition of `where`...). Passing an active value there is an error.
+    static_argnums: frozenset = frozenset()
+
+    def vjp(self, argnum: int) -> Callable:
+        try:
+            return self.vjps[argnum]
+        except KeyError:
+            raise MissingRule(
+                f'no reverse-mode rule for argument {argnum} of {self.name}'
+            ) from None
+
+    def jvp(self, argnum: int) -> Callable:
+        try:
+            return self.jvps[argnum]
+        except KeyError:
+            raise MissingRule(
+                f'no forward-mode rule for argument {argnum} of {self.name}'
+            ) from None
+
+
+# callable -> Primitive. Keyed on the object itself (ufuncs and builtins hash).
+RULES: dict = {}
+# Attribute name -> primitive applied to the object (`x.T` is transpose(x)).
+ATTRIBUTES: dict = {}
+# Method name -> (primitive, how to map `x.m(*a, **k)` to `fn(x, *a, **k)`).
+METHODS: dict = {}
+
+
+def _name_of(fn) -> str:
+    module = getattr(fn, '__module__', None) or ''
+    name = getattr(fn, '__name__', None) or repr(fn)
+    if module in ('numpy', 'numpy.core', 'numpy._core.umath', None, '') or module.startswith('numpy'):
+        module = 'numpy'
+    if module == '_operator':
+        module = 'operator'
+    return f'{module}.{name}' if module else name
+
+
+def primitive(fn, name: Optional[str] = None) -> Primitive:
+    """The table entry for `fn`, created empty if it is new."""
+    entry = RULES.get(fn)
+    if entry is None:
+        entry = RULES[fn] = Primitive(fn, name or _name_of(fn))
+    return entry
+
+
+def lookup(fn) -> Optional[Primitive]:
+    """The entry for `fn`, or None. Never raises (unhashable callables too)."""
+    try:
+        return RULES.get(fn)
+    except TypeError:
+        return None
+
+
+def defvjp(fn, *vjps, argnums=None, name=None):
+    """Register reverse rules, one per positional argument (None skips one)."""
+    entry = primitive(fn, name)
+    for argnum, rule in zip(argnums or range(len(vjps)), vjps):
+        if rule is not None:
+            entry.vjps[argnum] = rule
+    return entry
+
+
+def defjvp(fn, *jvps, argnums=None, name=None):
+    """Register forward rules, one per positional argument (None skips one)."""
+    entry = primitive(fn, name)
+    for argnum, rule in zip(argnums or range(len(jvps)), jvps):
+        if rule is not None:
+            entry.jvps[argnum] = rule
+    return entry
+
+
+def vjp_rule(fn, argnum: int = 0):
+    """Decorator form of `defvjp` for one argument."""
+    def register(rule):
+        primitive(fn).vjps[argnum] = rule
+        return rule
+    return register
+
+
+def jvp_rule(fn, argnum: int = 0):
+    """Decorator form of `defjvp` for one argument."""
+    def register(rule):
+        primitive(fn).jvps[argnum] = rule
+        return rule
+    return register
+
+
+def nondifferentiable(*fns):
+    """Mark callables whose outputs carry no derivative."""
+    for fn in fns:
+        primitive(fn).nondiff = True
+
+
+def is_nondifferentiable(fn) -> bool:
+    entry = lookup(fn)
+    return entry is not None and entry.nondiff
+
+
+def alias(new, existing, name=None):
+    """`new` has exactly the rules of `existing` (np.multiply of `*`...).
+
+    The two entries share their rule dicts: a rule added to one is the other's.
+    """
+    old = RULES[existing]
+    RULES[new] = Primitive(new, name or _name_of(new), old.vjps, old.jvps,
+                           old.nondiff, old.static_argnums)
+
+
+def register_attribute(attr: str, fn):
+    """`x.<attr>` means `fn(x)` for differentiation (`x.T`: transpose)."""
+    ATTRIBUTES[attr] = fn
+
+
+def register_method(name: str, fn, varargs: bool = False):
+    """`x.<name>(*a, **k)` means `fn(x, *a, **k)`.
+
+    With `varargs`, `x.reshape(2, 3)` packs the positional arguments into one
+    tuple: `fn(x, (2, 3))`, as NumPy's methods accept both spellings.
+    """
+    METHODS[name] = (fn, varargs)
