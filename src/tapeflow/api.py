@@ -1,0 +1,195 @@
+"""The functional API: grad, value_and_grad, vjp, source.
+
+Each transformation compiles the function once per set of differentiated
+inputs (see `cache`) and calls the generated code; gradients come back with
+the type and shape of their argument.
+"""
+from __future__ import annotations
+
+import functools
+import numbers
+
+import numpy as np
+
+from tapeflow import cache
+from tapeflow.runtime import support
+from tapeflow.runtime.support import is_zero
+from tapeflow.transforms import pipeline
+
+__all__ = ['grad', 'value_and_grad', 'vjp', 'source', 'compile_adjoint']
+
+_NAMESPACE = support.generated_namespace()
+
+
+def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True):
+    """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached)."""
+    fn = _unwrap(fn)
+    key = (tuple(wrt), tuple(lifted), optimize)
+
+    def build():
+        placeholder = pipeline.Compiled(fn, tuple(wrt), tuple(lifted), [], '', '', {})
+        cache.store(fn, key, placeholder)       # a recursive call finds this entry
+        try:
+            compiled = pipeline.compile_reverse(
+                fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE,
+                optimize_code=optimize, compile_callee=_compile_callee)
+        except BaseException:
+            cache._entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
+            raise
+        placeholder.__dict__.update(compiled.__dict__)
+        return placeholder
+
+    return cache.get_or_compile(fn, key, build)
+
+
+def _compile_callee(fn, wrt):
+    return compile_adjoint(fn, wrt)
+
+
+def _unwrap(fn):
+    inner = getattr(fn, '__tapeflow_python__', None)
+    return inner if inner is not None else fn
+
+
+# ------------------------------------------------------------------ checks and conversions
+
+def _check_differentiable(value, position, fname):
+    dtype = _dtype_of(value)
+    if dtype is not None and not np.issubdtype(dtype, np.inexact):
+        raise TypeError(
+            f'grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of '
+            f'np.inexact), but got {dtype.name} for argument {position} of {fname}(). '
+            f'If you want to differentiate with respect to it, pass a float.')
+
+
+def _dtype_of(value):
+    if isinstance(value, bool):
+        return np.dtype(bool)
+    if isinstance(value, numbers.Integral) and not isinstance(value, np.ndarray):
+        return np.dtype(int)
+    if isinstance(value, (float, complex)):
+        return None
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype
+    return None
+
+
+def _like(g, arg):
+    """The gradient `g` in the type and shape of the argument `arg`."""
+    cls = arg.__class__
+    if cls is float:
+        return 0.0 if is_zero(g) else float(g)
+    if isinstance(arg, np.ndarray):
+        dtype = arg.dtype if np.issubdtype(arg.dtype, np.inexact) else np.float64
+        if is_zero(g):
+            return np.zeros(arg.shape, dtype)
+        g = np.asarray(g)
+        if g.shape != arg.shape:
+            g = np.broadcast_to(g, arg.shape).copy()
+        return g.astype(dtype, copy=False)
+    if isinstance(arg, (list, tuple)):
+        parts = [_like(0.0 if is_zero(g) else g[i], a) for i, a in enumerate(arg)]
+        return cls(parts) if cls in (list, tuple) else parts
+    if isinstance(arg, np.generic):
+        return arg.dtype.type(0 if is_zero(g) else g)
+    if isinstance(arg, complex):
+        return complex(g)
+    return g
+
+
+def _check_scalar(value, fname):
+    if np.ndim(value) != 0:
+        raise TypeError(f'Gradient only defined for scalar-output functions. Output of {fname}() '
+                        f'had shape: {np.shape(value)}')
+    if _dtype_of(value) is not None and not np.issubdtype(_dtype_of(value), np.inexact):
+        raise TypeError(f'grad requires real-valued outputs (output dtype that is a sub-dtype of '
+                        f'np.floating), but {fname}() returned {_dtype_of(value)}')
+
+
+# ------------------------------------------------------------------ transformations
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux."""
+    single = isinstance(argnums, int)
+    wrt = (argnums,) if single else tuple(argnums)
+    fname = getattr(f, '__name__', 'f')
+    state = {}
+
+    def compiled_for_call():
+        compiled = state.get('c')
+        if compiled is None or not cache.valid(compiled):
+            compiled = state['c'] = compile_adjoint(f, wrt)
+        return compiled
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args):
+        for i in wrt:
+            _check_differentiable(args[i], i, fname)
+        compiled = compiled_for_call()
+        if has_aux:
+            value, grads = compiled.combined(*args, (1.0, 0.0))
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
+            _check_scalar(value[0], fname)
+        else:
+            value, grads = compiled.combined(*args)
+            _check_scalar(value, fname)
+        if single:
+            return value, _like(grads, args[wrt[0]])
+        return value, tuple(_like(g, args[i]) for g, i in zip(grads, wrt))
+
+    return value_and_grad_f
+
+
+def grad(f, argnums=0, has_aux=False):
+    """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple)."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def grad_f(*args):
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    return grad_f
+
+
+def vjp(f, *primals):
+    """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal."""
+    wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
+                np.issubdtype(_dtype_of(p), np.inexact))
+    compiled = compile_adjoint(f, wrt)
+    tape = []
+    out = compiled.forward(tape, *primals)
+    saved = tuple(tape)
+
+    def vjp_fn(cotangent):
+        grads = compiled.backward(list(saved), cotangent)
+        if len(wrt) == 1:
+            grads = (grads,)
+        result = [None] * len(primals)
+        for g, i in zip(grads, wrt):
+            result[i] = _like(g, primals[i])
+        return tuple(result)
+
+    return out, vjp_fn
+
+
+def source(f, argnums=0, mode='reverse', optimize=True):
+    """The generated Python source of `f`'s gradient, as a string."""
+    if mode != 'reverse':
+        raise NotImplementedError(f'mode={mode!r}: only reverse mode is available')
+    wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    return compile_adjoint(f, wrt, optimize=optimize).full_source_for_users() \
+        if hasattr(pipeline.Compiled, 'full_source_for_users') else \
+        _user_source(compile_adjoint(f, wrt, optimize=optimize))
+
+
+def _user_source(compiled):
+    parts = [compiled.source]
+    seen = {id(compiled)}
+    for callee in compiled.callees:
+        if id(callee) not in seen:
+            seen.add(id(callee))
+            parts.append(callee.module_source.split('\n\n\ndef d')[0]
+                         if False else '\n\n'.join(callee.module_source.split('\n\n')[:2]))
+    return '\n\n'.join(parts)

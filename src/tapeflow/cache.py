@@ -1,0 +1,59 @@
+"""The in-memory cache of compiled adjoints.
+
+Keyed weakly on the function's `__code__`, then on the differentiated inputs
+(positions and lifted free names) and the options. An entry is used only while
+every global and closure value it resolved is still the same object, so
+redefining a function, or rebinding a global function it calls, compiles
+afresh. Recursion: an entry is registered before its body is compiled, so a
+function that calls itself finds its own (still incomplete) entry.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+_entries: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()
+_lock = threading.RLock()
+stats = {'hits': 0, 'misses': 0}
+
+
+def valid(compiled, _seen=None) -> bool:
+    """Every binding of `compiled` and of its callees is unchanged."""
+    seen = _seen if _seen is not None else set()
+    if id(compiled) in seen:
+        return True
+    seen.add(id(compiled))
+    if compiled.bindings is not None and not compiled.bindings.still_valid():
+        return False
+    return all(valid(c, seen) for c in compiled.callees)
+
+
+def lookup(fn, key):
+    table = _entries.get(fn.__code__)
+    if table is None:
+        return None
+    entry = table.get((id(fn.__globals__), key))
+    if entry is None or (entry.forward is not None and not valid(entry)):
+        return None
+    return entry
+
+
+def store(fn, key, compiled):
+    with _lock:
+        _entries.setdefault(fn.__code__, {})[(id(fn.__globals__), key)] = compiled
+
+
+def get_or_compile(fn, key, build):
+    """The cached entry for (fn, key), or `build()`'s, stored."""
+    entry = lookup(fn, key)
+    if entry is not None:
+        stats['hits'] += 1
+        return entry
+    stats['misses'] += 1
+    with _lock:
+        return build()
+
+
+def clear():
+    _entries.clear()
+    stats.update(hits=0, misses=0)

@@ -1,0 +1,106 @@
+"""Helpers that generated code calls. NumPy only, no gast, no compiler.
+
+A gradient module dumped to disk needs this module (or a copy of it) and
+NumPy, nothing else. The symbolic zero of an adjoint is the float `0.0`:
+`bx = 0.0` means "no contribution yet", and these helpers accept it wherever a
+cotangent is expected.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tapeflow.rules.shapes import unbroadcast
+
+__all__ = ['add_adjoint', 'getitem_adjoint', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+           'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
+           'unbroadcast', 'Tape']
+
+
+class Tape(list):
+    """The stack of a forward sweep: `push` in the forward, `pop` in the reverse."""
+    __slots__ = ()
+    push = list.append
+
+
+def is_zero(adjoint) -> bool:
+    return adjoint.__class__ is float and adjoint == 0.0
+
+
+def add_adjoint(a, b):
+    """a + b for cotangents of any structure; the float 0.0 is a symbolic zero."""
+    if is_zero(a):
+        return b
+    if is_zero(b):
+        return a
+    if isinstance(a, (list, tuple)):
+        return type(a)(add_adjoint(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def getitem_adjoint(adjoint, k):
+    """The cotangent of element `k` of a tuple or list, given the container's."""
+    return 0.0 if is_zero(adjoint) else adjoint[k]
+
+
+def densify(adjoint, value):
+    """A symbolic zero made concrete in the shape of `value` (for rules that need one)."""
+    if not is_zero(adjoint) or not isinstance(value, np.ndarray):
+        return adjoint
+    return np.zeros_like(value, dtype=value.dtype if np.issubdtype(value.dtype, np.inexact) else float)
+
+
+def setitem_value_adjoint(adjoint, index, value):
+    """Cotangent of `v` in `y[index] = v`, given the cotangent of `y`."""
+    if is_zero(adjoint):
+        return 0.0
+    return unbroadcast(adjoint[index], value)
+
+
+def setitem_clear_adjoint(adjoint, index):
+    """The cotangent of `y` before `y[index] = v`: the overwritten part gets none."""
+    if is_zero(adjoint):
+        return adjoint
+    if isinstance(adjoint, list):
+        cleared = list(adjoint)
+        cleared[index] = 0.0
+        return cleared
+    cleared = np.array(adjoint, copy=True)
+    cleared[index] = 0
+    return cleared
+
+
+def last_adjoint(adjoint):
+    """Cotangent of `v` in `ys.append(v)`."""
+    if is_zero(adjoint) or not adjoint:
+        return 0.0
+    return adjoint[-1]
+
+
+def drop_last_adjoint(adjoint):
+    """The cotangent of `ys` before `ys.append(v)`."""
+    if is_zero(adjoint):
+        return adjoint
+    return adjoint[:-1]
+
+
+def old_value(container, index):
+    """What `container[index] = v` overwrites, copied so the write cannot change it."""
+    value = container[index]
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def generated_namespace() -> dict:
+    """What generated code may refer to besides the user's own globals."""
+    import math
+    names = {name: globals()[name] for name in __all__}
+    names.update(np=np, math=math, range=range, slice=slice)
+    return names
+
+
+def snapshot(value):
+    """A copy of arrays (in containers too) that the reverse sweep will restore in place."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(snapshot(v) for v in value)
+    return value

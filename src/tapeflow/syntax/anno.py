@@ -1,0 +1,62 @@
+"""Annotations on gast nodes, under documented keys.
+
+Passes communicate through these instead of side tables. Every key is a member
+of `Key`; the value type is documented beside it.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Key(enum.Enum):
+    # Location of the user's code a node comes from: (lineno, col_offset) in
+    # the user's file. Set by `parse`, copied by every pass that rewrites.
+    ORIGIN = 'origin'
+    # The Python object a free name or dotted reference resolves to (Name and
+    # Attribute nodes in load context). Set by `resolve`.
+    RESOLVED = 'resolved'
+    # For `push` calls and the `pop` that undoes them: an int that pairs them,
+    # so the optimizer can remove both. Set by the reverse transform.
+    TAPE_PAIR = 'tape_pair'
+    # A statement inserted by tapeflow that does not map to a user line.
+    SYNTHETIC = 'synthetic'
+    # On a `pop` that restores a value mutated in place (`y[i] = _pop()`).
+    RESTORES_IN_PLACE = 'restores_in_place'
+    # On the `if <flags>: break` that ends a lowered loop body: an exit the
+    # reverse sweep does not mirror (the trip count already records it).
+    LOOP_EXIT = 'loop_exit'
+
+
+_ATTR = '_tapeflow_anno'
+
+
+class _Annotations(dict):
+    """Copied shallowly: a deep copy of a node shares the objects it names."""
+
+    def __deepcopy__(self, memo):
+        return _Annotations(self)
+
+
+def setanno(node, key: Key, value):
+    annotations = node.__dict__.setdefault(_ATTR, _Annotations())
+    annotations[key] = value
+    return node
+
+
+def getanno(node, key: Key, default=None):
+    return node.__dict__.get(_ATTR, {}).get(key, default)
+
+
+def hasanno(node, key: Key) -> bool:
+    return key in node.__dict__.get(_ATTR, {})
+
+
+def delanno(node, key: Key):
+    node.__dict__.get(_ATTR, {}).pop(key, None)
+
+
+def copyanno(source, target, *keys: Key):
+    for key in keys or tuple(Key):
+        if hasanno(source, key):
+            setanno(target, key, getanno(source, key))
+    return target

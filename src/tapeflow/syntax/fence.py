@@ -1,0 +1,123 @@
+"""Reject, before anything is transformed, what tapeflow does not differentiate.
+
+Guarantees: after `check(source)` returns, the function uses only the subset
+the desugaring and reverse passes understand. Every rejection is an
+`UnsupportedError` with the user's file, line and column and one reason.
+"""
+from __future__ import annotations
+
+import builtins
+
+import gast
+
+from tapeflow.syntax.anno import Key, getanno
+from tapeflow.syntax.parse import Source
+
+# Node type -> reason. Anything here is rejected wherever it appears.
+_REJECTED = {
+    gast.Try: 'try/except is not supported in differentiated code',
+    gast.With: 'with-statements are not supported in differentiated code',
+    gast.AsyncWith: 'async with is not supported',
+    gast.AsyncFor: 'async for is not supported',
+    gast.AsyncFunctionDef: 'async functions are not supported',
+    gast.Await: 'await is not supported',
+    gast.Yield: 'generators (yield) are not supported',
+    gast.YieldFrom: 'generators (yield from) are not supported',
+    gast.ClassDef: 'class definitions inside a differentiated function are not supported',
+    gast.Global: 'global statements (writes to module globals) are not supported',
+    gast.Nonlocal: 'nonlocal statements (writes to enclosing variables) are not supported',
+    gast.Delete: 'del is not supported in differentiated code',
+    gast.Lambda: 'lambda is not supported; define a nested def instead',
+    gast.NamedExpr: 'assignment expressions (:=) are not supported',
+    gast.Import: 'import inside a differentiated function is not supported; import at module level',
+    gast.ImportFrom: 'import inside a differentiated function is not supported; import at module level',
+    gast.SetComp: 'set comprehensions are not supported',
+    gast.DictComp: 'dict comprehensions are not supported',
+}
+for _name in ('Match', 'TryStar'):
+    if hasattr(gast, _name):
+        _REJECTED[getattr(gast, _name)] = f'{_name.lower()} statements are not supported'
+
+_FORBIDDEN_CALLS = {builtins.eval: 'eval', builtins.exec: 'exec', builtins.globals: 'globals',
+                    builtins.locals: 'locals', builtins.vars: 'vars', builtins.setattr: 'setattr',
+                    builtins.delattr: 'delattr'}
+
+
+class _Fence(gast.NodeVisitor):
+    def __init__(self, source: Source):
+        self.source = source
+
+    def reject(self, node, reason):
+        raise self.source.error(node, reason)
+
+    def generic_visit(self, node):
+        reason = _REJECTED.get(type(node))
+        if reason:
+            self.reject(node, reason)
+        super().generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        args = node.args
+        if args.vararg is not None or args.kwarg is not None:
+            self.reject(node, f'star-arguments (*args/**kwargs) in the signature of {node.name}() are not supported')
+        if args.kwonlyargs:
+            self.reject(node, f'keyword-only arguments of {node.name}() are not supported')
+        if node.decorator_list and node is not self.source.node:
+            self.reject(node, 'decorated nested functions are not supported')
+        self.generic_visit(node)
+
+    def visit_For(self, node):
+        if node.orelse:
+            self.reject(node, 'for ... else is not supported')
+        self.generic_visit(node)
+
+    def visit_While(self, node):
+        if node.orelse:
+            self.reject(node, 'while ... else is not supported')
+        self.generic_visit(node)
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            self._check_target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    def _check_target(self, target):
+        if isinstance(target, gast.Attribute):
+            self.reject(target, 'assignment to an attribute is not supported')
+        if isinstance(target, gast.Starred):
+            self.reject(target, 'starred assignment targets are not supported')
+        if isinstance(target, (gast.Tuple, gast.List)):
+            for elt in target.elts:
+                self._check_target(elt)
+        if isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name):
+            self.reject(target, 'assignment into a nested subscript or attribute is not supported; '
+                                'assign to a name first')
+
+    def visit_Call(self, node):
+        for arg in node.args:
+            if isinstance(arg, gast.Starred):
+                self.reject(arg, 'star-arguments in calls (f(*args)) are not supported')
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.reject(kw.value, 'keyword unpacking in calls (f(**kwargs)) is not supported')
+        fn = getanno(node.func, Key.RESOLVED)
+        try:
+            forbidden = _FORBIDDEN_CALLS.get(fn)
+        except TypeError:
+            forbidden = None
+        if forbidden:
+            self.reject(node, f'{forbidden}() is not supported in differentiated code')
+        self.generic_visit(node)
+
+
+def check(source: Source) -> None:
+    """Raise `UnsupportedError` at the first construct outside the subset."""
+    _Fence(source).visit(source.node)

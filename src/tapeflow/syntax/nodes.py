@@ -1,0 +1,203 @@
+"""All construction of gast nodes goes through here, so a gast change touches one file.
+
+`template(src, **subs)` parses a statement (or expression) written as Python
+and replaces the placeholder names in it by nodes or names; the reverse
+transform writes its adjoints this way, so what it emits reads like what is
+generated.
+"""
+from __future__ import annotations
+
+import copy
+
+import gast
+
+from tapeflow.syntax.anno import Key, copyanno, getanno, setanno
+
+Load, Store, Del = gast.Load, gast.Store, gast.Del
+
+
+def name(identifier: str, store: bool = False) -> gast.Name:
+    return gast.Name(id=identifier, ctx=Store() if store else Load(),
+                     annotation=None, type_comment=None)
+
+
+def const(value) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+def attribute(value, attr: str) -> gast.Attribute:
+    return gast.Attribute(value=_expr(value), attr=attr, ctx=Load())
+
+
+def call(func, *args, keywords=()) -> gast.Call:
+    kws = [k if isinstance(k, gast.keyword) else gast.keyword(arg=k[0], value=_expr(k[1]))
+           for k in keywords]
+    return gast.Call(func=_expr(func), args=[_expr(a) for a in args], keywords=kws)
+
+
+def assign(target, value) -> gast.Assign:
+    target = name(target, store=True) if isinstance(target, str) else _as_store(target)
+    return gast.Assign(targets=[target], value=_expr(value), type_comment=None)
+
+
+def expr_stmt(value) -> gast.Expr:
+    return gast.Expr(value=_expr(value))
+
+
+def if_(test, body, orelse=()) -> gast.If:
+    return gast.If(test=_expr(test), body=list(body) or [gast.Pass()], orelse=list(orelse))
+
+
+def for_(target, iterable, body) -> gast.For:
+    target = name(target, store=True) if isinstance(target, str) else _as_store(target)
+    return gast.For(target=target, iter=_expr(iterable), body=list(body) or [gast.Pass()],
+                    orelse=[], type_comment=None)
+
+
+def while_(test, body) -> gast.While:
+    return gast.While(test=_expr(test), body=list(body) or [gast.Pass()], orelse=[])
+
+
+def tuple_(*elts, store=False) -> gast.Tuple:
+    return gast.Tuple(elts=[_expr(e) for e in elts], ctx=Store() if store else Load())
+
+
+def list_(*elts) -> gast.List:
+    return gast.List(elts=[_expr(e) for e in elts], ctx=Load())
+
+
+def subscript(value, index, store=False) -> gast.Subscript:
+    return gast.Subscript(value=_expr(value), slice=_expr(index),
+                          ctx=Store() if store else Load())
+
+
+def binop(left, op: gast.operator, right) -> gast.BinOp:
+    return gast.BinOp(left=_expr(left), op=op, right=_expr(right))
+
+
+def pass_() -> gast.Pass:
+    return gast.Pass()
+
+
+def break_() -> gast.Break:
+    return gast.Break()
+
+
+def return_(value) -> gast.Return:
+    return gast.Return(value=None if value is None else _expr(value))
+
+
+def function_def(fname: str, params, body, defaults=()) -> gast.FunctionDef:
+    args = gast.arguments(args=[name(p, store=False) if isinstance(p, str) else p for p in params],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                          kwarg=None, defaults=[_expr(d) for d in defaults])
+    for a in args.args:
+        a.ctx = gast.Param()
+    return gast.FunctionDef(name=fname, args=args, body=list(body) or [gast.Pass()],
+                            decorator_list=[], returns=None, type_comment=None,
+                            type_params=[])
+
+
+def module(body) -> gast.Module:
+    return gast.Module(body=list(body), type_ignores=[])
+
+
+def _expr(value):
+    if isinstance(value, str):
+        return name(value)
+    if isinstance(value, gast.AST):
+        return value
+    return const(value)
+
+
+def _as_store(node):
+    node = copy.copy(node)
+    if isinstance(node, (gast.Name, gast.Subscript, gast.Attribute)):
+        node.ctx = Store()
+    elif isinstance(node, (gast.Tuple, gast.List)):
+        node.ctx = Store()
+        node.elts = [_as_store(e) for e in node.elts]
+    return node
+
+
+def load(node):
+    """A copy of a target expression usable in load context."""
+    node = copy.deepcopy(node)
+    for n in gast.walk(node):
+        if hasattr(n, 'ctx') and not isinstance(n.ctx, gast.Param):
+            n.ctx = Load()
+    return node
+
+
+def parse_statement(src: str):
+    body = gast.parse(src).body
+    return body[0] if len(body) == 1 else body
+
+
+def parse_expression(src: str):
+    return gast.parse(src, mode='eval').body
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, subs):
+        self.subs = subs
+
+    def visit_Name(self, node):
+        if node.id not in self.subs:
+            return node
+        sub = self.subs[node.id]
+        if isinstance(sub, str):
+            return gast.Name(id=sub, ctx=node.ctx, annotation=None, type_comment=None)
+        sub = copy.deepcopy(sub) if isinstance(sub, gast.AST) else const(sub)
+        if isinstance(node.ctx, (gast.Store, gast.Del)):
+            sub = _as_store(sub)
+        return sub
+
+
+def template(src: str, **subs):
+    """Parse `src` and replace each placeholder name by a name, node or constant.
+
+    >>> unparse(template('target = target + value', target='bx', value=expr))
+    """
+    tree = gast.parse(src)
+    body = [_Substitute(subs).visit(stmt) for stmt in tree.body]
+    return body[0] if len(body) == 1 else body
+
+
+def template_expr(src: str, **subs):
+    return _Substitute(subs).visit(gast.parse(src, mode='eval').body)
+
+
+def substitute(node, subs: dict):
+    """Replace names in a copy of `node` (used to inline a rule's body)."""
+    return _Substitute(subs).visit(copy.deepcopy(node))
+
+
+def origin(node):
+    return getanno(node, Key.ORIGIN)
+
+
+def located(new, source):
+    """Give `new` (a node or list of them) the user location of `source`."""
+    where = getanno(source, Key.ORIGIN) if source is not None else None
+    items = new if isinstance(new, list) else [new]
+    if where is not None:
+        for item in items:
+            for n in gast.walk(item):
+                if getanno(n, Key.ORIGIN) is None:
+                    setanno(n, Key.ORIGIN, where)
+    return new
+
+
+def copy_location(new, old):
+    return copyanno(old, new, Key.ORIGIN)
+
+
+def names_in(node) -> set:
+    """Every identifier read or written in `node`."""
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def loaded_names(node) -> set:
+    return {n.id for n in gast.walk(node)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}

@@ -1,0 +1,121 @@
+"""Resolve every free name of a function to the object it denotes.
+
+After `resolve`, each Name in load context that is not a local of the function
+carries `Key.RESOLVED` (the object it names, looked up in the closure cells,
+then the globals, then the builtins), and so does each dotted chain over a
+module or class (`np.linalg.norm`). `Bindings` records what was resolved: the
+cache keys generated code on the identities of these objects.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import types
+
+import gast
+
+from tapeflow.syntax.anno import Key, setanno
+
+_MISSING = object()
+
+
+@dataclasses.dataclass
+class Bindings:
+    """The free names of a function and the objects they denoted when compiled."""
+    globals: dict
+    closure: dict
+    values: dict = dataclasses.field(default_factory=dict)   # name -> object
+
+    def lookup(self, name: str):
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, _MISSING)
+
+    def key(self) -> tuple:
+        """Identities of everything resolved, for the cache."""
+        return tuple(sorted((n, id(v)) for n, v in self.values.items()))
+
+    def still_valid(self) -> bool:
+        return all(self.lookup(n) is v for n, v in self.values.items())
+
+
+def bindings_of(fn) -> Bindings:
+    code = fn.__code__
+    cells = fn.__closure__ or ()
+    closure = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:          # an empty cell: defined later in the outer scope
+            pass
+    return Bindings(fn.__globals__, closure)
+
+
+def local_names(node: gast.FunctionDef) -> set:
+    """Parameters and every name the function body binds (not nested bodies)."""
+    names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
+    for extra in (node.args.vararg, node.args.kwarg):
+        if extra is not None:
+            names.add(extra.id)
+
+    def visit(n):
+        for child in gast.iter_child_nodes(n):
+            if isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                names.add(child.name)
+                continue                # its body is its own scope
+            if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+                names.add(child.id)
+            visit(child)
+    for stmt in node.body:
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            names.add(stmt.name)
+        else:
+            visit(stmt)
+    return names
+
+
+def _resolvable_parent(obj) -> bool:
+    return isinstance(obj, (types.ModuleType, type))
+
+
+class _Resolver(gast.NodeVisitor):
+    def __init__(self, local, bindings):
+        self.local = local
+        self.bindings = bindings
+
+    def visit_FunctionDef(self, node):
+        # A nested def: its own locals shadow; the enclosing function's do too.
+        inner = _Resolver(self.local | local_names(node), self.bindings)
+        for stmt in node.body:
+            inner.visit(stmt)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id not in self.local:
+            value = self.bindings.lookup(node.id)
+            if value is not _MISSING:
+                setanno(node, Key.RESOLVED, value)
+                self.bindings.values[node.id] = value
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        from tapeflow.syntax.anno import getanno, hasanno
+        if hasanno(node.value, Key.RESOLVED):
+            parent = getanno(node.value, Key.RESOLVED)
+            if _resolvable_parent(parent):
+                value = getattr(parent, node.attr, _MISSING)
+                if value is not _MISSING:
+                    setanno(node, Key.RESOLVED, value)
+
+
+def resolve(node: gast.FunctionDef, fn=None, bindings: Bindings | None = None) -> Bindings:
+    """Annotate `node`'s free names; return what they resolved to."""
+    if bindings is None:
+        bindings = bindings_of(fn)
+    resolver = _Resolver(local_names(node), bindings)
+    for default in node.args.defaults:
+        resolver.visit(default)
+    for stmt in node.body:
+        resolver.visit(stmt)
+    return bindings

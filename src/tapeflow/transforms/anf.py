@@ -1,0 +1,355 @@
+"""A-normal form: one operation per statement.
+
+Runs after `desugar`. Guarantees on its output, which the analyses and the
+reverse transform rely on:
+
+- an assignment has one target, a name or `name[index]`, and its value is an
+  *atom* (a name, a constant, a resolved reference such as `np.pi`) or one
+  operation whose operands are atoms: a binary or unary operator, a single
+  comparison, a call, an attribute, a subscript (indices are atoms, slices of
+  atoms, or tuples of those), a tuple or list display;
+- tuple targets are unpacked element by element;
+- the tests of `if` and `while`, the iterable of `for`, the value of `return`
+  and the arguments of expression statements are atoms (`range(...)` keeps its
+  call, with atom arguments);
+- conditional expressions, `and`/`or` whose operands need statements, chained
+  comparisons and list comprehensions (and generator expressions, which become
+  lists) are statements;
+- every new statement carries the user location of the expression it came from.
+"""
+from __future__ import annotations
+
+import builtins
+import copy
+
+import gast
+
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
+from tapeflow.syntax.naming import Namer
+
+_OP_NAMES = {gast.Add: 'add', gast.Sub: 'sub', gast.Mult: 'mul', gast.Div: 'div',
+             gast.Pow: 'pow', gast.MatMult: 'matmul', gast.FloorDiv: 'floordiv',
+             gast.Mod: 'mod', gast.USub: 'neg', gast.UAdd: 'pos', gast.Not: 'not',
+             gast.Invert: 'inv'}
+
+
+def transform(node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    node.body = _ANF(namer).block(node.body)
+    return node
+
+
+def is_atom(node) -> bool:
+    return isinstance(node, (gast.Name, gast.Constant)) or (
+        isinstance(node, gast.Attribute) and hasanno(node, Key.RESOLVED))
+
+
+class _ANF:
+    def __init__(self, namer: Namer):
+        self.namer = namer
+
+    # ---------------------------------------------------------------- statements
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            new = self.statement(stmt)
+            for s in new:
+                if getanno(s, Key.ORIGIN) is None:
+                    nodes.located(s, stmt)
+            out.extend(new)
+        return out or [nodes.pass_()]
+
+    def statement(self, stmt):
+        method = getattr(self, 'stmt_' + type(stmt).__name__, None)
+        if method is None:
+            return [stmt]            # pass, break (loop exit), nested def, assert...
+        return method(stmt)
+
+    def stmt_Assign(self, stmt):
+        pre = []
+        if len(stmt.targets) > 1:                   # a = b = expr
+            value = self.atom(stmt.value, pre, 'value')
+            for target in stmt.targets:
+                pre.extend(self.assign_to(target, value))
+            return pre
+        target = stmt.targets[0]
+        if isinstance(target, (gast.Tuple, gast.List)):
+            value = self.atom(stmt.value, pre, 'tuple')
+            return pre + self.assign_to(target, value)
+        if isinstance(target, gast.Subscript):
+            index = self.index(target.slice, pre)
+            base = self.atom(target.value, pre, 'base')
+            value = self.atom(stmt.value, pre, 'value')
+            return pre + [nodes.assign(nodes.subscript(base, index, store=True), value)]
+        value = self.operation(stmt.value, pre, target.id)
+        return pre + [nodes.assign(target.id, value)]
+
+    def assign_to(self, target, atom):
+        if isinstance(target, gast.Name):
+            return [nodes.assign(target.id, atom)]
+        if isinstance(target, (gast.Tuple, gast.List)):
+            out = []
+            for k, elt in enumerate(target.elts):
+                if isinstance(elt, gast.Name):
+                    out.append(nodes.assign(elt.id, nodes.subscript(atom, nodes.const(k))))
+                else:
+                    tmp = self.namer.new('_item')
+                    out.append(nodes.assign(tmp, nodes.subscript(atom, nodes.const(k))))
+                    out.extend(self.assign_to(elt, nodes.name(tmp)))
+            return out
+        pre = []
+        index = self.index(target.slice, pre)
+        base = self.atom(target.value, pre, 'base')
+        return pre + [nodes.assign(nodes.subscript(base, index, store=True), atom)]
+
+    def stmt_Expr(self, stmt):
+        pre = []
+        value = stmt.value
+        if isinstance(value, gast.Constant):         # a docstring
+            return []
+        if isinstance(value, gast.Call):
+            return pre + [nodes.expr_stmt(self.call(value, pre))]
+        self.atom(value, pre, 'unused')
+        return pre
+
+    def stmt_Return(self, stmt):
+        pre = []
+        if stmt.value is None:
+            return [stmt]
+        if isinstance(stmt.value, gast.Tuple):
+            elts = [self.atom(e, pre, 'out') for e in stmt.value.elts]
+            return pre + [nodes.return_(nodes.tuple_(*elts))]
+        return pre + [nodes.return_(self.atom(stmt.value, pre, 'out'))]
+
+    def stmt_If(self, stmt):
+        pre = []
+        test = self.atom(stmt.test, pre, 'cond')
+        stmt.test = test
+        stmt.body = self.block(stmt.body)
+        stmt.orelse = self.block(stmt.orelse) if stmt.orelse else []
+        return pre + [stmt]
+
+    def stmt_While(self, stmt):
+        if is_atom(stmt.test):
+            stmt.body = self.block(stmt.body)
+            return [stmt]
+        # The test's statements run before the loop and again after each body.
+        cond = self.namer.new('_cond')
+        original = copy.deepcopy(stmt.test)
+        pre, again = [], []
+        self.assign_operation(cond, stmt.test, pre)
+        self.assign_operation(cond, original, again)
+        stmt.test = nodes.name(cond)
+        body = self.block(stmt.body)
+        exit_stmt = body.pop() if body and getanno(body[-1], Key.LOOP_EXIT) else None
+        stmt.body = body + again + ([exit_stmt] if exit_stmt else [])
+        return pre + [stmt]
+
+    def assign_operation(self, name, expr, pre):
+        value = self.operation(expr, pre, name)
+        if not (isinstance(value, gast.Name) and value.id == name):
+            pre.append(nodes.located(nodes.assign(name, value), expr))
+
+    def stmt_For(self, stmt):
+        pre = []
+        iterable = stmt.iter
+        if isinstance(iterable, gast.Call) and getanno(iterable.func, Key.RESOLVED) is builtins.range:
+            iterable.args = [self.atom(a, pre, 'n') for a in iterable.args]
+        else:
+            iterable = self.atom(iterable, pre, 'iterable')
+        stmt.iter = iterable
+        stmt.body = self.block(stmt.body)
+        return pre + [stmt]
+
+    def stmt_Assert(self, stmt):
+        return [stmt]
+
+    # ---------------------------------------------------------------- expressions
+
+    def atom(self, expr, pre, hint):
+        """An atom holding the value of `expr`; its statements go to `pre`."""
+        if is_atom(expr):
+            return expr
+        value = self.operation(expr, pre, None)
+        if is_atom(value):
+            return value
+        tmp = self.namer.new(_temp_name(expr, hint))
+        stmt = nodes.assign(tmp, value)
+        nodes.located(stmt, expr)
+        pre.append(stmt)
+        return nodes.name(tmp)
+
+    def operation(self, expr, pre, target):
+        """`expr` as one operation on atoms (or an atom)."""
+        if is_atom(expr):
+            return expr
+        kind = type(expr).__name__
+        method = getattr(self, 'expr_' + kind, None)
+        if method is None:
+            return expr                              # opaque: f-strings and the like
+        return method(expr, pre, target)
+
+    def expr_BinOp(self, e, pre, target):
+        return nodes.copy_location(nodes.binop(self.atom(e.left, pre, 'x'), e.op,
+                                               self.atom(e.right, pre, 'y')), e)
+
+    def expr_UnaryOp(self, e, pre, target):
+        return nodes.copy_location(gast.UnaryOp(op=e.op, operand=self.atom(e.operand, pre, 'x')), e)
+
+    def expr_Compare(self, e, pre, target):
+        left = self.atom(e.left, pre, 'x')
+        if len(e.ops) == 1:
+            return gast.Compare(left=left, ops=e.ops, comparators=[self.atom(e.comparators[0], pre, 'y')])
+        # a < b < c: b is evaluated once; c only when a < b.
+        result = nodes.name(target) if target else nodes.name(self.namer.new('_cmp'))
+        cur = left
+        guard_body = pre
+        for k, (op, right) in enumerate(zip(e.ops, e.comparators)):
+            inner = []
+            right_atom = self.atom(right, inner, 'y')
+            inner.append(nodes.assign(result.id, gast.Compare(left=cur, ops=[op], comparators=[right_atom])))
+            guard_body.extend(inner)
+            if k < len(e.ops) - 1:
+                nxt = nodes.if_(result.id, [])
+                nxt.body = []
+                guard_body.append(nxt)
+                guard_body = nxt.body
+            cur = right_atom
+        _fill_empty(pre)
+        return nodes.name(result.id)
+
+    def expr_BoolOp(self, e, pre, target):
+        if all(_is_simple_test(v) for v in e.values):
+            return e
+        # Operands that need statements keep their short circuit.
+        result = target or self.namer.new('_and' if isinstance(e.op, gast.And) else '_or')
+        first = self.atom(e.values[0], pre, 'x')
+        pre.append(nodes.assign(result, first))
+        block = pre
+        for value in e.values[1:]:
+            test = nodes.name(result) if isinstance(e.op, gast.And) else \
+                gast.UnaryOp(op=gast.Not(), operand=nodes.name(result))
+            if isinstance(test, gast.UnaryOp):
+                neg = self.namer.new('_not')
+                block.append(nodes.assign(neg, test))
+                test = nodes.name(neg)
+            branch = nodes.if_(test, [])
+            branch.body = []
+            block.append(branch)
+            block = branch.body
+            atom = self.atom(value, block, 'x')
+            block.append(nodes.assign(result, atom))
+        return nodes.name(result)
+
+    def expr_IfExp(self, e, pre, target):
+        result = target or self.namer.new('_ifexp')
+        test = self.atom(e.test, pre, 'cond')
+        body, orelse = [], []
+        body.append(nodes.assign(result, self.operation(e.body, body, result)))
+        orelse.append(nodes.assign(result, self.operation(e.orelse, orelse, result)))
+        pre.append(nodes.located(nodes.if_(test, body, orelse), e))
+        return nodes.name(result)
+
+    def expr_Call(self, e, pre, target):
+        return self.call(e, pre)
+
+    def call(self, e, pre):
+        func = e.func
+        if isinstance(func, gast.Attribute) and not hasanno(func, Key.RESOLVED):
+            func = nodes.attribute(self.atom(func.value, pre, 'obj'), func.attr)
+        elif not is_atom(func):
+            func = self.atom(func, pre, 'fn')
+        if len(e.args) == 1 and isinstance(e.args[0], gast.GeneratorExp):
+            e.args = [gast.ListComp(elt=e.args[0].elt, generators=e.args[0].generators)]
+        args = [self.atom(a, pre, 'arg') for a in e.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, pre, k.arg or 'kw'))
+                    for k in e.keywords]
+        return nodes.copy_location(gast.Call(func=func, args=args, keywords=keywords), e)
+
+    def expr_Attribute(self, e, pre, target):
+        return nodes.copy_location(nodes.attribute(self.atom(e.value, pre, 'obj'), e.attr), e)
+
+    def expr_Subscript(self, e, pre, target):
+        index = self.index(e.slice, pre)
+        return nodes.copy_location(nodes.subscript(self.atom(e.value, pre, 'seq'), index), e)
+
+    def index(self, index, pre):
+        if isinstance(index, gast.Slice):
+            return gast.Slice(*(None if part is None else self.atom(part, pre, 'bound')
+                                for part in (index.lower, index.upper, index.step)))
+        if isinstance(index, gast.Tuple):
+            return gast.Tuple(elts=[self.index(i, pre) for i in index.elts], ctx=gast.Load())
+        return self.atom(index, pre, 'index')
+
+    def expr_Tuple(self, e, pre, target):
+        return nodes.tuple_(*[self.atom(x, pre, 'elt') for x in e.elts])
+
+    def expr_List(self, e, pre, target):
+        return nodes.list_(*[self.atom(x, pre, 'elt') for x in e.elts])
+
+    def expr_Dict(self, e, pre, target):
+        return gast.Dict(keys=[None if k is None else self.atom(k, pre, 'key') for k in e.keys],
+                         values=[self.atom(v, pre, 'val') for v in e.values])
+
+    def expr_ListComp(self, e, pre, target):
+        result = target or self.namer.new('_list')
+        pre.append(nodes.located(nodes.assign(result, nodes.list_()), e))
+        renames = {}
+        for gen in e.generators:
+            for n in gast.walk(gen.target):
+                if isinstance(n, gast.Name):
+                    renames[n.id] = self.namer.new(n.id)
+        e = nodes.substitute(e, renames)
+        append = nodes.expr_stmt(nodes.call(nodes.attribute(result, 'append'), e.elt))
+        inner = [append]
+        for gen in reversed(e.generators):
+            for cond in reversed(gen.ifs):
+                inner = [nodes.if_(cond, inner)]
+            inner = [gast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
+                              type_comment=None)]
+        loop = nodes.located(inner[0], e)
+        # The comprehension's loops go through desugar's normal form again.
+        from tapeflow.transforms import desugar
+        lowered = desugar._Loops(self.namer).visit_body([loop])
+        pre.extend(self.block(lowered))
+        return nodes.name(result)
+
+    expr_GeneratorExp = expr_ListComp
+
+
+def _temp_name(expr, hint):
+    if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
+        return '_' + _OP_NAMES.get(type(expr.op), hint)
+    if isinstance(expr, gast.Call):
+        func = expr.func
+        if isinstance(func, gast.Attribute):
+            return '_' + func.attr
+        if isinstance(func, gast.Name):
+            return '_' + func.id
+    if isinstance(expr, gast.Subscript):
+        return '_item'
+    if isinstance(expr, gast.Attribute):
+        return '_' + expr.attr
+    if isinstance(expr, gast.Compare):
+        return '_cond'
+    return '_' + hint
+
+
+def _is_simple_test(expr) -> bool:
+    """An operand of `and`/`or` cheap and safe to evaluate eagerly."""
+    if is_atom(expr):
+        return True
+    if isinstance(expr, gast.Compare):
+        return is_atom(expr.left) and all(is_atom(c) for c in expr.comparators)
+    if isinstance(expr, gast.UnaryOp) and isinstance(expr.op, gast.Not):
+        return _is_simple_test(expr.operand)
+    if isinstance(expr, gast.BoolOp):
+        return all(_is_simple_test(v) for v in expr.values)
+    return False
+
+
+def _fill_empty(stmts):
+    for s in stmts:
+        if isinstance(s, gast.If) and not s.body:
+            s.body = [nodes.pass_()]

@@ -1,0 +1,239 @@
+"""Desugar: rewrite the function into the smaller language the later passes know.
+
+Runs after `syntax.fence` and `syntax.resolve`. Guarantees on its output:
+
+- no augmented assignment (`x += y` is `x = x + y`; `y[i] += v` is
+  `y[i] = y[i] + v`);
+- every `for` loop iterates `range(...)`: loops over sequences, `enumerate`
+  and `zip` index their sequences;
+- no `continue`, no `break` but the one `if <flags>: break` that ends a loop
+  body (marked `Key.LOOP_EXIT`), and a single `return`, the last statement:
+  jumps are lowered to flags that guard the statements they skip.
+
+Expressions are left alone (ANF runs next).
+"""
+from __future__ import annotations
+
+import builtins
+
+import gast
+
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.syntax.naming import Namer
+
+
+def transform(node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    node.body = _AugAssign().visit_body(node.body)
+    node.body = _Loops(namer).visit_body(node.body)
+    node.body = _Jumps(namer).lower_function(node.body)
+    return node
+
+
+# ------------------------------------------------------------------ x += y
+
+class _Rewriter(gast.NodeTransformer):
+    def visit_body(self, body):
+        out = []
+        for stmt in body:
+            new = self.visit(stmt)
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+
+class _AugAssign(_Rewriter):
+    def visit_AugAssign(self, node):
+        value = nodes.binop(nodes.load(node.target), node.op, node.value)
+        nodes.copy_location(value, node)
+        return nodes.copy_location(nodes.assign(node.target, value), node)
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return []
+        return nodes.copy_location(nodes.assign(node.target, node.value), node)
+
+
+# ------------------------------------------------------------------ for loops
+
+def _resolved(node, obj) -> bool:
+    return isinstance(node, gast.Call) and getanno(node.func, Key.RESOLVED) is obj
+
+
+class _Loops(_Rewriter):
+    """`for v in xs` becomes `for i in range(len(xs)): v = xs[i]`."""
+
+    def __init__(self, namer):
+        self.namer = namer
+
+    def visit_For(self, node):
+        node.body = self.visit_body(node.body)
+        iterable = node.iter
+        if _resolved(iterable, builtins.range):
+            return node
+        prologue, heads = [], []
+        if _resolved(iterable, builtins.enumerate) and not iterable.keywords and \
+                isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2:
+            counter, item = node.target.elts
+            seq = self._sequence(iterable.args[0], prologue, node)
+            start = iterable.args[1] if len(iterable.args) > 1 else None
+            index = counter if start is None and isinstance(counter, gast.Name) else \
+                nodes.name(self.namer.new('_i'), store=True)
+            if index is not counter:
+                heads.append(nodes.assign(counter, nodes.binop(index.id, gast.Add(), start or 0)))
+            heads.append(nodes.assign(item, nodes.subscript(seq, index.id)))
+            length = nodes.call(_builtin('len'), seq)
+        elif _resolved(iterable, builtins.zip) and not iterable.keywords and \
+                isinstance(node.target, gast.Tuple) and len(node.target.elts) == len(iterable.args):
+            seqs = [self._sequence(a, prologue, node) for a in iterable.args]
+            index = nodes.name(self.namer.new('_i'), store=True)
+            for target, seq in zip(node.target.elts, seqs):
+                heads.append(nodes.assign(target, nodes.subscript(seq, index.id)))
+            lengths = [nodes.call(_builtin('len'), s) for s in seqs]
+            length = lengths[0] if len(lengths) == 1 else nodes.call(_builtin('min'), *lengths)
+        else:
+            seq = self._sequence(iterable, prologue, node)
+            index = nodes.name(self.namer.new('_i'), store=True)
+            heads.append(nodes.assign(node.target, nodes.subscript(seq, index.id)))
+            length = nodes.call(_builtin('len'), seq)
+        loop = nodes.for_(index, nodes.call(_builtin('range'), length), heads + node.body)
+        nodes.located(heads, node)
+        nodes.located(prologue, node)
+        nodes.copy_location(loop, node)
+        return prologue + [loop]
+
+    def _sequence(self, expr, prologue, node):
+        if isinstance(expr, gast.Name):
+            return expr.id
+        seq = self.namer.new('_seq')
+        prologue.append(nodes.assign(seq, expr))
+        return seq
+
+
+def _builtin(name):
+    ref = nodes.name(name)
+    setanno(ref, Key.RESOLVED, getattr(builtins, name))
+    return ref
+
+
+# ------------------------------------------------------------------ jumps
+
+def _contains(stmts, types, into_loops=True):
+    for stmt in stmts:
+        for n in _walk_stmt(stmt, into_loops):
+            if isinstance(n, types):
+                return True
+    return False
+
+
+def _walk_stmt(stmt, into_loops):
+    """Statements under `stmt`, not entering nested defs (nor loops, unless asked)."""
+    yield stmt
+    if isinstance(stmt, gast.FunctionDef):
+        return
+    if isinstance(stmt, (gast.For, gast.While)) and not into_loops:
+        return
+    for field in ('body', 'orelse'):
+        for child in getattr(stmt, field, ()) or ():
+            yield from _walk_stmt(child, into_loops)
+
+
+class _Jumps:
+    """Lower break/continue/return to flags.
+
+    A statement after which a flag may be set is followed by the rest of its
+    block under `if not flag:`; a loop whose body may set its break flag (or
+    the return flag) ends its body with `if flag: break`.
+    """
+
+    def __init__(self, namer):
+        self.namer = namer
+        self.ret_flag = None
+        self.ret_value = None
+        self.loops = []         # stack of (break_flag, continue_flag) per loop
+
+    def lower_function(self, body):
+        final_return = bool(body) and isinstance(body[-1], gast.Return)
+        if not _contains(body[:-1] if final_return else body, gast.Return):
+            return body
+        self.ret_flag = self.namer.new('_returned')
+        self.ret_value = self.namer.new('_retval')
+        prologue = [nodes.assign(self.ret_flag, False), nodes.assign(self.ret_value, None)]
+        for stmt in prologue:
+            setanno(stmt, Key.SYNTHETIC, True)
+        lowered, _ = self.block(body)
+        return prologue + lowered + [nodes.return_(self.ret_value)]
+
+    def block(self, stmts):
+        """Lower a block; return it and the set of flags it may leave set."""
+        out, raised = [], set()
+        for k, stmt in enumerate(stmts):
+            new, flags = self.statement(stmt)
+            out.extend(new)
+            if flags:
+                raised |= flags
+                rest, rest_flags = self.block(stmts[k + 1:])
+                raised |= rest_flags
+                if rest:
+                    guard = nodes.if_(self._none_of(flags), rest)
+                    setanno(guard, Key.SYNTHETIC, True)
+                    nodes.located(guard, stmts[k + 1])
+                    out.append(guard)
+                return out, raised
+        return out, raised
+
+    def _none_of(self, flags):
+        names = [nodes.name(f) for f in sorted(flags)]
+        test = names[0] if len(names) == 1 else gast.BoolOp(op=gast.Or(), values=names)
+        return gast.UnaryOp(op=gast.Not(), operand=test)
+
+    def statement(self, stmt):
+        if isinstance(stmt, gast.Return):
+            if self.ret_flag is None:
+                return [stmt], set()
+            new = [nodes.assign(self.ret_value, stmt.value if stmt.value is not None else nodes.const(None)),
+                   nodes.assign(self.ret_flag, True)]
+            nodes.located(new, stmt)
+            return new, {self.ret_flag}
+        if isinstance(stmt, gast.Break):
+            flag = self.loops[-1][0]
+            return [nodes.located(nodes.assign(flag, True), stmt)], {flag}
+        if isinstance(stmt, gast.Continue):
+            flag = self.loops[-1][1]
+            return [nodes.located(nodes.assign(flag, True), stmt)], {flag}
+        if isinstance(stmt, gast.If):
+            stmt.body, body_flags = self.block(stmt.body)
+            stmt.orelse, else_flags = self.block(stmt.orelse)
+            if not stmt.body:
+                stmt.body = [nodes.pass_()]
+            return [stmt], body_flags | else_flags
+        if isinstance(stmt, (gast.For, gast.While)):
+            return self.loop(stmt)
+        return [stmt], set()
+
+    def loop(self, stmt):
+        has_break = _contains(stmt.body, gast.Break, into_loops=False)
+        has_continue = _contains(stmt.body, gast.Continue, into_loops=False)
+        brk = self.namer.new('_break') if has_break else None
+        cont = self.namer.new('_continue') if has_continue else None
+        self.loops.append((brk, cont))
+        body, flags = self.block(stmt.body)
+        self.loops.pop()
+        prologue = []
+        if brk:
+            prologue.append(nodes.assign(brk, False))
+        if cont:
+            body.insert(0, nodes.assign(cont, False))
+        exits = sorted(f for f in flags if f in (brk, self.ret_flag) and f)
+        if exits:
+            names = [nodes.name(f) for f in exits]
+            test = names[0] if len(names) == 1 else gast.BoolOp(op=gast.Or(), values=names)
+            exit_stmt = nodes.if_(test, [nodes.break_()])
+            setanno(exit_stmt, Key.LOOP_EXIT, True)
+            body.append(exit_stmt)
+        for s in prologue + body:
+            if getanno(s, Key.ORIGIN) is None:
+                nodes.located(s, stmt)
+        stmt.body = body
+        escaping = {f for f in flags if f == self.ret_flag}
+        return prologue + [stmt], escaping
+

@@ -1,0 +1,124 @@
+"""Emit a derivative rule into generated code: inline its body, or call it.
+
+A rule written as `def rule(g, ans, x, y): return unbroadcast(g * y, x)` is
+inlined: its expression, with the parameters replaced by the generated code's
+names, so `bx = bx + unbroadcast(by * w, x)` reads like a hand-written
+adjoint. A rule that cannot be inlined (a lambda, several statements, names
+the generated module already uses for something else) is called by a name
+bound in the generated module's namespace.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import textwrap
+
+import gast
+
+from tapeflow.syntax import nodes
+
+_NOT_INLINABLE = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _rule_template(rule):
+    """(params, defaults, body expression, free names) or _NOT_INLINABLE."""
+    if getattr(rule, '__name__', '') == '<lambda>':
+        return _NOT_INLINABLE
+    try:
+        source = textwrap.dedent(inspect.getsource(rule))
+        tree = gast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return _NOT_INLINABLE
+    fdef = tree.body[0]
+    if not isinstance(fdef, gast.FunctionDef) or fdef.decorator_list:
+        return _NOT_INLINABLE
+    body = [s for s in fdef.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    args = fdef.args
+    if len(body) != 1 or not isinstance(body[0], gast.Return) or args.vararg or args.kwarg \
+            or args.posonlyargs:
+        return _NOT_INLINABLE
+    expr = body[0].value
+    if any(isinstance(n, (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.DictComp,
+                          gast.SetComp, gast.NamedExpr)) for n in gast.walk(expr)):
+        return _NOT_INLINABLE
+    params = [a.id for a in args.args] + [a.id for a in args.kwonlyargs]
+    positional = [a.id for a in args.args]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    free = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)} - set(params)
+    return params, positional, defaults, expr, free
+
+
+class RuleEmitter:
+    """Emits rules into one generated module; owns the names rules need there."""
+
+    def __init__(self, namespace: dict, namer):
+        self.namespace = namespace
+        self.namer = namer
+        self.called = {}            # rule -> its name in the namespace
+
+    def emit(self, rule, g, ans, args, keywords=()):
+        """An expression computing `rule(g, ans, *args, **keywords)`.
+
+        `g`, `ans` and `args` are gast expressions (or names); `keywords` is a
+        list of (name, expression).
+        """
+        template = _rule_template(rule)
+        if template is not _NOT_INLINABLE:
+            inlined = self._inline(rule, template, g, ans, args, dict(keywords))
+            if inlined is not None:
+                return inlined
+        return nodes.call(self._bind(rule), g, ans, *args, keywords=list(keywords))
+
+    def _inline(self, rule, template, g, ans, args, keywords):
+        params, positional, defaults, expr, free = template
+        values = [g, ans] + list(args)
+        if len(values) > len(positional):
+            return None
+        subs = dict(zip(positional, values))
+        for name in params:
+            if name in subs:
+                continue
+            if name in keywords:
+                subs[name] = keywords.pop(name)
+            elif name in defaults:
+                subs[name] = defaults[name]
+            else:
+                return None
+        if keywords:
+            return None                      # a keyword the rule does not take
+        globals_ = rule.__globals__
+        for name in free:
+            if name not in globals_:
+                import builtins
+                if hasattr(builtins, name):
+                    continue
+                return None
+            obj = globals_[name]
+            if self.namespace.get(name, obj) is not obj or (
+                    name in self.namer.taken and self.namespace.get(name) is not obj):
+                return None                  # the name means something else here
+        for name in free:
+            if name in globals_:
+                self.namespace[name] = globals_[name]
+                self.namer.reserve(name)
+        return nodes.substitute(expr, {k: _as_node(v) for k, v in subs.items()})
+
+    def _bind(self, rule):
+        if rule not in self.called:
+            base = getattr(rule, '__name__', 'rule')
+            if base == '<lambda>' or not base.isidentifier():
+                base = 'rule'
+            name = self.namer.new(base if base.startswith('_') else '_' + base)
+            self.namespace[name] = rule
+            self.called[rule] = name
+        return self.called[rule]
+
+
+def _as_node(value):
+    if isinstance(value, str):
+        return nodes.name(value)
+    if isinstance(value, gast.AST):
+        return value
+    return nodes.const(value)

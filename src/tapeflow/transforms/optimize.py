@@ -1,0 +1,192 @@
+"""Optimize the output of `reverse`: no dead adjoints, no pushes nobody pops.
+
+Runs after `reverse` on the whole generated body (forward sweep, then the
+reverse sweep). Guarantees:
+
+- a statement of the reverse sweep whose result nothing reads is gone;
+- a pop whose value nothing reads is gone, and so is its push (matched by
+  `Key.TAPE_PAIR`), so the tape holds only what the adjoint needs;
+- an adjoint's first accumulation is an assignment (`bx = by * w`, not
+  `bx = 0.0; bx = bx + by * w`);
+- a pushed variable that may be unassigned at its push starts as `None`.
+
+Forward statements are the user's: they are never removed.
+"""
+from __future__ import annotations
+
+import gast
+
+from tapeflow.analysis.liveness import Liveness
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno
+
+
+def transform(forward, reverse, live_out, params):
+    """Return (forward, reverse, names to initialise to None)."""
+    while True:
+        liveness = Liveness(forward + reverse, live_out)
+        removed = set()
+        reverse = _sweep(reverse, liveness, removed)
+        if removed:
+            forward = _drop_pushes(forward, removed)
+        reverse = _zeros(reverse)
+        if not removed and not _has_dead(reverse, Liveness(forward + reverse, live_out)):
+            break
+    return forward, reverse, _undefined_at_push(forward, set(params))
+
+
+# ------------------------------------------------------------------ dead code
+
+def _is_pop(node) -> bool:
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id == '_pop'
+
+
+def _uses_tape(node) -> bool:
+    return any(isinstance(n, gast.Name) and n.id in ('_tape', '_pop') for n in gast.walk(node))
+
+
+def _empty(body) -> bool:
+    return all(isinstance(s, gast.Pass) for s in body)
+
+
+def _dead(stmt, live_after) -> bool:
+    if isinstance(stmt, gast.Assign):
+        target = stmt.targets[0]
+        base = target.value if isinstance(target, gast.Subscript) else target
+        if not isinstance(base, gast.Name) or base.id in live_after:
+            return False
+        if _is_pop(stmt.value):
+            return True
+        return not _uses_tape(stmt.value)
+    if isinstance(stmt, gast.Expr):
+        return _is_pop(stmt.value)
+    if isinstance(stmt, gast.If) and _is_pop(stmt.test):
+        return _empty(stmt.body) and _empty(stmt.orelse)
+    if isinstance(stmt, gast.For) and getanno(stmt, Key.TAPE_PAIR) is not None:
+        return _empty(stmt.body)
+    return False
+
+
+def _has_dead(stmts, liveness) -> bool:
+    for stmt in stmts:
+        if _dead(stmt, liveness.live_after.get(id(stmt), set())):
+            return True
+        for field in ('body', 'orelse'):
+            if _has_dead(getattr(stmt, field, []) or [], liveness):
+                return True
+    return False
+
+
+def _sweep(stmts, liveness, removed):
+    out = []
+    for stmt in stmts:
+        for field in ('body', 'orelse'):
+            inner = getattr(stmt, field, None)
+            if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
+                setattr(stmt, field, _sweep(inner, liveness, removed) or ([] if field == 'orelse' else [nodes.pass_()]))
+        if _dead(stmt, liveness.live_after.get(id(stmt), set())):
+            pair = getanno(stmt, Key.TAPE_PAIR)
+            if pair is not None:
+                removed.add(pair)
+            elif _uses_tape(stmt):
+                out.append(stmt)
+                continue
+            continue
+        out.append(stmt)
+    return out
+
+
+def _drop_pushes(stmts, pairs):
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, gast.Expr) and getanno(stmt, Key.TAPE_PAIR) in pairs:
+            continue
+        for field in ('body', 'orelse'):
+            inner = getattr(stmt, field, None)
+            if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
+                setattr(stmt, field, _drop_pushes(inner, pairs) or ([] if field == 'orelse' else [nodes.pass_()]))
+        out.append(stmt)
+    return out
+
+
+# ------------------------------------------------------------------ symbolic zeros
+
+def _is_zero(node) -> bool:
+    return isinstance(node, gast.Constant) and node.value == 0.0 and isinstance(node.value, float)
+
+
+def _accumulated(stmt):
+    """For `b = b + e` or `b = add_adjoint(b, e)`: (b, e); else None."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
+        return None
+    b, value = stmt.targets[0].id, stmt.value
+    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) \
+            and isinstance(value.left, gast.Name) and value.left.id == b:
+        return b, value.right
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+            and value.func.id == 'add_adjoint' and isinstance(value.args[0], gast.Name) \
+            and value.args[0].id == b:
+        return b, value.args[1]
+    return None
+
+
+def _zeros(stmts, zero=None):
+    """Rewrite first accumulations into assignments, tracking known zeros."""
+    zero = set() if zero is None else zero
+    _zero_block(stmts, zero)
+    return stmts
+
+
+def _zero_block(stmts, zero):
+    for stmt in stmts:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            acc = _accumulated(stmt)
+            name = stmt.targets[0].id
+            if acc is not None and acc[0] in zero:
+                stmt.value = acc[1]
+            if _is_zero(stmt.value):
+                zero.add(name)
+            else:
+                zero.discard(name)
+        elif isinstance(stmt, gast.If):
+            a, b = set(zero), set(zero)
+            _zero_block(stmt.body, a)
+            _zero_block(stmt.orelse, b)
+            zero &= a & b
+        elif isinstance(stmt, (gast.For, gast.While)):
+            assigned = {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)
+                        and isinstance(n.ctx, gast.Store)}
+            zero -= assigned
+            _zero_block(stmt.body, set(zero))
+            zero -= assigned
+
+
+# ------------------------------------------------------------------ undefined at push
+
+def _undefined_at_push(forward, defined):
+    needs = set()
+
+    def block(stmts, defined):
+        for stmt in stmts:
+            if isinstance(stmt, gast.Expr) and getanno(stmt, Key.TAPE_PAIR) is not None:
+                arg = stmt.value.args[0]
+                if isinstance(arg, gast.Name) and arg.id not in defined:
+                    needs.add(arg.id)
+            elif isinstance(stmt, gast.Assign):
+                defined |= {t.id for t in stmt.targets if isinstance(t, gast.Name)}
+            elif isinstance(stmt, gast.If):
+                a, b = block(stmt.body, set(defined)), block(stmt.orelse, set(defined))
+                defined |= a & b
+            elif isinstance(stmt, (gast.For, gast.While)):
+                inner = set(defined)
+                if isinstance(stmt, gast.For):
+                    inner |= {n.id for n in gast.walk(stmt.target) if isinstance(n, gast.Name)}
+                # a later trip sees what an earlier one assigned: a push before
+                # the assignment in the body reads last trip's value, or nothing.
+                block(stmt.body, inner)
+            elif isinstance(stmt, gast.FunctionDef):
+                defined.add(stmt.name)
+        return defined
+
+    block(forward, set(defined))
+    return needs

@@ -1,0 +1,220 @@
+"""The one ordered pipeline from a Python function to its compiled adjoint.
+
+    parse -> fence -> resolve -> desugar -> anf -> activity -> reverse -> optimize -> codegen
+
+Each pass is its own module with one entry point; the order is fixed here and
+nowhere else. `compile_reverse` runs it and loads the result. The generated
+module holds three functions of the user's function `f`:
+
+    df(x, ..., bout=1.0)        value and gradient in one body (what `grad` runs
+                                and `source` shows)
+    f_forward(_tape, x, ...)    the forward sweep alone: pushes, returns the value
+    f_backward(_tape, bout)     the reverse sweep alone: pops, returns the gradients
+
+The split pair serves calls from other compiled functions and the eager tape.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import gast
+
+from tapeflow.analysis import activity
+from tapeflow.analysis.liveness import Liveness
+from tapeflow.syntax import fence, nodes, parse, resolve
+from tapeflow.syntax.anno import Key, getanno
+from tapeflow.syntax.naming import Namer
+from tapeflow.syntax.unparse import load_module, unparse
+from tapeflow.transforms import anf, desugar, optimize, reverse
+from tapeflow.transforms.inline import RuleEmitter
+
+# The passes, in order, with why each stands where it does.
+PASSES = (
+    'parse',      # source text -> gast, nodes located in the user's file
+    'fence',      # reject what later passes do not understand, before touching anything
+    'resolve',    # free names -> objects: calls must be told apart (rule, user function)
+    'desugar',    # jumps to flags, loops to range: reverse knows only these forms
+    'anf',        # one operation per statement: one rule per adjoint statement
+    'activity',   # which names carry derivatives: only those get adjoints
+    'reverse',    # forward sweep with pushes, reverse sweep with pops
+    'optimize',   # drop dead adjoints and unneeded push/pop pairs
+    'codegen',    # unparse and load, registered with linecache
+)
+
+# Names generated code uses besides the user's globals; the caller supplies
+# their values (`tapeflow.runtime.support`), so this layer does not import it.
+RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+                 'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
+                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice')
+
+
+@dataclasses.dataclass
+class Compiled:
+    """A compiled adjoint of one function for one set of differentiated inputs."""
+    fn: object
+    wrt: tuple                 # positions of differentiated parameters
+    lifted: tuple              # free names turned into extra parameters
+    params: list               # parameter names of the primal, lifted ones last
+    source: str                # the combined function, as shown to users
+    module_source: str         # everything generated for this function
+    namespace: dict
+    combined: object = None
+    forward: object = None
+    backward: object = None
+    passes: list = dataclasses.field(default_factory=list)   # (pass name, source)
+    callees: list = dataclasses.field(default_factory=list)
+    bindings: object = None
+    in_place: bool = False     # the reverse sweep restores arrays in place
+
+    def full_source(self) -> str:
+        seen, parts = set(), [self.module_source]
+        for callee in self.callees:
+            if id(callee) not in seen and callee is not self:
+                seen.add(id(callee))
+                parts.append(callee.module_source)
+        return '\n\n'.join(parts)
+
+
+def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
+                    record_passes=False, compile_callee=None) -> Compiled:
+    """Run the pipeline on `fn`, differentiating the parameters at `wrt`."""
+    passes = []
+
+    def record(name, node):
+        if record_passes:
+            passes.append((name, unparse(node)))
+
+    source = parse.parse_function(fn)                                   # parse
+    node = source.node
+    record('parse', node)
+    fence.check(source)                                                 # fence
+    for name in lifted:
+        node.args.args.append(nodes.name(name))
+        node.args.args[-1].ctx = gast.Param()
+    bindings = resolve.resolve(node, fn)                                # resolve
+    params = [a.id for a in node.args.args]
+    for i in wrt:
+        if i >= len(params):
+            raise TypeError(f'{fn.__name__}() has {len(params) - len(lifted)} parameters; '
+                            f'cannot differentiate with respect to argument {i}')
+    wrt_names = [params[i] for i in wrt]
+    namer = Namer.for_function(node)
+    namer.taken |= set(RUNTIME_NAMES) | {'_tape', '_push', '_pop', '_value'}
+    desugar.transform(node, namer)                                      # desugar
+    record('desugar', node)
+    anf.transform(node, namer)                                          # anf
+    record('anf', node)
+    active = activity.active_names(node, set(wrt_names))                # activity
+
+    namespace = dict(runtime_names)
+    namespace.update(bindings.values)
+    emitter = RuleEmitter(namespace, namer)
+    compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
+                        bindings=bindings)
+    ctx = reverse.ReverseContext(source, namer, emitter, active,
+                                 _callee_binder(compiled, namespace, namer, compile_callee))
+    adjoint = reverse.transform(node, ctx)                              # reverse
+
+    adj = adjoint.adjoints
+    output = adjoint.output
+    seed_name = adj[output.id] if isinstance(output, gast.Name) and output.id in active \
+        else namer.new('bout')
+    seed = [s for s in adjoint.seed if not (isinstance(s.value, gast.Name) and s.value.id == 'bout')]
+    if isinstance(output, gast.Tuple):
+        seed = [nodes.substitute(s, {'bout': seed_name}) for s in seed]
+    grads = [adj[n] if n in active else None for n in wrt_names]
+    inits = [nodes.assign(adj[n], 0.0) for n in sorted(active)
+             if not (isinstance(output, gast.Name) and n == output.id)]
+    grad_names = [g for g in grads if g is not None]
+    rev_body = inits + seed + adjoint.reverse
+    record('reverse', nodes.function_def(fn.__name__, params, adjoint.forward + rev_body))
+
+    forward = adjoint.forward
+    if optimize_code:                                                   # optimize
+        forward, rev_body, undefined = optimize.transform(
+            forward, rev_body, set(grad_names) | {'_value'}, params)
+    else:
+        undefined = optimize._undefined_at_push(forward, set(params))
+    compiled.in_place = any(getanno(n, Key.RESTORES_IN_PLACE) for s in rev_body for n in gast.walk(s))
+    prologue = [nodes.assign(n, None) for n in sorted(undefined)]
+
+    grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
+        else (nodes.name(grads[0]) if grads[0] else nodes.const(0.0))
+    capture = nodes.call('snapshot', output) if compiled.in_place else output
+    name = fn.__name__
+    combined = nodes.function_def(
+        'd' + name, params + [seed_name],
+        [nodes.assign('_tape', nodes.list_()),
+         nodes.assign('_push', nodes.attribute('_tape', 'append')),
+         nodes.assign('_pop', nodes.attribute('_tape', 'pop'))]
+        + copy.deepcopy(prologue) + copy.deepcopy(forward)
+        + [nodes.assign('_value', capture)] + copy.deepcopy(rev_body)
+        + [nodes.return_(nodes.tuple_('_value', grad_value))],
+        defaults=[1.0])
+    _trim_tape(combined)
+
+    # The split pair: the forward saves what the reverse reads at its start.
+    entry_live = sorted(Liveness(rev_body, set(grad_names)).live_in - {seed_name})
+    fwd_fn = nodes.function_def(
+        f'{name}_forward', ['_tape'] + params,
+        [nodes.assign('_push', nodes.attribute('_tape', 'append'))]
+        + copy.deepcopy(prologue) + copy.deepcopy(forward)
+        + [nodes.expr_stmt(nodes.call('_push', nodes.tuple_(*entry_live)))] * bool(entry_live)
+        + [nodes.return_(capture)])
+    restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call('_pop'))] \
+        if len(entry_live) > 1 else \
+        [nodes.assign(entry_live[0], nodes.subscript(nodes.call('_pop'), nodes.const(0)))] * bool(entry_live)
+    bwd_fn = nodes.function_def(
+        f'{name}_backward', ['_tape', seed_name],
+        [nodes.assign('_pop', nodes.attribute('_tape', 'pop'))] + restore
+        + copy.deepcopy(rev_body) + [nodes.return_(grad_value)])
+    _trim_tape(fwd_fn)
+    _trim_tape(bwd_fn)
+
+    text = unparse(combined)                                            # codegen
+    module_text = '\n\n'.join([unparse(fwd_fn), unparse(bwd_fn), text])
+    record('codegen', combined)
+    load_module(module_text, namespace, name)
+    compiled.source = text
+    compiled.module_source = module_text
+    compiled.combined = namespace['d' + name]
+    compiled.forward = namespace[f'{name}_forward']
+    compiled.backward = namespace[f'{name}_backward']
+    compiled.passes = passes
+    return compiled
+
+
+def _trim_tape(fdef):
+    """Drop the `_push`/`_pop` bindings (and the tape) a function does not use."""
+    used = {n.id for s in fdef.body for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    keep = []
+    for stmt in fdef.body:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+                and stmt.targets[0].id in ('_push', '_pop') and stmt.targets[0].id not in used:
+            continue
+        keep.append(stmt)
+    used = {n.id for s in keep for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    fdef.body = [s for s in keep if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                                         and s.targets[0].id == '_tape' and '_tape' not in used)]
+
+
+def _callee_binder(compiled, namespace, namer, compile_callee):
+    """Bind a user function's compiled forward/backward into this namespace."""
+    def bind(fn, wrt, stmt):
+        if compile_callee is None:
+            raise TypeError(f'cannot differentiate the call of {fn.__name__}()')
+        callee = compile_callee(fn, wrt)
+        compiled.callees.append(callee)
+        fwd = namer.new(f'{fn.__name__}_forward')
+        bwd = namer.new(f'{fn.__name__}_backward')
+        if callee.forward is None:          # still compiling: recursion
+            namespace[fwd] = lambda *a: callee.forward(*a)
+            namespace[bwd] = lambda *a: callee.backward(*a)
+        else:
+            namespace[fwd] = callee.forward
+            namespace[bwd] = callee.backward
+        return fwd, bwd
+    return bind
