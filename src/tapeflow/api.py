@@ -136,6 +136,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
             _check_scalar(value, fname)
         if single:
             return value, _like(grads, args[wrt[0]])
+        if len(wrt) == 1:
+            grads = (grads,)
         return value, tuple(_like(g, args[i]) for g, i in zip(grads, wrt))
 
     return value_and_grad_f

@@ -5,6 +5,7 @@ the user's file) on every node, and `Source` says which file that is.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import linecache
@@ -39,6 +40,9 @@ def _origin(node):
 def parse_function(fn) -> Source:
     """The gast FunctionDef of `fn`, its nodes located in `fn`'s file."""
     fn = inspect.unwrap(fn)
+    lifted = getattr(fn, '__tapeflow_source__', None)
+    if lifted is not None:                 # a nested def, lifted by desugar
+        return dataclasses.replace(lifted, node=copy.deepcopy(lifted.node))
     try:
         lines, first_line = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or fn.__code__.co_filename

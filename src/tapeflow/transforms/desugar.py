@@ -15,6 +15,8 @@ Expressions are left alone (ANF runs next).
 from __future__ import annotations
 
 import builtins
+import copy
+import dataclasses
 
 import gast
 
@@ -23,11 +25,53 @@ from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import Namer
 
 
-def transform(node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None) -> gast.FunctionDef:
+    if source is not None:
+        _lift_nested_defs(node, source, fn)
     node.body = _AugAssign().visit_body(node.body)
     node.body = _Loops(namer).visit_body(node.body)
     node.body = _Jumps(namer).lower_function(node.body)
     return node
+
+
+# ------------------------------------------------------------------ nested defs
+
+def _lift_nested_defs(node, source, fn):
+    """A nested def gets the enclosing locals it reads as extra parameters.
+
+    `def inner(v): return v * k` inside `f` (with `k` a local of `f`) becomes
+    `def inner(v, k)`, and each call `inner(x)` becomes `inner(x, k)`. Calls
+    are then ordinary calls of a user function: `inner` is compiled on its own
+    (from this node, located in the user's file).
+    """
+    from tapeflow.syntax.resolve import local_names
+    from tapeflow.syntax.unparse import load_module, unparse
+    outer_locals = local_names(node)
+    lifted = {}
+    for stmt in list(gast.walk(node)):
+        children = getattr(stmt, 'body', None)
+        for child in (children if isinstance(children, list) else []) + \
+                (stmt.orelse if isinstance(getattr(stmt, 'orelse', None), list) else []):
+            if isinstance(child, gast.FunctionDef) and child is not node:
+                inner_locals = local_names(child)
+                free = sorted({n.id for n in gast.walk(child) if isinstance(n, gast.Name)
+                               and isinstance(n.ctx, gast.Load)} - inner_locals & outer_locals)
+                for name in free:
+                    param = nodes.name(name)
+                    param.ctx = gast.Param()
+                    child.args.args.append(param)
+                namespace = dict(fn.__globals__)
+                load_module(unparse(child), namespace, child.name)
+                inner_fn = namespace[child.name]
+                inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
+                lifted[child.name] = (inner_fn, free)
+    if not lifted:
+        return
+    for call in gast.walk(node):
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and call.func.id in lifted:
+            inner_fn, free = lifted[call.func.id]
+            call.args.extend(nodes.name(n) for n in free)
+            setanno(call.func, Key.RESOLVED, inner_fn)
 
 
 # ------------------------------------------------------------------ x += y
@@ -154,7 +198,8 @@ class _Jumps:
     def lower_function(self, body):
         final_return = bool(body) and isinstance(body[-1], gast.Return)
         if not _contains(body[:-1] if final_return else body, gast.Return):
-            return body
+            lowered, _ = self.block(body)         # only loops' jumps
+            return lowered
         self.ret_flag = self.namer.new('_returned')
         self.ret_value = self.namer.new('_retval')
         prologue = [nodes.assign(self.ret_flag, False), nodes.assign(self.ret_value, None)]

@@ -163,7 +163,12 @@ def _zero_block(stmts, zero):
 
 # ------------------------------------------------------------------ undefined at push
 
-def _undefined_at_push(forward, defined):
+def definitely_assigned(forward, defined) -> set:
+    """Names surely bound after `forward` runs (starting from `defined`)."""
+    return _undefined_at_push(forward, defined, result='defined')
+
+
+def _undefined_at_push(forward, defined, result='needs'):
     needs = set()
 
     def block(stmts, defined):
@@ -188,5 +193,5 @@ def _undefined_at_push(forward, defined):
                 defined.add(stmt.name)
         return defined
 
-    block(forward, set(defined))
-    return needs
+    after = block(forward, set(defined))
+    return after if result == 'defined' else needs

@@ -101,7 +101,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     wrt_names = [params[i] for i in wrt]
     namer = Namer.for_function(node)
     namer.taken |= set(RUNTIME_NAMES) | {'_tape', '_push', '_pop', '_value'}
-    desugar.transform(node, namer)                                      # desugar
+    desugar.transform(node, namer, source, fn)                          # desugar
     record('desugar', node)
     anf.transform(node, namer)                                          # anf
     record('anf', node)
@@ -154,17 +154,24 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         defaults=[1.0])
     _trim_tape(combined)
 
-    # The split pair: the forward saves what the reverse reads at its start.
-    entry_live = sorted(Liveness(rev_body, set(grad_names)).live_in - {seed_name})
+    # The split pair: the forward saves the locals the reverse reads at its start.
+    local = set(params) | {n.id for s in forward for n in gast.walk(s)
+                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    entry_live = sorted((Liveness(rev_body, set(grad_names)).live_in & local) - {seed_name})
+    maybe_unset = sorted(set(entry_live) - optimize.definitely_assigned(forward, set(params)))
+    split_prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | set(maybe_unset))]
     fwd_fn = nodes.function_def(
         f'{name}_forward', ['_tape'] + params,
         [nodes.assign('_push', nodes.attribute('_tape', 'append'))]
-        + copy.deepcopy(prologue) + copy.deepcopy(forward)
-        + [nodes.expr_stmt(nodes.call('_push', nodes.tuple_(*entry_live)))] * bool(entry_live)
+        + split_prologue + copy.deepcopy(forward)
+        + ([nodes.expr_stmt(nodes.call('_push', nodes.tuple_(*entry_live)))] if entry_live else [])
         + [nodes.return_(capture)])
-    restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call('_pop'))] \
-        if len(entry_live) > 1 else \
-        [nodes.assign(entry_live[0], nodes.subscript(nodes.call('_pop'), nodes.const(0)))] * bool(entry_live)
+    if len(entry_live) > 1:
+        restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call('_pop'))]
+    elif entry_live:
+        restore = [nodes.assign(entry_live[0], nodes.subscript(nodes.call('_pop'), nodes.const(0)))]
+    else:
+        restore = []
     bwd_fn = nodes.function_def(
         f'{name}_backward', ['_tape', seed_name],
         [nodes.assign('_pop', nodes.attribute('_tape', 'pop'))] + restore

@@ -161,6 +161,8 @@ class _Reverse:
             if isinstance(target, gast.Subscript):
                 return self.setitem(stmt, target)
             return self.assign(stmt, target.id, stmt.value)
+        if getanno(stmt, Key.LOOP_EXIT):
+            return [stmt], []             # the trip count already records the exit
         if isinstance(stmt, gast.If):
             return self.if_(stmt)
         if isinstance(stmt, gast.For):
