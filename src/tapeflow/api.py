@@ -21,10 +21,18 @@ __all__ = ['grad', 'value_and_grad', 'vjp', 'source', 'compile_adjoint']
 _NAMESPACE = support.generated_namespace()
 
 
-def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True):
+_SCALAR_TYPES = (float, int, bool)
+
+
+def scalar_positions(args) -> tuple:
+    """Positions of Python-scalar arguments: part of a compilation's key."""
+    return tuple(i for i, a in enumerate(args) if a.__class__ in _SCALAR_TYPES)
+
+
+def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=()):
     """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached)."""
     fn = _unwrap(fn)
-    key = (tuple(wrt), tuple(lifted), optimize)
+    key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args))
 
     def build():
         placeholder = pipeline.Compiled(fn, tuple(wrt), tuple(lifted), [], '', '', {})
@@ -32,7 +40,8 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True):
         try:
             compiled = pipeline.compile_reverse(
                 fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE,
-                optimize_code=optimize, compile_callee=_compile_callee)
+                optimize_code=optimize, compile_callee=_compile_callee,
+                scalar_args=tuple(scalar_args))
         except BaseException:
             cache._entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
             raise
@@ -115,17 +124,21 @@ def value_and_grad(f, argnums=0, has_aux=False):
     fname = getattr(f, '__name__', 'f')
     state = {}
 
-    def compiled_for_call():
-        compiled = state.get('c')
-        if compiled is None or not cache.valid(compiled):
-            compiled = state['c'] = compile_adjoint(f, wrt)
+    def compiled_for_call(args):
+        scalars = scalar_positions(args)
+        compiled = state.get(scalars)
+        if compiled is None or not cache.valid(compiled, _unwrap(f)):
+            compiled = state[scalars] = compile_adjoint(f, wrt, scalar_args=scalars)
         return compiled
 
     @functools.wraps(f)
     def value_and_grad_f(*args):
         for i in wrt:
+            if i >= len(args):
+                raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
+                                f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
-        compiled = compiled_for_call()
+        compiled = compiled_for_call(args)
         if has_aux:
             value, grads = compiled.combined(*args, (1.0, 0.0))
             if not isinstance(value, (tuple, list)) or len(value) != 2:
@@ -177,21 +190,21 @@ def vjp(f, *primals):
 
 
 def source(f, argnums=0, mode='reverse', optimize=True):
-    """The generated Python source of `f`'s gradient, as a string."""
+    """The generated Python source of `f`'s gradient, as a string.
+
+    The combined value-and-gradient function first, then the forward and
+    backward functions of every user function it calls.
+    """
     if mode != 'reverse':
         raise NotImplementedError(f'mode={mode!r}: only reverse mode is available')
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    return compile_adjoint(f, wrt, optimize=optimize).full_source_for_users() \
-        if hasattr(pipeline.Compiled, 'full_source_for_users') else \
-        _user_source(compile_adjoint(f, wrt, optimize=optimize))
-
-
-def _user_source(compiled):
-    parts = [compiled.source]
-    seen = {id(compiled)}
-    for callee in compiled.callees:
-        if id(callee) not in seen:
-            seen.add(id(callee))
-            parts.append(callee.module_source.split('\n\n\ndef d')[0]
-                         if False else '\n\n'.join(callee.module_source.split('\n\n')[:2]))
+    compiled = compile_adjoint(f, wrt, optimize=optimize)
+    parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
+    while pending:
+        callee = pending.pop(0)
+        if id(callee) in seen:
+            continue
+        seen.add(id(callee))
+        parts.append(callee.split_source)
+        pending.extend(callee.callees)
     return '\n\n'.join(parts)

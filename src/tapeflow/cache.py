@@ -17,15 +17,15 @@ _lock = threading.RLock()
 stats = {'hits': 0, 'misses': 0}
 
 
-def valid(compiled, _seen=None) -> bool:
-    """Every binding of `compiled` and of its callees is unchanged."""
+def valid(compiled, fn=None, _seen=None) -> bool:
+    """Every binding of `compiled` (seen from `fn`, if given) and of its callees is unchanged."""
     seen = _seen if _seen is not None else set()
     if id(compiled) in seen:
         return True
     seen.add(id(compiled))
-    if compiled.bindings is not None and not compiled.bindings.still_valid():
+    if compiled.bindings is not None and not compiled.bindings.still_valid(fn):
         return False
-    return all(valid(c, seen) for c in compiled.callees)
+    return all(valid(c, None, seen) for c in compiled.callees)
 
 
 def lookup(fn, key):
@@ -33,7 +33,7 @@ def lookup(fn, key):
     if table is None:
         return None
     entry = table.get((id(fn.__globals__), key))
-    if entry is None or (entry.forward is not None and not valid(entry)):
+    if entry is None or (entry.forward is not None and not valid(entry, fn)):
         return None
     return entry
 

@@ -37,8 +37,10 @@ class Bindings:
         """Identities of everything resolved, for the cache."""
         return tuple(sorted((n, id(v)) for n, v in self.values.items()))
 
-    def still_valid(self) -> bool:
-        return all(self.lookup(n) is v for n, v in self.values.items())
+    def still_valid(self, fn=None) -> bool:
+        """Every resolved name still denotes the same object (in `fn`'s scope if given)."""
+        current = self if fn is None else bindings_of(fn)
+        return all(current.lookup(n) is v for n, v in self.values.items())
 
 
 def bindings_of(fn) -> Bindings:

@@ -83,6 +83,8 @@ class _ANF:
             value = self.atom(stmt.value, pre, 'value')
             return pre + [nodes.assign(nodes.subscript(base, index, store=True), value)]
         value = self.operation(stmt.value, pre, target.id)
+        if isinstance(value, gast.Name) and value.id == target.id and pre:
+            return pre                              # the statements assigned it already
         return pre + [nodes.assign(target.id, value)]
 
     def assign_to(self, target, atom):
@@ -155,7 +157,7 @@ class _ANF:
         pre = []
         iterable = stmt.iter
         if isinstance(iterable, gast.Call) and getanno(iterable.func, Key.RESOLVED) is builtins.range:
-            iterable.args = [self.atom(a, pre, 'n') for a in iterable.args]
+            iterable.args = [a if _is_len_of_atom(a) else self.atom(a, pre, 'n') for a in iterable.args]
         else:
             iterable = self.atom(iterable, pre, 'iterable')
         stmt.iter = iterable
@@ -334,6 +336,12 @@ def _temp_name(expr, hint):
     if isinstance(expr, gast.Compare):
         return '_cond'
     return '_' + hint
+
+
+def _is_len_of_atom(expr) -> bool:
+    """`len(xs)` in `range(len(xs))` stays: it reads well and is never differentiated."""
+    return isinstance(expr, gast.Call) and getanno(expr.func, Key.RESOLVED) is builtins.len \
+        and len(expr.args) == 1 and is_atom(expr.args[0]) and not expr.keywords
 
 
 def _is_simple_test(expr) -> bool:

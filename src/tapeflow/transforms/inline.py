@@ -58,17 +58,19 @@ class RuleEmitter:
         self.namer = namer
         self.called = {}            # rule -> its name in the namespace
 
-    def emit(self, rule, g, ans, args, keywords=()):
+    def emit(self, rule, g, ans, args, keywords=(), same_shapes=False):
         """An expression computing `rule(g, ans, *args, **keywords)`.
 
         `g`, `ans` and `args` are gast expressions (or names); `keywords` is a
-        list of (name, expression).
+        list of (name, expression). With `same_shapes` (every operand has the
+        output's shape, e.g. all are scalars) an inlined `unbroadcast(e, x)` is
+        just `e`.
         """
         template = _rule_template(rule)
         if template is not _NOT_INLINABLE:
             inlined = self._inline(rule, template, g, ans, args, dict(keywords))
             if inlined is not None:
-                return inlined
+                return _DropUnbroadcast().visit(inlined) if same_shapes else inlined
         return nodes.call(self._bind(rule), g, ans, *args, keywords=list(keywords))
 
     def _inline(self, rule, template, g, ans, args, keywords):
@@ -114,6 +116,14 @@ class RuleEmitter:
             self.namespace[name] = rule
             self.called[rule] = name
         return self.called[rule]
+
+
+class _DropUnbroadcast(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, gast.Name) and node.func.id == 'unbroadcast' and len(node.args) == 2:
+            return node.args[0]
+        return node
 
 
 def _as_node(value):

@@ -1,6 +1,6 @@
 """The one ordered pipeline from a Python function to its compiled adjoint.
 
-    parse -> fence -> resolve -> desugar -> anf -> activity -> reverse -> optimize -> codegen
+    parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize -> codegen
 
 Each pass is its own module with one entry point; the order is fixed here and
 nowhere else. `compile_reverse` runs it and loads the result. The generated
@@ -20,7 +20,7 @@ import dataclasses
 
 import gast
 
-from tapeflow.analysis import activity
+from tapeflow.analysis import activity, kinds
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
@@ -32,8 +32,8 @@ from tapeflow.transforms.inline import RuleEmitter
 # The passes, in order, with why each stands where it does.
 PASSES = (
     'parse',      # source text -> gast, nodes located in the user's file
-    'fence',      # reject what later passes do not understand, before touching anything
     'resolve',    # free names -> objects: calls must be told apart (rule, user function)
+    'fence',      # reject what later passes do not understand, before touching anything
     'desugar',    # jumps to flags, loops to range: reverse knows only these forms
     'anf',        # one operation per statement: one rule per adjoint statement
     'activity',   # which names carry derivatives: only those get adjoints
@@ -59,6 +59,7 @@ class Compiled:
     source: str                # the combined function, as shown to users
     module_source: str         # everything generated for this function
     namespace: dict
+    split_source: str = ''     # the forward and backward functions alone
     combined: object = None
     forward: object = None
     backward: object = None
@@ -67,18 +68,14 @@ class Compiled:
     bindings: object = None
     in_place: bool = False     # the reverse sweep restores arrays in place
 
-    def full_source(self) -> str:
-        seen, parts = set(), [self.module_source]
-        for callee in self.callees:
-            if id(callee) not in seen and callee is not self:
-                seen.add(id(callee))
-                parts.append(callee.module_source)
-        return '\n\n'.join(parts)
-
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
-                    record_passes=False, compile_callee=None) -> Compiled:
-    """Run the pipeline on `fn`, differentiating the parameters at `wrt`."""
+                    record_passes=False, compile_callee=None, scalar_args=()) -> Compiled:
+    """Run the pipeline on `fn`, differentiating the parameters at `wrt`.
+
+    `scalar_args`: positions whose arguments are Python scalars in the calls
+    this compilation serves (the caller keys its cache on them).
+    """
     passes = []
 
     def record(name, node):
@@ -88,11 +85,11 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     source = parse.parse_function(fn)                                   # parse
     node = source.node
     record('parse', node)
-    fence.check(source)                                                 # fence
     for name in lifted:
         node.args.args.append(nodes.name(name))
         node.args.args[-1].ctx = gast.Param()
     bindings = resolve.resolve(node, fn)                                # resolve
+    fence.check(source)                                                 # fence
     params = [a.id for a in node.args.args]
     for i in wrt:
         if i >= len(params):
@@ -106,6 +103,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     anf.transform(node, namer)                                          # anf
     record('anf', node)
     active = activity.active_names(node, set(wrt_names))                # activity
+    scalars = kinds.scalar_names(node, {params[i] for i in scalar_args if i < len(params)})
 
     namespace = dict(runtime_names)
     namespace.update(bindings.values)
@@ -113,7 +111,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
                         bindings=bindings)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
-                                 _callee_binder(compiled, namespace, namer, compile_callee))
+                                 _callee_binder(compiled, namespace, namer, compile_callee),
+                                 scalars)
     adjoint = reverse.transform(node, ctx)                              # reverse
 
     adj = adjoint.adjoints
@@ -185,6 +184,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     load_module(module_text, namespace, name)
     compiled.source = text
     compiled.module_source = module_text
+    compiled.split_source = '\n\n'.join([unparse(fwd_fn), unparse(bwd_fn)])
     compiled.combined = namespace['d' + name]
     compiled.forward = namespace[f'{name}_forward']
     compiled.backward = namespace[f'{name}_backward']
@@ -210,7 +210,11 @@ def _trim_tape(fdef):
 
 def _callee_binder(compiled, namespace, namer, compile_callee):
     """Bind a user function's compiled forward/backward into this namespace."""
+    bound = {}
+
     def bind(fn, wrt, stmt):
+        if (fn, wrt) in bound:
+            return bound[fn, wrt]
         if compile_callee is None:
             raise TypeError(f'cannot differentiate the call of {fn.__name__}()')
         callee = compile_callee(fn, wrt)
@@ -223,5 +227,6 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
         else:
             namespace[fwd] = callee.forward
             namespace[bwd] = callee.backward
+        bound[fn, wrt] = fwd, bwd
         return fwd, bwd
     return bind

@@ -56,7 +56,7 @@ class Adjoint:
 class ReverseContext:
     """What the transformation needs from outside: rules, callees, errors."""
 
-    def __init__(self, source, namer: Namer, emitter, active: set, compile_callee):
+    def __init__(self, source, namer: Namer, emitter, active: set, compile_callee, scalars=()):
         self.source = source
         self.namer = namer
         self.emitter = emitter
@@ -65,6 +65,7 @@ class ReverseContext:
         self.adjoints = AdjointNames(namer, 'b')
         self.pairs = itertools.count(1)
         self.containers = set()
+        self.scalars = set(scalars)   # names that always hold scalars (analysis.kinds)
 
 
 def transform(node: gast.FunctionDef, ctx: ReverseContext) -> Adjoint:
@@ -278,8 +279,9 @@ class _Reverse:
             rule = entry.vjps.get(i)
             if rule is None:
                 raise self.error(stmt, f'no derivative rule for argument {i} of {entry.name}')
+            same = _target_name(stmt) in self.ctx.scalars
             out.append(lambda g, ans, rule=rule, i=i: self.accumulate(
-                args[i].id, self.ctx.emitter.emit(rule, g, ans, args, keywords)))
+                args[i].id, self.ctx.emitter.emit(rule, g, ans, args, keywords, same_shapes=same)))
         return out
 
     # ---------------------------------------------------------------- user calls
@@ -404,6 +406,12 @@ class _Reverse:
 
 
 # -------------------------------------------------------------------- utilities
+
+def _target_name(stmt):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+        return stmt.targets[0].id
+    return None
+
 
 def _names(node) -> set:
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}

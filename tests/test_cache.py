@@ -1,0 +1,78 @@
+"""The cache: compiled once per function and inputs; stale code is never reused."""
+import types
+
+import tapeflow as tf
+from tapeflow import cache
+from tapeflow.api import compile_adjoint
+
+
+def square(x):
+    return x * x
+
+
+def uses_helper(x):
+    return helper(x) * 2.0
+
+
+def helper(x):
+    return x * x
+
+
+def test_second_grad_reuses_compiled_code():
+    first = compile_adjoint(square, (0,))
+    second = compile_adjoint(square, (0,))
+    assert first is second
+    g1, g2 = tf.grad(square), tf.grad(square)
+    assert g1(3.0) == g2(3.0) == 6.0
+
+
+def test_argnums_and_options_are_part_of_the_key():
+    assert compile_adjoint(square, (0,)) is not compile_adjoint(square, (0,), optimize=False)
+
+
+def test_redefined_function_gets_fresh_code(tmp_path, monkeypatch):
+    import importlib
+    import linecache
+    import sys
+    module = tmp_path / 'redefined_mod.py'
+    module.write_text('def f(x):\n    return x * x\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module('redefined_mod')
+    assert tf.grad(mod.f)(3.0) == 6.0
+    module.write_text('def f(x):\n    return x * x * x\n')
+    linecache.checkcache(str(module))
+    mod = importlib.reload(mod)
+    assert tf.grad(mod.f)(3.0) == 27.0
+    sys.modules.pop('redefined_mod', None)
+
+
+def test_rebinding_a_global_function_recompiles():
+    global helper
+    assert tf.grad(uses_helper)(3.0) == 12.0          # 2 * 2x
+    original = helper
+
+    def cube(x):
+        return x * x * x
+    try:
+        helper = cube
+        assert tf.grad(uses_helper)(2.0) == 24.0       # 2 * 3x^2
+    finally:
+        helper = original
+    assert tf.grad(uses_helper)(2.0) == 8.0
+
+
+def test_cache_counts_hits():
+    cache.clear()
+    compile_adjoint(square, (0,))
+    compile_adjoint(square, (0,))
+    assert cache.stats == {'hits': 1, 'misses': 1}
+
+
+def test_closure_value_change_recompiles():
+    def make(k):
+        def f(x):
+            return k * x
+        return f
+    assert tf.grad(make(2.0))(1.0) == 2.0
+    assert tf.grad(make(5.0))(1.0) == 5.0
+    assert isinstance(make(1.0), types.FunctionType)

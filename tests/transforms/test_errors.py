@@ -1,0 +1,171 @@
+"""Unsupported constructs are rejected before transformation, located in the user's file."""
+import inspect
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if text in line:
+            return first + k
+    raise AssertionError(text)
+
+
+def f_try(x):
+    try:
+        y = x
+    except ValueError:
+        y = 0.0
+    return y
+
+
+def f_with(x):
+    with open(__file__):
+        pass
+    return x
+
+
+def f_global(x):
+    global SOMETHING
+    SOMETHING = x
+    return x
+
+
+def f_nonlocal(x):
+    def inner():
+        nonlocal x
+        x = 2.0
+    inner()
+    return x
+
+
+def f_lambda(x):
+    g = lambda v: v * 2.0
+    return g(x)
+
+
+def f_yield(x):
+    yield x
+
+
+def f_class(x):
+    class Local:
+        pass
+    return x
+
+
+def f_eval(x):
+    return eval('x * 2')
+
+
+def f_exec(x):
+    exec('y = 1')
+    return x
+
+
+def f_star_call(x):
+    args = (x,)
+    return np.sum(*args)
+
+
+def f_attribute_store(x):
+    x.attr = 1.0
+    return x
+
+
+def f_walrus(x):
+    if (y := x * 2.0) > 1.0:
+        return y
+    return x
+
+
+REJECTED = [
+    (f_try, 'try:', 'try/except'),
+    (f_with, 'with open', 'with-statements'),
+    (f_global, 'global SOMETHING', 'global statements'),
+    (f_nonlocal, 'nonlocal x', 'nonlocal'),
+    (f_lambda, 'lambda v', 'lambda'),
+    (f_yield, 'yield x', 'yield'),
+    (f_class, 'class Local', 'class definitions'),
+    (f_eval, "eval('x", 'eval()'),
+    (f_exec, "exec('y", 'exec()'),
+    (f_star_call, 'np.sum(*args)', 'star-arguments'),
+    (f_attribute_store, 'x.attr', 'attribute'),
+    (f_walrus, ':=', ':='),
+]
+
+
+@pytest.mark.parametrize('fn, marker, reason', REJECTED, ids=lambda v: getattr(v, '__name__', ''))
+def test_rejected_with_file_line_and_reason(fn, marker, reason):
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(fn)(1.0)
+    err = info.value
+    assert err.filename == __file__
+    assert err.lineno == _line_of(fn, marker)
+    assert reason in str(err)
+    assert str(err).startswith(f'{__file__}:{err.lineno}:')
+
+
+def test_star_args_in_signature():
+    def f(x, *rest):
+        return x
+    with pytest.raises(tf.UnsupportedError, match=r'star-arguments .* f\(\)'):
+        tf.grad(f)(1.0)
+
+
+def never_differentiated(x):
+    return x
+
+
+def f_unknown_callable(x):
+    return np.sum(np.frompyfunc(never_differentiated, 1, 1)(x))
+
+
+def f_missing_rule(x):
+    return np.busday_count(x, x)
+
+
+def test_missing_rule_names_function_and_argument():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(f_missing_rule)(1.0)
+    assert 'busday_count' in str(info.value) and 'argument 0' in str(info.value)
+    assert info.value.lineno == _line_of(f_missing_rule, 'busday_count')
+
+
+def test_call_of_runtime_value_is_rejected():
+    with pytest.raises(tf.UnsupportedError, match='computed at run time'):
+        tf.grad(f_unknown_callable)(np.ones(2))
+
+
+def vector_out(x):
+    return x * 2.0
+
+
+def test_non_scalar_output_is_a_type_error():
+    with pytest.raises(TypeError, match=r'scalar-output functions.*shape: \(3,\)'):
+        tf.grad(vector_out)(np.ones(3))
+
+
+def test_integer_argument_is_a_type_error():
+    with pytest.raises(TypeError, match='real- or complex-valued inputs.*int'):
+        tf.grad(vector_out)(3)
+    with pytest.raises(TypeError, match='int32'):
+        tf.grad(lambda_free_sum)(np.arange(3, dtype=np.int32))
+
+
+def lambda_free_sum(x):
+    return np.sum(x)
+
+
+def test_lambda_itself_cannot_be_read():
+    with pytest.raises(tf.UnsupportedError, match='lambda'):
+        tf.grad(lambda x: x * x)(1.0)
+
+
+def test_argnums_out_of_range():
+    with pytest.raises(TypeError, match='argument 3'):
+        tf.grad(vector_out, argnums=3)(1.0)
