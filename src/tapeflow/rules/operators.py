@@ -107,7 +107,7 @@ def _matmul_vjp_b(g, a, b):
             return g * a
         return unbroadcast_matmul(np.expand_dims(a, -1) * np.expand_dims(g, -2), b)
     if np.ndim(b) == 1:
-        return unbroadcast_matmul(np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1), b)
+        return unbroadcast_matmul((np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
     return unbroadcast_matmul(np.swapaxes(a, -1, -2) @ g, b)
 
 
@@ -150,3 +150,35 @@ for _ufunc, _op in [(np.add, operator.add), (np.subtract, operator.sub),
                     (np.negative, operator.neg), (np.positive, operator.pos),
                     (np.matmul, operator.matmul)]:
     alias(_ufunc, _op)
+
+
+# ---------------------------------------------------------------- additions: %, abs, in-place
+
+def mod_vjp_y(g, ans, x, y):
+    return unbroadcast(-g * (x // y), y)
+
+
+def _sign(x):
+    """sign(x) (conjugated for complex): fast for Python scalars, NumPy otherwise."""
+    if x.__class__ is float or x.__class__ is int:
+        return (x > 0) - (x < 0)
+    return np.conj(np.sign(x))
+
+
+def abs_vjp(g, ans, x):
+    return g * _sign(x)
+
+
+defvjp(operator.mod, add_vjp_x, mod_vjp_y)
+defjvp(operator.mod, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: -t * (x // y))
+defvjp(operator.abs, abs_vjp)
+defjvp(operator.abs, lambda t, ans, x: np.real(t * _sign(x)))
+
+# `x += y` differentiates as `x = x + y`.
+for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.sub),
+                      (operator.imul, operator.mul), (operator.itruediv, operator.truediv),
+                      (operator.ipow, operator.pow), (operator.imatmul, operator.matmul),
+                      (operator.imod, operator.mod)]:
+    alias(_inplace, _op)
+nondifferentiable(operator.ifloordiv, operator.index, operator.iand, operator.ior,
+                  operator.ixor)

@@ -38,7 +38,7 @@ __all__ = [
     'Primitive', 'RULES', 'ATTRIBUTES', 'METHODS', 'lookup', 'primitive',
     'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'nondifferentiable',
     'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
-    'register_method',
+    'register_method', 'FORMS', 'describe', 'static',
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
@@ -180,3 +180,23 @@ def register_method(name: str, fn, varargs: bool = False):
     tuple: `fn(x, (2, 3))`, as NumPy's methods accept both spellings.
     """
     METHODS[name] = (fn, varargs)
+
+
+# ------------------------------------------------------------------ additions
+
+# Primitive -> one line on the argument forms its rules support (axis, keepdims,
+# ord...). Read by `tapeflow.rules.coverage` to write docs/numpy-support.md.
+FORMS: dict = {}
+
+
+def describe(forms: str, *fns):
+    """Record the argument forms the rules of `fns` support, for the docs."""
+    for fn in fns:
+        FORMS[fn] = forms
+
+
+def static(fn, *argnums):
+    """Positional arguments of `fn` that never carry a derivative (axes, shapes)."""
+    entry = primitive(fn)
+    entry.static_argnums = entry.static_argnums | frozenset(argnums)
+    return entry

@@ -14,7 +14,8 @@ import numpy as np
 from tapeflow.rules import registry
 
 __all__ = ['unbroadcast', 'unbroadcast_to', 'def_elementwise', 'def_linear',
-           'def_nondiff', 'zeros_like_value', 'balanced_eq']
+           'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
+           'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack']
 
 _SCALARS = (float, int, bool)
 
@@ -98,3 +99,56 @@ def def_linear(fn, argnums=(0,), transpose=None):
 def def_nondiff(*fns):
     """Functions whose outputs carry no derivative."""
     registry.nondifferentiable(*fns)
+
+
+# ------------------------------------------------------------------ additions
+
+def match_complex(g, x):
+    """`g` as a cotangent of `x`: its real part when `x` is real (bilinear pairing)."""
+    if np.iscomplexobj(g) and not np.iscomplexobj(x):
+        return np.real(g)
+    return g
+
+
+def structure_shape(x):
+    """The shape np.array(x) has, read from the structure of a (nested) sequence."""
+    if isinstance(x, (list, tuple)):
+        return (len(x),) + (structure_shape(x[0]) if len(x) else ())
+    return np.shape(x)
+
+
+def unpack(g, x):
+    """The cotangent of the (nested) list or tuple `x`, out of the array `g`."""
+    return type(x)(fit(g[i], item) for i, item in enumerate(x))
+
+
+def fit(g, x):
+    """`g` summed to `x`'s shape and cast to its dtype; a scalar for a Python float.
+
+    The last step of most rules: real part for a real `x`, unbroadcast, and a
+    NumPy float scalar (a `float`) rather than a 0-d array for a Python scalar.
+    For a list or tuple `x` (which NumPy took as an array), a list or tuple.
+    """
+    if isinstance(x, (list, tuple)):
+        return unpack(unbroadcast_to(match_complex(g, x), structure_shape(x)), x)
+    g = unbroadcast(match_complex(g, x), x)
+    if x.__class__ in _SCALARS and getattr(g, 'ndim', None) == 0 and isinstance(g, np.ndarray):
+        return g[()]
+    return g
+
+
+def add_cotangents(a, b):
+    """`a + b` for cotangents of any structure: lists add elementwise, None is zero."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
+    return a + b
+
+
+def fill_zeros(gs, outputs):
+    """Cotangents of a multi-output primitive with None replaced by zeros."""
+    return [(np.zeros_like(out) if hasattr(out, 'shape') else zeros_like_value(out))
+            if g is None else g for g, out in zip(gs, outputs)]

@@ -1,0 +1,45 @@
+"""The eager runtime: Tensor, Variable, GradientTape, TF-style ops.
+
+Modules (dependencies point up this list only):
+
+    tensor      Tensor / Variable values, conversion, operators
+    recording   how operations reach the active (thread-local) tapes
+    structure   nested structures (tf.nest)
+    tape        GradientTape, the reverse sweep, UnconnectedGradients
+    custom      stop_gradient, custom_gradient
+    ops         TF-style names over NumPy (reduce_sum, multiply, ...)
+
+`support` (and any module for generated code) belongs to the compiler.
+
+For the compiled-function path: `is_watched(x)` / `variable_accessed(v)` decide
+which inputs a tape differentiates, `record_node(inputs, outputs, backward)`
+records the call as one node, `wrap(ndarray)` makes an output Tensor without
+conversion (`Tensor(value)` converts like `constant`).
+"""
+from tapeflow import rules as _rules  # noqa: F401  (the rule table must be filled)
+from tapeflow.runtime.tensor import (Reference, Tensor, Variable, as_value, constant,
+                                     convert_to_tensor)
+from tapeflow.runtime.recording import (active_tapes, is_recording, is_watched, record_node,
+                                        variable_accessed, wrap)
+from tapeflow.runtime.tape import GradientTape, UnconnectedGradients
+from tapeflow.runtime.custom import custom_gradient, stop_gradient
+from tapeflow.runtime.ops import (  # noqa: A004  (TF's names shadow builtins on purpose)
+    abs, add, argmax, argmin, bool, cast, complex64, complex128, concat, cos, divide, exp,
+    fill, float16, float32, float64, identity, int8, int16, int32, int64, log, math, matmul,
+    maximum, minimum, multiply, negative, ones, ones_like, pow, range, rank, reduce_max,
+    reduce_mean, reduce_min, reduce_prod, reduce_sum, reshape, shape, sigmoid, sin, size,
+    sqrt, square, stack, subtract, tan, tanh, transpose, truediv, uint8, where, zeros,
+    zeros_like)
+
+__all__ = [
+    'Tensor', 'Variable', 'Reference', 'constant', 'convert_to_tensor', 'as_value',
+    'GradientTape', 'UnconnectedGradients', 'custom_gradient', 'stop_gradient',
+    'record_node', 'variable_accessed', 'is_watched', 'is_recording', 'active_tapes',
+    'abs', 'add', 'argmax', 'argmin', 'bool', 'cast', 'complex64', 'complex128', 'concat',
+    'cos', 'divide', 'exp', 'fill', 'float16', 'float32', 'float64', 'identity', 'int8',
+    'int16', 'int32', 'int64', 'log', 'math', 'matmul', 'maximum', 'minimum', 'multiply',
+    'negative', 'ones', 'ones_like', 'pow', 'range', 'rank', 'reduce_max', 'reduce_mean',
+    'reduce_min', 'reduce_prod', 'reduce_sum', 'reshape', 'shape', 'sigmoid', 'sin', 'size',
+    'sqrt', 'square', 'stack', 'subtract', 'tan', 'tanh', 'transpose', 'truediv', 'uint8',
+    'where', 'zeros', 'zeros_like',
+]

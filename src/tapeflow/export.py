@@ -1,0 +1,601 @@
+"""Generated code as a product: source maps, and gradient modules that run without tapeflow.
+
+`generate(fn, wrt)` compiles `fn` (and every user function it calls) and keeps,
+beside the text, the gast trees of the generated functions, so each generated
+statement can name the user's line it comes from (`Key.ORIGIN`).
+`render(tree)` prints a tree with those lines as trailing comments, aligned:
+
+    out = out * x                 # loop.py:7
+
+`export_source(fn, wrt)` writes one module that computes the value and the
+gradient with NumPy alone: the generated functions (annotated, so a traceback
+through them names the user's line), then every helper they use (tapeflow's
+runtime helpers, derivative rules that were not inlined, the user's own
+globals), copied with `inspect`. A value that cannot be written as source
+raises `ExportError` naming it.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import dataclasses
+import inspect
+import linecache
+import os
+import symtable
+import sys
+import textwrap
+import traceback
+import types
+
+import gast
+import numpy as np
+
+from tapeflow.runtime import support
+from tapeflow.syntax.anno import Key, getanno
+from tapeflow.syntax.errors import TapeflowError
+from tapeflow.transforms import pipeline
+
+__all__ = ['ExportError', 'Unit', 'generate', 'render', 'annotated_source', 'export_source']
+
+_COMMENT_COLUMN_MAX = 56     # comments start here at the latest (unless the code is longer)
+
+
+class ExportError(TapeflowError):
+    """A name the generated code uses cannot be written into a standalone module."""
+
+
+# ------------------------------------------------------------------ compiling, keeping the trees
+
+@dataclasses.dataclass
+class Unit:
+    """One compiled function: the pipeline's result and the trees of what it generated."""
+    compiled: pipeline.Compiled
+    trees: dict                         # 'forward' / 'backward' / 'combined' -> gast.FunctionDef
+    callees: list                       # Units of the user functions it calls
+
+    @property
+    def name(self):
+        return self.compiled.fn.__name__
+
+    def all_units(self):
+        """This unit and every unit it reaches, each once, callers first."""
+        seen, order, pending = set(), [], [self]
+        while pending:
+            unit = pending.pop(0)
+            if id(unit) not in seen:
+                seen.add(id(unit))
+                order.append(unit)
+                pending.extend(unit.callees)
+        return order
+
+
+def generate(fn, wrt=(0,), optimize=True, record_passes=False) -> Unit:
+    """Compile `fn` for the parameters at positions `wrt`, keeping the generated trees.
+
+    Not cached: each call compiles afresh (the command line runs once).
+    """
+    fn = _unwrap(fn)
+    units = {}
+
+    def compile_unit(f, positions, record=False):
+        key = (f.__code__, tuple(positions))
+        if key in units:                       # recursion: the unit being built
+            return units[key].compiled
+        placeholder = pipeline.Compiled(f, tuple(positions), (), [], '', '', {})
+        unit = units[key] = Unit(placeholder, {}, [])
+        captured = []
+        compiled = _capturing(captured, lambda: pipeline.compile_reverse(
+            f, tuple(positions), (), runtime_names=support.generated_namespace(),
+            optimize_code=optimize, record_passes=record, compile_callee=callee_hook))
+        placeholder.__dict__.update(compiled.__dict__)
+        name = f.__name__
+        roles = {'d' + name: 'combined', name + '_forward': 'forward', name + '_backward': 'backward'}
+        for tree in captured:                  # the last tree of each name is the final one
+            role = roles.get(getattr(tree, 'name', None))
+            if role:
+                unit.trees[role] = tree
+        unit.callees = [units[(c.fn.__code__, tuple(c.wrt))] for c in compiled.callees
+                        if (c.fn.__code__, tuple(c.wrt)) in units]
+        return placeholder
+
+    def callee_hook(f, positions):
+        return compile_unit(_unwrap(f), positions)
+
+    compile_unit(fn, wrt, record_passes)
+    return units[(fn.__code__, tuple(wrt))]
+
+
+def _capturing(captured, thunk):
+    """Run `thunk`, collecting the trees the pipeline unparses (the codegen pass)."""
+    original = pipeline.unparse
+
+    def unparse(node):
+        if isinstance(node, gast.FunctionDef):
+            captured.append(copy.deepcopy(node))
+        return original(node)
+
+    pipeline.unparse = unparse
+    try:
+        return thunk()
+    finally:
+        pipeline.unparse = original
+
+
+def _unwrap(fn):
+    inner = getattr(fn, '__tapeflow_python__', None)
+    return inner if inner is not None else inspect.unwrap(fn)
+
+
+# ------------------------------------------------------------------ rendering with origins
+
+def render(tree, filename=None, annotate=True, label=os.path.basename):
+    """`tree` as source text; with `annotate`, each statement ends with `# file:line`.
+
+    Returns (text, line_map): line_map maps a line of the text (1-based) to
+    (filename, user line). The text without its comments is exactly what
+    `unparse` prints, or the comments are left out altogether.
+    """
+    plain = pipeline.unparse(tree)
+    lines, origins = [], []
+    try:
+        _render_stmt(tree, 0, lines, origins)
+    except _CannotRender:
+        return plain, {}
+    if '\n'.join(lines) + '\n' != plain:
+        return plain, {}
+    line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
+    if not annotate or filename is None:
+        return plain, line_map
+    width = max((len(line) for line, o in zip(lines, origins) if o), default=0)
+    column = min(width, _COMMENT_COLUMN_MAX) + 2
+    out = []
+    for line, origin in zip(lines, origins):
+        if origin is not None:
+            line = f'{line.ljust(column - 2)}  # {label(filename)}:{origin[0]}'
+        out.append(line)
+    return '\n'.join(out) + '\n', line_map
+
+
+class _CannotRender(Exception):
+    pass
+
+
+def _render_stmt(stmt, depth, lines, origins):
+    pad = '    ' * depth
+    origin = getanno(stmt, Key.ORIGIN)
+    body_fields = [f for f in ('body', 'orelse', 'finalbody') if getattr(stmt, f, None)]
+    if not body_fields or isinstance(stmt, gast.Expr):
+        text = pipeline.unparse(stmt).rstrip('\n').split('\n')
+        for i, part in enumerate(text):
+            lines.append(pad + part)
+            origins.append(origin if i == len(text) - 1 else None)
+        return
+    if isinstance(stmt, gast.Try) or getattr(stmt, 'finalbody', None):
+        raise _CannotRender()
+    header = copy.copy(stmt)
+    header.body = [gast.Pass()]
+    if hasattr(header, 'orelse'):
+        header.orelse = []
+    head = pipeline.unparse(header).rstrip('\n').split('\n')[:-1]
+    for i, part in enumerate(head):
+        lines.append(pad + part)
+        origins.append(origin if i == len(head) - 1 else None)
+    for child in stmt.body:
+        _render_stmt(child, depth + 1, lines, origins)
+    orelse = getattr(stmt, 'orelse', None)
+    while isinstance(stmt, gast.If) and orelse and len(orelse) == 1 and isinstance(orelse[0], gast.If):
+        stmt = orelse[0]                       # `elif`, as unparse prints it
+        test = pipeline.unparse(gast.Expr(value=stmt.test)).strip()
+        lines.append(f'{pad}elif {test}:')
+        origins.append(getanno(stmt, Key.ORIGIN))
+        for child in stmt.body:
+            _render_stmt(child, depth + 1, lines, origins)
+        orelse = stmt.orelse
+    if orelse:
+        lines.append(f'{pad}else:')
+        origins.append(None)
+        for child in orelse:
+            _render_stmt(child, depth + 1, lines, origins)
+
+
+def _render_unit(unit, roles, annotate=True):
+    """The texts of the generated functions `roles` of `unit`, annotated when possible."""
+    filename = inspect.getsourcefile(unit.compiled.fn) or unit.compiled.fn.__code__.co_filename
+    parts = []
+    for role in roles:
+        tree = unit.trees.get(role)
+        if tree is None:
+            parts.append(_fallback_text(unit, role))
+            continue
+        parts.append(render(tree, filename, annotate)[0])
+    return parts
+
+
+def _fallback_text(unit, role):
+    """Without a captured tree: the function `role` cut out of the module text."""
+    name = unit.name
+    wanted = {'combined': 'd' + name, 'forward': name + '_forward', 'backward': name + '_backward'}[role]
+    module = ast.parse(unit.compiled.module_source)
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef) and node.name == wanted:
+            return ast.get_source_segment(unit.compiled.module_source, node) + '\n'
+    raise ExportError(f'the generated code of {name}() has no function {wanted}()')
+
+
+def annotated_source(fn, argnums=0, optimize=True) -> str:
+    """What `tapeflow.source` prints, each statement ending with `# file:line`."""
+    wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    unit = generate(fn, wrt, optimize)
+    parts = _render_unit(unit, ['combined'])
+    for callee in unit.all_units()[1:]:
+        parts += _render_unit(callee, ['forward', 'backward'])
+    return '\n\n'.join(parts)
+
+
+# ------------------------------------------------------------------ exporting a module
+
+def export_source(fn, argnums=0, optimize=True) -> str:
+    """A module computing `fn`'s value and gradient with NumPy alone, as text."""
+    wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    unit = generate(fn, wrt, optimize)
+    writer = _ModuleWriter()
+    units = unit.all_units()
+    generated = []
+    for u in reversed(units):                  # callees first: callers read best last
+        roles = ['combined'] if u is unit else ['forward', 'backward']
+        texts = _render_unit(u, roles)
+        for role, text in zip(roles, texts):
+            writer.reserve(_def_name(u, role), _generated_object(u, role))
+        generated.append((u, roles, texts))
+    for u, roles, texts in generated:
+        for text in texts:
+            for name in _free_globals(text):
+                writer.require(name, _lookup(u, name), f'the generated code of {u.name}()')
+    params = ', '.join(unit.compiled.params)
+    name = unit.name
+    combined = unit.trees.get('combined')
+    seed = combined.args.args[-1].id if combined is not None else 'bout'
+
+    filename = inspect.getsourcefile(unit.compiled.fn) or '<unknown>'
+    respect = ', '.join(unit.compiled.params[i] for i in wrt)
+    base = os.path.basename(filename)
+    header = '\n'.join([
+        f'"""Value and gradient of {name}() from {base}, generated by tapeflow.',
+        '',
+        f'    d{name}({params}, {seed}=1.0) -> (value, gradient)',
+        f'    grad_{name}({params}) -> gradient',
+        '',
+        f'The gradient is with respect to {respect}. Runs with NumPy alone: the',
+        'helpers the generated code calls are copied below. Each generated',
+        f'statement ends with the line of {base} it comes from.',
+        '"""'])
+    out = [header, '\n'.join(writer.imports()) if writer.imports() else None]
+    if writer.definitions:
+        out.append(_banner('helpers the generated code uses, copied'))
+        out.extend(writer.definitions)
+    for u, roles, texts in generated:
+        out.append(_banner(f'generated from {u.name}()'))
+        out.extend(t.rstrip('\n') for t in texts)
+    out.append(textwrap.dedent(f'''\
+        def grad_{name}({params}):
+            """The gradient of {name}() alone."""
+            return d{name}({params})[1]'''))
+    if writer.aliases:
+        out.append('\n'.join(writer.aliases))
+    return '\n\n\n'.join(part.rstrip('\n') for part in out if part) + '\n'
+
+
+def _banner(title):
+    return f'# ---- {title} '.ljust(79, '-')
+
+
+def _def_name(unit, role):
+    name = unit.name
+    return {'combined': 'd' + name, 'forward': name + '_forward', 'backward': name + '_backward'}[role]
+
+
+def _generated_object(unit, role):
+    return getattr(unit.compiled, role)
+
+
+def _lookup(unit, name):
+    namespace = unit.compiled.namespace
+    if name in namespace:
+        value = namespace[name]
+        target = _recursive_binding(value)
+        return target if target is not None else value
+    if hasattr(builtins, name):
+        return getattr(builtins, name)
+    raise ExportError(f'the generated code of {unit.name}() uses {name!r}, which is not defined')
+
+
+def _recursive_binding(value):
+    """A recursive call's stand-in (`lambda *a: callee.forward(*a)`) -> the function it calls."""
+    if isinstance(value, types.FunctionType) and value.__name__ == '<lambda>' \
+            and value.__code__.co_freevars == ('callee',):
+        callee = value.__closure__[0].cell_contents
+        if isinstance(callee, pipeline.Compiled):
+            attr = 'forward' if 'forward' in value.__code__.co_names else 'backward'
+            return getattr(callee, attr)
+    return None
+
+
+def _free_globals(text) -> list:
+    """Names the functions of `text` read from the module's globals."""
+    found = []
+
+    def visit(table):
+        if table.get_type() == 'function':
+            for sym in table.get_symbols():
+                if sym.is_global() and sym.is_referenced() and sym.get_name() not in found:
+                    found.append(sym.get_name())
+        for child in table.get_children():
+            visit(child)
+
+    visit(symtable.symtable(text, '<generated>', 'exec'))
+    return found
+
+
+class _ModuleWriter:
+    """Gives each object the generated code reaches a name in the module, and its source."""
+
+    def __init__(self):
+        self.names = {}            # name -> object
+        self.named = {}            # id(object) -> name
+        self.modules = {}          # alias -> module name
+        self.definitions = []      # source texts, dependencies first
+        self.aliases = []          # `name = other` lines, after every definition
+        self._keep = []            # objects named by id must stay alive
+
+    def reserve(self, name, obj):
+        self.names[name] = obj
+        self.named[id(obj)] = name
+        self._keep.append(obj)
+
+    def imports(self):
+        lines = []
+        for alias, module in sorted(self.modules.items(), key=lambda kv: (kv[1], kv[0])):
+            lines.append(f'import {module}' if alias == module else f'import {module} as {alias}')
+        return lines
+
+    def require(self, name, obj, user):
+        """Make `name` denote `obj` in the module (generated code's names cannot change)."""
+        if name in self.names:
+            if self.names[name] is not obj and not _same_value(self.names[name], obj):
+                raise ExportError(f'cannot export: {name!r} means two different things '
+                                  f'({_describe(self.names[name])} and {_describe(obj)})')
+            if id(obj) not in self.named:
+                return
+            if self.named[id(obj)] != name:
+                self.aliases.append(f'{name} = {self.named[id(obj)]}')
+            return
+        if id(obj) in self.named:             # already written under another name
+            self.names[name] = obj
+            self.aliases.append(f'{name} = {self.named[id(obj)]}')
+            return
+        self._define(name, obj, user)
+
+    def name_for(self, preferred, obj, user):
+        """The name `obj` has in the module, writing it there first if needed."""
+        if getattr(builtins, preferred, None) is obj and preferred not in self.names:
+            return preferred
+        if id(obj) in self.named:
+            return self.named[id(obj)]
+        if preferred in self.names and self.names[preferred] is obj:
+            return preferred
+        name = preferred
+        counter = 1
+        while name in self.names or (hasattr(builtins, name) and getattr(builtins, name) is not obj):
+            name = f'{preferred}_{counter}'
+            counter += 1
+        self._define(name, obj, user)
+        return name
+
+    def _define(self, name, obj, user):
+        if getattr(builtins, name, None) is obj:
+            return
+        self.names[name] = obj
+        self._keep.append(obj)
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__.split('.')[0] == 'tapeflow':
+                raise ExportError(f'{user} uses the module {obj.__name__}; an exported module '
+                                  f'cannot import tapeflow')
+            self.modules[name] = obj.__name__
+            return
+        literal = self._literal(obj, user)
+        if literal is not None:
+            self.named.setdefault(id(obj), name)
+            self.definitions.append(f'{name} = {literal}')
+            return
+        if isinstance(obj, types.FunctionType):
+            self.named[id(obj)] = name             # before its source: it may be recursive
+            self.definitions.append(self._function_source(name, obj, user))   # after its dependencies
+            return
+        importable = _importable(obj)
+        if importable:
+            module, attr = importable
+            alias = self.name_for(module.split('.')[-1] if module != 'numpy' else 'np',
+                                  sys.modules[module], user)
+            self.named[id(obj)] = name
+            self.definitions.append(f'{name} = {alias}.{attr}')
+            return
+        raise ExportError(f'cannot export {name!r} ({_describe(obj)}), used by {user}: '
+                          f'it cannot be written as source')
+
+    def _literal(self, obj, user):
+        if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+            return repr(obj)
+        if isinstance(obj, type) and getattr(builtins, obj.__name__, None) is obj:
+            return obj.__name__
+        if isinstance(obj, (tuple, list)):
+            items = [self._literal(v, user) for v in obj]
+            if any(i is None for i in items):
+                return None
+            body = ', '.join(items) + (',' if isinstance(obj, tuple) and len(items) == 1 else '')
+            return f'({body})' if isinstance(obj, tuple) else f'[{body}]'
+        if isinstance(obj, np.ndarray) and obj.dtype.kind in 'biufc':
+            np_name = self.name_for('np', np, user)
+            return f'{np_name}.array({obj.tolist()!r}, dtype={np_name}.{obj.dtype.name})'
+        if isinstance(obj, np.generic) and obj.dtype.kind in 'biufc':
+            np_name = self.name_for('np', np, user)
+            return f'{np_name}.{obj.dtype.name}({obj.item()!r})'
+        if isinstance(obj, type) and issubclass(obj, np.generic):
+            return f'{self.name_for("np", np, user)}.{obj.__name__}'
+        return None
+
+    def _function_source(self, name, fn, user):
+        where = f'{fn.__module__}.{fn.__qualname__}'
+        tree = _function_ast(fn)
+        if tree is None:
+            raise ExportError(f'cannot export {name!r}: the source of {where} is not available')
+        freevars = fn.__code__.co_freevars
+        # Free globals of the copied function: each gets a name in this module.
+        text = ast.unparse(tree)
+        renames = {}
+        for free in _free_globals(text):
+            if free in freevars:
+                continue
+            if free in fn.__globals__:
+                value = fn.__globals__[free]
+            elif hasattr(builtins, free):
+                continue
+            else:
+                raise ExportError(f'cannot export {where}: it uses {free!r}, which is not defined')
+            target = self.name_for(free, value, where)
+            if target != free:
+                renames[free] = target
+        if renames:
+            tree = _Rename(renames).visit(tree)
+        if isinstance(tree, ast.Lambda):
+            body = f'{name} = {ast.unparse(tree)}'
+        else:
+            tree.name = name
+            body = ast.unparse(tree)
+        if not freevars:
+            return body
+        cells = []
+        for var, cell in zip(freevars, fn.__closure__):
+            cells.append(self.name_for(f'_{name.lstrip("_")}_{var}', cell.cell_contents, where))
+        maker = f'_make{name}' if name.startswith('_') else f'_make_{name}'
+        return (f'def {maker}({", ".join(freevars)}):\n'
+                + textwrap.indent(body, '    ') + f'\n    return {name}\n\n\n'
+                + f'{name} = {maker}({", ".join(cells)})')
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, renames):
+        self.renames = renames
+
+    def visit_Name(self, node):
+        if node.id in self.renames:
+            node.id = self.renames[node.id]
+        return node
+
+
+def _function_ast(fn):
+    """The ast of `fn` (FunctionDef, or Lambda), without decorators and annotations."""
+    try:
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except TypeError:
+        return None
+    text = ''.join(linecache.getlines(filename, fn.__globals__))
+    if not text:
+        return None
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return None
+    code = fn.__code__
+    candidates = []
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            first = node.decorator_list[0].lineno if getattr(node, 'decorator_list', None) else node.lineno
+            if code.co_firstlineno in (node.lineno, first) and \
+                    (isinstance(node, ast.Lambda) == (fn.__name__ == '<lambda>')) and \
+                    (isinstance(node, ast.Lambda) or node.name == fn.__name__):
+                candidates.append(node)
+    if len(candidates) > 1:
+        candidates = [c for c in candidates if _same_code(c, code)] or candidates[:1]
+    if not candidates:
+        return None
+    node = copy.deepcopy(candidates[0])
+    for arguments in [n.args for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
+        for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs + \
+                [a for a in (arguments.vararg, arguments.kwarg) if a]:
+            arg.annotation = None
+    for n in ast.walk(node):
+        if isinstance(n, ast.FunctionDef):
+            n.returns = None
+            n.decorator_list = []
+    return node
+
+
+def _same_code(node, code):
+    try:
+        compiled = compile(ast.Expression(body=node) if isinstance(node, ast.Lambda) else
+                           ast.Module(body=[node], type_ignores=[]), '<candidate>',
+                           'eval' if isinstance(node, ast.Lambda) else 'exec')
+    except (SyntaxError, ValueError, TypeError):
+        return False
+    for const in compiled.co_consts:
+        if isinstance(const, types.CodeType) and const.co_code == code.co_code:
+            return True
+    return False
+
+
+def _importable(obj):
+    """(module, attribute) when `obj` is a public attribute of a non-tapeflow module."""
+    module = getattr(obj, '__module__', None)
+    name = getattr(obj, '__name__', None)
+    if module is None or name is None or module.split('.')[0] == 'tapeflow':
+        return None
+    for candidate in (module, module.split('.')[0]):
+        if candidate in sys.modules and getattr(sys.modules[candidate], name, None) is obj:
+            return candidate, name
+    return None
+
+
+def _same_value(a, b):
+    try:
+        return type(a) is type(b) and isinstance(a, (int, float, str, bool)) and a == b
+    except Exception:          # noqa: BLE001  (arrays and the like: not the same)
+        return False
+
+
+def _describe(obj):
+    if isinstance(obj, types.ModuleType):
+        return f'module {obj.__name__}'
+    if callable(obj) and hasattr(obj, '__qualname__'):
+        return f'{getattr(obj, "__module__", "?")}.{obj.__qualname__}'
+    return f'a {type(obj).__name__}'
+
+
+# ------------------------------------------------------------------ tracebacks
+
+def user_line_of(tb, fn, wrt=(0,)):
+    """(file, line) of the user's code behind the innermost generated frame of `tb`, or None.
+
+    Compiles `fn` again to recover the trees: generated code is deterministic,
+    and the frame's text is compared with the tree's before the map is trusted.
+    """
+    frames = [(frame, lineno) for frame, lineno in traceback.walk_tb(tb)
+              if frame.f_code.co_filename.startswith('<tapeflow ')]
+    if not frames:
+        return None
+    frame, lineno = frames[-1]
+    code = frame.f_code
+    unit = generate(fn, tuple(wrt))
+    for u in unit.all_units():
+        for tree in u.trees.values():
+            if tree.name != code.co_name:
+                continue
+            filename = inspect.getsourcefile(u.compiled.fn)
+            text, line_map = render(tree, filename, annotate=False)
+            offset = lineno - code.co_firstlineno
+            generated_line = linecache.getline(code.co_filename, lineno).strip()
+            lines = text.splitlines()
+            if 0 <= offset < len(lines) and lines[offset].strip() == generated_line:
+                return line_map.get(offset + 1)
+    return None

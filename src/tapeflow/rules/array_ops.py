@@ -1,0 +1,210 @@
+"""tapeflow's own array primitives: the gathers and scatters that rules call.
+
+The adjoint of a gather (indexing, take, sort, pad...) is a scatter-add, and
+the adjoint of a scatter-add is a gather. NumPy has no differentiable
+scatter, so these four are primitives with rules of their own:
+
+    gather(x, index)         x.ravel()[index]; index -1 reads as zero
+    scatter_add(g, index, s) zeros(s) with g added at the flat positions index
+    assign(x, idx, v)        a copy of x with x[idx] = v    (`y[i] = v`)
+    add_at(x, idx, v)        a copy of x with np.add.at(x, idx, v)
+
+Each dispatches like a NumPy function: called with an object that has its own
+`__array_function__` (a tapeflow Tensor), it hands the call to that object,
+so the eager tape records it and can differentiate a rule that uses it.
+
+`positions(shape)` is the flat index of every element. A function that only
+moves elements (take, diagonal, pad, repeat...) applied to it gives, for each
+output element, where it came from: the one fact its adjoint needs.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.shapes import fit
+
+__all__ = ['dispatches', 'gather', 'scatter_add', 'assign', 'add_at', 'positions',
+           'is_basic_index']
+
+_NDARRAY_DISPATCH = np.ndarray.__array_function__
+
+
+def dispatches(fn):
+    """Let arguments with their own `__array_function__` intercept `fn`."""
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        overloaded = []
+        for arg in args:
+            handler = getattr(type(arg), '__array_function__', None)
+            if handler is not None and handler is not _NDARRAY_DISPATCH \
+                    and type(arg) not in (type(a) for a in overloaded):
+                overloaded.append(arg)
+        if not overloaded:
+            return fn(*args, **kwargs)
+        types = tuple(type(a) for a in overloaded)
+        for arg in overloaded:
+            result = type(arg).__array_function__(arg, public, types, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        raise TypeError(f'no implementation of {fn.__name__} for {types}')
+    public._implementation = fn
+    return public
+
+
+@functools.lru_cache(maxsize=256)
+def positions(shape, start=0):
+    """The flat index (plus `start`) of every element of an array of `shape`."""
+    out = np.arange(start, start + math.prod(shape)).reshape(shape)
+    out.setflags(write=False)
+    return out
+
+
+def is_basic_index(idx) -> bool:
+    """True when `x[idx]` is a view: ints, slices, None, Ellipsis only."""
+    if isinstance(idx, tuple):
+        return all(_is_basic_one(i) for i in idx)
+    return _is_basic_one(idx)
+
+
+def _is_basic_one(i):
+    return (isinstance(i, (int, np.integer, slice)) or i is None or i is Ellipsis) \
+        and not isinstance(i, (bool, np.bool_))
+
+
+# ---------------------------------------------------------------- gather, scatter
+
+@dispatches
+def gather(x, index):
+    """`x.ravel()[index]`, where an index of -1 reads as zero."""
+    flat = np.ravel(x)
+    if np.size(index) and np.min(index) < 0:
+        flat = np.concatenate([flat, np.zeros(1, flat.dtype)])
+    return flat[index]
+
+
+@dispatches
+def scatter_add(g, index, shape):
+    """An array of `shape`, zero but for `g` summed at the flat `index`."""
+    g, index = np.asarray(g), np.asarray(index)
+    weights = np.ravel(np.broadcast_to(g, index.shape) if g.shape != index.shape else g)
+    index = np.ravel(index)
+    if index.size and index.min() < 0:
+        keep = index >= 0
+        index, weights = index[keep], weights[keep]
+    size = math.prod(shape)
+    dtype = g.dtype if np.issubdtype(g.dtype, np.inexact) else np.float64
+    if np.iscomplexobj(weights):
+        out = (np.bincount(index, weights.real, minlength=size)
+               + 1j * np.bincount(index, weights.imag, minlength=size))
+    else:
+        out = np.bincount(index, weights, minlength=size)
+    return out.astype(dtype, copy=False).reshape(shape)
+
+
+def gather_vjp(g, ans, x, index):
+    return fit(scatter_add(g, index, np.shape(x)), x)
+
+
+def gather_jvp(t, ans, x, index):
+    return gather(t, index)
+
+
+def scatter_add_vjp(g, ans, h, index, shape):
+    return fit(gather(g, index), h)
+
+
+def scatter_add_jvp(t, ans, h, index, shape):
+    return scatter_add(t, index, shape)
+
+
+defvjp(gather, gather_vjp)
+defjvp(gather, gather_jvp)
+defvjp(scatter_add, scatter_add_vjp)
+defjvp(scatter_add, scatter_add_jvp)
+static(gather, 1)
+static(scatter_add, 1, 2)
+
+
+# ---------------------------------------------------------------- subscript assignment
+
+@dispatches
+def assign(x, idx, v):
+    """`y = x.copy(); y[idx] = v; return y`: the value of `x[idx] = v`."""
+    out = np.array(x, copy=True)
+    out[idx] = v
+    return out
+
+
+@dispatches
+def add_at(x, idx, v):
+    """`x` with `v` added at `idx`, repeated indices accumulating (np.add.at)."""
+    out = np.array(x, copy=True, dtype=np.result_type(x, v))
+    np.add.at(out, idx, v)
+    return out
+
+
+def _kept(shape, idx):
+    """Boolean mask: True where `x[idx] = v` leaves `x`'s element in place."""
+    mask = np.ones(shape, dtype=bool)
+    mask[idx] = False
+    return mask
+
+
+def _written(g, shape, idx):
+    """`g[idx]`, zero where a repeated index was overwritten by a later write."""
+    picked = g[idx]
+    if is_basic_index(idx):
+        return picked
+    order = positions(np.shape(picked))
+    last = np.full(shape, -1)
+    last[idx] = order
+    return picked * (last[idx] == order)
+
+
+def assign_vjp_x(g, ans, x, idx, v):
+    return fit(g * _kept(np.shape(x), idx), x)
+
+
+def assign_vjp_v(g, ans, x, idx, v):
+    return fit(_written(g, np.shape(x), idx), v)
+
+
+def assign_jvp_x(t, ans, x, idx, v):
+    return t * _kept(np.shape(x), idx)
+
+
+def assign_jvp_v(t, ans, x, idx, v):
+    return assign(np.zeros_like(ans), idx, t)
+
+
+def add_at_vjp_x(g, ans, x, idx, v):
+    return fit(g, x)
+
+
+def add_at_vjp_v(g, ans, x, idx, v):
+    return fit(g[idx], v)
+
+
+def add_at_jvp_x(t, ans, x, idx, v):
+    return t + np.zeros_like(ans)
+
+
+def add_at_jvp_v(t, ans, x, idx, v):
+    return add_at(np.zeros_like(ans), idx, t)
+
+
+defvjp(assign, assign_vjp_x, None, assign_vjp_v)
+defjvp(assign, assign_jvp_x, None, assign_jvp_v)
+defvjp(add_at, add_at_vjp_x, None, add_at_vjp_v)
+defjvp(add_at, add_at_jvp_x, None, add_at_jvp_v)
+static(assign, 1)
+static(add_at, 1)
+
+describe('index: a flat int array (-1 reads as zero)', gather)
+describe('index: flat positions, -1 ignored; shape static', scatter_add)
+describe('any index NumPy accepts; repeated fancy indices: the last write wins', assign)
+describe('any index NumPy accepts; repeated indices accumulate', add_at)

@@ -1,0 +1,253 @@
+"""Rules for reading elements: `x[idx]`, and the NumPy functions that only
+move elements around (take, diagonal, pad, sort...).
+
+`x[idx]` takes any index NumPy accepts: integers, slices with negative bounds
+and steps, None, Ellipsis, integer arrays (repeated indices accumulate in the
+cotangent), boolean masks, and mixes of them. Its cotangent is dense: zeros
+of `x`'s shape with `g` added where `idx` read. For a Python list or tuple
+`x` the cotangent is a list (tuple) with 0.0 elsewhere.
+
+A *gather* rule serves every function that moves elements without doing
+arithmetic on them: applied to `positions(shape) + 1`, the function tells
+where each output element came from (0 where it came from nowhere: padding,
+the zeros of `diag`), and the adjoint is a scatter-add of `g` there.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from tapeflow.rules.array_ops import gather, is_basic_index, positions, scatter_add
+from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.shapes import fit, zeros_like_value
+
+__all__ = ['untake', 'def_gather']
+
+
+# ---------------------------------------------------------------- x[idx]
+
+def untake(g, x, idx):
+    """The cotangent of `x` from the cotangent `g` of `x[idx]`."""
+    if isinstance(x, (list, tuple)):
+        return _untake_sequence(g, x, idx)
+    shape = np.shape(x)
+    if type(g) in (np.ndarray, float, int) or isinstance(g, np.generic):
+        dtype = x.dtype if np.issubdtype(getattr(x, 'dtype', float), np.inexact) \
+            else np.result_type(g, float)
+        g = np.real(g) if np.iscomplexobj(g) and not np.iscomplexobj(x) else g
+        if is_basic_index(idx):
+            out = np.zeros(shape, dtype)
+            out[idx] = g
+            return out
+        return scatter_add(g, positions(shape)[idx], shape).astype(dtype, copy=False)
+    return fit(scatter_add(g, positions(shape)[idx], shape), x)
+
+
+def _untake_sequence(g, x, idx):
+    out = [zeros_like_value(item) for item in x]
+    if isinstance(idx, slice):
+        for k, i in enumerate(range(len(x))[idx]):
+            out[i] = g[k]
+    else:
+        out[idx] = g
+    return type(x)(out)
+
+
+def getitem_vjp(g, ans, x, idx):
+    return untake(g, x, idx)
+
+
+def getitem_jvp(t, ans, x, idx):
+    return t[idx]
+
+
+defvjp(operator.getitem, getitem_vjp)
+defjvp(operator.getitem, getitem_jvp)
+static(operator.getitem, 1)
+describe('int, slice (negative bounds/steps), None, Ellipsis, int arrays '
+         '(repeats accumulate), boolean masks, tuples mixing them; lists and tuples as x',
+         operator.getitem)
+
+
+# ---------------------------------------------------------------- gathers
+
+def def_gather(fn, argnum=0, prepare=None, forms=''):
+    """Rules for `fn`, which only moves the elements of argument `argnum`.
+
+    `prepare(args, kwargs)` may rewrite the call used to trace positions
+    (for instance to pad with zeros whatever the fill value).
+    """
+    def where_from(x, args, kwargs):
+        args = list(args)
+        if prepare is not None:
+            args, kwargs = prepare(args, dict(kwargs))
+        args[argnum] = positions(np.shape(x), 1)
+        return fn(*args, **kwargs) - 1
+
+    def vjp(g, ans, *args, **kwargs):
+        x = args[argnum]
+        return fit(scatter_add(g, where_from(x, args, kwargs), np.shape(x)), x)
+
+    def jvp(t, ans, *args, **kwargs):
+        return gather(t, where_from(args[argnum], args, kwargs))
+
+    defvjp(fn, vjp, argnums=[argnum])
+    defjvp(fn, jvp, argnums=[argnum])
+    if forms:
+        describe(forms, fn)
+
+
+def _pad_prepare(args, kwargs):
+    mode = args[2] if len(args) > 2 else kwargs.get('mode', 'constant')
+    if callable(mode) or mode not in ('constant', 'edge', 'reflect', 'symmetric', 'wrap',
+                                      'empty'):
+        raise NotImplementedError(f'no derivative rule for np.pad with mode={mode!r}')
+    if kwargs.get('reflect_type', 'even') != 'even':
+        raise NotImplementedError("no derivative rule for np.pad with reflect_type='odd'")
+    kwargs.pop('constant_values', None)
+    if mode == 'empty':
+        kwargs['mode'] = 'constant'
+        args = args[:2]
+    return args, kwargs
+
+
+def _insert_prepare(args, kwargs):
+    args[2] = 0
+    return args, kwargs
+
+
+def_gather(np.take, forms='indices: any int array; axis None/int; mode raise/wrap/clip')
+def_gather(np.take_along_axis, forms='axis int or None')
+def_gather(np.compress, argnum=1, forms='condition: bool sequence; axis None/int')
+def_gather(np.extract, argnum=1, forms='condition array')
+def_gather(np.diagonal, forms='offset, axis1, axis2')
+def_gather(np.diag, forms='1-D input (builds a matrix) or 2-D (reads a diagonal); k')
+def_gather(np.diagflat, forms='k')
+def_gather(np.resize, forms='any new_shape')
+def_gather(np.delete, forms='obj: int, slice or int array; axis')
+def_gather(np.insert, prepare=_insert_prepare, forms='derivative in arr only; obj, axis')
+def_gather(np.pad, prepare=_pad_prepare,
+           forms='pad_width any form; mode constant (any constant_values), edge, reflect, '
+                 'symmetric, wrap, empty')
+def_gather(np.linalg.diagonal, forms='offset (last two axes)')
+def_gather(np.fft.fftshift, forms='axes')
+def_gather(np.fft.ifftshift, forms='axes')
+static(np.take, 1)
+static(np.take_along_axis, 1)
+static(np.compress, 0)
+static(np.extract, 0)
+
+
+# trace: a sum over a gathered diagonal.
+
+def trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return _untrace(g, a, np.diagonal(positions(np.shape(a)), offset, axis1, axis2))
+
+
+def trace_jvp(t, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return np.trace(t, offset, axis1, axis2)
+
+
+def _untrace(g, a, where):
+    spread = np.broadcast_to(np.expand_dims(g, -1), np.shape(where))
+    return fit(scatter_add(spread, where, np.shape(a)), a)
+
+
+def linalg_trace_vjp(g, ans, x, offset=0, dtype=None):
+    return _untrace(g, x, np.diagonal(positions(np.shape(x)), offset, -2, -1))
+
+
+def linalg_trace_jvp(t, ans, x, offset=0, dtype=None):
+    return np.linalg.trace(t, offset=offset)
+
+
+defvjp(np.trace, trace_vjp)
+defjvp(np.trace, trace_jvp)
+defvjp(np.linalg.trace, linalg_trace_vjp)
+defjvp(np.linalg.trace, linalg_trace_jvp)
+describe('offset, axis1, axis2', np.trace)
+describe('offset (last two axes)', np.linalg.trace)
+
+
+# ---------------------------------------------------------------- sort, partition
+
+def _sorted_sources(x, order, axis):
+    if axis is None:
+        return np.take_along_axis(np.ravel(positions(np.shape(x))), order, 0)
+    return np.take_along_axis(positions(np.shape(x)), order, axis)
+
+
+def sort_vjp(g, ans, a, axis=-1, kind=None, order=None, stable=None):
+    return fit(scatter_add(g, _sorted_sources(a, np.argsort(a, axis, kind='stable'), axis),
+                           np.shape(a)), a)
+
+
+def sort_jvp(t, ans, a, axis=-1, kind=None, order=None, stable=None):
+    return gather(t, _sorted_sources(a, np.argsort(a, axis, kind='stable'), axis))
+
+
+def partition_vjp(g, ans, a, kth, axis=-1, kind='introselect', order=None):
+    return fit(scatter_add(g, _sorted_sources(a, np.argpartition(a, kth, axis), axis),
+                           np.shape(a)), a)
+
+
+def partition_jvp(t, ans, a, kth, axis=-1, kind='introselect', order=None):
+    return gather(t, _sorted_sources(a, np.argpartition(a, kth, axis), axis))
+
+
+defvjp(np.sort, sort_vjp)
+defjvp(np.sort, sort_jvp)
+defvjp(np.partition, partition_vjp)
+defjvp(np.partition, partition_jvp)
+static(np.partition, 1)
+describe('any shape; axis int or None; ties share no gradient (one order is chosen)',
+         np.sort)
+describe('kth int or sequence; axis int or None', np.partition)
+
+
+# ---------------------------------------------------------------- select, choose
+
+def _first_true(condlist):
+    """Index of the first true condition per element (len(condlist): none)."""
+    conds = np.broadcast_arrays(*condlist)
+    return np.select(conds, list(range(len(conds))), len(conds))
+
+
+def select_vjp_choices(g, ans, condlist, choicelist, default=0):
+    chosen = _first_true(condlist)
+    return type(choicelist)(fit(np.where(chosen == i, g, 0), c)
+                            for i, c in enumerate(choicelist))
+
+
+def select_vjp_default(g, ans, condlist, choicelist, default=0):
+    return fit(np.where(_first_true(condlist) == len(condlist), g, 0), default)
+
+
+def select_jvp_choices(t, ans, condlist, choicelist, default=0):
+    return np.select(condlist, t, 0) + np.zeros_like(ans)
+
+
+def select_jvp_default(t, ans, condlist, choicelist, default=0):
+    return np.where(_first_true(condlist) == len(condlist), t, np.zeros_like(ans))
+
+
+defvjp(np.select, None, select_vjp_choices, select_vjp_default)
+defjvp(np.select, None, select_jvp_choices, select_jvp_default)
+static(np.select, 0)
+describe('choicelist: list of arrays (cotangent: a list); default broadcastable', np.select)
+
+
+def choose_vjp(g, ans, a, choices, out=None, mode='raise'):
+    picked = np.choose(a, list(range(len(choices))), mode=mode)
+    return type(choices)(fit(np.where(picked == i, g, 0), c) for i, c in enumerate(choices))
+
+
+def choose_jvp(t, ans, a, choices, out=None, mode='raise'):
+    return np.choose(a, t, mode=mode) + np.zeros_like(ans)
+
+
+defvjp(np.choose, None, choose_vjp)
+defjvp(np.choose, None, choose_jvp)
+static(np.choose, 0)
+describe('choices: sequence of arrays (cotangent: a list); mode raise/wrap/clip', np.choose)

@@ -1,0 +1,283 @@
+"""Rules for Python's `math` module and the numeric builtins (abs, pow, min,
+max, sum, float) on Python scalars.
+
+These are the hot path of scalar loops, so each rule is one `return` built
+from `math` functions on floats (no NumPy call, no array): the compiler
+inlines it. Their arguments are Python numbers; the cotangent of a float is a
+float. Sequence functions (fsum, prod, sum, sumprod, dist) take a list and
+give a list cotangent.
+"""
+import builtins
+import math
+import operator
+import sys
+
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
+
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+LN2 = math.log(2.0)
+DEG = math.pi / 180.0
+RAD = 180.0 / math.pi
+
+
+def digamma(x):
+    """The digamma function on floats (d lgamma / dx), to ~1e-13."""
+    if x <= 0.0 and x == math.floor(x):
+        return math.nan
+    if x < 0.5:
+        return digamma(1.0 - x) - math.pi / math.tan(math.pi * x)
+    shift = 0.0
+    while x < 8.0:
+        shift -= 1.0 / x
+        x += 1.0
+    inv = 1.0 / (x * x)
+    series = inv * (1.0 / 12 - inv * (1.0 / 120 - inv * (1.0 / 252 - inv * (
+        1.0 / 240 - inv * (1.0 / 132)))))
+    return shift + math.log(x) - 0.5 / x - series
+
+
+def sign(x):
+    return (x > 0) - (x < 0)
+
+
+def _hypot_part(x, ans):
+    return x / ans if ans else 0.0
+
+
+def _log_y(x):
+    return math.log(x) if x > 0 else 0.0
+
+
+# ---------------------------------------------------------------- one argument
+
+def sin_vjp(g, ans, x): return g * math.cos(x)
+def sin_jvp(t, ans, x): return t * math.cos(x)
+def cos_vjp(g, ans, x): return -g * math.sin(x)
+def cos_jvp(t, ans, x): return -t * math.sin(x)
+def tan_vjp(g, ans, x): return g * (1.0 + ans * ans)
+def tan_jvp(t, ans, x): return t * (1.0 + ans * ans)
+def asin_vjp(g, ans, x): return g / math.sqrt(1.0 - x * x)
+def asin_jvp(t, ans, x): return t / math.sqrt(1.0 - x * x)
+def acos_vjp(g, ans, x): return -g / math.sqrt(1.0 - x * x)
+def acos_jvp(t, ans, x): return -t / math.sqrt(1.0 - x * x)
+def atan_vjp(g, ans, x): return g / (1.0 + x * x)
+def atan_jvp(t, ans, x): return t / (1.0 + x * x)
+def sinh_vjp(g, ans, x): return g * math.cosh(x)
+def sinh_jvp(t, ans, x): return t * math.cosh(x)
+def cosh_vjp(g, ans, x): return g * math.sinh(x)
+def cosh_jvp(t, ans, x): return t * math.sinh(x)
+def tanh_vjp(g, ans, x): return g * (1.0 - ans * ans)
+def tanh_jvp(t, ans, x): return t * (1.0 - ans * ans)
+def asinh_vjp(g, ans, x): return g / math.sqrt(x * x + 1.0)
+def asinh_jvp(t, ans, x): return t / math.sqrt(x * x + 1.0)
+def acosh_vjp(g, ans, x): return g / math.sqrt(x * x - 1.0)
+def acosh_jvp(t, ans, x): return t / math.sqrt(x * x - 1.0)
+def atanh_vjp(g, ans, x): return g / (1.0 - x * x)
+def atanh_jvp(t, ans, x): return t / (1.0 - x * x)
+def exp_vjp(g, ans, x): return g * ans
+def exp_jvp(t, ans, x): return t * ans
+def exp2_vjp(g, ans, x): return g * ans * LN2
+def exp2_jvp(t, ans, x): return t * ans * LN2
+def expm1_vjp(g, ans, x): return g * (ans + 1.0)
+def expm1_jvp(t, ans, x): return t * (ans + 1.0)
+def log_vjp(g, ans, x, base=math.e): return g / (x * math.log(base))
+def log_jvp(t, ans, x, base=math.e): return t / (x * math.log(base))
+def log_vjp_base(g, ans, x, base=math.e): return -g * ans / (base * math.log(base))
+def log_jvp_base(t, ans, x, base=math.e): return -t * ans / (base * math.log(base))
+def log2_vjp(g, ans, x): return g / (x * LN2)
+def log2_jvp(t, ans, x): return t / (x * LN2)
+def log10_vjp(g, ans, x): return g / (x * math.log(10.0))
+def log10_jvp(t, ans, x): return t / (x * math.log(10.0))
+def log1p_vjp(g, ans, x): return g / (1.0 + x)
+def log1p_jvp(t, ans, x): return t / (1.0 + x)
+def sqrt_vjp(g, ans, x): return g / (2.0 * ans)
+def sqrt_jvp(t, ans, x): return t / (2.0 * ans)
+def cbrt_vjp(g, ans, x): return g / (3.0 * ans * ans)
+def cbrt_jvp(t, ans, x): return t / (3.0 * ans * ans)
+def erf_vjp(g, ans, x): return g * TWO_OVER_SQRT_PI * math.exp(-x * x)
+def erf_jvp(t, ans, x): return t * TWO_OVER_SQRT_PI * math.exp(-x * x)
+def erfc_vjp(g, ans, x): return -g * TWO_OVER_SQRT_PI * math.exp(-x * x)
+def erfc_jvp(t, ans, x): return -t * TWO_OVER_SQRT_PI * math.exp(-x * x)
+def gamma_vjp(g, ans, x): return g * ans * digamma(x)
+def gamma_jvp(t, ans, x): return t * ans * digamma(x)
+def lgamma_vjp(g, ans, x): return g * digamma(x)
+def lgamma_jvp(t, ans, x): return t * digamma(x)
+def fabs_vjp(g, ans, x): return g * sign(x)
+def fabs_jvp(t, ans, x): return t * sign(x)
+def degrees_vjp(g, ans, x): return g * RAD
+def degrees_jvp(t, ans, x): return t * RAD
+def radians_vjp(g, ans, x): return g * DEG
+def radians_jvp(t, ans, x): return t * DEG
+def float_vjp(g, ans, x=0.0): return g
+def float_jvp(t, ans, x=0.0): return t
+def modf_vjp(g, ans, x): return 0.0 if g[0] is None else g[0]
+def modf_jvp(t, ans, x): return (t, 0.0)
+
+# ---------------------------------------------------------------- two arguments
+
+def pow_vjp_x(g, ans, x, y, *mod): return g * y * x ** (y - 1) if y else 0.0 * g
+def pow_vjp_y(g, ans, x, y, *mod): return g * ans * _log_y(x)
+def pow_jvp_x(t, ans, x, y, *mod): return t * y * x ** (y - 1) if y else 0.0 * t
+def pow_jvp_y(t, ans, x, y, *mod): return t * ans * _log_y(x)
+def atan2_vjp_y(g, ans, y, x): return g * x / (x * x + y * y)
+def atan2_vjp_x(g, ans, y, x): return -g * y / (x * x + y * y)
+def atan2_jvp_y(t, ans, y, x): return t * x / (x * x + y * y)
+def atan2_jvp_x(t, ans, y, x): return -t * y / (x * x + y * y)
+def copysign_vjp_x(g, ans, x, y): return g * sign(x) * sign(ans)
+def copysign_jvp_x(t, ans, x, y): return t * sign(x) * sign(ans)
+def zero_vjp(g, ans, *args): return 0.0 * g
+def zero_jvp(t, ans, *args): return 0.0 * t
+def first_vjp(g, ans, x, y): return g
+def first_jvp(t, ans, x, y): return t
+def fmod_vjp_y(g, ans, x, y): return -g * math.trunc(x / y)
+def fmod_jvp_y(t, ans, x, y): return -t * math.trunc(x / y)
+def remainder_vjp_y(g, ans, x, y): return -g * round((x - ans) / y)
+def remainder_jvp_y(t, ans, x, y): return -t * round((x - ans) / y)
+def ldexp_vjp(g, ans, x, i): return g * 2.0 ** i
+def ldexp_jvp(t, ans, x, i): return t * 2.0 ** i
+def fma_vjp_x(g, ans, x, y, z): return g * y
+def fma_vjp_y(g, ans, x, y, z): return g * x
+def fma_vjp_z(g, ans, x, y, z): return g
+def fma_jvp_x(t, ans, x, y, z): return t * y
+def fma_jvp_y(t, ans, x, y, z): return t * x
+def fma_jvp_z(t, ans, x, y, z): return t
+
+# ---------------------------------------------------------------- variadic and sequences
+
+def _chosen(args, ans, i):
+    """True when argument i is the one min/max returned (the first of equals)."""
+    values = args[0] if len(args) == 1 else args
+    for k, v in enumerate(values):
+        if v == ans:
+            return k == i
+    return False
+
+
+def _products_of_others(xs):
+    out = []
+    for i in range(len(xs)):
+        p = 1.0
+        for k, v in enumerate(xs):
+            if k != i:
+                p *= v
+        out.append(p)
+    return out
+
+
+def fsum_vjp(g, ans, seq, *rest, **kw): return [g] * len(seq)
+def fsum_jvp(t, ans, seq, *rest, **kw): return math.fsum(t)
+def prod_vjp(g, ans, seq, *, start=1): return [g * start * p for p in _products_of_others(seq)]
+def prod_jvp(t, ans, seq, *, start=1): return start * math.fsum(ti * p for ti, p in zip(t, _products_of_others(seq)))
+def sumprod_vjp_p(g, ans, p, q): return [g * v for v in q]
+def sumprod_vjp_q(g, ans, p, q): return [g * v for v in p]
+def sumprod_jvp_p(t, ans, p, q): return math.sumprod(t, q)
+def sumprod_jvp_q(t, ans, p, q): return math.sumprod(p, t)
+def dist_vjp_p(g, ans, p, q): return [g * _hypot_part(a - b, ans) for a, b in zip(p, q)]
+def dist_vjp_q(g, ans, p, q): return [-g * _hypot_part(a - b, ans) for a, b in zip(p, q)]
+def dist_jvp_p(t, ans, p, q): return math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
+def dist_jvp_q(t, ans, p, q): return -math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
+
+
+def _variadic(fn, vjp, jvp, count=32):
+    for i in range(count):
+        defvjp(fn, lambda g, ans, *args, _i=i, **kw: vjp(g, ans, args, _i), argnums=[i])
+        defjvp(fn, lambda t, ans, *args, _i=i, **kw: jvp(t, ans, args, _i), argnums=[i])
+
+
+def _hypot_vjp(g, ans, args, i): return g * _hypot_part(args[i], ans)
+def _hypot_jvp(t, ans, args, i): return t * _hypot_part(args[i], ans)
+
+
+def _choice_vjp(g, ans, args, i):
+    if len(args) == 1:
+        return [g if _chosen(args, ans, k) else 0.0 for k in range(len(args[0]))]
+    return g if _chosen(args, ans, i) else 0.0 * g
+
+
+def _choice_jvp(t, ans, args, i):
+    if len(args) == 1:
+        return next((tk for k, tk in enumerate(t) if _chosen(args, ans, k)), 0.0)
+    return t if _chosen(args, ans, i) else 0.0 * t
+
+
+def _sum_vjp_seq(g, ans, args, i):
+    return [g] * len(args[0]) if i == 0 else g
+
+
+def _sum_jvp_seq(t, ans, args, i):
+    return builtins.sum(t) if i == 0 else t
+
+
+# ---------------------------------------------------------------- registration
+
+_RULES = [
+    (math.sin, sin_vjp, sin_jvp), (math.cos, cos_vjp, cos_jvp), (math.tan, tan_vjp, tan_jvp),
+    (math.asin, asin_vjp, asin_jvp), (math.acos, acos_vjp, acos_jvp),
+    (math.atan, atan_vjp, atan_jvp), (math.sinh, sinh_vjp, sinh_jvp),
+    (math.cosh, cosh_vjp, cosh_jvp), (math.tanh, tanh_vjp, tanh_jvp),
+    (math.asinh, asinh_vjp, asinh_jvp), (math.acosh, acosh_vjp, acosh_jvp),
+    (math.atanh, atanh_vjp, atanh_jvp), (math.exp, exp_vjp, exp_jvp),
+    (math.expm1, expm1_vjp, expm1_jvp), (math.log2, log2_vjp, log2_jvp),
+    (math.log10, log10_vjp, log10_jvp), (math.log1p, log1p_vjp, log1p_jvp),
+    (math.sqrt, sqrt_vjp, sqrt_jvp), (math.erf, erf_vjp, erf_jvp),
+    (math.erfc, erfc_vjp, erfc_jvp), (math.gamma, gamma_vjp, gamma_jvp),
+    (math.lgamma, lgamma_vjp, lgamma_jvp), (math.fabs, fabs_vjp, fabs_jvp),
+    (math.degrees, degrees_vjp, degrees_jvp), (math.radians, radians_vjp, radians_jvp),
+    (math.modf, modf_vjp, modf_jvp), (float, float_vjp, float_jvp),
+]
+if sys.version_info >= (3, 11):
+    _RULES += [(math.exp2, exp2_vjp, exp2_jvp), (math.cbrt, cbrt_vjp, cbrt_jvp)]
+for _fn, _vjp, _jvp in _RULES:
+    defvjp(_fn, _vjp)
+    defjvp(_fn, _jvp)
+
+for _fn, _vjps, _jvps in [
+        (math.log, (log_vjp, log_vjp_base), (log_jvp, log_jvp_base)),
+        (math.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y)),
+        (builtins.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y)),
+        (math.atan2, (atan2_vjp_y, atan2_vjp_x), (atan2_jvp_y, atan2_jvp_x)),
+        (math.copysign, (copysign_vjp_x, zero_vjp), (copysign_jvp_x, zero_jvp)),
+        (math.fmod, (first_vjp, fmod_vjp_y), (first_jvp, fmod_jvp_y)),
+        (math.remainder, (first_vjp, remainder_vjp_y), (first_jvp, remainder_jvp_y)),
+        (math.ldexp, (ldexp_vjp,), (ldexp_jvp,)),
+        (math.fsum, (fsum_vjp,), (fsum_jvp,)),
+        (math.prod, (prod_vjp,), (prod_jvp,)),
+        (math.dist, (dist_vjp_p, dist_vjp_q), (dist_jvp_p, dist_jvp_q))]:
+    defvjp(_fn, *_vjps)
+    defjvp(_fn, *_jvps)
+if sys.version_info >= (3, 12):
+    defvjp(math.sumprod, sumprod_vjp_p, sumprod_vjp_q)
+    defjvp(math.sumprod, sumprod_jvp_p, sumprod_jvp_q)
+    describe('two sequences of floats (cotangent: lists)', math.sumprod)
+if sys.version_info >= (3, 13):
+    defvjp(math.fma, fma_vjp_x, fma_vjp_y, fma_vjp_z)
+    defjvp(math.fma, fma_jvp_x, fma_jvp_y, fma_jvp_z)
+    describe('Python floats; derivative in all three', math.fma)
+
+_variadic(math.hypot, _hypot_vjp, _hypot_jvp)
+_variadic(builtins.max, _choice_vjp, _choice_jvp)
+_variadic(builtins.min, _choice_vjp, _choice_jvp)
+_variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2)
+alias(builtins.abs, operator.abs)
+
+nondifferentiable(
+    math.floor, math.ceil, math.trunc, math.isfinite, math.isinf, math.isnan,
+    math.isclose, math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt,
+    math.frexp, math.nextafter, math.ulp,
+    builtins.round, builtins.int, builtins.bool, builtins.len, builtins.range,
+    builtins.isinstance, builtins.divmod,
+)
+
+describe('Python floats', *[fn for fn, _, _ in _RULES])
+describe('Python floats; log(x) and log(x, base), derivative in both', math.log)
+describe('Python floats; derivative in both arguments', math.pow, builtins.pow,
+         math.atan2, math.fmod, math.remainder)
+describe('Python floats; derivative in x (the sign argument has none)', math.copysign)
+describe('Python float and an int exponent', math.ldexp)
+describe('any number of Python floats', math.hypot)
+describe('a sequence of floats (cotangent: a list); start', math.fsum, math.prod)
+describe('two sequences of coordinates (cotangent: lists)', math.dist)
+describe('several scalars, or one sequence (cotangent: a list); the first of equal '
+         'values is chosen', builtins.max, builtins.min)
+describe('a sequence (cotangent: a list) and start', builtins.sum)
+describe('Python floats and NumPy arrays', builtins.abs)

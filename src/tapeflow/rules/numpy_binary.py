@@ -1,0 +1,171 @@
+"""Rules for NumPy's binary elementwise functions, `where` and `clip`.
+
+(add, subtract, multiply, divide, power and matmul live in `operators`, shared
+with Python's operators.) Every VJP ends in `fit(..., operand)`: summed back
+over the axes the operand was broadcast along, in the operand's dtype, a
+scalar for a Python float. Every JVP has the output's (broadcast) shape.
+Ties of maximum/minimum share the cotangent equally, as in autograd.
+"""
+import math
+
+import numpy as np
+
+from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.shapes import fit
+
+LN2 = math.log(2.0)
+
+
+def _share(t, x, ans, y):
+    """`t` where `x` was chosen (ans == x), halved where x == y; 0 elsewhere."""
+    return np.where(x == ans, np.where(x == y, 0.5 * t, t), 0.0 * t)
+
+
+def _full(t, ans):
+    """`t` broadcast to the output's shape, as a fresh array."""
+    return t + np.zeros_like(ans)
+
+
+def _safe_div(a, b):
+    return a / np.where(b == 0, 1.0, b)
+
+
+def _log_base(x):
+    return np.log(np.where(x == 0, 1.0, x))
+
+
+# ---------------------------------------------------------------- choosers
+
+def max_vjp_x(g, ans, x, y): return fit(_share(g, x, ans, y), x)
+def max_vjp_y(g, ans, x, y): return fit(_share(g, y, ans, x), y)
+def max_jvp_x(t, ans, x, y): return _full(_share(t, x, ans, y), ans)
+def max_jvp_y(t, ans, x, y): return _full(_share(t, y, ans, x), ans)
+
+# ---------------------------------------------------------------- smooth binary functions
+
+def logaddexp_vjp_x(g, ans, x, y): return fit(g * np.exp(x - ans), x)
+def logaddexp_vjp_y(g, ans, x, y): return fit(g * np.exp(y - ans), y)
+def logaddexp_jvp_x(t, ans, x, y): return t * np.exp(x - ans)
+def logaddexp_jvp_y(t, ans, x, y): return t * np.exp(y - ans)
+def logaddexp2_vjp_x(g, ans, x, y): return fit(g * np.exp2(x - ans), x)
+def logaddexp2_vjp_y(g, ans, x, y): return fit(g * np.exp2(y - ans), y)
+def logaddexp2_jvp_x(t, ans, x, y): return t * np.exp2(x - ans)
+def logaddexp2_jvp_y(t, ans, x, y): return t * np.exp2(y - ans)
+def hypot_vjp_x(g, ans, x, y): return fit(g * _safe_div(x, ans), x)
+def hypot_vjp_y(g, ans, x, y): return fit(g * _safe_div(y, ans), y)
+def hypot_jvp_x(t, ans, x, y): return t * _safe_div(x, ans)
+def hypot_jvp_y(t, ans, x, y): return t * _safe_div(y, ans)
+def arctan2_vjp_x(g, ans, x, y): return fit(g * y / (x * x + y * y), x)
+def arctan2_vjp_y(g, ans, x, y): return fit(-g * x / (x * x + y * y), y)
+def arctan2_jvp_x(t, ans, x, y): return t * y / (x * x + y * y)
+def arctan2_jvp_y(t, ans, x, y): return -t * x / (x * x + y * y)
+def float_power_vjp_x(g, ans, x, y): return fit(g * y * np.float_power(x, y - 1), x)
+def float_power_vjp_y(g, ans, x, y): return fit(g * ans * _log_base(x), y)
+def float_power_jvp_x(t, ans, x, y): return t * y * np.float_power(x, y - 1)
+def float_power_jvp_y(t, ans, x, y): return t * ans * _log_base(x)
+
+# ---------------------------------------------------------------- remainders, signs
+
+def mod_vjp_x(g, ans, x, y): return fit(g, x)
+def mod_vjp_y(g, ans, x, y): return fit(-g * np.floor_divide(x, y), y)
+def mod_jvp_x(t, ans, x, y): return _full(t, ans)
+def mod_jvp_y(t, ans, x, y): return -t * np.floor_divide(x, y)
+def fmod_vjp_y(g, ans, x, y): return fit(-g * np.trunc(x / y), y)
+def fmod_jvp_y(t, ans, x, y): return -t * np.trunc(x / y)
+def copysign_vjp_x(g, ans, x, y): return fit(g * np.sign(x) * np.sign(ans), x)
+def copysign_jvp_x(t, ans, x, y): return t * np.sign(x) * np.sign(ans)
+def zero_vjp_y(g, ans, x, y): return fit(0.0 * g, y)
+def zero_jvp_y(t, ans, x, y): return 0.0 * _full(t, ans)
+def ldexp_vjp_x(g, ans, x, y): return fit(g * np.exp2(y), x)
+def ldexp_jvp_x(t, ans, x, y): return _full(t * np.exp2(y), ans).astype(ans.dtype)
+def heaviside_vjp_x(g, ans, x, y): return fit(0.0 * g, x)
+def heaviside_vjp_y(g, ans, x, y): return fit(np.where(x == 0, g, 0.0), y)
+def heaviside_jvp_x(t, ans, x, y): return 0.0 * _full(t, ans)
+def heaviside_jvp_y(t, ans, x, y): return _full(np.where(x == 0, t, 0.0), ans)
+
+
+for _fn in (np.maximum, np.minimum, np.fmax, np.fmin):
+    defvjp(_fn, max_vjp_x, max_vjp_y)
+    defjvp(_fn, max_jvp_x, max_jvp_y)
+
+for _fn, _vjps, _jvps in [
+        (np.logaddexp, (logaddexp_vjp_x, logaddexp_vjp_y), (logaddexp_jvp_x, logaddexp_jvp_y)),
+        (np.logaddexp2, (logaddexp2_vjp_x, logaddexp2_vjp_y),
+         (logaddexp2_jvp_x, logaddexp2_jvp_y)),
+        (np.hypot, (hypot_vjp_x, hypot_vjp_y), (hypot_jvp_x, hypot_jvp_y)),
+        (np.arctan2, (arctan2_vjp_x, arctan2_vjp_y), (arctan2_jvp_x, arctan2_jvp_y)),
+        (np.float_power, (float_power_vjp_x, float_power_vjp_y),
+         (float_power_jvp_x, float_power_jvp_y)),
+        (np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y)),
+        (np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y)),
+        (np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y)),
+        (np.ldexp, (ldexp_vjp_x,), (ldexp_jvp_x,)),
+        (np.heaviside, (heaviside_vjp_x, heaviside_vjp_y),
+         (heaviside_jvp_x, heaviside_jvp_y))]:
+    defvjp(_fn, *_vjps)
+    defjvp(_fn, *_jvps)
+
+static(np.ldexp, 1)
+describe('broadcasting operands (scalars, 0-d, any shapes); ties share equally',
+         np.maximum, np.minimum, np.fmax, np.fmin)
+describe('broadcasting operands (scalars, 0-d, any shapes)', np.logaddexp, np.logaddexp2,
+         np.hypot, np.arctan2, np.float_power, np.remainder, np.fmod, np.copysign,
+         np.heaviside)
+describe('broadcasting operands; the integer exponent is static', np.ldexp)
+
+
+# ---------------------------------------------------------------- where
+
+def where_vjp_x(g, ans, condition, x, y): return fit(np.where(condition, g, 0.0 * g), x)
+def where_vjp_y(g, ans, condition, x, y): return fit(np.where(condition, 0.0 * g, g), y)
+def where_jvp_x(t, ans, condition, x, y): return np.where(condition, t, np.zeros_like(ans))
+def where_jvp_y(t, ans, condition, x, y): return np.where(condition, np.zeros_like(ans), t)
+
+
+defvjp(np.where, None, where_vjp_x, where_vjp_y)
+defjvp(np.where, None, where_jvp_x, where_jvp_y)
+static(np.where, 0)
+describe('where(condition, x, y) with broadcasting; condition static', np.where)
+
+
+# ---------------------------------------------------------------- clip
+
+def _bounds(a_min, a_max, kwargs):
+    low = kwargs.get('min', a_min) if a_min is None else a_min
+    high = kwargs.get('max', a_max) if a_max is None else a_max
+    return low, high
+
+
+def _inside(a, a_min, a_max, kwargs):
+    low, high = _bounds(a_min, a_max, kwargs)
+    inside = np.ones(np.shape(a), dtype=bool)
+    if low is not None:
+        inside = inside & (a >= low)
+    if high is not None:
+        inside = inside & (a <= high)
+    return inside
+
+
+def _below(a, a_min, a_max, kwargs):
+    low, high = _bounds(a_min, a_max, kwargs)
+    below = a < low
+    return below if high is None else below & (low <= high)
+
+
+def _above(a, a_min, a_max, kwargs):
+    low, high = _bounds(a_min, a_max, kwargs)
+    return (a > high) | (low > high) if low is not None else a > high
+
+
+def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, **kw): return fit(np.where(_inside(a, a_min, a_max, kw), g, 0.0 * g), a)
+def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, **kw): return fit(np.where(_below(a, a_min, a_max, kw), g, 0.0 * g), a_min)
+def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, **kw): return fit(np.where(_above(a, a_min, a_max, kw), g, 0.0 * g), a_max)
+def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, **kw): return np.where(_inside(a, a_min, a_max, kw), t, np.zeros_like(ans))
+def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, **kw): return np.where(_below(a, a_min, a_max, kw), t, np.zeros_like(ans))
+def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, **kw): return np.where(_above(a, a_min, a_max, kw), t, np.zeros_like(ans))
+
+
+defvjp(np.clip, clip_vjp_a, clip_vjp_min, clip_vjp_max)
+defjvp(np.clip, clip_jvp_a, clip_jvp_min, clip_jvp_max)
+describe('a_min/a_max (or min=/max=) scalars, arrays or None, broadcasting; '
+         'derivative in a, a_min and a_max', np.clip)

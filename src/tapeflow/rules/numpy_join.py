@@ -1,0 +1,123 @@
+"""Rules for joining and splitting: concatenate, stack, hstack/vstack/dstack,
+column_stack, append; split, array_split, hsplit/vsplit/dsplit, unstack.
+
+A joining function's first argument is a sequence of arrays; its cotangent
+is a sequence of the same type and length (a list for a list), one
+cotangent per array, in that array's shape and dtype. A splitting function's
+output is a list; its cotangent is a list whose unused entries may be None.
+"""
+import numpy as np
+
+from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.shapes import fill_zeros, fit
+
+
+def _dummy(shape):
+    return np.broadcast_to(np.zeros((), dtype=bool), shape)
+
+
+def _prepared_shapes(arrays, join):
+    """The shape each array has inside `join` (after its atleast_*d step)."""
+    return [np.shape(join([_dummy(np.shape(a))])) for a in arrays]
+
+
+def _unjoin(g, arrays, shapes, axis):
+    """Cut `g` into one cotangent per array, along `axis` (None: flattened)."""
+    if axis is None:
+        g = np.ravel(g)
+        sizes = [int(np.prod(shape)) for shape in shapes]
+        axis = 0
+    else:
+        sizes = [shape[axis] for shape in shapes]
+    pieces = np.split(g, np.cumsum(sizes)[:-1].tolist(), axis=axis)
+    return type(arrays)(fit(np.reshape(piece, np.shape(a)), a)
+                        for piece, a in zip(pieces, arrays))
+
+
+def _hstack_axis(shapes):
+    return 0 if shapes and len(shapes[0]) == 1 else 1
+
+
+def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kw): return _unjoin(g, arrays, [np.shape(a) for a in arrays], axis)
+def concatenate_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.concatenate(t, axis=axis)
+def stack_vjp(g, ans, arrays, axis=0, out=None, **kw): return type(arrays)(fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays))
+def stack_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.stack(t, axis=axis)
+def hstack_vjp(g, ans, tup, **kw): return _unjoin(g, tup, _prepared_shapes(tup, np.hstack), _hstack_axis(_prepared_shapes(tup, np.hstack)))
+def hstack_jvp(t, ans, tup, **kw): return np.hstack(t)
+def vstack_vjp(g, ans, tup, **kw): return _unjoin(g, tup, _prepared_shapes(tup, np.vstack), 0)
+def vstack_jvp(t, ans, tup, **kw): return np.vstack(t)
+def dstack_vjp(g, ans, tup): return _unjoin(g, tup, _prepared_shapes(tup, np.dstack), 2)
+def dstack_jvp(t, ans, tup): return np.dstack(t)
+def column_stack_vjp(g, ans, tup): return _unjoin(g, tup, _prepared_shapes(tup, np.column_stack), 1)
+def column_stack_jvp(t, ans, tup): return np.column_stack(t)
+
+
+def _append_part(g, arr, values, axis, first):
+    if axis is None:
+        g = np.ravel(g)
+        axis = 0
+        cut = int(np.size(arr))
+    else:
+        cut = np.shape(arr)[axis]
+    index = [slice(None)] * np.ndim(g)
+    index[axis] = slice(None, cut) if first else slice(cut, None)
+    target = arr if first else values
+    return fit(np.reshape(g[tuple(index)], np.shape(target)), target)
+
+
+def append_vjp_arr(g, ans, arr, values, axis=None): return _append_part(g, arr, values, axis, True)
+def append_vjp_values(g, ans, arr, values, axis=None): return _append_part(g, arr, values, axis, False)
+def append_jvp_arr(t, ans, arr, values, axis=None): return np.append(t, np.zeros_like(values), axis)
+def append_jvp_values(t, ans, arr, values, axis=None): return np.append(np.zeros_like(arr), t, axis)
+
+
+# ---------------------------------------------------------------- splitting
+
+def _split_axis(fn, ary, axis):
+    if fn is np.hsplit:
+        return 0 if np.ndim(ary) == 1 else 1
+    return {np.vsplit: 0, np.dsplit: 2}.get(fn, axis)
+
+
+def _split_rules(fn):
+    def vjp(g, ans, ary, indices_or_sections, axis=0):
+        joined = np.concatenate(fill_zeros(g, ans), axis=_split_axis(fn, ary, axis))
+        return fit(joined, ary)
+
+    def jvp(t, ans, ary, indices_or_sections, *args, **kwargs):
+        return fn(t, indices_or_sections, *args, **kwargs)
+    return vjp, jvp
+
+
+def unstack_vjp(g, ans, x, *, axis=0): return fit(np.stack(fill_zeros(g, ans), axis=axis), x)
+def unstack_jvp(t, ans, x, *, axis=0): return np.unstack(t, axis=axis)
+
+
+for _fn, _vjp, _jvp in [
+        (np.concatenate, concatenate_vjp, concatenate_jvp),
+        (np.stack, stack_vjp, stack_jvp), (np.hstack, hstack_vjp, hstack_jvp),
+        (np.vstack, vstack_vjp, vstack_jvp), (np.row_stack, vstack_vjp, vstack_jvp),
+        (np.dstack, dstack_vjp, dstack_jvp),
+        (np.column_stack, column_stack_vjp, column_stack_jvp),
+        (np.unstack, unstack_vjp, unstack_jvp)]:
+    defvjp(_fn, _vjp)
+    defjvp(_fn, _jvp)
+
+defvjp(np.append, append_vjp_arr, append_vjp_values)
+defjvp(np.append, append_jvp_arr, append_jvp_values)
+
+for _fn in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
+    _vjp, _jvp = _split_rules(_fn)
+    defvjp(_fn, _vjp)
+    defjvp(_fn, _jvp)
+    static(_fn, 1, 2)
+
+describe('a list or tuple of arrays (cotangent: the same type); axis int or None',
+         np.concatenate)
+describe('a list or tuple of arrays (cotangent: the same type); axis', np.stack)
+describe('a list or tuple of arrays of any rank (0-d too)', np.hstack, np.vstack,
+         np.row_stack, np.dstack, np.column_stack)
+describe('axis None or int; derivative in arr and values', np.append)
+describe('sections int or index list; axis (cotangent: a list, None for unused parts)',
+         np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
+describe('axis', np.unstack)

@@ -1,0 +1,281 @@
+"""Rules for products: dot, vdot, inner, outer, tensordot, kron, cross,
+vecdot, matvec, vecmat (and their np.linalg twins), convolve, correlate,
+interp and polyval.
+
+(matmul and `@` live in `operators`.) All products are bilinear; each VJP is
+the other factor contracted with `g`, permuted back to the operand's axis
+order and summed over broadcast batch axes. The complex pairing is bilinear
+(no conjugation) except where the function itself conjugates (vdot, vecdot,
+vecmat).
+"""
+import operator
+
+import numpy as np
+
+from tapeflow.rules.array_ops import gather, scatter_add
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, static
+from tapeflow.rules.shapes import fit
+
+
+# ---------------------------------------------------------------- tensordot and dot
+
+def _contracted(a_ndim, b_ndim, axes):
+    """tensordot's `axes` as two lists of non-negative, paired axes."""
+    if isinstance(axes, (int, np.integer)):
+        return list(range(a_ndim - axes, a_ndim)), list(range(axes))
+    a_axes, b_axes = axes
+    a_axes = [a_axes] if isinstance(a_axes, (int, np.integer)) else list(a_axes)
+    b_axes = [b_axes] if isinstance(b_axes, (int, np.integer)) else list(b_axes)
+    return [i % a_ndim for i in a_axes], [i % b_ndim for i in b_axes]
+
+
+def tensordot_grad_a(g, a, b, axes):
+    """The cotangent of `a` in `np.tensordot(a, b, axes)`."""
+    a_ax, b_ax = _contracted(np.ndim(a), np.ndim(b), axes)
+    a_free = [i for i in range(np.ndim(a)) if i not in a_ax]
+    b_free = [i for i in range(np.ndim(b)) if i not in b_ax]
+    g_b = list(range(len(a_free), len(a_free) + len(b_free)))
+    out = np.tensordot(g, b, axes=(g_b, b_free))
+    order = a_free + [a_ax[k] for k in np.argsort(b_ax)]
+    return np.transpose(out, np.argsort(order)) if order else out
+
+
+def tensordot_grad_b(g, a, b, axes):
+    """The cotangent of `b` in `np.tensordot(a, b, axes)`."""
+    a_ax, b_ax = _contracted(np.ndim(a), np.ndim(b), axes)
+    a_free = [i for i in range(np.ndim(a)) if i not in a_ax]
+    b_free = [i for i in range(np.ndim(b)) if i not in b_ax]
+    out = np.tensordot(a, g, axes=(a_free, list(range(len(a_free)))))
+    order = [b_ax[k] for k in np.argsort(a_ax)] + b_free
+    return np.transpose(out, np.argsort(order)) if order else out
+
+
+def _dot_axes(a, b):
+    return [np.ndim(a) - 1], [max(np.ndim(b) - 2, 0)]
+
+
+def _scalar_operand(a, b):
+    return np.ndim(a) == 0 or np.ndim(b) == 0
+
+
+def _dot_grad_a(g, a, b):
+    return g * b if _scalar_operand(a, b) else tensordot_grad_a(g, a, b, _dot_axes(a, b))
+
+
+def _dot_grad_b(g, a, b):
+    return g * a if _scalar_operand(a, b) else tensordot_grad_b(g, a, b, _dot_axes(a, b))
+
+
+def _inner_grad_a(g, a, b):
+    return g * b if _scalar_operand(a, b) else tensordot_grad_a(g, a, b, ([-1], [-1]))
+
+
+def _inner_grad_b(g, a, b):
+    return g * a if _scalar_operand(a, b) else tensordot_grad_b(g, a, b, ([-1], [-1]))
+
+
+def tensordot_vjp_a(g, ans, a, b, axes=2): return fit(tensordot_grad_a(g, a, b, axes), a)
+def tensordot_vjp_b(g, ans, a, b, axes=2): return fit(tensordot_grad_b(g, a, b, axes), b)
+def tensordot_jvp_a(t, ans, a, b, axes=2): return np.tensordot(t, b, axes)
+def tensordot_jvp_b(t, ans, a, b, axes=2): return np.tensordot(a, t, axes)
+def dot_vjp_a(g, ans, a, b, out=None): return fit(_dot_grad_a(g, a, b), a)
+def dot_vjp_b(g, ans, a, b, out=None): return fit(_dot_grad_b(g, a, b), b)
+def dot_jvp_a(t, ans, a, b, out=None): return np.dot(t, b)
+def dot_jvp_b(t, ans, a, b, out=None): return np.dot(a, t)
+def inner_vjp_a(g, ans, a, b): return fit(_inner_grad_a(g, a, b), a)
+def inner_vjp_b(g, ans, a, b): return fit(_inner_grad_b(g, a, b), b)
+def inner_jvp_a(t, ans, a, b): return np.inner(t, b)
+def inner_jvp_b(t, ans, a, b): return np.inner(a, t)
+def outer_vjp_a(g, ans, a, b, out=None): return fit(np.reshape(np.dot(g, np.ravel(b)), np.shape(a)), a)
+def outer_vjp_b(g, ans, a, b, out=None): return fit(np.reshape(np.dot(np.ravel(a), g), np.shape(b)), b)
+def outer_jvp_a(t, ans, a, b, out=None): return np.outer(t, b)
+def outer_jvp_b(t, ans, a, b, out=None): return np.outer(a, t)
+def vdot_vjp_a(g, ans, a, b): return fit(np.reshape(np.conj(g * np.ravel(b)), np.shape(a)), a)
+def vdot_vjp_b(g, ans, a, b): return fit(np.reshape(g * np.conj(np.ravel(a)), np.shape(b)), b)
+def vdot_jvp_a(t, ans, a, b): return np.vdot(t, b)
+def vdot_jvp_b(t, ans, a, b): return np.vdot(a, t)
+
+
+# ---------------------------------------------------------------- kron, cross
+
+def _kron_parts(g, a, b):
+    ndim = max(np.ndim(a), np.ndim(b))
+    a_shape = (1,) * (ndim - np.ndim(a)) + np.shape(a)
+    b_shape = (1,) * (ndim - np.ndim(b)) + np.shape(b)
+    interleaved = tuple(n for pair in zip(a_shape, b_shape) for n in pair)
+    return np.reshape(g, interleaved), a_shape, b_shape, ndim
+
+
+def _kron_grad_a(g, a, b):
+    blocks, a_shape, b_shape, ndim = _kron_parts(g, a, b)
+    out = np.tensordot(blocks, np.reshape(b, b_shape), axes=(list(range(1, 2 * ndim, 2)), list(range(ndim))))
+    return np.reshape(out, np.shape(a))
+
+
+def _kron_grad_b(g, a, b):
+    blocks, a_shape, b_shape, ndim = _kron_parts(g, a, b)
+    out = np.tensordot(np.reshape(a, a_shape), blocks, axes=(list(range(ndim)), list(range(0, 2 * ndim, 2))))
+    return np.reshape(out, np.shape(b))
+
+
+def kron_vjp_a(g, ans, a, b): return fit(_kron_grad_a(g, a, b), a)
+def kron_vjp_b(g, ans, a, b): return fit(_kron_grad_b(g, a, b), b)
+def kron_jvp_a(t, ans, a, b): return np.kron(t, b)
+def kron_jvp_b(t, ans, a, b): return np.kron(a, t)
+def _fit_vectors(cot, x, axis):
+    """`cot` (vectors along `axis`) summed over broadcast batch axes to x's shape."""
+    moved = fit(np.moveaxis(cot, axis, -1), np.moveaxis(x, axis, -1))
+    return np.moveaxis(moved, -1, axis)
+
+
+def cross_vjp_a(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return _fit_vectors(np.cross(b, g, axisb, axisc, axisa, axis), a, axisa if axis is None else axis)
+def cross_vjp_b(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return _fit_vectors(np.cross(g, a, axisc, axisa, axisb, axis), b, axisb if axis is None else axis)
+def cross_jvp_a(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return np.cross(t, b, axisa, axisb, axisc, axis)
+def cross_jvp_b(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return np.cross(a, t, axisa, axisb, axisc, axis)
+def linalg_cross_vjp_a(g, ans, x1, x2, axis=-1): return _fit_vectors(np.linalg.cross(x2, g, axis=axis), x1, axis)
+def linalg_cross_vjp_b(g, ans, x1, x2, axis=-1): return _fit_vectors(np.linalg.cross(g, x1, axis=axis), x2, axis)
+def linalg_cross_jvp_a(t, ans, x1, x2, axis=-1): return np.linalg.cross(t, x2, axis=axis)
+def linalg_cross_jvp_b(t, ans, x1, x2, axis=-1): return np.linalg.cross(x1, t, axis=axis)
+
+
+# ---------------------------------------------------------------- vecdot, matvec, vecmat
+
+def vecdot_vjp_a(g, ans, x1, x2, axis=-1, **kw): return fit(np.conj(np.expand_dims(g, axis) * x2), x1)
+def vecdot_vjp_b(g, ans, x1, x2, axis=-1, **kw): return fit(np.expand_dims(g, axis) * np.conj(x1), x2)
+def vecdot_jvp_a(t, ans, x1, x2, axis=-1, **kw): return np.vecdot(t, x2, axis=axis)
+def vecdot_jvp_b(t, ans, x1, x2, axis=-1, **kw): return np.vecdot(x1, t, axis=axis)
+def matvec_vjp_a(g, ans, x1, x2, **kw): return fit(np.expand_dims(g, -1) * np.expand_dims(x2, -2), x1)
+def matvec_vjp_b(g, ans, x1, x2, **kw): return fit(np.matvec(np.swapaxes(x1, -1, -2), g), x2)
+def matvec_jvp_a(t, ans, x1, x2, **kw): return np.matvec(t, x2)
+def matvec_jvp_b(t, ans, x1, x2, **kw): return np.matvec(x1, t)
+def vecmat_vjp_a(g, ans, x1, x2, **kw): return fit(np.conj(np.matvec(x2, g)), x1)
+def vecmat_vjp_b(g, ans, x1, x2, **kw): return fit(np.expand_dims(np.conj(x1), -1) * np.expand_dims(g, -2), x2)
+def vecmat_jvp_a(t, ans, x1, x2, **kw): return np.vecmat(t, x2)
+def vecmat_jvp_b(t, ans, x1, x2, **kw): return np.vecmat(x1, t)
+
+
+# ---------------------------------------------------------------- convolve, correlate
+
+def _full(g, mode, na, nv, correlate):
+    """`g` placed in the 'full'-mode output it is a window of."""
+    overlap = min(na, nv) - 1
+    start = {'full': 0, 'valid': overlap}.get(mode)
+    if start is None:
+        start = overlap - overlap // 2 if correlate and na < nv else overlap // 2
+    return np.pad(g, (start, na + nv - 1 - start - np.shape(g)[0]))
+
+
+def convolve_vjp_a(g, ans, a, v, mode='full'): return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), False), np.conj(v), 'valid'), a)
+def convolve_vjp_v(g, ans, a, v, mode='full'): return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), False), np.conj(a), 'valid'), v)
+def convolve_jvp_a(t, ans, a, v, mode='full'): return np.convolve(t, v, mode)
+def convolve_jvp_v(t, ans, a, v, mode='full'): return np.convolve(a, t, mode)
+def correlate_vjp_a(g, ans, a, v, mode='valid'): return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.flip(v), 'valid'), a)
+def correlate_vjp_v(g, ans, a, v, mode='valid'): return fit(np.conj(np.flip(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.conj(a), 'valid'))), v)
+def correlate_jvp_a(t, ans, a, v, mode='valid'): return np.correlate(t, v, mode)
+def correlate_jvp_v(t, ans, a, v, mode='valid'): return np.correlate(a, t, mode)
+
+
+# ---------------------------------------------------------------- interp, polyval
+
+def _at(xp, index):
+    """xp[index] for an index array that may be a Tensor (it dispatches)."""
+    return np.reshape(np.take_along_axis(np.asarray(xp, float), np.ravel(index), 0), np.shape(index))
+
+
+def _interp_terms(x, xp, left, right, period):
+    """Lower knot index, weight of the upper knot, slope mask per query point."""
+    if period is not None:
+        raise NotImplementedError('no derivative rule for np.interp with period')
+    n = np.shape(xp)[0]
+    lo = np.clip(np.searchsorted(xp, x, side='right') - 1, 0, max(n - 2, 0))
+    hi = np.minimum(lo + 1, n - 1)
+    span = _at(xp, hi) - _at(xp, lo)
+    weight = (x - _at(xp, lo)) / np.where(span == 0, 1.0, span)
+    below, above = x < xp[0], x > xp[n - 1]
+    weight = np.where(below, 0.0, np.where(above, 1.0, weight))
+    keep_lo = ~(below & (left is not None)) & ~above
+    keep_hi = ~(above & (right is not None)) & ~below
+    return lo, hi, weight, keep_lo, keep_hi, span, ~below & ~above
+
+
+def _interp_slope(x, xp, fp, left, right, period):
+    lo, hi, _, _, _, span, inside = _interp_terms(x, xp, left, right, period)
+    rise = gather(fp, hi) - gather(fp, lo)
+    return np.where(inside & (span != 0), rise / np.where(span == 0, 1.0, span), 0.0)
+
+
+def _interp_fp_vjp(g, x, xp, fp, left, right, period):
+    lo, hi, weight, keep_lo, keep_hi, _, _ = _interp_terms(x, xp, left, right, period)
+    spread = np.concatenate([np.ravel(g * (1.0 - weight) * keep_lo), np.ravel(g * weight * keep_hi)])
+    return scatter_add(spread, np.concatenate([np.ravel(lo), np.ravel(hi)]), np.shape(fp))
+
+
+def _interp_fp_jvp(t, x, xp, fp, left, right, period):
+    lo, hi, weight, keep_lo, keep_hi, _, _ = _interp_terms(x, xp, left, right, period)
+    return gather(t, lo) * (1.0 - weight) * keep_lo + gather(t, hi) * weight * keep_hi
+
+
+def interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None): return fit(g * _interp_slope(x, xp, fp, left, right, period), x)
+def interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None): return fit(_interp_fp_vjp(g, x, xp, fp, left, right, period), fp)
+def interp_jvp_x(t, ans, x, xp, fp, left=None, right=None, period=None): return t * _interp_slope(x, xp, fp, left, right, period)
+def interp_jvp_fp(t, ans, x, xp, fp, left=None, right=None, period=None): return _interp_fp_jvp(t, x, xp, fp, left, right, period)
+
+
+def _slope_coefficients(p):
+    n = np.shape(p)[0]
+    return p[:-1] * np.arange(n - 1, 0, -1) if n > 1 else 0.0 * p
+
+
+def _powers(x, n):
+    return np.expand_dims(x, -1) ** np.arange(n - 1, -1, -1)
+
+
+def polyval_vjp_p(g, ans, p, x): return fit(np.reshape(np.sum(np.reshape(np.expand_dims(g, -1) * _powers(x, np.shape(p)[0]), (-1, np.shape(p)[0])), axis=0), np.shape(p)), p)
+def polyval_vjp_x(g, ans, p, x): return fit(g * np.polyval(_slope_coefficients(p), x), x)
+def polyval_jvp_p(t, ans, p, x): return np.polyval(t, x) + np.zeros_like(ans)
+def polyval_jvp_x(t, ans, p, x): return t * np.polyval(_slope_coefficients(p), x)
+
+
+# ---------------------------------------------------------------- registration
+
+for _fn, _vjps, _jvps in [
+        (np.tensordot, (tensordot_vjp_a, tensordot_vjp_b), (tensordot_jvp_a, tensordot_jvp_b)),
+        (np.linalg.tensordot, (tensordot_vjp_a, tensordot_vjp_b), (tensordot_jvp_a, tensordot_jvp_b)),
+        (np.dot, (dot_vjp_a, dot_vjp_b), (dot_jvp_a, dot_jvp_b)),
+        (np.inner, (inner_vjp_a, inner_vjp_b), (inner_jvp_a, inner_jvp_b)),
+        (np.outer, (outer_vjp_a, outer_vjp_b), (outer_jvp_a, outer_jvp_b)),
+        (np.linalg.outer, (outer_vjp_a, outer_vjp_b), (outer_jvp_a, outer_jvp_b)),
+        (np.vdot, (vdot_vjp_a, vdot_vjp_b), (vdot_jvp_a, vdot_jvp_b)),
+        (np.kron, (kron_vjp_a, kron_vjp_b), (kron_jvp_a, kron_jvp_b)),
+        (np.cross, (cross_vjp_a, cross_vjp_b), (cross_jvp_a, cross_jvp_b)),
+        (np.linalg.cross, (linalg_cross_vjp_a, linalg_cross_vjp_b),
+         (linalg_cross_jvp_a, linalg_cross_jvp_b)),
+        (np.vecdot, (vecdot_vjp_a, vecdot_vjp_b), (vecdot_jvp_a, vecdot_jvp_b)),
+        (np.linalg.vecdot, (vecdot_vjp_a, vecdot_vjp_b), (vecdot_jvp_a, vecdot_jvp_b)),
+        (np.matvec, (matvec_vjp_a, matvec_vjp_b), (matvec_jvp_a, matvec_jvp_b)),
+        (np.vecmat, (vecmat_vjp_a, vecmat_vjp_b), (vecmat_jvp_a, vecmat_jvp_b)),
+        (np.convolve, (convolve_vjp_a, convolve_vjp_v), (convolve_jvp_a, convolve_jvp_v)),
+        (np.correlate, (correlate_vjp_a, correlate_vjp_v), (correlate_jvp_a, correlate_jvp_v)),
+        (np.polyval, (polyval_vjp_p, polyval_vjp_x), (polyval_jvp_p, polyval_jvp_x))]:
+    defvjp(_fn, *_vjps)
+    defjvp(_fn, *_jvps)
+
+defvjp(np.interp, interp_vjp_x, None, interp_vjp_fp)
+defjvp(np.interp, interp_jvp_x, None, interp_jvp_fp)
+static(np.interp, 1)
+alias(np.linalg.matmul, operator.matmul)
+
+describe('any ranks (0-d multiplies); complex (bilinear)', np.dot, np.inner)
+describe('axes int or pair of ints/sequences (negative too)', np.tensordot,
+         np.linalg.tensordot)
+describe('any shapes (flattened)', np.outer, np.vdot)
+describe('1-D operands', np.linalg.outer)
+describe('any ranks (padded with leading 1s)', np.kron)
+describe('3-vectors, broadcasting batches; axisa, axisb, axisc, axis', np.cross)
+describe('3-vectors, broadcasting batches; axis', np.linalg.cross)
+describe('broadcasting batches; axis', np.vecdot, np.linalg.vecdot)
+describe('broadcasting batches', np.matvec, np.vecmat)
+describe('every rank NumPy accepts (1-D, batched, broadcast)', np.linalg.matmul)
+describe('1-D real operands; mode full/same/valid', np.convolve, np.correlate)
+describe('derivative in x and fp; xp static; left, right (constants)', np.interp)
+describe('p 1-D coefficients, x any shape', np.polyval)

@@ -1,0 +1,302 @@
+"""Rules for functions that change shape or layout without arithmetic:
+reshape, transpose, swapaxes, moveaxis, expand_dims/squeeze, flip, roll,
+rot90, tile, repeat, broadcast_to, atleast_*d, triu/tril, copies and casts,
+`np.array([...])` of differentiable values, full, linspace, meshgrid.
+
+Each is linear: the JVP applies the function to the tangent, the VJP applies
+its transpose (the inverse permutation, a sum over repeats...). The
+cotangent of a list argument (`np.array([a, b])`) is a list.
+"""
+import numpy as np
+
+from tapeflow.rules.array_ops import positions, scatter_add
+from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.shapes import fill_zeros, fit, structure_shape
+
+__all__ = ['flatten', 'astype', 'MAX_ARGS']
+
+# Variadic primitives (atleast_1d(*arys), meshgrid, broadcast_arrays) have
+# rules for this many positional arguments.
+MAX_ARGS = 32
+
+
+def _inverse(axes):
+    return None if axes is None else tuple(int(i) for i in np.argsort([a % len(axes) for a in axes]))
+
+
+def _negated(shift):
+    return tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+
+
+def _dummy(shape):
+    """A zero-cost array of `shape` to ask NumPy what shape a call gives."""
+    return np.broadcast_to(np.zeros((), dtype=bool), shape)
+
+
+def _rollaxis_destination(ndim, axis, start):
+    axis = axis % ndim
+    start = start + ndim if start < 0 else start
+    return start - 1 if axis < start else start
+
+
+# ---------------------------------------------------------------- reshaping
+
+def flatten(a, order='C'):
+    """`a.flatten(order)`: a copy, flattened (the method has no NumPy function)."""
+    return np.reshape(np.copy(a), -1, order=order)
+
+
+def reshape_vjp(g, ans, a, shape=None, order='C', **kw): return fit(np.reshape(g, np.shape(a), order=order), a)
+def reshape_jvp(t, ans, a, shape=None, order='C', **kw): return np.reshape(t, np.shape(ans), order=order)
+def ravel_vjp(g, ans, a, order='C'): return fit(np.reshape(g, np.shape(a), order=order), a)
+def ravel_jvp(t, ans, a, order='C'): return np.ravel(t, order=order)
+def flatten_jvp(t, ans, a, order='C'): return flatten(t, order)
+def expand_dims_vjp(g, ans, a, axis): return fit(np.reshape(g, np.shape(a)), a)
+def expand_dims_jvp(t, ans, a, axis): return np.expand_dims(t, axis)
+def squeeze_vjp(g, ans, a, axis=None): return fit(np.reshape(g, np.shape(a)), a)
+def squeeze_jvp(t, ans, a, axis=None): return np.reshape(t, np.shape(ans))
+def atleast_vjp(g, ans, *arys, _i=0): return fit(np.reshape(g[_i] if len(arys) > 1 else g, np.shape(arys[_i])), arys[_i])
+
+
+# ---------------------------------------------------------------- permuting axes
+
+def transpose_vjp(g, ans, a, axes=None): return fit(np.transpose(g, _inverse(axes)), a)
+def transpose_jvp(t, ans, a, axes=None): return np.transpose(t, axes)
+def matrix_transpose_vjp(g, ans, x): return fit(np.swapaxes(g, -1, -2), x)
+def matrix_transpose_jvp(t, ans, x): return np.swapaxes(t, -1, -2)
+def swapaxes_vjp(g, ans, a, axis1, axis2): return fit(np.swapaxes(g, axis1, axis2), a)
+def swapaxes_jvp(t, ans, a, axis1, axis2): return np.swapaxes(t, axis1, axis2)
+def moveaxis_vjp(g, ans, a, source, destination): return fit(np.moveaxis(g, destination, source), a)
+def moveaxis_jvp(t, ans, a, source, destination): return np.moveaxis(t, source, destination)
+def rollaxis_vjp(g, ans, a, axis, start=0): return fit(np.moveaxis(g, _rollaxis_destination(np.ndim(a), axis, start), axis), a)
+def rollaxis_jvp(t, ans, a, axis, start=0): return np.rollaxis(t, axis, start)
+
+
+# ---------------------------------------------------------------- flips, rolls
+
+def flip_vjp(g, ans, m, axis=None): return fit(np.flip(g, axis), m)
+def flip_jvp(t, ans, m, axis=None): return np.flip(t, axis)
+def fliplr_vjp(g, ans, m): return fit(np.fliplr(g), m)
+def fliplr_jvp(t, ans, m): return np.fliplr(t)
+def flipud_vjp(g, ans, m): return fit(np.flipud(g), m)
+def flipud_jvp(t, ans, m): return np.flipud(t)
+def roll_vjp(g, ans, a, shift, axis=None): return fit(np.roll(g, _negated(shift), axis), a)
+def roll_jvp(t, ans, a, shift, axis=None): return np.roll(t, shift, axis)
+def rot90_vjp(g, ans, m, k=1, axes=(0, 1)): return fit(np.rot90(g, -k, axes), m)
+def rot90_jvp(t, ans, m, k=1, axes=(0, 1)): return np.rot90(t, k, axes)
+def triu_vjp(g, ans, m, k=0): return fit(np.triu(g, k), m)
+def triu_jvp(t, ans, m, k=0): return np.triu(t, k)
+def tril_vjp(g, ans, m, k=0): return fit(np.tril(g, k), m)
+def tril_jvp(t, ans, m, k=0): return np.tril(t, k)
+
+
+# ---------------------------------------------------------------- repeats, broadcasts
+
+def _untile(g, a, reps):
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    shape = np.shape(a)
+    ndim = max(len(shape), len(reps))
+    shape_full = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    interleaved = tuple(n for pair in zip(reps, shape_full) for n in pair)
+    summed = np.sum(np.reshape(g, interleaved), axis=tuple(range(0, 2 * ndim, 2)))
+    return np.reshape(summed, shape)
+
+
+def _unrepeat(g, a, repeats, axis):
+    shape = np.shape(a)
+    if np.ndim(repeats) == 0:
+        if axis is None:
+            return np.reshape(np.sum(np.reshape(g, (-1, repeats)), axis=1), shape)
+        axis = axis % len(shape)
+        split = shape[:axis + 1] + (repeats,) + shape[axis + 1:]
+        return np.sum(np.reshape(g, split), axis=axis + 1)
+    where = np.repeat(positions(shape), repeats, axis)
+    return scatter_add(g, where, shape)
+
+
+def tile_vjp(g, ans, A, reps): return fit(_untile(g, A, reps), A)
+def tile_jvp(t, ans, A, reps): return np.tile(t, reps)
+def repeat_vjp(g, ans, a, repeats, axis=None): return fit(_unrepeat(g, a, repeats, axis), a)
+def repeat_jvp(t, ans, a, repeats, axis=None): return np.repeat(t, repeats, axis)
+def broadcast_to_vjp(g, ans, array, shape, subok=False): return fit(g, array)
+def broadcast_to_jvp(t, ans, array, shape, subok=False): return np.broadcast_to(t, shape)
+def broadcast_arrays_vjp(g, ans, *args, _i=0, **kw): return fit(fill_zeros(g, ans)[_i], args[_i])
+def broadcast_arrays_jvp(t, ans, *args, _i=0, **kw): return tuple(np.broadcast_to(t, np.shape(out)) if k == _i else np.zeros_like(out) for k, out in enumerate(ans))
+
+
+# ---------------------------------------------------------------- copies, casts, arrays
+
+def astype(x, dtype, order='K', casting='unsafe', subok=True, copy=True):
+    """`x.astype(dtype, ...)` as a function (the method's arguments)."""
+    return x.astype(dtype, order=order, casting=casting, subok=subok, copy=copy)
+
+
+def _cast_back(g, x, dtype):
+    """The cotangent through a cast: zero through a cast to an integer type."""
+    if not np.issubdtype(np.dtype(dtype), np.inexact):
+        return 0.0 * g
+    return g
+
+
+def _pack(t):
+    """np.array of a (nested) sequence of tangents, through np.stack (Tensors dispatch)."""
+    if isinstance(t, (list, tuple)):
+        return np.stack([_pack(item) for item in t])
+    return t
+
+
+def _ndmin(t, ndmin):
+    return np.reshape(t, (1,) * (ndmin - np.ndim(t)) + np.shape(t)) if ndmin > np.ndim(t) else t
+
+
+def copy_vjp(g, ans, a, *args, **kw): return fit(g, a)
+def copy_jvp(t, ans, a, *args, **kw): return np.copy(t)
+def astype_vjp(g, ans, x, dtype, *args, **kw): return fit(_cast_back(g, x, dtype), x)
+def astype_jvp(t, ans, x, dtype, *args, **kw): return _cast_back(t, x, dtype).astype(ans.dtype)
+def array_vjp(g, ans, obj, *args, **kw): return fit(np.reshape(g, structure_shape(obj)), obj)
+def array_jvp(t, ans, obj, *args, ndmin=0, **kw): return _ndmin(_pack(t), ndmin).astype(ans.dtype)
+
+
+# ---------------------------------------------------------------- constructors with a differentiable value
+
+def _linspace_vjp(g, ans, value, num, endpoint, axis, from_start):
+    step_g = None
+    if isinstance(g, (tuple, list)):
+        g, step_g = g
+    weights = np.linspace(1.0, 0.0, num, endpoint=endpoint) if from_start \
+        else np.linspace(0.0, 1.0, num, endpoint=endpoint)
+    cot = np.tensordot(weights, np.moveaxis(g, axis, 0), axes=1)
+    if step_g is not None:
+        steps = max(num - 1, 1) if endpoint else num
+        cot = cot + (-step_g if from_start else step_g) / steps
+    return fit(cot, value)
+
+
+def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', **kw): return fit(g, fill_value)
+def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', **kw): return np.broadcast_to(t, np.shape(ans)) + 0.0
+def full_like_vjp_a(g, ans, a, fill_value, *args, **kw): return fit(0.0 * g, a)
+def full_like_vjp(g, ans, a, fill_value, *args, **kw): return fit(g, fill_value)
+def full_like_jvp_a(t, ans, a, fill_value, *args, **kw): return np.zeros_like(ans)
+def full_like_jvp(t, ans, a, fill_value, *args, **kw): return np.broadcast_to(t, np.shape(ans)) + 0.0
+def linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_vjp(g, ans, start, num, endpoint, axis, True)
+def linspace_vjp_stop(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_vjp(g, ans, stop, num, endpoint, axis, False)
+def linspace_jvp_start(t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_jvp(t, ans, stop, num, endpoint, retstep, axis, True)
+def linspace_jvp_stop(t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_jvp(t, ans, start, num, endpoint, retstep, axis, False)
+
+
+def _linspace_jvp(t, ans, other, num, endpoint, retstep, axis, from_start):
+    ends = (t, np.zeros_like(other)) if from_start else (np.zeros_like(other), t)
+    samples = np.linspace(*ends, num, endpoint=endpoint, axis=axis)
+    if not retstep:
+        return samples
+    steps = max(num - 1, 1) if endpoint else num
+    return samples, (ends[1] - ends[0]) / steps + 0.0 * ans[1]
+
+
+def _meshgrid_axis(i, count, indexing):
+    if indexing == 'xy' and count >= 2 and i < 2:
+        return 1 - i
+    return i
+
+
+def meshgrid_vjp(g, ans, *xi, _i=0, indexing='xy', **kw):
+    g = fill_zeros(g, ans)[_i]
+    keep = _meshgrid_axis(_i, len(xi), indexing)
+    summed = np.sum(g, axis=tuple(k for k in range(np.ndim(g)) if k != keep))
+    return fit(np.reshape(summed, np.shape(xi[_i])), xi[_i])
+
+
+def meshgrid_jvp(t, ans, *xi, _i=0, **kw):
+    return tuple(np.meshgrid(*[t if k == _i else np.zeros_like(x) for k, x in enumerate(xi)], **kw))
+
+
+# ---------------------------------------------------------------- registration
+
+_RULES = [
+    (np.reshape, reshape_vjp, reshape_jvp), (np.ravel, ravel_vjp, ravel_jvp),
+    (flatten, ravel_vjp, flatten_jvp),
+    (np.expand_dims, expand_dims_vjp, expand_dims_jvp), (np.squeeze, squeeze_vjp, squeeze_jvp),
+    (np.transpose, transpose_vjp, transpose_jvp),
+    (np.matrix_transpose, matrix_transpose_vjp, matrix_transpose_jvp),
+    (np.linalg.matrix_transpose, matrix_transpose_vjp, matrix_transpose_jvp),
+    (np.swapaxes, swapaxes_vjp, swapaxes_jvp), (np.moveaxis, moveaxis_vjp, moveaxis_jvp),
+    (np.rollaxis, rollaxis_vjp, rollaxis_jvp),
+    (np.flip, flip_vjp, flip_jvp), (np.fliplr, fliplr_vjp, fliplr_jvp),
+    (np.flipud, flipud_vjp, flipud_jvp), (np.roll, roll_vjp, roll_jvp),
+    (np.rot90, rot90_vjp, rot90_jvp), (np.triu, triu_vjp, triu_jvp),
+    (np.tril, tril_vjp, tril_jvp), (np.tile, tile_vjp, tile_jvp),
+    (np.repeat, repeat_vjp, repeat_jvp), (np.broadcast_to, broadcast_to_vjp, broadcast_to_jvp),
+    (np.copy, copy_vjp, copy_jvp), (np.astype, astype_vjp, astype_jvp),
+    (astype, astype_vjp, astype_jvp),
+    (np.array, array_vjp, array_jvp), (np.asarray, array_vjp, array_jvp),
+    (np.asanyarray, array_vjp, array_jvp), (np.ascontiguousarray, array_vjp, array_jvp),
+    (np.asfortranarray, array_vjp, array_jvp),
+]
+for _fn, _vjp, _jvp in _RULES:
+    defvjp(_fn, _vjp)
+    defjvp(_fn, _jvp)
+
+defvjp(np.full, None, full_vjp)
+defjvp(np.full, None, full_jvp)
+defvjp(np.full_like, full_like_vjp_a, full_like_vjp)
+defjvp(np.full_like, full_like_jvp_a, full_like_jvp)
+defvjp(np.linspace, linspace_vjp_start, linspace_vjp_stop)
+defjvp(np.linspace, linspace_jvp_start, linspace_jvp_stop)
+static(np.full, 0)
+static(np.linspace, 2)
+
+
+def _variadic(fn, vjp, jvp):
+    for i in range(MAX_ARGS):
+        defvjp(fn, lambda g, ans, *args, _i=i, **kw: vjp(g, ans, *args, _i=_i, **kw),
+               argnums=[i])
+        if jvp is not None:
+            defjvp(fn, lambda t, ans, *args, _i=i, **kw: jvp(t, ans, *args, _i=_i, **kw),
+                   argnums=[i])
+
+
+def _atleast_jvp(fn):
+    def jvp(t, ans, *arys, _i=0):
+        if len(arys) == 1:
+            return fn(t)
+        return tuple(fn(t) if k == _i else np.zeros_like(out) for k, out in enumerate(ans))
+    return jvp
+
+
+for _fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    _variadic(_fn, atleast_vjp, _atleast_jvp(_fn))
+_variadic(np.broadcast_arrays, broadcast_arrays_vjp, broadcast_arrays_jvp)
+_variadic(np.meshgrid, meshgrid_vjp, meshgrid_jvp)
+
+for _fn, _argnums in [(np.reshape, (1,)), (np.expand_dims, (1,)), (np.squeeze, (1,)),
+                      (np.transpose, (1,)), (np.swapaxes, (1, 2)), (np.moveaxis, (1, 2)),
+                      (np.rollaxis, (1, 2)), (np.flip, (1,)), (np.roll, (1, 2)),
+                      (np.rot90, (1, 2)), (np.triu, (1,)), (np.tril, (1,)), (np.tile, (1,)),
+                      (np.repeat, (1, 2)), (np.broadcast_to, (1,)), (np.astype, (1,)),
+                      (astype, (1,))]:
+    static(_fn, *_argnums)
+
+describe('any shape (-1 allowed), order C/F', np.reshape, np.ravel, flatten)
+describe('axis int or tuple', np.expand_dims, np.squeeze)
+describe('axes None or any permutation', np.transpose)
+describe('any axes, negative too', np.swapaxes, np.moveaxis, np.rollaxis,
+         np.matrix_transpose, np.linalg.matrix_transpose)
+describe('axis None/int/tuple', np.flip)
+describe('shift int or tuple, axis None/int/tuple', np.roll)
+describe('k, axes', np.rot90)
+describe('k; batched', np.triu, np.tril)
+describe('reps int or tuple (fewer or more dims than the input)', np.tile)
+describe('repeats int or array, axis None/int', np.repeat)
+describe('any broadcastable shape (leading and size-1 axes)', np.broadcast_to)
+describe('any number of arrays (cotangent per argument)', np.atleast_1d, np.atleast_2d,
+         np.atleast_3d, np.broadcast_arrays)
+describe('any number of 1-D inputs; indexing xy/ij, sparse', np.meshgrid)
+describe('float or complex dtype; a cast to an integer type has zero derivative',
+         np.astype, astype)
+describe('order, subok', np.copy)
+describe('arrays, or (nested) lists/tuples of differentiable scalars and arrays '
+         '(cotangent: the same structure); dtype, ndmin',
+         np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
+describe('derivative in fill_value (scalar or broadcastable array)', np.full, np.full_like)
+describe('start and stop scalars or arrays; num, endpoint, axis', np.linspace)

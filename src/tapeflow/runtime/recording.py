@@ -1,0 +1,317 @@
+"""Recording: how an eager operation reaches the active tapes.
+
+Every operation on Tensors (operators, NumPy functions through
+`__array_ufunc__` / `__array_function__`, array methods) ends in `apply` or,
+for operators, directly in `record`. An operation is recorded on each active
+tape of the current thread that already knows (watches, or recorded the
+producer of) one of its Tensor inputs, as one *node*:
+
+    (rule, inputs, args, kwargs, out)
+
+`rule` is the operation's entry in the rule table (`tapeflow.rules.RULES`) —
+the same VJPs the compiler uses — or `CUSTOM` for a node made by
+`record_node`, whose `args` slot then holds its backward function. `inputs`
+are the positional arguments as the user passed them (Tensors, Variables,
+lists of them, constants), `args` their NumPy values at the time of the call
+(a Variable may be reassigned later), `out` the output Tensor (or tuple).
+
+Guarantees: nothing is recorded when no tape is active, or when no input is
+known to a tape; an operation with no rule, applied to a watched Tensor with a
+floating result, raises `MissingRule` naming it; non-differentiable operations
+and integer/boolean results are never recorded. Trainable Variables read
+while a tape with `watch_accessed_variables=True` is active are watched by it.
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+
+import numpy as np
+
+from tapeflow.rules import ATTRIBUTES, METHODS, RULES, MissingRule, lookup
+from tapeflow.runtime.tensor import Tensor
+
+__all__ = ['apply', 'record', 'record_node', 'variable_accessed', 'is_watched',
+           'is_recording', 'active_tapes', 'CUSTOM', 'describe']
+
+_new = object.__new__
+_NO_KWARGS: dict = {}   # shared; never mutated
+_SEQUENCES = (list, tuple)
+_SEQUENCE_TYPES = frozenset(_SEQUENCES)
+_ARRAYS = (np.ndarray, np.generic)
+
+
+class _State(threading.local):
+    """Per-thread: the tapes recording now, and custom_gradient's variable watchers."""
+
+    def __init__(self):
+        self.tapes = []
+        self.watchers = []
+
+
+_state = _State()
+
+
+class _Custom:
+    """Marks a node made by `record_node` (its backward is in the node)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return 'CUSTOM'
+
+
+CUSTOM = _Custom()
+
+
+def active_tapes():
+    """The tapes recording in this thread, innermost last (a copy)."""
+    return list(_state.tapes)
+
+
+def is_recording():
+    """True when some tape records in this thread."""
+    return bool(_state.tapes)
+
+
+def is_watched(x):
+    """True when an active tape of this thread would differentiate through `x`."""
+    key = id(x)
+    return any(key in tape._live for tape in _state.tapes)
+
+
+def describe(fn):
+    """A readable name for a callable: `numpy.sin`, `operator.mul`, `mymodule.f`."""
+    entry = lookup(fn)
+    if entry is not None:
+        return entry.name
+    if isinstance(fn, np.ufunc):
+        return f'numpy.{fn.__name__}'
+    module = getattr(fn, '__module__', None) or ''
+    if module.startswith('numpy'):
+        module = 'numpy'
+    elif module == '_operator':
+        module = 'operator'
+    name = getattr(fn, '__qualname__', None) or getattr(fn, '__name__', None) or repr(fn)
+    return f'{module}.{name}' if module else name
+
+
+# ---------------------------------------------------------------- variables
+
+def variable_accessed(variable):
+    """Tell the active tapes that `variable` was read (auto-watch, TF semantics).
+
+    The compiled-function path calls this for the Variables a compiled
+    function reads from its globals or closure.
+    """
+    tapes = _state.tapes
+    if tapes:
+        _variable_read(variable, tapes)
+
+
+def _variable_read(variable, tapes):
+    if variable._trainable:
+        for tape in tapes:
+            if tape._watch_accessed and id(variable) not in tape._live:
+                tape._watch_one(variable)
+    for watcher in _state.watchers:
+        watcher.append(variable)
+
+
+# ---------------------------------------------------------------- recording
+
+def record(tapes, fn, inputs, args, kwargs, out, candidates):
+    """Record `out = fn(*inputs, **kwargs)` on the tapes that know a candidate.
+
+    `candidates` are the Tensors among the inputs (nested ones included).
+    """
+    for x in candidates:
+        if x._is_variable:
+            _variable_read(x, tapes)
+    node = None
+    for tape in tapes:
+        live = tape._live
+        for x in candidates:
+            if id(x) in live:
+                break
+        else:
+            continue
+        if node is None:
+            try:
+                rule = RULES.get(fn)
+            except TypeError:   # an unhashable callable has no rule
+                rule = None
+            if rule is None:
+                if _differentiable(out):
+                    raise MissingRule(
+                        f'no derivative rule for {describe(fn)}: it was applied to a '
+                        f'watched Tensor (argument {_live_position(inputs, live)})')
+                return
+            if rule.nondiff or not _differentiable(out):
+                return
+            node = (rule, inputs, args, kwargs, out)
+        tape._nodes.append(node)
+        if out.__class__ is tuple:
+            for o in out:
+                live.add(id(o))
+        else:
+            live.add(id(out))
+
+
+def _differentiable(out):
+    if out.__class__ is tuple:
+        return any(o._value.dtype.kind in 'fc' for o in out)
+    return out._value.dtype.kind in 'fc'
+
+
+def _live_position(inputs, live):
+    for i, x in enumerate(inputs):
+        if id(x) in live or (x.__class__ in _SEQUENCE_TYPES and any(id(e) in live for e in x)):
+            return i
+    return '?'
+
+
+def apply(fn, args, kwargs):
+    """Call `fn` on the values of Tensor arguments; wrap; offer to the tapes."""
+    candidates = []
+    raw_args = tuple([_unwrap(a, candidates) for a in args])
+    if kwargs:
+        kw_candidates = []
+        raw_kwargs = {k: _unwrap(v, kw_candidates) for k, v in kwargs.items()}
+        if kw_candidates and _state.tapes:
+            try:
+                args, kwargs = _positional(fn, args, kwargs)
+            except TypeError:
+                if any(is_watched(x) or (x._is_variable and x._trainable) for x in kw_candidates):
+                    raise
+            else:
+                return apply(fn, args, kwargs)
+    else:
+        raw_kwargs = _NO_KWARGS
+    raw = fn(*raw_args, **raw_kwargs)
+    out = _wrap(raw)
+    if out is raw:
+        return raw
+    tapes = _state.tapes
+    if tapes and candidates:
+        record(tapes, fn, args, raw_args, raw_kwargs,
+               tuple(out) if out.__class__ is not Tensor else out, candidates)
+    return out
+
+
+def _unwrap(x, candidates):
+    if isinstance(x, Tensor):
+        candidates.append(x)
+        return x._value
+    if x.__class__ in _SEQUENCE_TYPES and any(isinstance(e, Tensor) or e.__class__ in _SEQUENCE_TYPES
+                                         for e in x):
+        return type(x)([_unwrap(e, candidates) for e in x])
+    return x
+
+
+def wrap(raw):
+    """A Tensor for a NumPy array or scalar (0-d arrays become scalars)."""
+    t = _new(Tensor)
+    t._value = raw[()] if raw.__class__ is np.ndarray and not raw.shape else raw
+    return t
+
+
+def _wrap(raw):
+    """Tensors for the arrays in a NumPy function's result; other results as is."""
+    if isinstance(raw, _ARRAYS):
+        return wrap(raw)
+    if isinstance(raw, _SEQUENCES) and raw and all(isinstance(r, _ARRAYS) for r in raw):
+        items = [wrap(r) for r in raw]
+        if raw.__class__ is list:
+            return items
+        return type(raw)(*items) if hasattr(raw, '_fields') else tuple(items)
+    return raw
+
+
+_SIGNATURES: dict = {}
+
+
+def _positional(fn, args, kwargs):
+    """Move Tensor keyword arguments into their positions, so rules see them."""
+    names = [k for k, v in kwargs.items() if isinstance(v, Tensor)]
+    try:
+        signature = _SIGNATURES.get(fn) or _SIGNATURES.setdefault(fn, inspect.signature(fn))
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        signature = None
+    params = list(signature.parameters.values()) if signature else []
+    positions = {p.name: i for i, p in enumerate(params)
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    if signature is None or any(name not in positions for name in names):
+        raise TypeError(f'{describe(fn)}: pass the Tensor argument(s) {names} positionally, '
+                        'so that they can be differentiated')
+    rest = dict(bound.arguments)
+    positional = [rest.pop(p.name, p.default) for p in params[:max(positions[n] for n in names) + 1]]
+    for p in params:
+        if p.kind is p.VAR_KEYWORD and p.name in rest:
+            rest.update(rest.pop(p.name))
+    return tuple(positional), rest
+
+
+# ---------------------------------------------------------------- methods
+
+def _method(tensor, name, args, kwargs, fallback, varargs=False):
+    """`tensor.<name>(*args, **kwargs)` through the rule table's METHODS."""
+    entry = METHODS.get(name)
+    if entry is not None:
+        fn, packs = entry
+        if packs and len(args) > 1:
+            args = (args,)
+        return apply(fn, (tensor,) + args, kwargs)
+    if varargs and len(args) > 1:
+        args = (args,)
+    return apply(fallback, (tensor,) + args, kwargs)
+
+
+def _attribute(tensor, name, fallback):
+    return apply(ATTRIBUTES.get(name, fallback), (tensor,), _NO_KWARGS)
+
+
+# ---------------------------------------------------------------- custom nodes
+
+def record_node(inputs, outputs, backward, tapes=None):
+    """Record ONE node `outputs = F(inputs)` on the active tapes that know an input.
+
+    `inputs`: a sequence of values (non-Tensors are carried along, never
+    differentiated); `outputs`: a sequence of fresh Tensors. `backward` is
+    called as `backward(cotangents)` with one cotangent per output (zeros
+    where an output received none) and returns one cotangent per input (None
+    for none). Cotangents are NumPy values, or Tensors when a tape is
+    recording during the backward pass (higher order): `backward` should then
+    compute on Tensors (e.g. the original inputs) so that tape records it.
+
+    Trainable Variables among `inputs` count as read. `tapes` restricts the
+    recording to some of the active tapes (the others may have recorded the
+    computation op by op). Returns True when the node was recorded on at
+    least one tape.
+    """
+    if tapes is None:
+        tapes = _state.tapes
+    if not tapes:
+        return False
+    inputs = tuple(inputs)
+    outputs = tuple(outputs)
+    candidates = [x for x in inputs if isinstance(x, Tensor)]
+    for x in candidates:
+        if x._is_variable:
+            _variable_read(x, tapes)
+    node = (CUSTOM, inputs, backward, None, outputs)
+    recorded = False
+    for tape in tapes:
+        live = tape._live
+        if not any(id(x) in live for x in candidates):
+            continue
+        for o in outputs:
+            if id(o) in live:
+                raise ValueError('record_node: outputs must be new Tensors, not inputs '
+                                 'or values already recorded')
+        tape._nodes.append(node)
+        for o in outputs:
+            live.add(id(o))
+        recorded = True
+    return recorded

@@ -1,0 +1,494 @@
+"""`GradientTape`: TensorFlow 2's eager reverse mode, over the shared rule table.
+
+Inside `with GradientTape() as tape:` the operations that involve a watched
+Tensor or Variable are recorded (see :mod:`tapeflow.runtime.recording`);
+`tape.gradient(target, sources)` runs the VJP rules of the recorded nodes in
+reverse order. The backward pass computes on NumPy values, unless a tape is
+recording at that moment: then it computes on Tensors, so that tape records
+the backward pass and can differentiate it again (higher order).
+
+Semantics follow TF 2.x: a non-persistent tape gives one set of gradients and
+then frees its records; unconnected sources give None (or zeros); gradients
+have the dtype of their source; `jacobian` / `batch_jacobian` are loops of
+backward passes with one-hot output gradients. Tapes are thread-local.
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import warnings
+
+import numpy as np
+
+from tapeflow.runtime.recording import CUSTOM, _state, wrap
+from tapeflow.runtime.structure import flatten, flatten_up_to, pack_sequence_as
+from tapeflow.runtime.tensor import Tensor, as_value
+
+__all__ = ['GradientTape', 'UnconnectedGradients']
+
+_SEQUENCES = (list, tuple)
+_SEQUENCE_TYPES = frozenset(_SEQUENCES)   # `cls in` a set: one hash, no __eq__
+_ARRAYS = (np.ndarray, np.generic)
+
+
+class UnconnectedGradients(enum.Enum):
+    """What `gradient` returns for a source the target does not depend on."""
+
+    NONE = 'none'
+    ZERO = 'zero'
+
+
+_NONE = UnconnectedGradients.NONE
+
+
+def _unconnected_mode(value):
+    if isinstance(value, UnconnectedGradients):
+        return value
+    try:
+        return UnconnectedGradients(value)
+    except (ValueError, TypeError):
+        raise ValueError(f'Unknown value for unconnected_gradients: {value!r}') from None
+
+
+class GradientTape:
+    """Records operations for automatic differentiation (TF's `tf.GradientTape`)."""
+
+    __slots__ = ('_persistent', '_watch_accessed', '_nodes', '_live', '_watched',
+                 '_recording', '_consumed', '__weakref__')
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
+        self._nodes = []       # recorded nodes, in execution order
+        self._live = set()     # ids of watched Tensors and of recorded outputs
+        self._watched = {}     # id -> watched Tensor or Variable, in watch order
+        self._recording = False
+        self._consumed = False
+
+    # ------------------------------------------------------------ context
+
+    def __enter__(self):
+        if self._recording:
+            raise ValueError('Tape is still recording, This can happen if you try to '
+                             're-enter an already-active tape.')
+        if self._consumed:
+            self._clear()
+        self._push()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self._recording:
+            self._pop()
+        return False
+
+    def _push(self):
+        _state.tapes.append(self)
+        self._recording = True
+
+    def _pop(self):
+        tapes = _state.tapes
+        if tapes and tapes[-1] is self:
+            tapes.pop()
+            self._recording = False
+            return
+        for i in range(len(tapes) - 1, -1, -1):
+            if tapes[i] is self:
+                del tapes[i]
+                break
+        self._recording = False
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stop recording operations on this tape."""
+        if not self._recording:
+            raise RuntimeError('Trying to stop recording a tape which is not recording.')
+        self._pop()
+        try:
+            yield
+        finally:
+            self._push()
+
+    def reset(self):
+        """Forget everything recorded and watched, as if entering a new tape."""
+        self._clear()
+
+    def _clear(self):
+        self._nodes = []
+        self._live = set()
+        self._watched = {}
+        self._consumed = False
+
+    # ------------------------------------------------------------ watching
+
+    def watch(self, tensor):
+        """Ensure `tensor` (a Tensor, Variable or nested structure of them) is traced."""
+        for t in (tensor,) if isinstance(tensor, Tensor) else flatten(tensor):
+            if not isinstance(t, Tensor):
+                raise ValueError(f'Passed in object {t!r} of type {type(t).__name__!r}, '
+                                 'not tf.Tensor or tf.Variable.')
+            if t._value.dtype.kind not in 'fc':
+                warnings.warn(f'The dtype of the watched tensor must be floating (e.g. '
+                              f'tf.float32), got {t.dtype.name}; its gradient will be None',
+                              stacklevel=2)
+            self._watch_one(t)
+
+    def _watch_one(self, t):
+        if self._consumed:
+            self._clear()
+        key = id(t)
+        self._live.add(key)
+        self._watched.setdefault(key, t)
+
+    def watched_variables(self):
+        """The Variables this tape watches, in order of construction."""
+        found = [v for v in self._watched.values() if v._is_variable]
+        return tuple(sorted(found, key=lambda v: v._uid))
+
+    # ------------------------------------------------------------ gradients
+
+    def _begin_backward(self):
+        if self._consumed:
+            raise RuntimeError('A non-persistent GradientTape can only be used to compute '
+                               'one set of gradients (or jacobians)')
+        if self._recording and not self._persistent:
+            self._pop()
+
+    def _end_backward(self):
+        if not self._persistent:
+            # Free the records (and what they keep alive); watched values stay
+            # referenced for watched_variables(), as in TF.
+            self._nodes = None
+            self._live = None
+            self._consumed = True
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """d(sum of targets)/d(sources), with the structure of `sources`."""
+        self._begin_backward()
+        if unconnected_gradients is not _NONE:
+            mode = _unconnected_mode(unconnected_gradients)
+        else:
+            mode = _NONE
+        try:
+            if (target.__class__ is Tensor and isinstance(sources, Tensor)
+                    and output_gradients is None):
+                return self._simple_gradient(target, sources, mode)
+            return self._gradient(target, sources, output_gradients, mode)
+        finally:
+            self._end_backward()
+
+    def _simple_gradient(self, target, source, mode):
+        """gradient() of one Tensor with respect to one Tensor: the common case."""
+        live = self._live
+        g = None
+        if id(target) in live and id(source) in live and target._value.dtype.kind in 'fc':
+            seed = _ones(target._value)
+            tensor_mode = bool(_state.tapes)
+            if tensor_mode:
+                seed = wrap(seed)
+            nodes, reach = self._prune((source,))
+            g = _sweep(nodes, reach, {id(target): seed}, tensor_mode).get(id(source))
+        return _result(g, source, mode)
+
+    def _gradient(self, target, sources, output_gradients, mode):
+        if target is None:
+            raise TypeError('Argument `target` should be a list or nested structure of '
+                            'Tensors or Variables to be differentiated, but received None.')
+        flat_sources = _check_sources(sources)
+        flat_targets = flatten(target)
+        tensor_mode = bool(_state.tapes)
+        seeds = {}
+        for t, g in zip(flat_targets, _output_gradients(target, flat_targets, output_gradients)):
+            if isinstance(t, Tensor) and id(t) in self._live and t.dtype.kind in 'fc':
+                if g is None:
+                    g = _ones(t._value)
+                elif not tensor_mode and isinstance(g, Tensor):
+                    g = g._value
+                if tensor_mode and not isinstance(g, Tensor):
+                    g = wrap(g)
+                prev = seeds.get(id(t))
+                seeds[id(t)] = g if prev is None else prev + g
+        grads = self._backward(seeds, flat_sources, tensor_mode) if seeds else {}
+        flat = [_result(grads.get(id(s)), s, mode) for s in flat_sources]
+        return pack_sequence_as(sources, flat)
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """d target / d source, of shape `target.shape + source.shape`, per source."""
+        self._begin_backward()
+        mode = _unconnected_mode(unconnected_gradients)
+        flat_sources = _check_sources(sources)
+        try:
+            rows = self._rows(target, flat_sources, _one_hots(target), mode)
+            shape = np.shape(as_value(target))
+            flat = [None if r is None else _reshape(_stack(r, 0, s), shape + s.shape)
+                    for r, s in zip(rows, flat_sources)]
+        finally:
+            self._end_backward()
+        return pack_sequence_as(sources, flat)
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """Per example b: d target[b] / d source[b] (rows of a batch independent)."""
+        self._begin_backward()
+        mode = _unconnected_mode(unconnected_gradients)
+        (source,) = _check_sources([source])
+        tshape, sshape = np.shape(as_value(target)), source.shape
+        try:
+            for shape in (tshape, sshape):
+                if len(shape) < 2:
+                    raise ValueError(f'Shape {shape} must have rank at least 2')
+            if tshape[0] != sshape[0]:
+                raise ValueError(f'Need first dimension of target shape ({tshape}) and source '
+                                 f'shape ({sshape}) to match.')
+            (rows,) = self._rows(target, [source], _batch_one_hots(target), mode)
+            flat = None if rows is None else _reshape(_stack(rows, 1, source),
+                                                      tshape + sshape[1:])
+        finally:
+            self._end_backward()
+        return flat
+
+    def _rows(self, target, sources, seeds, mode):
+        """Per source, the list of gradients for each seed (None: unconnected)."""
+        tensor_mode = bool(_state.tapes)
+        connected = (isinstance(target, Tensor) and id(target) in self._live
+                     and target.dtype.kind in 'fc')
+        rows = [[] for _ in sources]
+        if connected:
+            pruned = self._prune(sources)
+            for seed in seeds:
+                if tensor_mode:
+                    seed = wrap(seed)
+                grads = _sweep(pruned[0], pruned[1], {id(target): seed}, tensor_mode)
+                for row, s in zip(rows, sources):
+                    row.append(grads.get(id(s)))
+        result = []
+        for row, s in zip(rows, sources):
+            if not connected or all(g is None for g in row) or s.dtype.kind not in 'fc':
+                if mode is _NONE:
+                    result.append(None)
+                    continue
+                row = [None] * len(seeds)
+            result.append([_result(g, s, UnconnectedGradients.ZERO) for g in row])
+        return result
+
+    def _backward(self, seeds, sources, tensor_mode):
+        nodes, reach = self._prune(sources)
+        return _sweep(nodes, reach, dict(seeds), tensor_mode)
+
+    def _prune(self, sources):
+        """The nodes on a path from a source, and the ids they reach."""
+        live = self._live
+        if len(sources) == 1:
+            key = id(sources[0])
+            if key not in live:
+                return [], set()
+            reach = {key}
+            if len(self._watched) == 1 and key in self._watched:
+                return self._nodes, live   # the one watched value is the source
+        else:
+            reach = {id(s) for s in sources if id(s) in live}
+        if not reach:
+            return [], reach
+        watched = self._watched
+        if len(watched) <= len(reach) and all(key in reach for key in watched):
+            # Everything recorded descends from a source: nothing to prune.
+            return self._nodes, live
+        kept = []
+        for node in self._nodes:
+            for x in node[1]:
+                if id(x) in reach or (x.__class__ in _SEQUENCE_TYPES
+                                      and any(id(e) in reach for e in x)):
+                    kept.append(node)
+                    out = node[4]
+                    if out.__class__ is tuple:
+                        reach.update(id(o) for o in out)
+                    else:
+                        reach.add(id(out))
+                    break
+        return kept, reach
+
+
+# ---------------------------------------------------------------- the reverse sweep
+
+def _sweep(nodes, reach, grads, tensor_mode):
+    """Propagate the cotangents in `grads` (id -> cotangent, updated) back through `nodes`."""
+    get = grads.get
+    for rule, inputs, args, kwargs, out in reversed(nodes):
+        if out.__class__ is tuple:
+            gs = [get(id(o)) for o in out]
+            if all(g is None for g in gs):
+                continue
+            g = tuple(_zeros(o, tensor_mode) if c is None else c for c, o in zip(gs, out))
+            ans = out if tensor_mode else tuple(o._value for o in out)
+        else:
+            g = get(id(out))
+            if g is None:
+                continue
+            ans = out if tensor_mode else out._value
+        if rule is CUSTOM:
+            cotangents = args(g if out.__class__ is tuple else (g,))
+            for x, c in zip(inputs, cotangents):
+                if c is not None and id(x) in reach:
+                    if not tensor_mode:
+                        c = as_value(c)
+                    prev = get(id(x))
+                    grads[id(x)] = c if prev is None else prev + c
+            continue
+        call_args = _tensor_args(inputs, args) if tensor_mode else args
+        vjps = rule.vjps
+        for i, x in enumerate(inputs):
+            if x.__class__ in _SEQUENCE_TYPES:
+                if not any(id(e) in reach for e in x):
+                    continue
+                parts = rule.vjp(i)(g, ans, *call_args, **kwargs)
+                for e, c in zip(x, parts):
+                    if c is not None and id(e) in reach:
+                        prev = get(id(e))
+                        grads[id(e)] = c if prev is None else prev + c
+            else:
+                key = id(x)
+                if key not in reach:
+                    continue
+                try:
+                    vjp = vjps[i]
+                except KeyError:
+                    vjp = rule.vjp(i)   # raises MissingRule, naming the argument
+                c = vjp(g, ans, *call_args, **kwargs) if kwargs else vjp(g, ans, *call_args)
+                if c is not None:
+                    prev = get(key)
+                    grads[key] = c if prev is None else prev + c
+    return grads
+
+
+def _tensor_args(inputs, args):
+    """Arguments for a rule run on Tensors: the recorded objects themselves.
+
+    A Variable reassigned since the operation contributes its old value, as a
+    constant.
+    """
+    call = list(inputs)
+    for i, (x, a) in enumerate(zip(inputs, args)):
+        if isinstance(x, Tensor) and x._is_variable and x._value is not a:
+            call[i] = wrap(a)
+    return call
+
+
+# ---------------------------------------------------------------- helpers
+
+def _check_sources(sources):
+    flat = flatten(sources)
+    for s in flat:
+        if not isinstance(s, Tensor):
+            raise ValueError(f'sources must be Tensors or Variables (or nested structures of '
+                             f'them); got {type(s).__name__}: {s!r}')
+    return flat
+
+
+def _output_gradients(target, targets, output_gradients):
+    if output_gradients is None:
+        return [None] * len(targets)
+    try:
+        flat = flatten_up_to(target, output_gradients)
+    except ValueError:
+        flat = flatten(output_gradients)
+    if len(flat) != len(targets):
+        raise ValueError(f'output_gradients has {len(flat)} entries but target has '
+                         f'{len(targets)}: give one per target')
+    checked = []
+    for t, g in zip(targets, flat):
+        if g is None or not isinstance(t, Tensor):
+            checked.append(None)
+            continue
+        if isinstance(g, Tensor):
+            value = g._value
+            if g._is_variable:
+                g = +g
+        elif isinstance(g, _ARRAYS):
+            value = g
+        else:
+            value = g = np.asarray(g, dtype=t.dtype)
+        if np.shape(value) != t.shape:
+            raise ValueError(f'Mismatch between output_gradients shape {np.shape(value)} '
+                             f'and target shape {t.shape}')
+        if value.dtype != t.dtype:
+            raise ValueError(f'output_gradients dtype {value.dtype.name} does not match '
+                             f'target dtype {t.dtype.name}')
+        checked.append(g)
+    return checked
+
+
+_ONE = {}   # dtype -> the scalar 1 of that dtype
+
+
+def _ones(value):
+    if isinstance(value, np.generic):
+        dtype = value.dtype
+        one = _ONE.get(dtype)
+        if one is None:
+            one = _ONE[dtype] = dtype.type(1)
+        return one
+    return np.ones(value.shape, value.dtype)
+
+
+def _zeros(like, tensor_mode):
+    value = like._value
+    zero = value.dtype.type(0) if isinstance(value, np.generic) else np.zeros(value.shape,
+                                                                              value.dtype)
+    return wrap(zero) if tensor_mode else zero
+
+
+def _result(g, source, mode):
+    """The gradient returned for `source`: a Tensor of its dtype, None, or zeros."""
+    dtype = source._value.dtype
+    if g is None or dtype.kind not in 'fc':
+        if mode is _NONE:
+            return None
+        return wrap(np.zeros(source.shape, dtype))
+    if g.__class__ is Tensor:
+        return g if g._value.dtype == dtype else g.astype(dtype)
+    if not isinstance(g, _ARRAYS):
+        g = np.asarray(g)
+    if g.dtype != dtype:
+        g = g.astype(dtype)
+    return wrap(g)
+
+
+def _one_hots(target):
+    """One seed per element of `target`: the rows of the identity."""
+    value = as_value(target)
+    shape, dtype = np.shape(value), getattr(value, 'dtype', np.float32)
+    size = int(np.prod(shape))
+    return [row.reshape(shape) if shape else row[0] for row in np.eye(size, dtype=dtype)]
+
+
+def _batch_one_hots(target):
+    """One seed per element of an example: that element set in every example."""
+    value = as_value(target)
+    shape = value.shape
+    inner = int(np.prod(shape[1:]))
+    seeds = []
+    for k in range(inner):
+        seed = np.zeros((shape[0], inner), value.dtype)
+        seed[:, k] = 1
+        seeds.append(seed.reshape(shape))
+    return seeds
+
+
+def _stack(rows, axis, source):
+    if not rows:
+        return np.zeros((0,) + source.shape, source.dtype)
+    if any(_recorded_anywhere(r) for r in rows):
+        return np.stack(rows, axis=axis)
+    return wrap(np.stack([r._value for r in rows], axis=axis))
+
+
+def _recorded_anywhere(t):
+    return any(id(t) in tape._live for tape in _state.tapes)
+
+
+def _reshape(x, shape):
+    if isinstance(x, Tensor) and _recorded_anywhere(x):
+        return np.reshape(x, shape)
+    return wrap(np.reshape(as_value(x), shape))
+
