@@ -319,6 +319,7 @@ class Cell:
         self.loops = 1
         self.times = []            # per-call seconds, one per round
         self.first_call = None     # seconds of the first call (compile included)
+        self.unavailable = False   # the library or API does not exist here (not a failure)
 
     @property
     def best(self):
@@ -398,7 +399,7 @@ def build(cell, builder):
         cell.call = builder()
         result = cell.call()
     except Unavailable as exc:
-        cell.error, cell.call = str(exc), None
+        cell.error, cell.call, cell.unavailable = str(exc), None, True
         return None
     except Exception as exc:  # noqa: BLE001
         cell.error, cell.call = short_reason(exc), None
@@ -454,7 +455,8 @@ class Row:
         for name, c in self.cells.items():
             entry = {'seconds_min': c.best, 'seconds_median': c.median, 'loops': c.loops,
                      'rounds': len(c.times), 'first_call_seconds': c.first_call,
-                     'ratio': self.ratio(name), 'error': c.error, 'note': c.note}
+                     'ratio': self.ratio(name), 'error': c.error, 'note': c.note,
+                     'unavailable': c.unavailable}
             if c.best is not None:
                 entry['us_min'] = c.best * 1e6
             out['cells'][name] = entry

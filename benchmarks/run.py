@@ -1,7 +1,7 @@
 """tapeflow benchmarks: what `make bench` runs.
 
     .venv/bin/python benchmarks/run.py [--quick] [--only W1,W3] [--no-external]
-                                       [--json PATH] [--strict]
+                                       [--json PATH] [--strict] [--wall] [--show-source]
 
 Every figure is measured in this one process and reported as a RATIO: the time
 of value and gradient divided by the time of the plain NumPy forward of the
@@ -89,6 +89,7 @@ def run(settings, only=None, log=print):
 class Footnotes:
     def __init__(self):
         self.items = []
+        self.unavailable = []       # reasons shown once, not per cell
 
     def add(self, text):
         if text in self.items:
@@ -104,6 +105,10 @@ def _cell_text(row, name, notes):
             return 'off'
         if cell.error == 'skipped for this workload':
             return '-'
+        if cell.unavailable:
+            if cell.error not in notes.unavailable:
+                notes.unavailable.append(cell.error)
+            return 'n/a'
         return f'fail[{notes.add(f"{row.key} {name}: {cell.error}")}]'
     if cell.best is None:
         return '-'
@@ -220,6 +225,9 @@ def report(rows, settings, elapsed, log=print):
     log('targets:')
     for desc, measured, status in targets(rows):
         log(f'  {status:6s} {desc}: {measured}')
+    if notes.unavailable:
+        log('')
+        log('n/a: ' + '; '.join(notes.unavailable))
     if notes.items:
         log('')
         log('failures:')
@@ -272,6 +280,22 @@ def write_json(path, rows, settings, elapsed):
         fh.write('\n')
 
 
+def show_source(settings, only=None):
+    """The generated gradient code of each W-workload, to look for wasted work."""
+    import tapeflow
+    for module_name in GRADIENT_MODULES:
+        for wl in __import__(module_name).workloads(settings):
+            if only and wl.key not in only:
+                continue
+            argnums = wl.argnums if len(wl.argnums) > 1 else wl.argnums[0]
+            print(f'# ---- {wl.key}: {wl.title}')
+            try:
+                print(tapeflow.source(wl.fn, argnums=argnums))
+            except Exception as exc:  # noqa: BLE001
+                print(f'# failed: {harness.short_reason(exc)}')
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None):
@@ -285,6 +309,8 @@ def main(argv=None):
     parser.add_argument('--json', default=os.path.join(HERE, 'results.json'),
                         help='where to write the results (default benchmarks/results.json); '
                              'empty to skip')
+    parser.add_argument('--show-source', action='store_true',
+                        help="print tapeflow.source() of each W-workload's function and exit")
     parser.add_argument('--wall', action='store_true',
                         help='time with the wall clock instead of process CPU time')
     parser.add_argument('--strict', action='store_true',
@@ -293,6 +319,8 @@ def main(argv=None):
     settings = Settings(quick=opts.quick, external=not opts.no_external,
                         clock='wall' if opts.wall else 'cpu')
     only = {k.strip() for k in opts.only.split(',') if k.strip()} or None
+    if opts.show_source:
+        return show_source(settings, only)
     t0 = time.perf_counter()
     rows = run(settings, only)
     elapsed = time.perf_counter() - t0

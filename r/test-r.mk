@@ -25,7 +25,7 @@ R_TEST_ARGS ?=
 # R and reticulate, from Debian, only when missing.
 r-deps:
 	@if command -v Rscript >/dev/null 2>&1 && \
-	    Rscript -e 'quit(status = !requireNamespace("reticulate", quietly = TRUE))' >/dev/null 2>&1; then \
+	    Rscript -e 'quit(status = !nzchar(system.file(package = "reticulate")))' >/dev/null 2>&1; then \
 	  :; \
 	else \
 	  echo "test-r: installing r-base-core and r-cran-reticulate from Debian"; \

@@ -122,33 +122,43 @@ def value_and_grad(f, argnums=0, has_aux=False):
     single = isinstance(argnums, int)
     wrt = (argnums,) if single else tuple(argnums)
     fname = getattr(f, '__name__', 'f')
-    state = {}
+    python_fn = _unwrap(f)
+    state = {}      # argument classes -> (compiled, validity check, positions to dtype-check)
+    seed = (1.0, 0.0) if has_aux else 1.0
 
-    def compiled_for_call(args):
-        scalars = scalar_positions(args)
-        compiled = state.get(scalars)
-        if compiled is None or not cache.valid(compiled, _unwrap(f)):
-            compiled = state[scalars] = compile_adjoint(f, wrt, scalar_args=scalars)
-        return compiled
-
-    @functools.wraps(f)
-    def value_and_grad_f(*args):
+    def prepare(args, classes):
         for i in wrt:
             if i >= len(args):
                 raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
                                 f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
-        compiled = compiled_for_call(args)
+        scalars = tuple(i for i, c in enumerate(classes) if c in _SCALAR_TYPES)
+        compiled = compile_adjoint(f, wrt, scalar_args=scalars)
+        dtype_checked = tuple(i for i in wrt if classes[i] not in _SCALAR_TYPES)
+        entry = state[classes] = (compiled, cache.validator(compiled, python_fn), dtype_checked)
+        return entry
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args):
+        classes = tuple(map(type, args))
+        entry = state.get(classes)
+        if entry is None or not entry[1]():
+            entry = prepare(args, classes)
+        for i in entry[2]:
+            _check_differentiable(args[i], i, fname)
+        value, grads = entry[0].combined(*args, seed)
+        out = value
         if has_aux:
-            value, grads = compiled.combined(*args, (1.0, 0.0))
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
-            _check_scalar(value[0], fname)
-        else:
-            value, grads = compiled.combined(*args)
-            _check_scalar(value, fname)
+            out = value[0]
+        if out.__class__ is not float:
+            _check_scalar(out, fname)
         if single:
-            return value, _like(grads, args[wrt[0]])
+            arg = args[argnums]
+            if arg.__class__ is float and grads.__class__ is float:
+                return value, grads
+            return value, _like(grads, arg)
         if len(wrt) == 1:
             grads = (grads,)
         return value, tuple(_like(g, args[i]) for g, i in zip(grads, wrt))
@@ -160,10 +170,15 @@ def grad(f, argnums=0, has_aux=False):
     """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple)."""
     vg = value_and_grad(f, argnums, has_aux)
 
-    @functools.wraps(f)
-    def grad_f(*args):
-        value, g = vg(*args)
-        return (g, value[1]) if has_aux else g
+    if has_aux:
+        @functools.wraps(f)
+        def grad_f(*args):
+            value, g = vg(*args)
+            return g, value[1]
+    else:
+        @functools.wraps(f)
+        def grad_f(*args):
+            return vg(*args)[1]
 
     return grad_f
 

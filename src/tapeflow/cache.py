@@ -28,6 +28,49 @@ def valid(compiled, fn=None, _seen=None) -> bool:
     return all(valid(c, None, seen) for c in compiled.callees)
 
 
+def validator(compiled, fn):
+    """A cheap zero-argument check that `compiled` still fits `fn` (for per-call use)."""
+    checks, seen, pending = [], set(), [(compiled, fn)]
+    while pending:
+        entry, owner = pending.pop()
+        if id(entry) in seen:
+            continue
+        seen.add(id(entry))
+        owner = owner or entry.fn
+        if entry.bindings is not None and entry.bindings.values:
+            cells = dict(zip(owner.__code__.co_freevars, owner.__closure__ or ()))
+            for name, value in entry.bindings.values.items():
+                if name in cells:
+                    checks.append((cells[name], None, value))
+                elif name in owner.__globals__:
+                    checks.append((owner.__globals__, name, value))
+                else:
+                    checks.append((owner.__globals__, name, _BUILTIN))
+        pending.extend((c, None) for c in entry.callees)
+    if not checks:
+        return _always
+    missing = object()
+
+    def still_valid():
+        for where, name, value in checks:
+            if name is None:
+                if where.cell_contents is not value:
+                    return False
+            elif where.get(name, missing) is not value and value is not _BUILTIN:
+                return False
+            elif value is _BUILTIN and name in where:
+                return False
+        return True
+    return still_valid
+
+
+_BUILTIN = object()
+
+
+def _always():
+    return True
+
+
 def lookup(fn, key):
     table = _entries.get(fn.__code__)
     if table is None:

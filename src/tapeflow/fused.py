@@ -131,19 +131,10 @@ class CompiledFunction:
             grads = compiled.backward(list(saved), ct)
             return (grads,) if n == 1 else tuple(grads)
 
-        _record_on(inner, inputs, outputs if isinstance(outputs, tuple) else (outputs,), backward)
+        # On the inner tape alone: the outer tapes recorded the sweep itself.
+        recording.record_node(inputs, outputs if isinstance(outputs, tuple) else (outputs,),
+                              backward, tapes=[inner])
         return outputs
-
-
-def _record_on(tape, inputs, outputs, backward):
-    """record_node on `tape` alone (the outer tapes saw the sweep itself)."""
-    state = recording._state
-    saved = state.tapes
-    state.tapes = [tape]
-    try:
-        recording.record_node(inputs, outputs, backward)
-    finally:
-        state.tapes = saved
 
 
 def _is_float(t) -> bool:
@@ -155,7 +146,7 @@ def _wrap(out):
         return tuple(_wrap(o) for o in out)
     if isinstance(out, Tensor):
         return out
-    return Tensor(out)
+    return recording.wrap(np.asarray(out))      # a Python float stays float64
 
 
 def _plain_cotangent(ct):

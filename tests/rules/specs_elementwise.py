@@ -135,6 +135,7 @@ SPECS += [
 def _scipy_specs():
     try:
         import scipy.special as sc
+        from scipy.special import _ufuncs
     except ImportError:  # pragma: no cover
         return []
     out = []
@@ -154,6 +155,8 @@ def _scipy_specs():
         Spec(sc.xlog1py, (A((3,)), A((2, 3), -0.5, 3)), name='special.xlog1py'),
         Spec(sc.rel_entr, (A((3,), 0.1, 2), A((3,), 0.1, 2)), name='special.rel_entr'),
         Spec(sc.polygamma, (1, A((3,), 0.5, 3)), name='special.polygamma'),
+        Spec(sc.polygamma, (0, A((3,), 0.5, 3)), name='special.polygamma(0)'),
+        Spec(_ufuncs._zeta, (3.0, A((3,), 0.5, 3)), name='special.zeta'),
         Spec(sc.logsumexp, (A((2, 3)),), name='special.logsumexp'),
         Spec(sc.logsumexp, (A((2, 3)),), {'axis': 1, 'keepdims': True}, name='special.logsumexp(axis)'),
         Spec(sc.logsumexp, (A((2, 3)),), {'axis': 0, 'b': np.array([1.0, 2.0, 0.5])}, name='special.logsumexp(b)'),

@@ -74,15 +74,7 @@ def fused_gradient(case, args):
     return out, [g.numpy() for g in grads]
 
 
-FUSED_XFAIL = {
-    'c_math': 'fused: a Python float output is wrapped as float32 (inputs are float64)',
-    'c_projectile': 'fused: a Python float output is wrapped as float32 (inputs are float64)',
-}
-
-
-@pytest.mark.parametrize('case', [
-    pytest.param(c, marks=pytest.mark.xfail(reason=FUSED_XFAIL[c.name]))
-    if c.name in FUSED_XFAIL else c for c in CASES], ids=lambda c: c.name)
+@pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
 def test_compiled_function_under_a_tape_matches_the_compiler(case):
     rng = np.random.default_rng(abs(hash(case.name)) % 2**32)
     args = case.args(rng)

@@ -189,3 +189,13 @@ def test_every_array_method_and_attribute_of_the_rule_table_is_available():
     assert x.sum(axis=0).numpy().tolist() == [5.0, 6.0] and x.astype(np.float64).dtype == np.float64
     with pytest.raises(AttributeError, match='no attribute'):
         x.no_such_method
+
+
+def test_tensors_and_variables_copy_the_arrays_they_are_given():
+    a = np.array([1.0, 2.0])
+    t, v, c = tf.Tensor(a), tf.Variable(a), tf.constant(a)
+    b = np.array([5.0, 6.0])
+    v.assign(b)
+    a[0] = 100.0
+    b[0] = 100.0
+    assert t.numpy()[0] == 1.0 and c.numpy()[0] == 1.0 and v.numpy()[0] == 5.0

@@ -18,8 +18,8 @@ tf_has <- function(name) {
 }
 
 # An R operand meeting a tensor: convert it as the tensorflow R package does,
-# to a tensor of the tensor's dtype (so `x * 2` and `x + matrix(...)` stay
-# float32 when `x` is). Python objects pass through unchanged.
+# to a tensor of the tensor's dtype when that is a float dtype (so `x * 2` and
+# `x + matrix(...)` stay float32 when `x` is). Python objects pass through.
 as_operand <- function(value, like) {
   if (inherits(value, "python.builtin.object") || is.null(like)) {
     return(value)
@@ -28,7 +28,13 @@ as_operand <- function(value, like) {
     return(value)
   }
   dtype <- reticulate::py_get_attr(like, "dtype")
-  as_tensor(value, dtype = dtype)
+  kind <- reticulate::py_to_r(reticulate::py_get_attr(dtype, "kind"))
+  if (kind %in% c("f", "c")) {
+    return(as_tensor(value, dtype = dtype))
+  }
+  # An integer or boolean tensor: no silent truncation of R doubles; let
+  # NumPy's promotion rules decide.
+  if (is.null(dim(value))) value else as_tensor(value)
 }
 
 # R operator -> (tapeflow function, Python operator-module function).

@@ -159,7 +159,7 @@ for _fn, (_vjp, _jvp) in [
         (_FFT.rfft2, _rfftn(_FFT.rfft2, (-2, -1))), (_FFT.rfftn, _rfftn(_FFT.rfftn, None)),
         (_FFT.irfft2, _irfftn(_FFT.irfft2, (-2, -1))),
         (_FFT.irfftn, _irfftn(_FFT.irfftn, None))]:
-    defvjp(_fn, _vjp)
+    defvjp(_fn, _vjp, name=f'numpy.fft.{_fn.__name__}')
     defjvp(_fn, _jvp)
 
 describe('n, axis, norm (backward/ortho/forward); real or complex input',

@@ -420,7 +420,7 @@ for _fn, _vjps, _jvps in [
         (np.linalg.matrix_norm, (matrix_norm_vjp,), (matrix_norm_jvp,)),
         (np.linalg.matrix_power, (matrix_power_vjp,), (matrix_power_jvp,)),
         (np.linalg.multi_dot, (multi_dot_vjp,), (multi_dot_jvp,))]:
-    defvjp(_fn, *_vjps)
+    defvjp(_fn, *_vjps, name=f'numpy.linalg.{_fn.__name__}')
     defjvp(_fn, *_jvps)
 
 describe('batched square matrices', np.linalg.inv, np.linalg.det, np.linalg.slogdet)

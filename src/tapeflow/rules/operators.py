@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.registry import alias, defjvp, defvjp, nondifferentiable
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
 from tapeflow.rules.shapes import unbroadcast
 
 
@@ -182,3 +182,13 @@ for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.su
     alias(_inplace, _op)
 nondifferentiable(operator.ifloordiv, operator.index, operator.iand, operator.ior,
                   operator.ixor)
+
+describe('broadcasting operands (scalars, 0-d arrays, any shapes); Python floats',
+         operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+         operator.mod, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+         operator.ipow, operator.imod, np.add, np.subtract, np.multiply, np.divide,
+         np.power)
+describe('any shape, Python floats', operator.neg, operator.pos, np.negative, np.positive)
+describe('every rank NumPy accepts (1-D, batched, broadcast batches)', operator.matmul,
+         operator.imatmul, np.matmul)
+describe('Python floats and arrays, real or complex; 0 at 0', operator.abs)

@@ -154,7 +154,7 @@ if sc is not None:
         (sc.log_softmax, log_softmax_vjp, log_softmax_jvp),
     ]
     for _fn, _vjp, _jvp in _UNARY:
-        defvjp(_fn, _vjp)
+        defvjp(_fn, _vjp, name=f'{_fn.__module__ if _fn is np.i0 else "scipy.special"}.{_fn.__name__}')
         defjvp(_fn, _jvp)
     for _fn, _vjps, _jvps in [
             (sc.beta, (beta_vjp_a, beta_vjp_b), (beta_jvp_a, beta_jvp_b)),
@@ -162,14 +162,14 @@ if sc is not None:
             (sc.xlogy, (xlogy_vjp_x, xlogy_vjp_y), (xlogy_jvp_x, xlogy_jvp_y)),
             (sc.xlog1py, (xlog1py_vjp_x, xlog1py_vjp_y), (xlog1py_jvp_x, xlog1py_jvp_y)),
             (sc.rel_entr, (rel_entr_vjp_x, rel_entr_vjp_y), (rel_entr_jvp_x, rel_entr_jvp_y))]:
-        defvjp(_fn, *_vjps)
+        defvjp(_fn, *_vjps, name=f'scipy.special.{_fn.__name__}')
         defjvp(_fn, *_jvps)
     if hurwitz_zeta is not None:
-        defvjp(hurwitz_zeta, None, zeta_vjp_q)
+        defvjp(hurwitz_zeta, None, zeta_vjp_q, name='scipy.special.zeta')
         defjvp(hurwitz_zeta, None, zeta_jvp_q)
         static(hurwitz_zeta, 0)
         describe('Hurwitz zeta(s, q): derivative in q; s static', hurwitz_zeta)
-    defvjp(sc.polygamma, None, polygamma_vjp)
+    defvjp(sc.polygamma, None, polygamma_vjp, name='scipy.special.polygamma')
     defjvp(sc.polygamma, None, polygamma_jvp)
     static(sc.polygamma, 0)
     describe('any shape, real', *[fn for fn, _, _ in _UNARY[:-3]])

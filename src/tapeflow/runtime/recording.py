@@ -203,8 +203,8 @@ def _unwrap(x, candidates):
     if isinstance(x, Tensor):
         candidates.append(x)
         return x._value
-    if x.__class__ in _SEQUENCE_TYPES and any(isinstance(e, Tensor) or e.__class__ in _SEQUENCE_TYPES
-                                         for e in x):
+    if x.__class__ in _SEQUENCE_TYPES and any(
+            isinstance(e, Tensor) or e.__class__ in _SEQUENCE_TYPES for e in x):
         return type(x)([_unwrap(e, candidates) for e in x])
     return x
 

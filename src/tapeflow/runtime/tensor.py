@@ -30,8 +30,14 @@ _INT32 = np.iinfo(np.int32)
 _uids = itertools.count()   # Variables in order of construction
 
 
-def to_numpy_value(value, dtype=None):
-    """The NumPy value a Tensor of `value` holds (TF's conversion rules)."""
+def to_numpy_value(value, dtype=None, copy=False):
+    """The NumPy value a Tensor of `value` holds (TF's conversion rules).
+
+    With `copy`, a NumPy array given by the caller is copied, so that changing
+    it later does not change the Tensor.
+    """
+    if copy and value.__class__ is np.ndarray:
+        value = value.copy()
     if isinstance(value, Tensor):
         value = value._value
     elif not isinstance(value, (np.ndarray, np.generic)):
@@ -72,7 +78,7 @@ class Tensor:
     __array_priority__ = 100
 
     def __init__(self, value, dtype=None):
-        self._value = to_numpy_value(value, dtype)
+        self._value = to_numpy_value(value, dtype, copy=True)
 
     # ------------------------------------------------------------ inspection
 
@@ -308,7 +314,7 @@ class Variable(Tensor):
             raise ValueError('initial_value must be specified.')
         if callable(initial_value):
             initial_value = initial_value()
-        self._value = to_numpy_value(initial_value, dtype)
+        self._value = to_numpy_value(initial_value, dtype, copy=True)
         self._trainable = bool(trainable)
         self._name = 'Variable' if name is None else str(name)
         self._uid = next(_uids)
@@ -332,7 +338,7 @@ class Variable(Tensor):
     read_value = value
 
     def _new_value(self, value):
-        new = to_numpy_value(value, self._value.dtype)
+        new = to_numpy_value(value, self._value.dtype, copy=True)
         if new.shape != self._value.shape:
             raise ValueError(
                 f"Cannot assign value to variable '{self.name}': Shape mismatch. The variable "
@@ -378,7 +384,7 @@ class Reference:
 
 def constant(value, dtype=None, shape=None, name=None):
     """A new Tensor holding `value` (not connected to anything recorded)."""
-    value = to_numpy_value(value, dtype)
+    value = to_numpy_value(value, dtype, copy=True)
     if shape is not None:
         shape = tuple(int(n) for n in shape)
         if value.size == 1:

@@ -133,32 +133,44 @@ def _accumulated(stmt):
 def _zeros(stmts, zero=None):
     """Rewrite first accumulations into assignments, tracking known zeros."""
     zero = set() if zero is None else zero
-    _zero_block(stmts, zero)
+    _zero_block(stmts, zero, rewrite=True)
     return stmts
 
 
-def _zero_block(stmts, zero):
+def _zero_block(stmts, zero, rewrite):
+    """Update `zero` (names surely 0.0) across `stmts`; rewrite accumulations if asked."""
     for stmt in stmts:
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
             acc = _accumulated(stmt)
             name = stmt.targets[0].id
+            value = stmt.value
             if acc is not None and acc[0] in zero:
-                stmt.value = acc[1]
-            if _is_zero(stmt.value):
+                value = acc[1]
+                if rewrite:
+                    stmt.value = value
+            if _is_zero(value):
                 zero.add(name)
             else:
                 zero.discard(name)
         elif isinstance(stmt, gast.If):
             a, b = set(zero), set(zero)
-            _zero_block(stmt.body, a)
-            _zero_block(stmt.orelse, b)
+            _zero_block(stmt.body, a, rewrite)
+            _zero_block(stmt.orelse, b, rewrite)
             zero &= a & b
         elif isinstance(stmt, (gast.For, gast.While)):
-            assigned = {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)
-                        and isinstance(n.ctx, gast.Store)}
-            zero -= assigned
-            _zero_block(stmt.body, set(zero))
-            zero -= assigned
+            # Zero at the top of every trip: zero before the loop and at the end of a trip.
+            entry = set(zero)
+            while True:
+                end = set(entry)
+                _zero_block(stmt.body, end, rewrite=False)
+                if entry <= end:
+                    break
+                entry &= end
+            end = set(entry)
+            _zero_block(stmt.body, end, rewrite)
+            zero &= entry & end
+        elif isinstance(stmt, gast.FunctionDef):
+            zero.discard(stmt.name)
 
 
 # ------------------------------------------------------------------ undefined at push

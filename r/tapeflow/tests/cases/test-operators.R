@@ -137,3 +137,11 @@ test_that("math functions are recorded by the tape", {
   })
   expect_equal(as.numeric(tape$gradient(y, x)), exp(2) + cos(2), tolerance = 1e-5)
 })
+
+test_that("integer tensors are not truncated by R doubles", {
+  i <- tf$constant(3L)
+  expect_equal(as.numeric(i * 2.5), 7.5)
+  expect_equal(as.numeric(i + 1L), 4)
+  expect_identical(as.integer(i + 1L), 4L)
+  expect_identical(as.logical(i > 2.5), TRUE)
+})

@@ -1,0 +1,236 @@
+"""Writes docs/numpy-support.md, the coverage table, from the rule registry.
+
+    python -m tapeflow.rules.coverage            # rewrite the file
+    python -m tapeflow.rules.coverage --check    # exit 1 if it is out of date
+
+Every registered callable is listed under its public names (np.abs and
+np.absolute are one function), grouped by the module that holds its rules,
+with the arguments that carry a derivative and the argument forms the rules
+support (`registry.FORMS`). A test keeps the file in step with the registry.
+"""
+from __future__ import annotations
+
+import argparse
+import builtins
+import inspect
+import math
+import operator
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import tapeflow.rules  # noqa: F401  (fills the registry)
+from tapeflow.rules import array_ops, numpy_methods, numpy_shape
+from tapeflow.rules.registry import ATTRIBUTES, FORMS, METHODS, RULES
+
+DOC = Path(__file__).resolve().parents[3] / 'docs' / 'numpy-support.md'
+SCIPY_HEADING = '## scipy.special'
+
+FAMILIES = [
+    ('operators', 'Python operators and their ufunc twins'),
+    ('numpy_elementwise', 'Elementwise, one argument'),
+    ('numpy_binary', 'Elementwise, two arguments; where, clip'),
+    ('numpy_reductions', 'Reductions and scans'),
+    ('numpy_order', 'Order statistics'),
+    ('numpy_shape', 'Shape and layout'),
+    ('numpy_join', 'Joining and splitting'),
+    ('indexing', 'Indexing and gathers'),
+    ('array_ops', "tapeflow's own array primitives"),
+    ('numpy_methods', 'ndarray methods without a NumPy function'),
+    ('numpy_products', 'Products'),
+    ('numpy_einsum', 'einsum'),
+    ('numpy_linalg', 'np.linalg'),
+    ('numpy_fft', 'np.fft'),
+    ('math_rules', 'The math module and numeric builtins'),
+    ('scipy_special', 'scipy.special'),
+]
+
+
+def _namespaces():
+    spaces = [('np', np), ('np.linalg', np.linalg), ('np.fft', np.fft), ('math', math),
+              ('operator', operator), ('builtins', builtins),
+              ('tapeflow.rules.array_ops', array_ops),
+              ('tapeflow.rules.numpy_shape', numpy_shape),
+              ('tapeflow.rules.numpy_methods', numpy_methods)]
+    try:
+        import scipy.special
+        from scipy.special import _ufuncs
+        spaces += [('scipy.special', scipy.special), ('scipy.special._ufuncs', _ufuncs)]
+    except ImportError:  # pragma: no cover
+        pass
+    return spaces
+
+
+def public_names() -> dict:
+    """id(callable) -> its public names, in namespace order then alphabetical."""
+    names: dict = {}
+    for prefix, module in _namespaces():
+        for attr in sorted(dir(module)):
+            if attr.startswith('_') and module.__name__ != 'scipy.special._ufuncs':
+                continue
+            obj = getattr(module, attr, None)
+            if callable(obj) and RULES.get(_key(obj)) is not None:
+                names.setdefault(id(obj), []).append(f'{prefix}.{attr}')
+    return names
+
+
+def _key(obj):
+    try:
+        hash(obj)
+        return obj
+    except TypeError:
+        return None
+
+
+def _family(entry):
+    if entry.nondiff:
+        return 'nondiff'
+    for rules in (entry.vjps, entry.jvps):
+        for rule in rules.values():
+            module = getattr(rule, '__module__', '') or ''
+            if module.startswith('tapeflow.rules.'):
+                return module.rsplit('.', 1)[1]
+    return 'other'
+
+
+def _argument_names(entry):
+    argnums = sorted(set(entry.vjps) | set(entry.jvps))
+    try:
+        params = [p for p in inspect.signature(entry.fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+    if len(argnums) > 8:
+        return f'arguments {argnums[0]}..{argnums[-1]}'
+    out = []
+    for i in argnums:
+        label = params[i].name if i < len(params) and params[i].kind in (
+            params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD) else f'arg {i}'
+        modes = ('' if i in entry.vjps else ' (forward only)') if i in entry.jvps \
+            else ' (reverse only)'
+        out.append(label + modes)
+    return ', '.join(out)
+
+
+def _rows(family, names):
+    rows = []
+    for fn, entry in RULES.items():
+        if _family(entry) != family:
+            continue
+        known = names.get(id(fn))
+        if not known:
+            continue
+        primary, *aliases = known
+        name = f'`{primary}`' + (f' (also {", ".join(f"`{a}`" for a in aliases)})' if aliases else '')
+        forms = FORMS.get(fn, '').replace('|', '\\|')
+        rows.append((primary, f'| {name} | {_argument_names(entry)} | {forms} |'))
+    return [row for _, row in sorted(rows)]
+
+
+def _is_numpy(name):
+    return name.startswith(('np.', 'np.linalg.', 'np.fft.'))
+
+
+def counts(names=None):
+    """(differentiable, non-differentiable) NumPy functions, counted once per callable."""
+    names = public_names() if names is None else names
+    diff = nondiff = 0
+    for fn, entry in RULES.items():
+        known = names.get(id(fn), [])
+        if any(_is_numpy(n) and not n.startswith('np.random.') for n in known):
+            if entry.nondiff:
+                nondiff += 1
+            else:
+                diff += 1
+    return diff, nondiff
+
+
+def render(include_scipy: bool = True) -> str:
+    names = public_names()
+    diff, nondiff = counts(names)
+    aliases = sum(1 for fn, entry in RULES.items() if not entry.nondiff
+                  for n in names.get(id(fn), []) if _is_numpy(n))
+    lines = [
+        '# NumPy support',
+        '',
+        '<!-- Generated by `python -m tapeflow.rules.coverage` from the rule registry. '
+        'Do not edit by hand: tests/rules/test_coverage_doc.py fails when it is stale. -->',
+        '',
+        f'tapeflow differentiates **{diff} NumPy functions** (`np.*`, `np.linalg.*`, '
+        f'`np.fft.*`; {aliases} names counting aliases such as `np.abs`/`np.absolute`), '
+        f'and knows {nondiff} more to be non-differentiable (plus `np.random`). Each has '
+        'a reverse (VJP) and a forward (JVP) rule, checked against finite differences '
+        'in `tests/rules`.',
+        '',
+        'Conventions: every binary rule sums its cotangent back over broadcast axes; a '
+        'float32 input gets a float32 cotangent, a Python float a float, a list a list. '
+        'Complex numbers pair bilinearly, Re(sum(cotangent * tangent)), as in autograd '
+        'and JAX.',
+        '',
+    ]
+    for family, title in FAMILIES:
+        if family == 'scipy_special' and not include_scipy:
+            continue
+        rows = _rows(family, names)
+        if not rows:
+            continue
+        heading = SCIPY_HEADING if family == 'scipy_special' else f'## {title}'
+        if family == 'scipy_special':
+            lines += [heading, '', 'Registered only when SciPy imports.', '']
+        else:
+            lines += [heading, '']
+        lines += ['| function | derivative in | argument forms |', '|---|---|---|'] + rows + ['']
+    lines += _nondiff_section(names) + _methods_section()
+    return '\n'.join(lines).rstrip() + '\n'
+
+
+def _nondiff_section(names):
+    plain, random = [], 0
+    for fn, entry in RULES.items():
+        if not entry.nondiff:
+            continue
+        known = names.get(id(fn), [])
+        if any(n.startswith('np.random.') for n in known) or \
+                getattr(fn, '__qualname__', '').startswith(('Generator.', 'RandomState.')):
+            random += 1
+        elif known:
+            plain.append(known[0])
+    return ['## Non-differentiable', '',
+            'Outputs carry no derivative; the compiler needs no adjoint for them:', '',
+            ', '.join(f'`{n}`' for n in sorted(plain)) + '.', '',
+            f'And all of `np.random` ({random} functions and `Generator`/`RandomState` '
+            'methods).', '']
+
+
+def _methods_section():
+    names = public_names()
+
+    def label(fn):
+        known = names.get(id(fn))
+        return f'`{known[0]}`' if known else f'`{getattr(fn, "__name__", fn)}`'
+    attrs = ', '.join(f'`x.{a}` → {label(fn)}' for a, fn in sorted(ATTRIBUTES.items()))
+    methods = ', '.join(f'`x.{m}(...)` → {label(fn)}' for m, (fn, _) in sorted(METHODS.items()))
+    return ['## ndarray attributes and methods', '', attrs + '.', '', methods + '.', '']
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--check', action='store_true', help='fail if the file is stale')
+    parser.add_argument('--output', type=Path, default=DOC)
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = args.output.read_text() if args.output.exists() else ''
+        if current != text:
+            print(f'{args.output} is out of date: run python -m tapeflow.rules.coverage')
+            return 1
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    diff, nondiff = counts()
+    print(f'wrote {args.output}: {diff} differentiable NumPy functions, {nondiff} non-differentiable')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
