@@ -4,6 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
+include r/test-r.mk
+
 .PHONY: install test demo bench clean
 
 install: $(STAMP)
@@ -23,5 +25,5 @@ demo: install
 bench: install
 	$(PY) benchmarks/run.py
 
-clean:
+clean: clean-r
 	rm -rf $(VENV) build src/*.egg-info

@@ -35,6 +35,7 @@ import numpy as np
 from tapeflow.runtime import support
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.errors import TapeflowError
+from tapeflow.syntax.unparse import unparse
 from tapeflow.transforms import pipeline
 
 __all__ = ['ExportError', 'Unit', 'generate', 'render', 'annotated_source', 'export_source']
@@ -137,7 +138,7 @@ def render(tree, filename=None, annotate=True, label=os.path.basename):
     (filename, user line). The text without its comments is exactly what
     `unparse` prints, or the comments are left out altogether.
     """
-    plain = pipeline.unparse(tree)
+    plain = unparse(tree)
     lines, origins = [], []
     try:
         _render_stmt(tree, 0, lines, origins)
@@ -167,7 +168,7 @@ def _render_stmt(stmt, depth, lines, origins):
     origin = getanno(stmt, Key.ORIGIN)
     body_fields = [f for f in ('body', 'orelse', 'finalbody') if getattr(stmt, f, None)]
     if not body_fields or isinstance(stmt, gast.Expr):
-        text = pipeline.unparse(stmt).rstrip('\n').split('\n')
+        text = unparse(stmt).rstrip('\n').split('\n')
         for i, part in enumerate(text):
             lines.append(pad + part)
             origins.append(origin if i == len(text) - 1 else None)
@@ -178,7 +179,7 @@ def _render_stmt(stmt, depth, lines, origins):
     header.body = [gast.Pass()]
     if hasattr(header, 'orelse'):
         header.orelse = []
-    head = pipeline.unparse(header).rstrip('\n').split('\n')[:-1]
+    head = unparse(header).rstrip('\n').split('\n')[:-1]
     for i, part in enumerate(head):
         lines.append(pad + part)
         origins.append(origin if i == len(head) - 1 else None)
@@ -187,7 +188,7 @@ def _render_stmt(stmt, depth, lines, origins):
     orelse = getattr(stmt, 'orelse', None)
     while isinstance(stmt, gast.If) and orelse and len(orelse) == 1 and isinstance(orelse[0], gast.If):
         stmt = orelse[0]                       # `elif`, as unparse prints it
-        test = pipeline.unparse(gast.Expr(value=stmt.test)).strip()
+        test = unparse(gast.Expr(value=stmt.test)).strip()
         lines.append(f'{pad}elif {test}:')
         origins.append(getanno(stmt, Key.ORIGIN))
         for child in stmt.body:

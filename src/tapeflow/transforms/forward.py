@@ -1,0 +1,252 @@
+"""The forward (tangent) transformation: each active statement gets its tangent.
+
+Runs on ANF with activity known, like `reverse`. Beside every statement that
+assigns an active variable `y` it emits the statement computing `dy` (the
+tangent of `y`) from the JVP rules of the operation, through the same control
+flow; no tape is needed, tangents flow forward with the primal. Statements:
+
+- `y = op(a, b)`: `dy = jvp_a(da, y, a, b) + jvp_b(db, y, a, b)`, computed
+  after the primal (rules may read `y`), or, when `y` is also an operand,
+  from a temporary holding the new value;
+- an active variable assigned something inactive gets `dy = 0.0` (the
+  symbolic zero);
+- `y[i] = v` and `ys.append(v)` update the tangent by structure, without
+  mutating a tangent another variable may share;
+- a call to a user function calls its compiled jvp.
+
+Guarantees: the function returns `(value, tangent of the value)`.
+"""
+from __future__ import annotations
+
+import operator
+import types
+
+import gast
+
+from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
+from tapeflow.rules import registry
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.syntax.naming import AdjointNames
+from tapeflow.transforms.reverse import BINOPS, UNARYOPS, _index_value, _names, _target_name
+
+
+class ForwardContext:
+    def __init__(self, source, namer, emitter, active, compile_callee, scalars=()):
+        self.source = source
+        self.namer = namer
+        self.emitter = emitter
+        self.active = active
+        self.compile_callee = compile_callee
+        self.tangents = AdjointNames(namer, 'd')
+        self.scalars = set(scalars)
+
+
+def transform(node: gast.FunctionDef, ctx: ForwardContext):
+    """(body with tangents, the returned value, the returned tangent expression)."""
+    body = node.body
+    ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
+    if ret is not None:
+        body = body[:-1]
+    output = ret.value if ret is not None and ret.value is not None else nodes.const(None)
+    out = _Forward(ctx).block(body)
+    return out, output, _tangent_of(output, ctx)
+
+
+def _tangent_of(atom, ctx):
+    if isinstance(atom, gast.Name):
+        return nodes.name(ctx.tangents[atom.id]) if atom.id in ctx.active else nodes.const(0.0)
+    if isinstance(atom, gast.Tuple):
+        return nodes.tuple_(*[_tangent_of(e, ctx) for e in atom.elts])
+    return nodes.const(0.0)
+
+
+def mark(stmt):
+    """Tangent statements are the optimizer's to remove; primal ones never are."""
+    setanno(stmt, Key.SYNTHETIC, 'tangent')
+    return stmt
+
+
+class _Forward:
+    def __init__(self, ctx: ForwardContext):
+        self.ctx = ctx
+        self.d = ctx.tangents
+
+    def error(self, node, reason):
+        return self.ctx.source.error(node, reason)
+
+    def is_active(self, node) -> bool:
+        return isinstance(node, gast.Name) and node.id in self.ctx.active
+
+    def tangent(self, node):
+        return nodes.name(self.d[node.id]) if self.is_active(node) else nodes.const(0.0)
+
+    # ---------------------------------------------------------------- blocks
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            new = self.statement(stmt)
+            nodes.located(new, stmt)
+            out.extend(new)
+        return out or [nodes.pass_()]
+
+    def statement(self, stmt):
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            if isinstance(target, gast.Subscript):
+                return self.setitem(stmt, target)
+            return self.assign(stmt, target.id, stmt.value)
+        if isinstance(stmt, gast.If):
+            stmt.body = self.block(stmt.body)
+            stmt.orelse = self.block(stmt.orelse) if stmt.orelse else []
+            return [stmt]
+        if isinstance(stmt, (gast.For, gast.While)):
+            stmt.body = self.block(stmt.body)
+            return [stmt]
+        if isinstance(stmt, gast.Expr):
+            return self.expr(stmt)
+        if isinstance(stmt, gast.Return):
+            raise self.error(stmt, 'return is only supported as the last statement here')
+        return [stmt]
+
+    # ---------------------------------------------------------------- assignment
+
+    def assign(self, stmt, y, value):
+        if y not in self.ctx.active:
+            return [stmt]
+        dy = self.d[y]
+        if isinstance(value, gast.Call) and self._user_function(value) is not None \
+                and registry.lookup(getanno(value.func, Key.RESOLVED)) is None:
+            return self.user_call(stmt, y, value)
+        self_update = y in _names(value)
+        ans = self.ctx.namer.new('_' + y) if self_update else y
+        terms = self.terms(stmt, ans, value)
+        tangent = _sum(terms) if terms else nodes.const(0.0)
+        if self_update:
+            return [nodes.assign(ans, value), mark(nodes.assign(dy, tangent)), nodes.assign(y, ans)]
+        return [stmt, mark(nodes.assign(dy, tangent))]
+
+    def terms(self, stmt, ans, value):
+        """Tangent contributions of the active operands of `value`."""
+        if isinstance(value, gast.Name):
+            return [self.tangent(value)] if self.is_active(value) else []
+        if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp)):
+            return []
+        if isinstance(value, gast.Attribute) and getanno(value, Key.RESOLVED) is not None:
+            return []
+        if isinstance(value, gast.BinOp):
+            return self.primitive(stmt, ans, BINOPS.get(type(value.op)), [value.left, value.right], [])
+        if isinstance(value, gast.UnaryOp):
+            fn = UNARYOPS.get(type(value.op))
+            return self.primitive(stmt, ans, fn, [value.operand], []) if fn else []
+        if isinstance(value, (gast.Tuple, gast.List)):
+            if not any(self.is_active(e) for e in value.elts):
+                return []
+            make = nodes.tuple_ if isinstance(value, gast.Tuple) else nodes.list_
+            return [make(*[self.tangent(e) for e in value.elts])]
+        if isinstance(value, gast.Subscript):
+            return self.primitive(stmt, ans, operator.getitem, [value.value, _index_value(value.slice)],
+                                  [], static=(1,))
+        if isinstance(value, gast.Attribute):
+            if value.attr in NONDIFF_ATTRIBUTES:
+                return []
+            fn = registry.ATTRIBUTES.get(value.attr)
+            if fn is None:
+                raise self.error(stmt, f'no derivative rule for the attribute .{value.attr}')
+            return self.primitive(stmt, ans, fn, [value.value], [])
+        if isinstance(value, gast.Call):
+            return self.call(stmt, ans, value)
+        raise self.error(stmt, f'cannot differentiate a {type(value).__name__} expression')
+
+    def call(self, stmt, ans, call):
+        fn = getanno(call.func, Key.RESOLVED)
+        keywords = [(k.arg, k.value) for k in call.keywords]
+        if fn is None and isinstance(call.func, gast.Attribute):
+            entry = registry.METHODS.get(call.func.attr)
+            if entry is None:
+                raise self.error(stmt, f'no derivative rule for the method .{call.func.attr}()')
+            fn, varargs = entry
+            args = list(call.args)
+            if varargs and len(args) > 1:
+                args = [nodes.tuple_(*args)]
+            return self.primitive(stmt, ans, fn, [call.func.value] + args, keywords)
+        if fn is None:
+            raise self.error(stmt, 'cannot differentiate a call of a value computed at run time')
+        return self.primitive(stmt, ans, fn, list(call.args), keywords)
+
+    def primitive(self, stmt, ans, fn, args, keywords, static=()):
+        entry = registry.lookup(fn) if fn is not None else None
+        active = [i for i, a in enumerate(args) if self.is_active(a) and i not in static]
+        for name, value in keywords:
+            if self.is_active(value):
+                raise self.error(stmt, f'differentiating with respect to the keyword argument '
+                                       f'{name!r} is not supported')
+        if not active or (entry is not None and entry.nondiff):
+            return []
+        if entry is None:
+            raise self.error(stmt, f'no derivative rule for {getattr(fn, "__name__", fn)} '
+                                   f'(argument {active[0]})')
+        same = _target_name(stmt) in self.ctx.scalars
+        out = []
+        for i in active:
+            rule = entry.jvps.get(i)
+            if rule is None:
+                raise self.error(stmt, f'no forward-mode rule for argument {i} of {entry.name}')
+            out.append(self.ctx.emitter.emit(rule, self.tangent(args[i]), nodes.name(ans), args,
+                                             keywords, same_shapes=same))
+        return out
+
+    # ---------------------------------------------------------------- user calls
+
+    def _user_function(self, call):
+        fn = getanno(call.func, Key.RESOLVED)
+        return fn if isinstance(fn, types.FunctionType) else None
+
+    def user_call(self, stmt, y, call):
+        fn = self._user_function(call)
+        active = [i for i, a in enumerate(call.args) if self.is_active(a)]
+        for k in call.keywords:
+            if self.is_active(k.value):
+                raise self.error(stmt, f'differentiating {fn.__name__}() with respect to the keyword '
+                                       f'argument {k.arg!r} is not supported; pass it by position')
+        if not active:
+            return [stmt, mark(nodes.assign(self.d[y], 0.0))]
+        jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt)
+        tangents = [self.tangent(call.args[i]) for i in active]
+        result = self.ctx.namer.new('_' + fn.__name__)
+        jvp_call = gast.Call(func=nodes.name(jvp_name), args=list(call.args) + tangents,
+                             keywords=call.keywords)
+        return [nodes.assign(result, jvp_call),
+                nodes.assign(y, nodes.subscript(result, nodes.const(0))),
+                mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1))))]
+
+    # ---------------------------------------------------------------- mutation
+
+    def setitem(self, stmt, target):
+        y = target.value.id
+        if y not in self.ctx.active:
+            return [stmt]
+        index = _index_value(target.slice)
+        update = nodes.call('setitem_tangent', self.d[y], index, self.tangent(stmt.value), y)
+        return [stmt, mark(nodes.assign(self.d[y], update))]
+
+    def expr(self, stmt):
+        call = stmt.value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and isinstance(call.func.value, gast.Name) and getanno(call.func, Key.RESOLVED) is None:
+            ys = call.func.value.id
+            if call.func.attr == 'append' and ys in self.ctx.active:
+                update = nodes.call('append_tangent', self.d[ys], self.tangent(call.args[0]), ys)
+                return [stmt, mark(nodes.assign(self.d[ys], update))]
+            if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
+                raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
+                                       f'only .append() is supported on differentiated lists')
+        return [stmt]
+
+
+def _sum(terms):
+    total = terms[0]
+    for term in terms[1:]:
+        total = nodes.binop(total, gast.Add(), term)
+    return total
