@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 include r/test-r.mk
+.DEFAULT_GOAL := test
 
 .PHONY: install test demo bench clean
 

@@ -16,7 +16,7 @@ from tapeflow.runtime import support
 from tapeflow.runtime.support import is_zero
 from tapeflow.transforms import pipeline
 
-__all__ = ['grad', 'value_and_grad', 'vjp', 'source', 'compile_adjoint']
+__all__ = ['grad', 'value_and_grad', 'vjp', 'jvp', 'source', 'compile_adjoint', 'compile_tangent']
 
 _NAMESPACE = support.generated_namespace()
 
@@ -53,6 +53,27 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=()):
 
 def _compile_callee(fn, wrt):
     return compile_adjoint(fn, wrt)
+
+
+def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=()):
+    """The compiled forward mode (`f_jvp(*args, *tangents)`) of `fn` (cached)."""
+    fn = _unwrap(fn)
+    key = ('forward', tuple(wrt), optimize, tuple(scalar_args))
+
+    def build():
+        placeholder = pipeline.Compiled(fn, tuple(wrt), (), [], '', '', {})
+        cache.store(fn, key, placeholder)
+        try:
+            compiled = pipeline.compile_forward(
+                fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
+                compile_callee=lambda g, w: compile_tangent(g, w), scalar_args=tuple(scalar_args))
+        except BaseException:
+            cache._entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
+            raise
+        placeholder.__dict__.update(compiled.__dict__)
+        return placeholder
+
+    return cache.get_or_compile(fn, key, build)
 
 
 def _unwrap(fn):
@@ -204,15 +225,51 @@ def vjp(f, *primals):
     return out, vjp_fn
 
 
+def jvp(f, primals, tangents):
+    """Forward mode: `(f(*primals), the tangent of the output along tangents)`."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise TypeError(f'jvp: {len(primals)} primals but {len(tangents)} tangents')
+    wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
+                np.issubdtype(_dtype_of(p), np.inexact))
+    for i in wrt:
+        if np.shape(tangents[i]) != np.shape(primals[i]):
+            raise ValueError(f'jvp: the tangent of argument {i} has shape {np.shape(tangents[i])}, '
+                             f'its primal {np.shape(primals[i])}')
+    compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals))
+    value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+    return value, _tangent_like(tangent, value)
+
+
+def _tangent_like(tangent, value):
+    if isinstance(value, (tuple, list)):
+        parts = [_tangent_like(0.0 if is_zero(tangent) else t, v) for t, v in
+                 zip(tangent if not is_zero(tangent) else [0.0] * len(value), value)]
+        return type(value)(parts)
+    if is_zero(tangent) and isinstance(value, (np.ndarray, np.generic)):
+        return np.zeros(np.shape(value), np.result_type(value, float))
+    return tangent
+
+
 def source(f, argnums=0, mode='reverse', optimize=True):
-    """The generated Python source of `f`'s gradient, as a string.
+    """The generated Python source of `f`'s gradient (or, forward, its jvp), as a string.
 
     The combined value-and-gradient function first, then the forward and
     backward functions of every user function it calls.
     """
-    if mode != 'reverse':
-        raise NotImplementedError(f'mode={mode!r}: only reverse mode is available')
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if mode == 'forward':
+        compiled = compile_tangent(f, wrt, optimize=optimize)
+        parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
+        while pending:
+            callee = pending.pop(0)
+            if id(callee) not in seen:
+                seen.add(id(callee))
+                parts.append(callee.source)
+                pending.extend(callee.callees)
+        return '\n\n'.join(parts)
+    if mode != 'reverse':
+        raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     compiled = compile_adjoint(f, wrt, optimize=optimize)
     parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
     while pending:

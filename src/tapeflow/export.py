@@ -20,6 +20,7 @@ import ast
 import builtins
 import copy
 import dataclasses
+import functools
 import inspect
 import linecache
 import os
@@ -112,12 +113,12 @@ def _capturing(captured, thunk):
     """Run `thunk`, collecting the trees the pipeline unparses (the codegen pass)."""
     original = pipeline.unparse
 
-    def unparse(node):
+    def capture(node):
         if isinstance(node, gast.FunctionDef):
             captured.append(copy.deepcopy(node))
         return original(node)
 
-    pipeline.unparse = unparse
+    pipeline.unparse = capture
     try:
         return thunk()
     finally:
@@ -246,12 +247,18 @@ def export_source(fn, argnums=0, optimize=True) -> str:
     generated = []
     for u in reversed(units):                  # callees first: callers read best last
         roles = ['combined'] if u is unit else ['forward', 'backward']
-        texts = _render_unit(u, roles)
-        for role, text in zip(roles, texts):
-            writer.reserve(_def_name(u, role), _generated_object(u, role))
-        generated.append((u, roles, texts))
+        generated.append((u, roles, _render_unit(u, roles)))
+    # A generated function is named by the first call that needs it: a function
+    # called with two activity patterns has two pairs, which callers name apart.
     for u, roles, texts in generated:
-        for text in texts:
+        for k, role in enumerate(roles):
+            obj = _generated_object(u, role)
+            if u is unit:
+                writer.reserve(_def_name(u, role), obj)
+            else:
+                writer.generated[id(obj)] = functools.partial(_rename_def, texts, k, _def_name(u, role))
+    for u, roles, texts in generated:
+        for text in list(texts):
             for name in _free_globals(text):
                 writer.require(name, _lookup(u, name), f'the generated code of {u.name}()')
     params = ', '.join(unit.compiled.params)
@@ -286,6 +293,10 @@ def export_source(fn, argnums=0, optimize=True) -> str:
     if writer.aliases:
         out.append('\n'.join(writer.aliases))
     return '\n\n\n'.join(part.rstrip('\n') for part in out if part) + '\n'
+
+
+def _rename_def(texts, k, base, name):
+    texts[k] = texts[k].replace(f'def {base}(', f'def {name}(', 1)
 
 
 def _banner(title):
@@ -348,6 +359,7 @@ class _ModuleWriter:
         self.modules = {}          # alias -> module name
         self.definitions = []      # source texts, dependencies first
         self.aliases = []          # `name = other` lines, after every definition
+        self.generated = {}        # id(generated function) -> callback(name) naming its def
         self._keep = []            # objects named by id must stay alive
 
     def reserve(self, name, obj):
@@ -363,6 +375,10 @@ class _ModuleWriter:
 
     def require(self, name, obj, user):
         """Make `name` denote `obj` in the module (generated code's names cannot change)."""
+        if id(obj) in self.generated and name not in self.names:
+            self.reserve(name, obj)
+            self.generated.pop(id(obj))(name)
+            return
         if name in self.names:
             if self.names[name] is not obj and not _same_value(self.names[name], obj):
                 raise ExportError(f'cannot export: {name!r} means two different things '
@@ -410,6 +426,10 @@ class _ModuleWriter:
             self.named.setdefault(id(obj), name)
             self.definitions.append(f'{name} = {literal}')
             return
+        if getattr(obj, '__wrapped__', None) is not None and \
+                (getattr(obj, '__module__', None) or '').split('.')[0] == 'tapeflow':
+            obj = inspect.unwrap(obj)              # tapeflow's wrappers: dispatch, lru_cache
+            self._keep.append(obj)
         if isinstance(obj, types.FunctionType):
             self.named[id(obj)] = name             # before its source: it may be recursive
             self.definitions.append(self._function_source(name, obj, user))   # after its dependencies
@@ -515,7 +535,7 @@ def _function_ast(fn):
             first = node.decorator_list[0].lineno if getattr(node, 'decorator_list', None) else node.lineno
             if code.co_firstlineno in (node.lineno, first) and \
                     (isinstance(node, ast.Lambda) == (fn.__name__ == '<lambda>')) and \
-                    (isinstance(node, ast.Lambda) or node.name == fn.__name__):
+                    (isinstance(node, ast.Lambda) or node.name == code.co_name):
                 candidates.append(node)
     if len(candidates) > 1:
         candidates = [c for c in candidates if _same_code(c, code)] or candidates[:1]

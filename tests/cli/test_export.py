@@ -139,3 +139,19 @@ def test_export_refuses_values_it_cannot_write(tmp_path):
     spec.loader.exec_module(module)
     with pytest.raises(export.ExportError, match="cannot export 'LOCK'"):
         export.export_source(module.g)
+
+
+def test_export_recursion_nested_defs_lists_and_array_writes(run, tmp_path):
+    path = fixture('exportable.py')
+    calls = []
+    for name, args in [('power', [2.0, 3]), ('outer', [3.0]), ('lists', [3.0]), ('idx', [3.0])]:
+        status, _, err = run('export', f'{path}:{name}', '-o', tmp_path / f'grad_{name}.py')
+        assert (status, err) == (0, '')
+        calls.append((name, args))
+    results = []
+    for name, args in calls:
+        result = run_exported(tmp_path, f'grad_{name}', [[f'd{name}', args]])
+        assert result.returncode == 0, result.stderr
+        results.append(json.loads(result.stdout)[0])
+    # power: x^3 and 3x^2; outer: x*x + 2x; lists: 0 + x + 2x; idx: x^2 + 2 (2x)^2
+    assert results == [[8.0, 12.0], [15.0, 8.0], [9.0, 3.0], [81.0, 54.0]]

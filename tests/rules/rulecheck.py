@@ -73,6 +73,7 @@ class Spec:
     eps: float = 1e-6
     f32: bool = True
     tensor: bool = True
+    second: bool = True             # also check second order (False at a kink)
     wrt: tuple | None = None        # argnums to check (default: every marker)
 
     @property

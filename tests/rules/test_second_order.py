@@ -18,7 +18,7 @@ def _traceable(spec: Spec, i):
     return isinstance(marker, A) and not marker.complex_
 
 
-SECOND = [spec for spec in ALL if spec.tensor and any(
+SECOND = [spec for spec in ALL if spec.tensor and spec.second and any(
     _traceable(spec, i) for i in (spec.wrt or range(len(spec.args))))]
 
 

@@ -167,15 +167,20 @@ def _products_of_others(xs):
 def fsum_vjp(g, ans, seq, *rest, **kw): return [g] * len(seq)
 def fsum_jvp(t, ans, seq, *rest, **kw): return math.fsum(t)
 def prod_vjp(g, ans, seq, *, start=1): return [g * start * p for p in _products_of_others(seq)]
-def prod_jvp(t, ans, seq, *, start=1): return start * math.fsum(ti * p for ti, p in zip(t, _products_of_others(seq)))
+def prod_jvp(t, ans, seq, *, start=1):
+    return start * math.fsum(ti * p for ti, p in zip(t, _products_of_others(seq)))
+
 def sumprod_vjp_p(g, ans, p, q): return [g * v for v in q]
 def sumprod_vjp_q(g, ans, p, q): return [g * v for v in p]
 def sumprod_jvp_p(t, ans, p, q): return math.sumprod(t, q)
 def sumprod_jvp_q(t, ans, p, q): return math.sumprod(p, t)
 def dist_vjp_p(g, ans, p, q): return [g * _hypot_part(a - b, ans) for a, b in zip(p, q)]
 def dist_vjp_q(g, ans, p, q): return [-g * _hypot_part(a - b, ans) for a, b in zip(p, q)]
-def dist_jvp_p(t, ans, p, q): return math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
-def dist_jvp_q(t, ans, p, q): return -math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
+def dist_jvp_p(t, ans, p, q):
+    return math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
+
+def dist_jvp_q(t, ans, p, q):
+    return -math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
 
 
 def _variadic(fn, vjp, jvp, count=32):

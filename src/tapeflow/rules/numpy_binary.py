@@ -157,12 +157,23 @@ def _above(a, a_min, a_max, kwargs):
     return (a > high) | (low > high) if low is not None else a > high
 
 
-def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, **kw): return fit(np.where(_inside(a, a_min, a_max, kw), g, 0.0 * g), a)
-def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, **kw): return fit(np.where(_below(a, a_min, a_max, kw), g, 0.0 * g), a_min)
-def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, **kw): return fit(np.where(_above(a, a_min, a_max, kw), g, 0.0 * g), a_max)
-def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, **kw): return np.where(_inside(a, a_min, a_max, kw), t, np.zeros_like(ans))
-def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, **kw): return np.where(_below(a, a_min, a_max, kw), t, np.zeros_like(ans))
-def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, **kw): return np.where(_above(a, a_min, a_max, kw), t, np.zeros_like(ans))
+def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, **kw):
+    return fit(np.where(_inside(a, a_min, a_max, kw), g, 0.0 * g), a)
+
+def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, **kw):
+    return fit(np.where(_below(a, a_min, a_max, kw), g, 0.0 * g), a_min)
+
+def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, **kw):
+    return fit(np.where(_above(a, a_min, a_max, kw), g, 0.0 * g), a_max)
+
+def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, **kw):
+    return np.where(_inside(a, a_min, a_max, kw), t, np.zeros_like(ans))
+
+def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, **kw):
+    return np.where(_below(a, a_min, a_max, kw), t, np.zeros_like(ans))
+
+def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, **kw):
+    return np.where(_above(a, a_min, a_max, kw), t, np.zeros_like(ans))
 
 
 defvjp(np.clip, clip_vjp_a, clip_vjp_min, clip_vjp_max)

@@ -21,12 +21,15 @@ LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 DEG = math.pi / 180.0
 RAD = 180.0 / math.pi
+SINC_CURVATURE = -math.pi ** 2 / 3.0
 
 
 def _sinc_slope(x):
-    """d/dx sin(pi x)/(pi x); 0 at x = 0."""
-    px = np.pi * np.where(x == 0, 1.0, x)
-    return np.where(x == 0, 0.0 * x, (np.cos(px) * px - np.sin(px)) / (px * np.where(x == 0, 1.0, x)))
+    """d/dx sin(pi x)/(pi x). At 0 the Taylor term -pi^2 x / 3, so that it
+    is 0 there and has the right derivative (sinc''(0) = -pi^2 / 3)."""
+    safe = np.where(x == 0, 1.0, x)
+    px = np.pi * safe
+    return np.where(x == 0, SINC_CURVATURE * x, (np.cos(px) * px - np.sin(px)) / (px * safe))
 
 
 def _modf_frac(g):
@@ -109,12 +112,21 @@ def real_vjp(g, ans, x): return fit(g + 0j, x)
 def real_jvp(t, ans, x): return np.real(t)
 def imag_vjp(g, ans, x): return fit(-1j * g, x)
 def imag_jvp(t, ans, x): return np.imag(t)
-def angle_vjp(g, ans, x, deg=False): return fit(g * (-1j * (RAD if deg else 1.0)) * np.conj(x) / np.where(x == 0, 1.0, x * np.conj(x)), x)
-def angle_jvp(t, ans, x, deg=False): return np.imag(np.conj(x) * t) / np.real(np.where(x == 0, 1.0, x * np.conj(x))) * (RAD if deg else 1.0)
+def angle_vjp(g, ans, x, deg=False):
+    return fit(g * (-1j * (RAD if deg else 1.0)) * np.conj(x) / np.where(x == 0, 1.0, x * np.conj(x)),
+               x)
+
+def angle_jvp(t, ans, x, deg=False):
+    return np.imag(np.conj(x) * t) / np.real(np.where(x == 0, 1.0, x * np.conj(x))) * (RAD if deg else 1.0)
+
 def real_if_close_vjp(g, ans, a, tol=100): return g
 def real_if_close_jvp(t, ans, a, tol=100): return np.real(t) if np.isrealobj(ans) else t
-def nan_to_num_vjp(g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None): return fit(np.where(np.isfinite(x), g, 0.0), x)
-def nan_to_num_jvp(t, ans, x, copy=True, nan=0.0, posinf=None, neginf=None): return np.where(np.isfinite(x), t, 0.0)
+def nan_to_num_vjp(g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    return fit(np.where(np.isfinite(x), g, 0.0), x)
+
+def nan_to_num_jvp(t, ans, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    return np.where(np.isfinite(x), t, 0.0)
+
 def modf_vjp(g, ans, x): return fit(_modf_frac(g[0]) + np.zeros_like(x), x)
 def modf_jvp(t, ans, x): return (t, np.zeros_like(ans[1]))
 

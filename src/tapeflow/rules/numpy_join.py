@@ -38,11 +38,18 @@ def _hstack_axis(shapes):
     return 0 if shapes and len(shapes[0]) == 1 else 1
 
 
-def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kw): return _unjoin(g, arrays, [np.shape(a) for a in arrays], axis)
+def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kw):
+    return _unjoin(g, arrays, [np.shape(a) for a in arrays], axis)
+
 def concatenate_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.concatenate(t, axis=axis)
-def stack_vjp(g, ans, arrays, axis=0, out=None, **kw): return type(arrays)(fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays))
+def stack_vjp(g, ans, arrays, axis=0, out=None, **kw):
+    return type(arrays)(fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays))
+
 def stack_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.stack(t, axis=axis)
-def hstack_vjp(g, ans, tup, **kw): return _unjoin(g, tup, _prepared_shapes(tup, np.hstack), _hstack_axis(_prepared_shapes(tup, np.hstack)))
+def hstack_vjp(g, ans, tup, **kw):
+    return _unjoin(g, tup, _prepared_shapes(tup, np.hstack),
+                   _hstack_axis(_prepared_shapes(tup, np.hstack)))
+
 def hstack_jvp(t, ans, tup, **kw): return np.hstack(t)
 def vstack_vjp(g, ans, tup, **kw): return _unjoin(g, tup, _prepared_shapes(tup, np.vstack), 0)
 def vstack_jvp(t, ans, tup, **kw): return np.vstack(t)
@@ -66,7 +73,9 @@ def _append_part(g, arr, values, axis, first):
 
 
 def append_vjp_arr(g, ans, arr, values, axis=None): return _append_part(g, arr, values, axis, True)
-def append_vjp_values(g, ans, arr, values, axis=None): return _append_part(g, arr, values, axis, False)
+def append_vjp_values(g, ans, arr, values, axis=None):
+    return _append_part(g, arr, values, axis, False)
+
 def append_jvp_arr(t, ans, arr, values, axis=None): return np.append(t, np.zeros_like(values), axis)
 def append_jvp_values(t, ans, arr, values, axis=None): return np.append(np.zeros_like(arr), t, axis)
 

@@ -157,7 +157,9 @@ def _eigh_jvp(t, ans, a, uplo):
 
 def eigh_vjp(g, ans, a, UPLO='L'): return fit(_eigh_vjp(g, ans, a, UPLO), a)
 def eigh_jvp(t, ans, a, UPLO='L'): return _eigh_jvp(t, ans, a, UPLO)
-def eigvalsh_vjp(g, ans, a, UPLO='L'): return fit(_eigh_vjp((g, None), np.linalg.eigh(a, UPLO), a, UPLO), a)
+def eigvalsh_vjp(g, ans, a, UPLO='L'):
+    return fit(_eigh_vjp((g, None), np.linalg.eigh(a, UPLO), a, UPLO), a)
+
 def eigvalsh_jvp(t, ans, a, UPLO='L'): return _eigh_jvp(t, np.linalg.eigh(a, UPLO), a, UPLO)[0]
 
 
@@ -247,8 +249,12 @@ def _svd_jvp(t, ans, a, full_matrices, compute_uv):
     return du, ds, T(dv)
 
 
-def svd_vjp(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False): return fit(_svd_vjp(g, ans, a, full_matrices, compute_uv), a)
-def svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False): return _svd_jvp(t, ans, a, full_matrices, compute_uv)
+def svd_vjp(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    return fit(_svd_vjp(g, ans, a, full_matrices, compute_uv), a)
+
+def svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    return _svd_jvp(t, ans, a, full_matrices, compute_uv)
+
 def svdvals_vjp(g, ans, x): return fit(_svd_vjp(g, ans, x, False, False), x)
 def svdvals_jvp(t, ans, x): return _svd_jvp(t, ans, x, False, False)
 
@@ -326,12 +332,23 @@ def _norm_jvp(t, ans, x, ord, axis, keepdims, vector=False):
     return np.real(np.sum(t * weights, axis=axes, keepdims=keepdims))
 
 
-def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False): return fit(_norm_vjp(g, ans, x, ord, axis, keepdims), x)
-def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False): return _norm_jvp(t, ans, x, ord, axis, keepdims)
-def vector_norm_vjp(g, ans, x, axis=None, keepdims=False, ord=2): return fit(_norm_vjp(g, ans, x, ord, axis, keepdims, True), x)
-def vector_norm_jvp(t, ans, x, axis=None, keepdims=False, ord=2): return _norm_jvp(t, ans, x, ord, axis, keepdims, True)
-def matrix_norm_vjp(g, ans, x, keepdims=False, ord='fro'): return fit(_norm_vjp(g, ans, x, ord, (-2, -1), keepdims), x)
-def matrix_norm_jvp(t, ans, x, keepdims=False, ord='fro'): return _norm_jvp(t, ans, x, ord, (-2, -1), keepdims)
+def norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
+    return fit(_norm_vjp(g, ans, x, ord, axis, keepdims), x)
+
+def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
+    return _norm_jvp(t, ans, x, ord, axis, keepdims)
+
+def vector_norm_vjp(g, ans, x, axis=None, keepdims=False, ord=2):
+    return fit(_norm_vjp(g, ans, x, ord, axis, keepdims, True), x)
+
+def vector_norm_jvp(t, ans, x, axis=None, keepdims=False, ord=2):
+    return _norm_jvp(t, ans, x, ord, axis, keepdims, True)
+
+def matrix_norm_vjp(g, ans, x, keepdims=False, ord='fro'):
+    return fit(_norm_vjp(g, ans, x, ord, (-2, -1), keepdims), x)
+
+def matrix_norm_jvp(t, ans, x, keepdims=False, ord='fro'):
+    return _norm_jvp(t, ans, x, ord, (-2, -1), keepdims)
 
 
 # ---------------------------------------------------------------- matrix_power, multi_dot

@@ -64,18 +64,49 @@ def _jvp(t, ans, a, q, axis, method, skip_nan):
     return np.reshape(gather(t, lo) * (1.0 - weight) + gather(t, hi) * weight, np.shape(ans))
 
 
-def median_vjp(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False): return _vjp(g, a, 0.5, axis, 'linear', False)
-def median_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False): return _jvp(t, ans, a, 0.5, axis, 'linear', False)
-def nanmedian_vjp(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False): return _vjp(g, a, 0.5, axis, 'linear', True)
-def nanmedian_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False): return _jvp(t, ans, a, 0.5, axis, 'linear', True)
-def quantile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _vjp(g, a, q, axis, method, False)
-def quantile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _jvp(t, ans, a, q, axis, method, False)
-def nanquantile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _vjp(g, a, q, axis, method, True)
-def nanquantile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _jvp(t, ans, a, q, axis, method, True)
-def percentile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _vjp(g, a, np.divide(q, 100.0), axis, method, False)
-def percentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, False)
-def nanpercentile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _vjp(g, a, np.divide(q, 100.0), axis, method, True)
-def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, **kw): return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, True)
+def median_vjp(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _vjp(g, a, 0.5, axis, 'linear', False)
+
+def median_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _jvp(t, ans, a, 0.5, axis, 'linear', False)
+
+def nanmedian_vjp(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _vjp(g, a, 0.5, axis, 'linear', True)
+
+def nanmedian_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _jvp(t, ans, a, 0.5, axis, 'linear', True)
+
+def quantile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                 keepdims=False, **kw):
+    return _vjp(g, a, q, axis, method, False)
+
+def quantile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                 keepdims=False, **kw):
+    return _jvp(t, ans, a, q, axis, method, False)
+
+def nanquantile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                    keepdims=False, **kw):
+    return _vjp(g, a, q, axis, method, True)
+
+def nanquantile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                    keepdims=False, **kw):
+    return _jvp(t, ans, a, q, axis, method, True)
+
+def percentile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                   keepdims=False, **kw):
+    return _vjp(g, a, np.divide(q, 100.0), axis, method, False)
+
+def percentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                   keepdims=False, **kw):
+    return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, False)
+
+def nanpercentile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                      keepdims=False, **kw):
+    return _vjp(g, a, np.divide(q, 100.0), axis, method, True)
+
+def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                      keepdims=False, **kw):
+    return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, True)
 
 
 for _fn, _vjp_rule, _jvp_rule in [

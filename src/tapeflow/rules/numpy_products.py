@@ -86,8 +86,12 @@ def inner_vjp_a(g, ans, a, b): return fit(_inner_grad_a(g, a, b), a)
 def inner_vjp_b(g, ans, a, b): return fit(_inner_grad_b(g, a, b), b)
 def inner_jvp_a(t, ans, a, b): return np.inner(t, b)
 def inner_jvp_b(t, ans, a, b): return np.inner(a, t)
-def outer_vjp_a(g, ans, a, b, out=None): return fit(np.reshape(np.dot(g, np.ravel(b)), np.shape(a)), a)
-def outer_vjp_b(g, ans, a, b, out=None): return fit(np.reshape(np.dot(np.ravel(a), g), np.shape(b)), b)
+def outer_vjp_a(g, ans, a, b, out=None):
+    return fit(np.reshape(np.dot(g, np.ravel(b)), np.shape(a)), a)
+
+def outer_vjp_b(g, ans, a, b, out=None):
+    return fit(np.reshape(np.dot(np.ravel(a), g), np.shape(b)), b)
+
 def outer_jvp_a(t, ans, a, b, out=None): return np.outer(t, b)
 def outer_jvp_b(t, ans, a, b, out=None): return np.outer(a, t)
 def vdot_vjp_a(g, ans, a, b): return fit(np.reshape(np.conj(g * np.ravel(b)), np.shape(a)), a)
@@ -128,28 +132,50 @@ def _fit_vectors(cot, x, axis):
     return np.moveaxis(moved, -1, axis)
 
 
-def cross_vjp_a(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return _fit_vectors(np.cross(b, g, axisb, axisc, axisa, axis), a, axisa if axis is None else axis)
-def cross_vjp_b(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return _fit_vectors(np.cross(g, a, axisc, axisa, axisb, axis), b, axisb if axis is None else axis)
-def cross_jvp_a(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return np.cross(t, b, axisa, axisb, axisc, axis)
-def cross_jvp_b(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): return np.cross(a, t, axisa, axisb, axisc, axis)
-def linalg_cross_vjp_a(g, ans, x1, x2, axis=-1): return _fit_vectors(np.linalg.cross(x2, g, axis=axis), x1, axis)
-def linalg_cross_vjp_b(g, ans, x1, x2, axis=-1): return _fit_vectors(np.linalg.cross(g, x1, axis=axis), x2, axis)
+def cross_vjp_a(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    return _fit_vectors(np.cross(b, g, axisb, axisc, axisa, axis), a,
+                        axisa if axis is None else axis)
+
+def cross_vjp_b(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    return _fit_vectors(np.cross(g, a, axisc, axisa, axisb, axis), b,
+                        axisb if axis is None else axis)
+
+def cross_jvp_a(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    return np.cross(t, b, axisa, axisb, axisc, axis)
+
+def cross_jvp_b(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    return np.cross(a, t, axisa, axisb, axisc, axis)
+
+def linalg_cross_vjp_a(g, ans, x1, x2, axis=-1):
+    return _fit_vectors(np.linalg.cross(x2, g, axis=axis), x1, axis)
+
+def linalg_cross_vjp_b(g, ans, x1, x2, axis=-1):
+    return _fit_vectors(np.linalg.cross(g, x1, axis=axis), x2, axis)
+
 def linalg_cross_jvp_a(t, ans, x1, x2, axis=-1): return np.linalg.cross(t, x2, axis=axis)
 def linalg_cross_jvp_b(t, ans, x1, x2, axis=-1): return np.linalg.cross(x1, t, axis=axis)
 
 
 # ---------------------------------------------------------------- vecdot, matvec, vecmat
 
-def vecdot_vjp_a(g, ans, x1, x2, axis=-1, **kw): return fit(np.conj(np.expand_dims(g, axis) * x2), x1)
-def vecdot_vjp_b(g, ans, x1, x2, axis=-1, **kw): return fit(np.expand_dims(g, axis) * np.conj(x1), x2)
+def vecdot_vjp_a(g, ans, x1, x2, axis=-1, **kw):
+    return fit(np.conj(np.expand_dims(g, axis) * x2), x1)
+
+def vecdot_vjp_b(g, ans, x1, x2, axis=-1, **kw):
+    return fit(np.expand_dims(g, axis) * np.conj(x1), x2)
+
 def vecdot_jvp_a(t, ans, x1, x2, axis=-1, **kw): return np.vecdot(t, x2, axis=axis)
 def vecdot_jvp_b(t, ans, x1, x2, axis=-1, **kw): return np.vecdot(x1, t, axis=axis)
-def matvec_vjp_a(g, ans, x1, x2, **kw): return fit(np.expand_dims(g, -1) * np.expand_dims(x2, -2), x1)
+def matvec_vjp_a(g, ans, x1, x2, **kw):
+    return fit(np.expand_dims(g, -1) * np.expand_dims(x2, -2), x1)
+
 def matvec_vjp_b(g, ans, x1, x2, **kw): return fit(np.matvec(np.swapaxes(x1, -1, -2), g), x2)
 def matvec_jvp_a(t, ans, x1, x2, **kw): return np.matvec(t, x2)
 def matvec_jvp_b(t, ans, x1, x2, **kw): return np.matvec(x1, t)
 def vecmat_vjp_a(g, ans, x1, x2, **kw): return fit(np.conj(np.matvec(x2, g)), x1)
-def vecmat_vjp_b(g, ans, x1, x2, **kw): return fit(np.expand_dims(np.conj(x1), -1) * np.expand_dims(g, -2), x2)
+def vecmat_vjp_b(g, ans, x1, x2, **kw):
+    return fit(np.expand_dims(np.conj(x1), -1) * np.expand_dims(g, -2), x2)
+
 def vecmat_jvp_a(t, ans, x1, x2, **kw): return np.vecmat(t, x2)
 def vecmat_jvp_b(t, ans, x1, x2, **kw): return np.vecmat(x1, t)
 
@@ -165,12 +191,21 @@ def _full(g, mode, na, nv, correlate):
     return np.pad(g, (start, na + nv - 1 - start - np.shape(g)[0]))
 
 
-def convolve_vjp_a(g, ans, a, v, mode='full'): return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), False), np.conj(v), 'valid'), a)
-def convolve_vjp_v(g, ans, a, v, mode='full'): return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), False), np.conj(a), 'valid'), v)
+def convolve_vjp_a(g, ans, a, v, mode='full'):
+    return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), False), np.conj(v), 'valid'), a)
+
+def convolve_vjp_v(g, ans, a, v, mode='full'):
+    return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), False), np.conj(a), 'valid'), v)
+
 def convolve_jvp_a(t, ans, a, v, mode='full'): return np.convolve(t, v, mode)
 def convolve_jvp_v(t, ans, a, v, mode='full'): return np.convolve(a, t, mode)
-def correlate_vjp_a(g, ans, a, v, mode='valid'): return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.flip(v), 'valid'), a)
-def correlate_vjp_v(g, ans, a, v, mode='valid'): return fit(np.conj(np.flip(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.conj(a), 'valid'))), v)
+def correlate_vjp_a(g, ans, a, v, mode='valid'):
+    return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.flip(v), 'valid'), a)
+
+def correlate_vjp_v(g, ans, a, v, mode='valid'):
+    return fit(np.conj(np.flip(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.conj(a), 'valid'))),
+               v)
+
 def correlate_jvp_a(t, ans, a, v, mode='valid'): return np.correlate(t, v, mode)
 def correlate_jvp_v(t, ans, a, v, mode='valid'): return np.correlate(a, t, mode)
 
@@ -215,10 +250,17 @@ def _interp_fp_jvp(t, x, xp, fp, left, right, period):
     return gather(t, lo) * (1.0 - weight) * keep_lo + gather(t, hi) * weight * keep_hi
 
 
-def interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None): return fit(g * _interp_slope(x, xp, fp, left, right, period), x)
-def interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None): return fit(_interp_fp_vjp(g, x, xp, fp, left, right, period), fp)
-def interp_jvp_x(t, ans, x, xp, fp, left=None, right=None, period=None): return t * _interp_slope(x, xp, fp, left, right, period)
-def interp_jvp_fp(t, ans, x, xp, fp, left=None, right=None, period=None): return _interp_fp_jvp(t, x, xp, fp, left, right, period)
+def interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return fit(g * _interp_slope(x, xp, fp, left, right, period), x)
+
+def interp_vjp_fp(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return fit(_interp_fp_vjp(g, x, xp, fp, left, right, period), fp)
+
+def interp_jvp_x(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return t * _interp_slope(x, xp, fp, left, right, period)
+
+def interp_jvp_fp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return _interp_fp_jvp(t, x, xp, fp, left, right, period)
 
 
 def _slope_coefficients(p):
@@ -230,7 +272,10 @@ def _powers(x, n):
     return np.expand_dims(x, -1) ** np.arange(n - 1, -1, -1)
 
 
-def polyval_vjp_p(g, ans, p, x): return fit(np.reshape(np.sum(np.reshape(np.expand_dims(g, -1) * _powers(x, np.shape(p)[0]), (-1, np.shape(p)[0])), axis=0), np.shape(p)), p)
+def polyval_vjp_p(g, ans, p, x):
+    return fit(np.reshape(np.sum(np.reshape(np.expand_dims(g, -1) * _powers(x, np.shape(p)[0]), (-1, np.shape(p)[0])), axis=0), np.shape(p)),
+               p)
+
 def polyval_vjp_x(g, ans, p, x): return fit(g * np.polyval(_slope_coefficients(p), x), x)
 def polyval_jvp_p(t, ans, p, x): return np.polyval(t, x) + np.zeros_like(ans)
 def polyval_jvp_x(t, ans, p, x): return t * np.polyval(_slope_coefficients(p), x)

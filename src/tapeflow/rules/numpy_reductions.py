@@ -74,14 +74,33 @@ def _valid(a, where=True):
 
 # ---------------------------------------------------------------- sum, mean
 
-def sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return fit(_masked(expand(g, a, axis, keepdims), where), a)
-def sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return np.sum(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-def mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True): return fit(_masked(expand(g, a, axis, keepdims), where) / count(a, axis, where), a)
-def mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True): return np.mean(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-def nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return fit(expand(g, a, axis, keepdims) * _valid(a, where), a)
-def nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return np.sum(t * _valid(a, where), axis=axis, keepdims=keepdims)
-def nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True): return fit(expand(g, a, axis, keepdims) * _valid(a, where) / count(a, axis, _valid(a, where)), a)
-def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True): return np.sum(t * _valid(a, where), axis=axis, keepdims=keepdims) / count(a, axis, _valid(a, where), keepdims)
+def sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return fit(_masked(expand(g, a, axis, keepdims), where), a)
+
+def sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return np.sum(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+
+def mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    return fit(_masked(expand(g, a, axis, keepdims), where) / count(a, axis, where), a)
+
+def mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    return np.mean(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+
+def nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+               where=True):
+    return fit(expand(g, a, axis, keepdims) * _valid(a, where), a)
+
+def nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+               where=True):
+    return np.sum(t * _valid(a, where), axis=axis, keepdims=keepdims)
+
+def nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    return fit(expand(g, a, axis, keepdims) * _valid(a, where) / count(a, axis, _valid(a, where)),
+               a)
+
+def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    return np.sum(t * _valid(a, where), axis=axis,
+                  keepdims=keepdims) / count(a, axis, _valid(a, where), keepdims)
 
 
 # ---------------------------------------------------------------- prod
@@ -104,10 +123,20 @@ def _others(a, axis, where=True, skip_nan=False):
     return np.transpose(np.reshape(left * right, np.shape(moved)), np.argsort(order))
 
 
-def prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return fit(_masked(expand(g, a, axis, keepdims) * _others(a, axis, where), where), a)
-def prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return np.sum(_masked(t * _others(a, axis, where), where), axis=axis, keepdims=keepdims)
-def nanprod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return fit(expand(g, a, axis, keepdims) * _others(a, axis, where, True) * _valid(a, where), a)
-def nanprod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True): return np.sum(t * _others(a, axis, where, True) * _valid(a, where), axis=axis, keepdims=keepdims)
+def prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return fit(_masked(expand(g, a, axis, keepdims) * _others(a, axis, where), where), a)
+
+def prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return np.sum(_masked(t * _others(a, axis, where), where), axis=axis, keepdims=keepdims)
+
+def nanprod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=True):
+    return fit(expand(g, a, axis, keepdims) * _others(a, axis, where, True) * _valid(a, where), a)
+
+def nanprod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=True):
+    return np.sum(t * _others(a, axis, where, True) * _valid(a, where), axis=axis,
+                  keepdims=keepdims)
 
 
 # ---------------------------------------------------------------- max, min, ptp
@@ -126,10 +155,17 @@ def _range_weights(a, axis):
             - _choice(a, np.min(a, axis=axis, keepdims=True), axis, True))
 
 
-def max_vjp(g, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True): return fit(expand(g, a, axis, keepdims) * _choice(a, ans, axis, keepdims, where), a)
-def max_jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True): return np.sum(t * _choice(a, ans, axis, keepdims, where), axis=axis, keepdims=keepdims)
-def ptp_vjp(g, ans, a, axis=None, out=None, keepdims=False): return fit(expand(g, a, axis, keepdims) * _range_weights(a, axis), a)
-def ptp_jvp(t, ans, a, axis=None, out=None, keepdims=False): return np.sum(t * _range_weights(a, axis), axis=axis, keepdims=keepdims)
+def max_vjp(g, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return fit(expand(g, a, axis, keepdims) * _choice(a, ans, axis, keepdims, where), a)
+
+def max_jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return np.sum(t * _choice(a, ans, axis, keepdims, where), axis=axis, keepdims=keepdims)
+
+def ptp_vjp(g, ans, a, axis=None, out=None, keepdims=False):
+    return fit(expand(g, a, axis, keepdims) * _range_weights(a, axis), a)
+
+def ptp_jvp(t, ans, a, axis=None, out=None, keepdims=False):
+    return np.sum(t * _range_weights(a, axis), axis=axis, keepdims=keepdims)
 
 
 # ---------------------------------------------------------------- var, std
@@ -152,14 +188,44 @@ def _safe_div(a, b):
     return a / np.where(b == 0, 1.0, b)
 
 
-def var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return fit(expand(g, a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction), a)
-def var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)), axis=axis, keepdims=keepdims)
-def std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return fit(expand(_safe_div(g, 2.0 * ans), a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction), a)
-def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return _safe_div(var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where, correction=correction), 2.0 * ans)
-def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return var_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where), correction=correction)
-def nanvar_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where), correction=correction)
-def nanstd_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return std_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where), correction=correction)
-def nanstd_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None): return std_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where), correction=correction)
+def var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=None, correction=None):
+    return fit(expand(g, a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction), a)
+
+def var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=None, correction=None):
+    return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)), axis=axis,
+                  keepdims=keepdims)
+
+def std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=None, correction=None):
+    return fit(expand(_safe_div(g, 2.0 * ans), a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction),
+               a)
+
+def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=None, correction=None):
+    return _safe_div(var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where, correction=correction),
+                     2.0 * ans)
+
+def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+               mean=None, correction=None):
+    return var_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+                   correction=correction)
+
+def nanvar_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+               mean=None, correction=None):
+    return var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+                   correction=correction)
+
+def nanstd_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+               mean=None, correction=None):
+    return std_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+                   correction=correction)
+
+def nanstd_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+               mean=None, correction=None):
+    return std_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+                   correction=correction)
 
 
 # ---------------------------------------------------------------- average
@@ -194,17 +260,34 @@ def _to_weights(cot, a, axis, weights):
 
 
 def _first(g):
-    return g[0] if isinstance(g, (tuple, list)) else g
+    """The cotangent of average's value (None: zero) when it returned a pair."""
+    g = g[0] if isinstance(g, (tuple, list)) else g
+    return 0.0 if g is None else g
+
+
+def _weights_sum_part(g, a, axis, keepdims, returned):
+    if not returned or g[1] is None:
+        return 0.0
+    return expand(g[1], a, axis, keepdims)
 
 
 def _average_value(ans):
     return ans[0] if isinstance(ans, tuple) else ans
 
 
-def average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False): return fit(expand(_first(g), a, axis, keepdims) * _average_grad_a(a, axis, weights), a)
-def average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False): return fit(_to_weights(expand(_first(g), a, axis, keepdims) * _average_grad_w(a, _average_value(ans), axis, weights, keepdims) + (expand(g[1], a, axis, keepdims) if returned else 0.0), a, axis, weights), weights)
-def average_jvp_a(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False): return _pair(np.sum(t * _average_grad_a(a, axis, weights), axis=axis, keepdims=keepdims), ans, returned)
-def average_jvp_w(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False): return _average_jvp_w(t, ans, a, axis, weights, returned, keepdims)
+def average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    return fit(expand(_first(g), a, axis, keepdims) * _average_grad_a(a, axis, weights), a)
+
+def average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    return fit(_to_weights(expand(_first(g), a, axis, keepdims) * _average_grad_w(a, _average_value(ans), axis, weights, keepdims) + _weights_sum_part(g, a, axis, keepdims, returned), a, axis, weights),
+               weights)
+
+def average_jvp_a(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    return _pair(np.sum(t * _average_grad_a(a, axis, weights), axis=axis, keepdims=keepdims), ans,
+                 returned)
+
+def average_jvp_w(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    return _average_jvp_w(t, ans, a, axis, weights, returned, keepdims)
 
 
 def _pair(tangent, ans, returned):
@@ -284,17 +367,38 @@ def _nan_one(a):
 
 
 def cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None): return fit(_cumsum_vjp(g, a, axis), a)
-def cumsum_jvp(t, ans, a, axis=None, dtype=None, out=None): return np.cumsum(t, axis=axis, dtype=dtype)
-def nancumsum_vjp(g, ans, a, axis=None, dtype=None, out=None): return fit(_cumsum_vjp(g, a, axis) * _valid(a), a)
-def nancumsum_jvp(t, ans, a, axis=None, dtype=None, out=None): return np.cumsum(t * _valid(a), axis=axis)
-def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None): return fit(_cumprod_vjp(g, ans, a, axis), a)
+def cumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    return np.cumsum(t, axis=axis, dtype=dtype)
+
+def nancumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
+    return fit(_cumsum_vjp(g, a, axis) * _valid(a), a)
+
+def nancumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    return np.cumsum(t * _valid(a), axis=axis)
+
+def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
+    return fit(_cumprod_vjp(g, ans, a, axis), a)
+
 def cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None): return _cumprod_jvp(t, ans, a, axis)
-def nancumprod_vjp(g, ans, a, axis=None, dtype=None, out=None): return fit(_cumprod_vjp(g, ans, _nan_one(a), axis) * _valid(a), a)
-def nancumprod_jvp(t, ans, a, axis=None, dtype=None, out=None): return _cumprod_jvp(t * _valid(a), ans, _nan_one(a), axis)
-def cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False): return fit(_cumsum_vjp(_skip_initial(g, axis, include_initial), x, axis), x)
-def cumulative_sum_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False): return np.cumulative_sum(t, axis=axis, include_initial=include_initial)
-def cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False): return fit(_cumprod_vjp(_skip_initial(g, axis, include_initial), _skip_initial(ans, axis, include_initial), x, axis), x)
-def cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False): return _with_initial(_cumprod_jvp(t, _skip_initial(ans, axis, include_initial), x, axis), axis, include_initial, 0.0)
+def nancumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
+    return fit(_cumprod_vjp(g, ans, _nan_one(a), axis) * _valid(a), a)
+
+def nancumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    return _cumprod_jvp(t * _valid(a), ans, _nan_one(a), axis)
+
+def cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    return fit(_cumsum_vjp(_skip_initial(g, axis, include_initial), x, axis), x)
+
+def cumulative_sum_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    return np.cumulative_sum(t, axis=axis, include_initial=include_initial)
+
+def cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    return fit(_cumprod_vjp(_skip_initial(g, axis, include_initial), _skip_initial(ans, axis, include_initial), x, axis),
+               x)
+
+def cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+    return _with_initial(_cumprod_jvp(t, _skip_initial(ans, axis, include_initial), x, axis), axis,
+                         include_initial, 0.0)
 
 
 # ---------------------------------------------------------------- differences, integrals
@@ -331,10 +435,18 @@ def _diff_jvp(t, n, axis, prepend, append):
     return np.diff(t, n, axis, **extra)
 
 
-def diff_vjp(g, ans, a, n=1, axis=-1, prepend=None, append=None): return fit(_diff_vjp(g, a, n, axis, prepend, append), a)
-def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None): return _diff_jvp(t, n, axis, prepend, append)
-def ediff1d_vjp(g, ans, ary, to_end=None, to_begin=None): return fit(np.reshape(_undiff(g[_extent(to_begin, 0):np.shape(g)[0] - _extent(to_end, 0)], 0), np.shape(ary)), ary)
-def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None): return np.ediff1d(t, _zero_or_none(to_end), _zero_or_none(to_begin))
+def diff_vjp(g, ans, a, n=1, axis=-1, prepend=None, append=None):
+    return fit(_diff_vjp(g, a, n, axis, prepend, append), a)
+
+def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    return _diff_jvp(t, n, axis, prepend, append)
+
+def ediff1d_vjp(g, ans, ary, to_end=None, to_begin=None):
+    return fit(np.reshape(_undiff(g[_extent(to_begin, 0):np.shape(g)[0] - _extent(to_end, 0)], 0), np.shape(ary)),
+               ary)
+
+def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
+    return np.ediff1d(t, _zero_or_none(to_end), _zero_or_none(to_begin))
 
 
 def _trapezoid_weights(y, x, dx, axis):
@@ -353,7 +465,9 @@ def _trapezoid_weights(y, x, dx, axis):
     return np.reshape(weights, shape)
 
 
-def trapezoid_vjp(g, ans, y, x=None, dx=1.0, axis=-1): return fit(expand(g, y, axis) * _trapezoid_weights(y, x, dx, axis), y)
+def trapezoid_vjp(g, ans, y, x=None, dx=1.0, axis=-1):
+    return fit(expand(g, y, axis) * _trapezoid_weights(y, x, dx, axis), y)
+
 def trapezoid_jvp(t, ans, y, x=None, dx=1.0, axis=-1): return np.trapezoid(t, x, dx, axis)
 
 
@@ -382,8 +496,11 @@ def _gradient_vjp(g, f, varargs, axis, edge_order):
     return total
 
 
-def gradient_vjp(g, ans, f, *varargs, axis=None, edge_order=1): return fit(_gradient_vjp(g, f, varargs, axis, edge_order), f)
-def gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1): return np.gradient(t, *varargs, axis=axis, edge_order=edge_order)
+def gradient_vjp(g, ans, f, *varargs, axis=None, edge_order=1):
+    return fit(_gradient_vjp(g, f, varargs, axis, edge_order), f)
+
+def gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
+    return np.gradient(t, *varargs, axis=axis, edge_order=edge_order)
 
 
 # ---------------------------------------------------------------- registration

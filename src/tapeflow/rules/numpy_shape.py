@@ -46,8 +46,12 @@ def flatten(a, order='C'):
     return np.reshape(np.copy(a), -1, order=order)
 
 
-def reshape_vjp(g, ans, a, shape=None, order='C', **kw): return fit(np.reshape(g, np.shape(a), order=order), a)
-def reshape_jvp(t, ans, a, shape=None, order='C', **kw): return np.reshape(t, np.shape(ans), order=order)
+def reshape_vjp(g, ans, a, shape=None, order='C', **kw):
+    return fit(np.reshape(g, np.shape(a), order=order), a)
+
+def reshape_jvp(t, ans, a, shape=None, order='C', **kw):
+    return np.reshape(t, np.shape(ans), order=order)
+
 def ravel_vjp(g, ans, a, order='C'): return fit(np.reshape(g, np.shape(a), order=order), a)
 def ravel_jvp(t, ans, a, order='C'): return np.ravel(t, order=order)
 def flatten_jvp(t, ans, a, order='C'): return flatten(t, order)
@@ -55,7 +59,9 @@ def expand_dims_vjp(g, ans, a, axis): return fit(np.reshape(g, np.shape(a)), a)
 def expand_dims_jvp(t, ans, a, axis): return np.expand_dims(t, axis)
 def squeeze_vjp(g, ans, a, axis=None): return fit(np.reshape(g, np.shape(a)), a)
 def squeeze_jvp(t, ans, a, axis=None): return np.reshape(t, np.shape(ans))
-def atleast_vjp(g, ans, *arys, _i=0): return fit(np.reshape(g[_i] if len(arys) > 1 else g, np.shape(arys[_i])), arys[_i])
+def atleast_vjp(g, ans, *arys, _i=0):
+    return fit(np.reshape(fill_zeros(g, ans)[_i] if len(arys) > 1 else g, np.shape(arys[_i])),
+               arys[_i])
 
 
 # ---------------------------------------------------------------- permuting axes
@@ -68,7 +74,9 @@ def swapaxes_vjp(g, ans, a, axis1, axis2): return fit(np.swapaxes(g, axis1, axis
 def swapaxes_jvp(t, ans, a, axis1, axis2): return np.swapaxes(t, axis1, axis2)
 def moveaxis_vjp(g, ans, a, source, destination): return fit(np.moveaxis(g, destination, source), a)
 def moveaxis_jvp(t, ans, a, source, destination): return np.moveaxis(t, source, destination)
-def rollaxis_vjp(g, ans, a, axis, start=0): return fit(np.moveaxis(g, _rollaxis_destination(np.ndim(a), axis, start), axis), a)
+def rollaxis_vjp(g, ans, a, axis, start=0):
+    return fit(np.moveaxis(g, _rollaxis_destination(np.ndim(a), axis, start), axis), a)
+
 def rollaxis_jvp(t, ans, a, axis, start=0): return np.rollaxis(t, axis, start)
 
 
@@ -122,7 +130,9 @@ def repeat_jvp(t, ans, a, repeats, axis=None): return np.repeat(t, repeats, axis
 def broadcast_to_vjp(g, ans, array, shape, subok=False): return fit(g, array)
 def broadcast_to_jvp(t, ans, array, shape, subok=False): return np.broadcast_to(t, shape)
 def broadcast_arrays_vjp(g, ans, *args, _i=0, **kw): return fit(fill_zeros(g, ans)[_i], args[_i])
-def broadcast_arrays_jvp(t, ans, *args, _i=0, **kw): return tuple(np.broadcast_to(t, np.shape(out)) if k == _i else np.zeros_like(out) for k, out in enumerate(ans))
+def broadcast_arrays_jvp(t, ans, *args, _i=0, **kw):
+    return tuple(np.broadcast_to(t, np.shape(out)) if k == _i else np.zeros_like(out) for k,
+                 out in enumerate(ans))
 
 
 # ---------------------------------------------------------------- copies, casts, arrays
@@ -163,7 +173,7 @@ def array_jvp(t, ans, obj, *args, ndmin=0, **kw): return _ndmin(_pack(t), ndmin)
 def _linspace_vjp(g, ans, value, num, endpoint, axis, from_start):
     step_g = None
     if isinstance(g, (tuple, list)):
-        g, step_g = g
+        g, step_g = fill_zeros([g[0]], [ans[0]])[0], g[1]
     weights = np.linspace(1.0, 0.0, num, endpoint=endpoint) if from_start \
         else np.linspace(0.0, 1.0, num, endpoint=endpoint)
     cot = np.tensordot(weights, np.moveaxis(g, axis, 0), axes=1)
@@ -174,15 +184,30 @@ def _linspace_vjp(g, ans, value, num, endpoint, axis, from_start):
 
 
 def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', **kw): return fit(g, fill_value)
-def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', **kw): return np.broadcast_to(t, np.shape(ans)) + 0.0
+def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', **kw):
+    return np.broadcast_to(t, np.shape(ans)) + 0.0
+
 def full_like_vjp_a(g, ans, a, fill_value, *args, **kw): return fit(0.0 * g, a)
 def full_like_vjp(g, ans, a, fill_value, *args, **kw): return fit(g, fill_value)
 def full_like_jvp_a(t, ans, a, fill_value, *args, **kw): return np.zeros_like(ans)
-def full_like_jvp(t, ans, a, fill_value, *args, **kw): return np.broadcast_to(t, np.shape(ans)) + 0.0
-def linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_vjp(g, ans, start, num, endpoint, axis, True)
-def linspace_vjp_stop(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_vjp(g, ans, stop, num, endpoint, axis, False)
-def linspace_jvp_start(t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_jvp(t, ans, stop, num, endpoint, retstep, axis, True)
-def linspace_jvp_stop(t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw): return _linspace_jvp(t, ans, start, num, endpoint, retstep, axis, False)
+def full_like_jvp(t, ans, a, fill_value, *args, **kw):
+    return np.broadcast_to(t, np.shape(ans)) + 0.0
+
+def linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
+                       axis=0, **kw):
+    return _linspace_vjp(g, ans, start, num, endpoint, axis, True)
+
+def linspace_vjp_stop(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+                      **kw):
+    return _linspace_vjp(g, ans, stop, num, endpoint, axis, False)
+
+def linspace_jvp_start(t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
+                       axis=0, **kw):
+    return _linspace_jvp(t, ans, stop, num, endpoint, retstep, axis, True)
+
+def linspace_jvp_stop(t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+                      **kw):
+    return _linspace_jvp(t, ans, start, num, endpoint, retstep, axis, False)
 
 
 def _linspace_jvp(t, ans, other, num, endpoint, retstep, axis, from_start):

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
-from tapeflow.rules.shapes import unbroadcast
+from tapeflow.rules.shapes import broadcast_tangent, unbroadcast
 
 
 # ---------------------------------------------------------------- add, sub, neg
@@ -35,14 +35,30 @@ def pos_vjp(g, ans, x):
     return g
 
 
+def add_jvp(t, ans, x, y):
+    return broadcast_tangent(t, ans)
+
+
+def sub_jvp_y(t, ans, x, y):
+    return broadcast_tangent(-t, ans)
+
+
+def neg_jvp(t, ans, x):
+    return -t
+
+
+def pos_jvp(t, ans, x):
+    return t
+
+
 defvjp(operator.add, add_vjp_x, add_vjp_y)
-defjvp(operator.add, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: t + 0 * x)
+defjvp(operator.add, add_jvp, add_jvp)
 defvjp(operator.sub, add_vjp_x, sub_vjp_y)
-defjvp(operator.sub, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: -t + 0 * x)
+defjvp(operator.sub, add_jvp, sub_jvp_y)
 defvjp(operator.neg, neg_vjp)
-defjvp(operator.neg, lambda t, ans, x: -t)
+defjvp(operator.neg, neg_jvp)
 defvjp(operator.pos, pos_vjp)
-defjvp(operator.pos, lambda t, ans, x: t)
+defjvp(operator.pos, pos_jvp)
 
 
 # ---------------------------------------------------------------- mul, div
@@ -63,10 +79,26 @@ def div_vjp_y(g, ans, x, y):
     return unbroadcast(-g * ans / y, y)
 
 
+def mul_jvp_x(t, ans, x, y):
+    return broadcast_tangent(t * y, ans)
+
+
+def mul_jvp_y(t, ans, x, y):
+    return broadcast_tangent(x * t, ans)
+
+
+def div_jvp_x(t, ans, x, y):
+    return broadcast_tangent(t / y, ans)
+
+
+def div_jvp_y(t, ans, x, y):
+    return broadcast_tangent(-t * ans / y, ans)
+
+
 defvjp(operator.mul, mul_vjp_x, mul_vjp_y)
-defjvp(operator.mul, lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
+defjvp(operator.mul, mul_jvp_x, mul_jvp_y)
 defvjp(operator.truediv, div_vjp_x, div_vjp_y)
-defjvp(operator.truediv, lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
+defjvp(operator.truediv, div_jvp_x, div_jvp_y)
 
 
 # ---------------------------------------------------------------- power
@@ -84,9 +116,16 @@ def pow_vjp_y(g, ans, x, y):
     return unbroadcast(g * ans * _log_base(x), y)
 
 
+def pow_jvp_x(t, ans, x, y):
+    return broadcast_tangent(t * y * x ** (y - 1), ans)
+
+
+def pow_jvp_y(t, ans, x, y):
+    return broadcast_tangent(t * ans * _log_base(x), ans)
+
+
 defvjp(operator.pow, pow_vjp_x, pow_vjp_y)
-defjvp(operator.pow, lambda t, ans, x, y: t * y * x ** (y - 1),
-       lambda t, ans, x, y: t * ans * _log_base(x))
+defjvp(operator.pow, pow_jvp_x, pow_jvp_y)
 
 
 # ---------------------------------------------------------------- matmul
@@ -129,8 +168,16 @@ def matmul_vjp_b(g, ans, a, b):
     return _matmul_vjp_b(g, a, b)
 
 
+def matmul_jvp_a(t, ans, a, b):
+    return t @ b
+
+
+def matmul_jvp_b(t, ans, a, b):
+    return a @ t
+
+
 defvjp(operator.matmul, matmul_vjp_a, matmul_vjp_b)
-defjvp(operator.matmul, lambda t, ans, a, b: t @ b, lambda t, ans, a, b: a @ t)
+defjvp(operator.matmul, matmul_jvp_a, matmul_jvp_b)
 
 
 # ---------------------------------------------------------------- no derivative

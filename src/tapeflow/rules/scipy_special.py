@@ -130,12 +130,21 @@ def rel_entr_jvp_y(t, ans, x, y): return -t * x / y + 0.0 * ans
 
 # ---------------------------------------------------------------- reductions
 
-def logsumexp_vjp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False): return fit(_expanded(g, a, axis, keepdims) * _lse_weights(a, ans, axis, b, keepdims), a)
-def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False): return np.sum(t * _lse_weights(a, ans, axis, b, keepdims), axis=axis, keepdims=keepdims)
-def softmax_vjp(g, ans, x, axis=None): return fit(ans * (g - np.sum(g * ans, axis=axis, keepdims=True)), x)
+def logsumexp_vjp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
+    return fit(_expanded(g, a, axis, keepdims) * _lse_weights(a, ans, axis, b, keepdims), a)
+
+def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
+    return np.sum(t * _lse_weights(a, ans, axis, b, keepdims), axis=axis, keepdims=keepdims)
+
+def softmax_vjp(g, ans, x, axis=None):
+    return fit(ans * (g - np.sum(g * ans, axis=axis, keepdims=True)), x)
+
 def softmax_jvp(t, ans, x, axis=None): return ans * (t - np.sum(t * ans, axis=axis, keepdims=True))
-def log_softmax_vjp(g, ans, x, axis=None): return fit(g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True), x)
-def log_softmax_jvp(t, ans, x, axis=None): return t - np.sum(t * np.exp(ans), axis=axis, keepdims=True)
+def log_softmax_vjp(g, ans, x, axis=None):
+    return fit(g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True), x)
+
+def log_softmax_jvp(t, ans, x, axis=None):
+    return t - np.sum(t * np.exp(ans), axis=axis, keepdims=True)
 
 
 if sc is not None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from tapeflow.rules import registry
 
-__all__ = ['unbroadcast', 'unbroadcast_to', 'def_elementwise', 'def_linear',
+__all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
            'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
            'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack']
 
@@ -28,6 +28,14 @@ def unbroadcast(g, x):
     if g.shape == shape:
         return _as_dtype_of(g, x)
     return _as_dtype_of(unbroadcast_to(g, shape), x)
+
+
+def broadcast_tangent(t, ans):
+    """The tangent `t` of an operand, in the shape of the output `ans` it moves."""
+    if t.__class__ in _SCALARS and ans.__class__ in _SCALARS:
+        return t
+    shape = np.shape(ans)
+    return t if np.shape(t) == shape else np.broadcast_to(t, shape)
 
 
 def unbroadcast_to(g, shape):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapeflow.rules.shapes import unbroadcast
+from tapeflow.rules.shapes import unbroadcast, zeros_like_value
 
-__all__ = ['add_adjoint', 'getitem_adjoint', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+__all__ = ['add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape']
 
@@ -81,6 +81,38 @@ def drop_last_adjoint(adjoint):
     if is_zero(adjoint):
         return adjoint
     return adjoint[:-1]
+
+
+def zero_tangent(value):
+    """The tangent of a value that does not depend on the inputs: 0.0, or zeros of its shape."""
+    if value.__class__ is float or value.__class__ is int or value.__class__ is bool:
+        return 0.0
+    return zeros_like_value(value)
+
+
+def setitem_tangent(tangent, index, value_tangent, container):
+    """The tangent of `y` after `y[index] = v`, without touching a shared tangent."""
+    if isinstance(container, list):
+        new = list(tangent) if not is_zero(tangent) else [0.0] * len(container)
+        new[index] = value_tangent
+        return new
+    if is_zero(tangent):
+        if is_zero(value_tangent):
+            return tangent
+        new = np.zeros(np.shape(container), np.result_type(container, float))
+    else:
+        new = np.array(tangent, copy=True)
+    new[index] = value_tangent
+    return new
+
+
+def append_tangent(tangent, value_tangent, container):
+    """The tangent of `ys` after `ys.append(v)` (`container` is `ys` after it)."""
+    if is_zero(tangent):
+        if is_zero(value_tangent):
+            return tangent
+        return [0.0] * (len(container) - 1) + [value_tangent]
+    return list(tangent) + [value_tangent]
 
 
 def old_value(container, index):

@@ -122,7 +122,13 @@ class _Forward:
         self_update = y in _names(value)
         ans = self.ctx.namer.new('_' + y) if self_update else y
         terms = self.terms(stmt, ans, value)
-        tangent = _sum(terms) if terms else nodes.const(0.0)
+        # A zero of the value's shape: a scalar 0.0 would not survive `@` and friends.
+        if terms:
+            tangent = _sum(terms)
+        elif isinstance(value, gast.Constant):
+            tangent = nodes.const(0.0)
+        else:
+            tangent = nodes.call('zero_tangent', ans)
         if self_update:
             return [nodes.assign(ans, value), mark(nodes.assign(dy, tangent)), nodes.assign(y, ans)]
         return [stmt, mark(nodes.assign(dy, tangent))]

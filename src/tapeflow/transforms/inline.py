@@ -121,7 +121,8 @@ class RuleEmitter:
 class _DropUnbroadcast(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
-        if isinstance(node.func, gast.Name) and node.func.id == 'unbroadcast' and len(node.args) == 2:
+        if isinstance(node.func, gast.Name) and node.func.id in ('unbroadcast', 'broadcast_tangent') \
+                and len(node.args) == 2:
             return node.args[0]
         return node
 

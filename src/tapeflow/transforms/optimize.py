@@ -35,6 +35,34 @@ def transform(forward, reverse, live_out, params):
     return forward, reverse, _undefined_at_push(forward, set(params))
 
 
+# ------------------------------------------------------------------ forward mode
+
+def drop_dead_tangents(body, tail):
+    """Remove tangent statements (marked by `forward`) whose result nothing reads."""
+    while True:
+        liveness = Liveness(body + tail, set())
+        removed = []
+        body = _drop_tangents(body, liveness, removed)
+        if not removed:
+            return body
+
+
+def _drop_tangents(stmts, liveness, removed):
+    out = []
+    for stmt in stmts:
+        for field in ('body', 'orelse'):
+            inner = getattr(stmt, field, None)
+            if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
+                setattr(stmt, field, _drop_tangents(inner, liveness, removed)
+                        or ([] if field == 'orelse' else [nodes.pass_()]))
+        if getanno(stmt, Key.SYNTHETIC) == 'tangent' and isinstance(stmt, gast.Assign) \
+                and stmt.targets[0].id not in liveness.live_after.get(id(stmt), set()):
+            removed.append(stmt)
+            continue
+        out.append(stmt)
+    return out
+
+
 # ------------------------------------------------------------------ dead code
 
 def _is_pop(node) -> bool:

@@ -26,7 +26,7 @@ from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.unparse import load_module, unparse
-from tapeflow.transforms import anf, desugar, optimize, reverse
+from tapeflow.transforms import anf, desugar, forward, optimize, reverse
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -46,7 +46,8 @@ PASSES = (
 # their values (`tapeflow.runtime.support`), so this layer does not import it.
 RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint',
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
-                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice')
+                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice',
+                 'setitem_tangent', 'append_tangent', 'zero_tangent')
 
 
 @dataclasses.dataclass
@@ -77,39 +78,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     this compilation serves (the caller keys its cache on them).
     """
     passes = []
-
-    def record(name, node):
-        if record_passes:
-            passes.append((name, unparse(node)))
-
-    source = parse.parse_function(fn)                                   # parse
-    node = source.node
-    record('parse', node)
-    for name in lifted:
-        node.args.args.append(nodes.name(name))
-        node.args.args[-1].ctx = gast.Param()
-    bindings = resolve.resolve(node, fn)                                # resolve
-    fence.check(source)                                                 # fence
-    params = [a.id for a in node.args.args]
-    for i in wrt:
-        if i >= len(params):
-            raise TypeError(f'{fn.__name__}() has {len(params) - len(lifted)} parameters; '
-                            f'cannot differentiate with respect to argument {i}')
-    wrt_names = [params[i] for i in wrt]
-    namer = Namer.for_function(node)
-    namer.taken |= set(RUNTIME_NAMES) | {'_tape', '_push', '_pop', '_value'}
-    desugar.transform(node, namer, source, fn)                          # desugar
-    record('desugar', node)
-    anf.transform(node, namer)                                          # anf
-    record('anf', node)
-    active = activity.active_names(node, set(wrt_names))                # activity
-    scalars = kinds.scalar_names(node, {params[i] for i in scalar_args if i < len(params)})
-
-    namespace = dict(runtime_names)
-    namespace.update(bindings.values)
-    emitter = RuleEmitter(namespace, namer)
+    front = _front(fn, wrt, lifted, scalar_args, runtime_names, passes if record_passes else None)
+    source, node, namer, params, active = front.source, front.node, front.namer, front.params, front.active
+    wrt_names, scalars, namespace, emitter = front.wrt_names, front.scalars, front.namespace, front.emitter
+    record = front.record
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
-                        bindings=bindings)
+                        bindings=front.bindings)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
                                  _callee_binder(compiled, namespace, namer, compile_callee),
                                  scalars)
@@ -190,6 +164,99 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     compiled.backward = namespace[f'{name}_backward']
     compiled.passes = passes
     return compiled
+
+
+@dataclasses.dataclass
+class _Front:
+    source: object
+    node: gast.FunctionDef
+    namer: Namer
+    params: list
+    wrt_names: list
+    active: set
+    scalars: set
+    bindings: object
+    namespace: dict
+    emitter: RuleEmitter
+    record: object
+
+
+def _front(fn, wrt, lifted, scalar_args, runtime_names, passes) -> _Front:
+    """parse -> resolve -> fence -> desugar -> anf -> activity: what both modes share."""
+    def record(name, node):
+        if passes is not None:
+            passes.append((name, unparse(node)))
+
+    source = parse.parse_function(fn)                                   # parse
+    node = source.node
+    record('parse', node)
+    for name in lifted:
+        node.args.args.append(nodes.name(name))
+        node.args.args[-1].ctx = gast.Param()
+    bindings = resolve.resolve(node, fn)                                # resolve
+    fence.check(source)                                                 # fence
+    params = [a.id for a in node.args.args]
+    for i in wrt:
+        if i >= len(params):
+            raise TypeError(f'{fn.__name__}() has {len(params) - len(lifted)} parameters; '
+                            f'cannot differentiate with respect to argument {i}')
+    wrt_names = [params[i] for i in wrt]
+    namer = Namer.for_function(node)
+    namer.taken |= set(RUNTIME_NAMES) | {'_tape', '_push', '_pop', '_value'}
+    desugar.transform(node, namer, source, fn)                          # desugar
+    record('desugar', node)
+    anf.transform(node, namer)                                          # anf
+    record('anf', node)
+    active = activity.active_names(node, set(wrt_names))                # activity
+    scalars = kinds.scalar_names(node, {params[i] for i in scalar_args if i < len(params)})
+    namespace = dict(runtime_names)
+    namespace.update(bindings.values)
+    emitter = RuleEmitter(namespace, namer)
+    return _Front(source, node, namer, params, wrt_names, active, scalars, bindings,
+                  namespace, emitter, record)
+
+
+def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
+                    record_passes=False, compile_callee=None, scalar_args=()) -> Compiled:
+    """Forward mode: `jvp_f(*args, *tangents) -> (value, tangent)` for the parameters at `wrt`."""
+    passes = []
+    front = _front(fn, wrt, (), scalar_args, runtime_names, passes if record_passes else None)
+    params, active, namer = front.params, front.active, front.namer
+    compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
+    binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
+    ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.scalars)
+    body, output, tangent_out = forward.transform(front.node, ctx)     # forward
+    tangent_params = [ctx.tangents[n] for n in front.wrt_names]
+    inits = [nodes.assign(ctx.tangents[p], nodes.call('zero_tangent', p)) for p in params
+             if p in active and p not in front.wrt_names]
+    tail = [nodes.return_(nodes.tuple_(output, tangent_out))]
+    if optimize_code:                                                   # optimize
+        body = optimize.drop_dead_tangents(inits + body, tail)
+    else:
+        body = inits + body
+    fdef = nodes.function_def(f'{fn.__name__}_jvp', params + tangent_params, body + tail)
+    text = unparse(fdef)                                                # codegen
+    front.record('forward', fdef)
+    load_module(text, front.namespace, fn.__name__ + ' jvp')
+    compiled.source = compiled.module_source = compiled.split_source = text
+    compiled.combined = front.namespace[f'{fn.__name__}_jvp']
+    compiled.passes = passes
+    return compiled
+
+
+def _jvp_binder(compiled, namespace, namer, compile_callee):
+    bound = {}
+
+    def bind(fn, wrt, stmt):
+        if (fn, wrt) not in bound:
+            callee = compile_callee(fn, wrt)
+            compiled.callees.append(callee)
+            name = namer.new(f'{fn.__name__}_jvp')
+            namespace[name] = (lambda *a: callee.combined(*a)) if callee.combined is None \
+                else callee.combined
+            bound[fn, wrt] = name
+        return bound[fn, wrt]
+    return bind
 
 
 def _trim_tape(fdef):
