@@ -1,6 +1,7 @@
 """tapeflow: source-transforming automatic differentiation for Python and NumPy."""
 from tapeflow import rules  # noqa: F401  (fills the rule table)
-from tapeflow.api import grad, value_and_grad, vjp, jvp, source  # noqa: E402,F401
+from tapeflow.api import (grad, value_and_grad, vjp, jvp, source, jacfwd, jacrev,  # noqa: E402,F401
+                          jacobian, hessian, hvp)  # noqa: E402,F401
 from tapeflow.syntax.errors import UnsupportedError, TapeflowError  # noqa: E402,F401
 from tapeflow.rules.registry import MissingRule  # noqa: E402,F401
 from tapeflow.runtime import *  # noqa: E402,F401,F403  (Tensor, GradientTape, TF-style ops)

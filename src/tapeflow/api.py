@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import types
 
 import numpy as np
 
@@ -51,6 +52,29 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=()):
     return cache.get_or_compile(fn, key, build)
 
 
+def _generated_caller(wrapper, kind, f, wrt, has_aux):
+    cached = wrapper.__dict__.get('__tapeflow_caller__')
+    if cached is not None:
+        return cached
+    python_fn = _unwrap(f)
+    compiled = compile_adjoint(python_fn, wrt)
+    params = ', '.join(compiled.params)
+    name = f'{kind}_{python_fn.__name__}'
+    result = {'grad': '_out[1]', 'value_and_grad': '_out'}[kind]
+    if has_aux and kind == 'grad':
+        result = '(_out[1], _out[0][1])'
+    seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
+    text = (f'def {name}({params}):\n'
+            f'    _out = {compiled.combined.__name__}({params}{seed})\n'
+            f'    return {result}\n')
+    namespace = {compiled.combined.__name__: compiled.combined}
+    from tapeflow.syntax.unparse import load_module
+    load_module(text, namespace, name)
+    caller = namespace[name]
+    wrapper.__tapeflow_caller__ = caller
+    return caller
+
+
 def _compile_callee(fn, wrt):
     return compile_adjoint(fn, wrt)
 
@@ -77,8 +101,21 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=()):
 
 
 def _unwrap(fn):
+    """The Python function the compiler reads for `fn`.
+
+    A function made by `grad` or `value_and_grad` is read as a small function
+    that calls its generated code, so derivatives of derivatives transform
+    the generated code itself.
+    """
+    transform = getattr(fn, '__tapeflow_transform__', None)
+    if transform is not None:
+        return _generated_caller(fn, *transform)
     inner = getattr(fn, '__tapeflow_python__', None)
-    return inner if inner is not None else fn
+    fn = inner if inner is not None else fn
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f'tapeflow differentiates Python functions (def ...), not {fn!r}; '
+                        f'call it from a def')
+    return fn
 
 
 # ------------------------------------------------------------------ checks and conversions
@@ -184,6 +221,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             grads = (grads,)
         return value, tuple(_like(g, args[i]) for g, i in zip(grads, wrt))
 
+    value_and_grad_f.__tapeflow_transform__ = ('value_and_grad', f, wrt, has_aux)
     return value_and_grad_f
 
 
@@ -201,6 +239,7 @@ def grad(f, argnums=0, has_aux=False):
         def grad_f(*args):
             return vg(*args)[1]
 
+    grad_f.__tapeflow_transform__ = ('grad', f, vg.__tapeflow_transform__[2], has_aux)
     return grad_f
 
 
@@ -280,3 +319,55 @@ def source(f, argnums=0, mode='reverse', optimize=True):
         parts.append(callee.split_source)
         pending.extend(callee.callees)
     return '\n\n'.join(parts)
+
+
+# ------------------------------------------------------------------ jacobians
+
+def _flat_basis(x):
+    """Unit directions spanning the argument `x`, each in `x`'s shape."""
+    x = np.asarray(x)
+    dtype = x.dtype if np.issubdtype(x.dtype, np.inexact) else np.float64
+    eye = np.eye(x.size, dtype=dtype)
+    return [eye[k].reshape(x.shape) for k in range(x.size)]
+
+
+def jacfwd(f, argnums=0):
+    """Dense Jacobian by forward mode: one jvp per input direction; shape out.shape + in.shape."""
+    @functools.wraps(f)
+    def jacobian_f(*args):
+        columns = []
+        for direction in _flat_basis(args[argnums]):
+            tangents = [np.zeros_like(a, dtype=float) if isinstance(a, np.ndarray) else
+                        (0.0 if isinstance(a, float) else a) for a in args]
+            tangents[argnums] = direction if isinstance(args[argnums], np.ndarray) else float(direction)
+            value, tangent = jvp(f, args, tangents)
+            columns.append(np.asarray(tangent))
+        out_shape = np.shape(value)
+        jac = np.stack(columns, axis=-1) if columns else np.zeros(out_shape + (0,))
+        return jac.reshape(out_shape + np.shape(args[argnums]))
+    return jacobian_f
+
+
+def jacrev(f, argnums=0):
+    """Dense Jacobian by reverse mode: one vjp per output element; shape out.shape + in.shape."""
+    @functools.wraps(f)
+    def jacobian_f(*args):
+        out, pullback = vjp(f, *args)
+        rows = [np.asarray(pullback(ct)[argnums]) for ct in _flat_basis(out)] \
+            if np.ndim(out) else [np.asarray(pullback(1.0)[argnums])]
+        jac = np.stack(rows, axis=0)
+        return jac.reshape(np.shape(out) + np.shape(args[argnums]))
+    return jacobian_f
+
+
+jacobian = jacrev
+
+
+def hessian(f, argnums=0):
+    """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient)."""
+    return jacfwd(grad(f, argnums), argnums)
+
+
+def hvp(f, primals, vectors):
+    """Hessian-vector product without forming the Hessian: `jvp` of the gradient."""
+    return jvp(grad(f), primals, vectors)[1]

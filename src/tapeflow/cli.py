@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import math
 import os
 import re
@@ -253,7 +254,7 @@ def _load_function(target):
     return obj
 
 
-_loaded = {}
+_counter = itertools.count()
 
 
 def _load_module(path):
@@ -261,9 +262,6 @@ def _load_module(path):
         raise UsageError(f'{path}: no such file')
     if os.path.isdir(path):
         raise UsageError(f'{path} is a directory, not a Python file')
-    key = os.path.abspath(path)
-    if key in _loaded:
-        return _loaded[key]
     try:
         with open(path, encoding='utf-8') as f:
             text = f.read()
@@ -274,10 +272,10 @@ def _load_module(path):
     except SyntaxError as e:
         raise UsageError(f'{path}:{e.lineno}:{e.offset or 0}: syntax error: {e.msg}') from None
     stem = re.sub(r'\W', '_', os.path.splitext(os.path.basename(path))[0])
-    module = types.ModuleType(f'_tapeflow_cli_{stem}_{len(_loaded)}')
+    module = types.ModuleType(f'_tapeflow_cli_{stem}_{next(_counter)}')
     module.__file__ = path
     sys.modules[module.__name__] = module
-    directory = os.path.dirname(key)
+    directory = os.path.dirname(os.path.abspath(path))
     if directory not in sys.path:
         sys.path.insert(0, directory)
     try:
@@ -286,7 +284,6 @@ def _load_module(path):
         line = _innermost_line(e.__traceback__, path)
         where = f'{path}:{line}' if line else path
         raise UsageError(f'{where}: running the file raised {type(e).__name__}: {e}') from None
-    _loaded[key] = module
     return module
 
 

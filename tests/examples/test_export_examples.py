@@ -1,4 +1,5 @@
 """The examples' gradients, exported, run in an interpreter where tapeflow cannot be imported."""
+import importlib.util
 import json
 import os
 import pathlib
@@ -11,12 +12,6 @@ import tapeflow
 from tapeflow import export
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / 'examples'))
-
-import custom_gradient  # noqa: E402
-import logistic_regression  # noqa: E402
-import mlp  # noqa: E402
-import projectile  # noqa: E402
 
 RUNNER = '''
 import json, sys
@@ -32,7 +27,17 @@ print(json.dumps(out))
 '''
 
 
+def example(name):
+    """The module examples/<name>.py, run afresh (it may register rules: see conftest)."""
+    spec = importlib.util.spec_from_file_location(f'example_{name}', ROOT / 'examples' / f'{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_exported_example_gradients_match_tapeflow(tmp_path):
+    logistic_regression, mlp = example('logistic_regression'), example('mlp')
+    projectile, custom_gradient = example('projectile'), example('custom_gradient')
     X, y = logistic_regression.make_data(20)
     Xm, ym = mlp.make_data(8)
     W1, b1, W2, b2 = mlp.init(4)

@@ -96,7 +96,8 @@ def realize(marker, rng):
             x = x + 1j * rng.uniform(marker.lo, marker.hi, marker.shape)
         return np.asarray(x)
     if isinstance(marker, F):
-        return float(marker.value if marker.value is not None else rng.uniform(marker.lo, marker.hi))
+        value = marker.value if marker.value is not None else rng.uniform(marker.lo, marker.hi)
+        return float(value)
     if isinstance(marker, L):
         items = [realize(m, rng) for m in marker.items]
         return tuple(items) if marker.tuple_ else items
@@ -275,14 +276,17 @@ def _float32(x):
 
 def _structure_matches(cot, arg, what):
     if isinstance(arg, (list, tuple)):
-        assert isinstance(cot, type(arg)), f'{what}: cotangent {type(cot).__name__} of a {type(arg).__name__}'
+        assert isinstance(cot, type(arg)), \
+            f'{what}: cotangent {type(cot).__name__} of a {type(arg).__name__}'
         assert len(cot) == len(arg), f'{what}: {len(cot)} cotangents for {len(arg)} items'
         for c, a in zip(cot, arg):
             _structure_matches(c, a, what)
     elif isinstance(arg, float):
-        assert isinstance(cot, float), f'{what}: cotangent of a Python float is {type(cot).__name__}'
+        assert isinstance(cot, float), \
+            f'{what}: cotangent of a Python float is {type(cot).__name__}'
     else:
-        assert np.shape(cot) == np.shape(arg), f'{what}: cotangent shape {np.shape(cot)}, argument {np.shape(arg)}'
+        assert np.shape(cot) == np.shape(arg), \
+            f'{what}: cotangent shape {np.shape(cot)}, argument {np.shape(arg)}'
 
 
 def _dtype_is_32(cot, arg, what):
@@ -291,7 +295,8 @@ def _dtype_is_32(cot, arg, what):
             _dtype_is_32(c, a, what)
     elif not isinstance(arg, float):
         expected = np.complex64 if np.iscomplexobj(arg) else np.float32
-        assert np.asarray(cot).dtype == expected, f'{what}: float32 input, cotangent dtype {np.asarray(cot).dtype}'
+        dtype = np.asarray(cot).dtype
+        assert dtype == expected, f'{what}: float32 input, cotangent dtype {dtype}'
 
 
 def check(spec: Spec):
@@ -340,7 +345,8 @@ def check(spec: Spec):
             close(leaves(tjvp), leaves(jvp), 1e-9, 1e-12, f'{what}: JVP on Tensors')
             close(leaves(tvjp), leaves(vjp), 1e-9, 1e-12, f'{what}: VJP on Tensors')
             missing = [f for f in FakeTensor.called if lookup_rule(f) is None]
-            assert not missing, f'{what}: rules called functions without rules on Tensors: {missing}'
+            assert not missing, \
+                f'{what}: rules called functions without rules on Tensors: {missing}'
 
 
 def lookup_rule(fn):

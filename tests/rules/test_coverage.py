@@ -62,12 +62,18 @@ def test_every_differentiable_rule_is_checked_by_a_spec():
                      for rule in list(entry.vjps.values()) + list(entry.jvps.values())}
     unchecked = []
     for fn, entry in RULES.items():
-        if entry.nondiff or id(fn) in checked:
+        if entry.nondiff or id(fn) in checked or not _ours(entry):
             continue
         if all(id(rule) in checked_rules for rule in entry.vjps.values()):
             continue
         unchecked.append(entry.name)
     assert not unchecked, f'rules without a spec: {sorted(unchecked)}'
+
+
+def _ours(entry):
+    """Registered by tapeflow.rules (other tests register rules of their own)."""
+    rules = list(entry.vjps.values()) + list(entry.jvps.values())
+    return any((getattr(r, '__module__', '') or '').startswith('tapeflow.rules.') for r in rules)
 
 
 def test_methods_and_attributes_map_to_registered_callables():
@@ -124,6 +130,7 @@ def test_single_return_rules_refer_only_to_parameters_and_module_names():
                     params |= {a.arg for a in sub.args.args}
             for name in ast.walk(expression):
                 if isinstance(name, ast.Name):
-                    assert name.id in params or name.id in rule.__globals__ \
-                        or hasattr(builtins, name.id), f'{rule.__module__}.{rule.__name__}: {name.id}'
+                    known = name.id in params or name.id in rule.__globals__ \
+                        or hasattr(builtins, name.id)
+                    assert known, f'{rule.__module__}.{rule.__name__}: {name.id}'
     assert seen > 300

@@ -121,7 +121,8 @@ def _rows(family, names):
         if not known:
             continue
         primary, *aliases = known
-        name = f'`{primary}`' + (f' (also {", ".join(f"`{a}`" for a in aliases)})' if aliases else '')
+        also = ', '.join(f'`{a}`' for a in aliases)
+        name = f'`{primary}`' + (f' (also {also})' if aliases else '')
         forms = FORMS.get(fn, '').replace('|', '\\|')
         rows.append((primary, f'| {name} | {_argument_names(entry)} | {forms} |'))
     return [row for _, row in sorted(rows)]
@@ -136,6 +137,8 @@ def counts(names=None):
     names = public_names() if names is None else names
     diff = nondiff = 0
     for fn, entry in RULES.items():
+        if _family(entry) == 'other':
+            continue
         known = names.get(id(fn), [])
         if any(_is_numpy(n) and not n.startswith('np.random.') for n in known):
             if entry.nondiff:
@@ -228,7 +231,8 @@ def main(argv=None):
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
     diff, nondiff = counts()
-    print(f'wrote {args.output}: {diff} differentiable NumPy functions, {nondiff} non-differentiable')
+    print(f'wrote {args.output}: {diff} differentiable NumPy functions, '
+          f'{nondiff} non-differentiable')
     return 0
 
 

@@ -32,6 +32,11 @@ def _sinc_slope(x):
     return np.where(x == 0, SINC_CURVATURE * x, (np.cos(px) * px - np.sin(px)) / (px * safe))
 
 
+def _angle_slope(x, deg):
+    """conj(x) / |x|^2 (0 at 0), in degrees when asked: Im(slope * t) is d angle."""
+    return np.conj(x) / np.where(x == 0, 1.0, np.real(x * np.conj(x))) * (RAD if deg else 1.0)
+
+
 def _modf_frac(g):
     return 0.0 if g is None else g
 
@@ -113,11 +118,10 @@ def real_jvp(t, ans, x): return np.real(t)
 def imag_vjp(g, ans, x): return fit(-1j * g, x)
 def imag_jvp(t, ans, x): return np.imag(t)
 def angle_vjp(g, ans, x, deg=False):
-    return fit(g * (-1j * (RAD if deg else 1.0)) * np.conj(x) / np.where(x == 0, 1.0, x * np.conj(x)),
-               x)
+    return fit(-1j * g * _angle_slope(x, deg), x)
 
 def angle_jvp(t, ans, x, deg=False):
-    return np.imag(np.conj(x) * t) / np.real(np.where(x == 0, 1.0, x * np.conj(x))) * (RAD if deg else 1.0)
+    return np.imag(t * _angle_slope(x, deg))
 
 def real_if_close_vjp(g, ans, a, tol=100): return g
 def real_if_close_jvp(t, ans, a, tol=100): return np.real(t) if np.isrealobj(ans) else t

@@ -112,13 +112,15 @@ def _kron_parts(g, a, b):
 
 def _kron_grad_a(g, a, b):
     blocks, a_shape, b_shape, ndim = _kron_parts(g, a, b)
-    out = np.tensordot(blocks, np.reshape(b, b_shape), axes=(list(range(1, 2 * ndim, 2)), list(range(ndim))))
+    b_axes = list(range(1, 2 * ndim, 2))
+    out = np.tensordot(blocks, np.reshape(b, b_shape), axes=(b_axes, list(range(ndim))))
     return np.reshape(out, np.shape(a))
 
 
 def _kron_grad_b(g, a, b):
     blocks, a_shape, b_shape, ndim = _kron_parts(g, a, b)
-    out = np.tensordot(np.reshape(a, a_shape), blocks, axes=(list(range(ndim)), list(range(0, 2 * ndim, 2))))
+    a_axes = list(range(0, 2 * ndim, 2))
+    out = np.tensordot(np.reshape(a, a_shape), blocks, axes=(list(range(ndim)), a_axes))
     return np.reshape(out, np.shape(b))
 
 
@@ -203,8 +205,8 @@ def correlate_vjp_a(g, ans, a, v, mode='valid'):
     return fit(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.flip(v), 'valid'), a)
 
 def correlate_vjp_v(g, ans, a, v, mode='valid'):
-    return fit(np.conj(np.flip(np.correlate(_full(g, mode, np.size(a), np.size(v), True), np.conj(a), 'valid'))),
-               v)
+    full = _full(g, mode, np.size(a), np.size(v), True)
+    return fit(np.conj(np.flip(np.correlate(full, np.conj(a), 'valid'))), v)
 
 def correlate_jvp_a(t, ans, a, v, mode='valid'): return np.correlate(t, v, mode)
 def correlate_jvp_v(t, ans, a, v, mode='valid'): return np.correlate(a, t, mode)
@@ -214,7 +216,8 @@ def correlate_jvp_v(t, ans, a, v, mode='valid'): return np.correlate(a, t, mode)
 
 def _at(xp, index):
     """xp[index] for an index array that may be a Tensor (it dispatches)."""
-    return np.reshape(np.take_along_axis(np.asarray(xp, float), np.ravel(index), 0), np.shape(index))
+    picked = np.take_along_axis(np.asarray(xp, float), np.ravel(index), 0)
+    return np.reshape(picked, np.shape(index))
 
 
 def _interp_terms(x, xp, left, right, period):
@@ -241,7 +244,8 @@ def _interp_slope(x, xp, fp, left, right, period):
 
 def _interp_fp_vjp(g, x, xp, fp, left, right, period):
     lo, hi, weight, keep_lo, keep_hi, _, _ = _interp_terms(x, xp, left, right, period)
-    spread = np.concatenate([np.ravel(g * (1.0 - weight) * keep_lo), np.ravel(g * weight * keep_hi)])
+    spread = np.concatenate([np.ravel(g * (1.0 - weight) * keep_lo),
+                             np.ravel(g * weight * keep_hi)])
     return scatter_add(spread, np.concatenate([np.ravel(lo), np.ravel(hi)]), np.shape(fp))
 
 
@@ -272,9 +276,13 @@ def _powers(x, n):
     return np.expand_dims(x, -1) ** np.arange(n - 1, -1, -1)
 
 
+def _coefficient_grad(g, p, x):
+    n = np.shape(p)[0]
+    return np.sum(np.reshape(np.expand_dims(g, -1) * _powers(x, n), (-1, n)), axis=0)
+
+
 def polyval_vjp_p(g, ans, p, x):
-    return fit(np.reshape(np.sum(np.reshape(np.expand_dims(g, -1) * _powers(x, np.shape(p)[0]), (-1, np.shape(p)[0])), axis=0), np.shape(p)),
-               p)
+    return fit(_coefficient_grad(g, p, x), p)
 
 def polyval_vjp_x(g, ans, p, x): return fit(g * np.polyval(_slope_coefficients(p), x), x)
 def polyval_jvp_p(t, ans, p, x): return np.polyval(t, x) + np.zeros_like(ans)
@@ -285,7 +293,8 @@ def polyval_jvp_x(t, ans, p, x): return t * np.polyval(_slope_coefficients(p), x
 
 for _fn, _vjps, _jvps in [
         (np.tensordot, (tensordot_vjp_a, tensordot_vjp_b), (tensordot_jvp_a, tensordot_jvp_b)),
-        (np.linalg.tensordot, (tensordot_vjp_a, tensordot_vjp_b), (tensordot_jvp_a, tensordot_jvp_b)),
+        (np.linalg.tensordot, (tensordot_vjp_a, tensordot_vjp_b),
+         (tensordot_jvp_a, tensordot_jvp_b)),
         (np.dot, (dot_vjp_a, dot_vjp_b), (dot_jvp_a, dot_jvp_b)),
         (np.inner, (inner_vjp_a, inner_vjp_b), (inner_jvp_a, inner_jvp_b)),
         (np.outer, (outer_vjp_a, outer_vjp_b), (outer_jvp_a, outer_jvp_b)),

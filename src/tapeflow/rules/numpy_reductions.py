@@ -199,13 +199,14 @@ def var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, 
 
 def std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             mean=None, correction=None):
-    return fit(expand(_safe_div(g, 2.0 * ans), a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction),
-               a)
+    spread = expand(_safe_div(g, 2.0 * ans), a, axis, keepdims)
+    return fit(spread * _var_grad(a, axis, where, ddof, correction), a)
 
 def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             mean=None, correction=None):
-    return _safe_div(var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where, correction=correction),
-                     2.0 * ans)
+    variance = var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
+                       correction=correction)
+    return _safe_div(variance, 2.0 * ans)
 
 def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
@@ -279,8 +280,10 @@ def average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, *, keepdim
     return fit(expand(_first(g), a, axis, keepdims) * _average_grad_a(a, axis, weights), a)
 
 def average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
-    return fit(_to_weights(expand(_first(g), a, axis, keepdims) * _average_grad_w(a, _average_value(ans), axis, weights, keepdims) + _weights_sum_part(g, a, axis, keepdims, returned), a, axis, weights),
-               weights)
+    slope = _average_grad_w(a, _average_value(ans), axis, weights, keepdims)
+    spread = expand(_first(g), a, axis, keepdims) * slope \
+        + _weights_sum_part(g, a, axis, keepdims, returned)
+    return fit(_to_weights(spread, a, axis, weights), weights)
 
 def average_jvp_a(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
     return _pair(np.sum(t * _average_grad_a(a, axis, weights), axis=axis, keepdims=keepdims), ans,
@@ -299,7 +302,8 @@ def _average_jvp_w(t, ans, a, axis, weights, returned, keepdims):
     value = np.sum(tw * _average_grad_w(a, _average_value(ans), axis, weights, keepdims),
                    axis=axis, keepdims=keepdims)
     if returned:
-        return value, np.broadcast_to(np.sum(tw, axis=axis, keepdims=keepdims), np.shape(ans[1])) + 0.0
+        total = np.sum(tw, axis=axis, keepdims=keepdims)
+        return value, np.broadcast_to(total, np.shape(ans[1])) + 0.0
     return value
 
 
@@ -393,8 +397,8 @@ def cumulative_sum_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_in
     return np.cumulative_sum(t, axis=axis, include_initial=include_initial)
 
 def cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
-    return fit(_cumprod_vjp(_skip_initial(g, axis, include_initial), _skip_initial(ans, axis, include_initial), x, axis),
-               x)
+    g, ans = _skip_initial(g, axis, include_initial), _skip_initial(ans, axis, include_initial)
+    return fit(_cumprod_vjp(g, ans, x, axis), x)
 
 def cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
     return _with_initial(_cumprod_jvp(t, _skip_initial(ans, axis, include_initial), x, axis), axis,
@@ -442,8 +446,8 @@ def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
     return _diff_jvp(t, n, axis, prepend, append)
 
 def ediff1d_vjp(g, ans, ary, to_end=None, to_begin=None):
-    return fit(np.reshape(_undiff(g[_extent(to_begin, 0):np.shape(g)[0] - _extent(to_end, 0)], 0), np.shape(ary)),
-               ary)
+    inner = g[_extent(to_begin, 0):np.shape(g)[0] - _extent(to_end, 0)]
+    return fit(np.reshape(_undiff(inner, 0), np.shape(ary)), ary)
 
 def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
     return np.ediff1d(t, _zero_or_none(to_end), _zero_or_none(to_begin))

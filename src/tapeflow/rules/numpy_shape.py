@@ -21,7 +21,9 @@ MAX_ARGS = 32
 
 
 def _inverse(axes):
-    return None if axes is None else tuple(int(i) for i in np.argsort([a % len(axes) for a in axes]))
+    if axes is None:
+        return None
+    return tuple(int(i) for i in np.argsort([a % len(axes) for a in axes]))
 
 
 def _negated(shift):
@@ -168,7 +170,7 @@ def array_vjp(g, ans, obj, *args, **kw): return fit(np.reshape(g, structure_shap
 def array_jvp(t, ans, obj, *args, ndmin=0, **kw): return _ndmin(_pack(t), ndmin).astype(ans.dtype)
 
 
-# ---------------------------------------------------------------- constructors with a differentiable value
+# ---------------------------------------------------------------- constructors with a derivative
 
 def _linspace_vjp(g, ans, value, num, endpoint, axis, from_start):
     step_g = None

@@ -163,7 +163,8 @@ if sc is not None:
         (sc.log_softmax, log_softmax_vjp, log_softmax_jvp),
     ]
     for _fn, _vjp, _jvp in _UNARY:
-        defvjp(_fn, _vjp, name=f'{_fn.__module__ if _fn is np.i0 else "scipy.special"}.{_fn.__name__}')
+        _module = 'numpy' if _fn is np.i0 else 'scipy.special'
+        defvjp(_fn, _vjp, name=f'{_module}.{_fn.__name__}')
         defjvp(_fn, _jvp)
     for _fn, _vjps, _jvps in [
             (sc.beta, (beta_vjp_a, beta_vjp_b), (beta_jvp_a, beta_jvp_b)),

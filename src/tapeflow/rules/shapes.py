@@ -160,3 +160,32 @@ def fill_zeros(gs, outputs):
     """Cotangents of a multi-output primitive with None replaced by zeros."""
     return [(np.zeros_like(out) if hasattr(out, 'shape') else zeros_like_value(out))
             if g is None else g for g, out in zip(gs, outputs)]
+
+
+# ------------------------------------------------------------------ rules of these helpers
+# Generated code calls `unbroadcast` and `broadcast_tangent`; differentiating
+# generated code (higher order) needs their own rules. Both are linear in
+# their first argument.
+
+def _unbroadcast_vjp(g, ans, t, x):
+    return broadcast_tangent(g, t)
+
+
+def _unbroadcast_jvp(t, ans, g, x):
+    return unbroadcast(t, x)
+
+
+def _broadcast_tangent_vjp(g, ans, t, out):
+    return unbroadcast(g, t)
+
+
+def _broadcast_tangent_jvp(t, ans, tangent, out):
+    return broadcast_tangent(t, out)
+
+
+registry.defvjp(unbroadcast, _unbroadcast_vjp)
+registry.defjvp(unbroadcast, _unbroadcast_jvp)
+registry.static(unbroadcast, 1)
+registry.defvjp(broadcast_tangent, _broadcast_tangent_vjp)
+registry.defjvp(broadcast_tangent, _broadcast_tangent_jvp)
+registry.static(broadcast_tangent, 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.rules import registry
 from tapeflow.rules.shapes import unbroadcast, zeros_like_value
 
 __all__ = ['add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
@@ -136,3 +137,26 @@ def snapshot(value):
     if isinstance(value, (list, tuple)):
         return type(value)(snapshot(v) for v in value)
     return value
+
+
+# ---------------------------------------------------------------- rules of these helpers
+# Differentiating generated code (higher order) meets these helpers; each is
+# linear in its cotangent argument, so each JVP is the helper applied to the
+# tangent. `zero_tangent` carries no derivative.
+
+def _linear_in_first(helper):
+    def jvp(t, ans, first, *rest):
+        return helper(t, *rest)
+    registry.defjvp(helper, jvp)
+    registry.static(helper, *range(1, 4))
+
+
+for _helper in (getitem_adjoint, setitem_value_adjoint, setitem_clear_adjoint, last_adjoint,
+                drop_last_adjoint, snapshot):
+    _linear_in_first(_helper)
+registry.defjvp(add_adjoint, lambda t, ans, a, b: t, lambda t, ans, a, b: t)
+registry.defvjp(add_adjoint, lambda g, ans, a, b: g, lambda g, ans, a, b: g)
+registry.defjvp(old_value, lambda t, ans, container, index: old_value(t, index)
+                if not is_zero(t) else 0.0)
+registry.static(old_value, 1)
+registry.nondifferentiable(zero_tangent, is_zero)

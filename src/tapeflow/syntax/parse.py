@@ -39,7 +39,6 @@ def _origin(node):
 
 def parse_function(fn) -> Source:
     """The gast FunctionDef of `fn`, its nodes located in `fn`'s file."""
-    fn = inspect.unwrap(fn)
     lifted = getattr(fn, '__tapeflow_source__', None)
     if lifted is not None:                 # a nested def, lifted by desugar
         return dataclasses.replace(lifted, node=copy.deepcopy(lifted.node))

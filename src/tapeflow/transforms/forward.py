@@ -42,8 +42,25 @@ class ForwardContext:
         self.scalars = set(scalars)
 
 
+def _tape_ops(node) -> dict:
+    """Names bound to a tape's push and pop (`_push = _tape.append`) in generated code."""
+    ops = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Attribute) and n.value.attr in ('append', 'pop') \
+                and isinstance(n.value.value, gast.Name) and n.value.value.id.startswith('_tape'):
+            ops[n.targets[0].id] = 'push' if n.value.attr == 'append' else 'pop'
+    return ops
+
+
 def transform(node: gast.FunctionDef, ctx: ForwardContext):
-    """(body with tangents, the returned value, the returned tangent expression)."""
+    """(body with tangents, the returned value, the returned tangent expression).
+
+    Generated code (a gradient being differentiated again) pushes and pops its
+    tape: an active value pushed is followed by its tangent, popped in the
+    opposite order, so tangents travel on the same tape as their values.
+    """
+    ctx.tape_ops = _tape_ops(node)
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
     if ret is not None:
@@ -112,10 +129,18 @@ class _Forward:
 
     # ---------------------------------------------------------------- assignment
 
+    def _tape_op(self, call):
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
+            return getattr(self.ctx, 'tape_ops', {}).get(call.func.id)
+        return None
+
     def assign(self, stmt, y, value):
         if y not in self.ctx.active:
             return [stmt]
         dy = self.d[y]
+        if self._tape_op(value) == 'pop':
+            # not `mark`ed: a pop is never dead code, it keeps the tape in step
+            return [nodes.assign(dy, nodes.call(value.func.id)), stmt]
         if isinstance(value, gast.Call) and self._user_function(value) is not None \
                 and registry.lookup(getanno(value.func, Key.RESOLVED)) is None:
             return self.user_call(stmt, y, value)
@@ -183,6 +208,7 @@ class _Forward:
 
     def primitive(self, stmt, ans, fn, args, keywords, static=()):
         entry = registry.lookup(fn) if fn is not None else None
+        static = set(static) | (entry.static_argnums if entry is not None else set())
         active = [i for i, a in enumerate(args) if self.is_active(a) and i not in static]
         for name, value in keywords:
             if self.is_active(value):
@@ -234,11 +260,24 @@ class _Forward:
         if y not in self.ctx.active:
             return [stmt]
         index = _index_value(target.slice)
+        if self._tape_op(stmt.value) == 'pop':
+            popped = self.ctx.namer.new('_d' + y)
+            update = nodes.call('setitem_tangent', self.d[y], index, popped, y)
+            return [nodes.assign(popped, nodes.call(stmt.value.func.id)), stmt,
+                    mark(nodes.assign(self.d[y], update))]
         update = nodes.call('setitem_tangent', self.d[y], index, self.tangent(stmt.value), y)
         return [stmt, mark(nodes.assign(self.d[y], update))]
 
     def expr(self, stmt):
         call = stmt.value
+        if self._tape_op(call) == 'push':
+            pushed = call.args[0]
+            if self.is_active(pushed):
+                return [stmt, nodes.expr_stmt(nodes.call(call.func.id, self.tangent(pushed)))]
+            if isinstance(pushed, gast.Call) and any(self.is_active(a) for a in pushed.args):
+                terms = self.call(stmt, '_unused', pushed)
+                return [stmt, nodes.expr_stmt(nodes.call(call.func.id, _sum(terms)))]
+            return [stmt]
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                 and isinstance(call.func.value, gast.Name) and getanno(call.func, Key.RESOLVED) is None:
             ys = call.func.value.id

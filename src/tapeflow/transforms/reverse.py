@@ -263,6 +263,7 @@ class _Reverse:
 
     def primitive(self, stmt, fn, args, keywords, label, static=()):
         entry = registry.lookup(fn) if fn is not None else None
+        static = set(static) | (entry.static_argnums if entry is not None else set())
         active = [i for i, a in enumerate(args) if self.is_active(a) and i not in static]
         for name, value in keywords:
             if self.is_active(value):
