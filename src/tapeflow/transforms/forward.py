@@ -53,6 +53,31 @@ def _tape_ops(node) -> dict:
     return ops
 
 
+def pushed_names(node) -> set:
+    """Names pushed on a tape: their tangents are read later, through the tape."""
+    ops = _tape_ops(node)
+    return {n.value.args[0].id for n in gast.walk(node)
+            if isinstance(n, gast.Expr) and isinstance(n.value, gast.Call)
+            and isinstance(n.value.func, gast.Name) and ops.get(n.value.func.id) == 'push'
+            and n.value.args and isinstance(n.value.args[0], gast.Name)}
+
+
+def popped_names(node) -> set:
+    """Names assigned a value popped from a tape (directly, or by a callee given
+    the tape): inputs the tape carries in."""
+    ops = _tape_ops(node)
+    out = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Call):
+            func, args = n.value.func, n.value.args
+            if isinstance(func, gast.Name) and ops.get(func.id) == 'pop':
+                out.add(n.targets[0].id)
+            elif any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in args):
+                out.add(n.targets[0].id)
+    return out
+
+
 def transform(node: gast.FunctionDef, ctx: ForwardContext):
     """(body with tangents, the returned value, the returned tangent expression).
 
@@ -120,6 +145,9 @@ class _Forward:
             return [stmt]
         if isinstance(stmt, (gast.For, gast.While)):
             stmt.body = self.block(stmt.body)
+            if isinstance(stmt, gast.For) and self.is_active(stmt.target):
+                # a loop counter popped from a tape in generated code: no tangent
+                stmt.body.insert(0, mark(nodes.assign(self.d[stmt.target.id], 0.0)))
             return [stmt]
         if isinstance(stmt, gast.Expr):
             return self.expr(stmt)
@@ -136,6 +164,8 @@ class _Forward:
 
     def assign(self, stmt, y, value):
         if y not in self.ctx.active:
+            if self._tape_op(value) == 'pop':
+                return [nodes.expr_stmt(nodes.call(value.func.id)), stmt]   # its tangent
             return [stmt]
         dy = self.d[y]
         if self._tape_op(value) == 'pop':
@@ -242,7 +272,8 @@ class _Forward:
             if self.is_active(k.value):
                 raise self.error(stmt, f'differentiating {fn.__name__}() with respect to the keyword '
                                        f'argument {k.arg!r} is not supported; pass it by position')
-        if not active:
+        carries_tape = any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in call.args)
+        if not active and not carries_tape:
             return [stmt, mark(nodes.assign(self.d[y], 0.0))]
         jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         tangents = [self.tangent(call.args[i]) for i in active]
@@ -258,6 +289,8 @@ class _Forward:
     def setitem(self, stmt, target):
         y = target.value.id
         if y not in self.ctx.active:
+            if self._tape_op(stmt.value) == 'pop':
+                return [nodes.expr_stmt(nodes.call(stmt.value.func.id)), stmt]
             return [stmt]
         index = _index_value(target.slice)
         if self._tape_op(stmt.value) == 'pop':
@@ -271,13 +304,16 @@ class _Forward:
     def expr(self, stmt):
         call = stmt.value
         if self._tape_op(call) == 'push':
+            # Every push is followed by a tangent (0.0 for an inactive value) and
+            # every pop by one: the tape stays in step across function boundaries.
             pushed = call.args[0]
+            tangent = nodes.call('zero_tangent', pushed) if isinstance(pushed, gast.Name) \
+                else nodes.const(0.0)
             if self.is_active(pushed):
-                return [stmt, nodes.expr_stmt(nodes.call(call.func.id, self.tangent(pushed)))]
-            if isinstance(pushed, gast.Call) and any(self.is_active(a) for a in pushed.args):
-                terms = self.call(stmt, '_unused', pushed)
-                return [stmt, nodes.expr_stmt(nodes.call(call.func.id, _sum(terms)))]
-            return [stmt]
+                tangent = self.tangent(pushed)
+            elif isinstance(pushed, gast.Call) and any(self.is_active(a) for a in pushed.args):
+                tangent = _sum(self.call(stmt, '_unused', pushed))
+            return [stmt, nodes.expr_stmt(nodes.call(call.func.id, tangent))]
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                 and isinstance(call.func.value, gast.Name) and getanno(call.func, Key.RESOLVED) is None:
             ys = call.func.value.id

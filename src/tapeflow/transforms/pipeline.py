@@ -222,6 +222,11 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     passes = []
     front = _front(fn, wrt, (), scalar_args, runtime_names, passes if record_passes else None)
     params, active, namer = front.params, front.active, front.namer
+    popped = forward.popped_names(front.node)
+    pushed = forward.pushed_names(front.node)
+    if popped or pushed:    # generated code: its tape carries values, and so tangents
+        outputs = activity.output_names(front.node.body) | pushed
+        active = activity.active_names(front.node, set(front.wrt_names) | popped, outputs)
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.scalars)
