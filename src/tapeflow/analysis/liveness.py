@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import gast
 
+from tapeflow.syntax import nodes
+
 
 def reads(node) -> set:
     """Names a simple statement or expression reads (not entering nested defs)."""
-    out = set()
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-            out.add(n.id)
+    out = nodes.load_names(node)
     if isinstance(node, gast.Assign):
         for target in node.targets:
             if isinstance(target, gast.Subscript):      # y[i] = v mutates y: reads it

@@ -5,7 +5,6 @@ Generated code is compiled under a real-looking filename registered with
 """
 from __future__ import annotations
 
-import copy
 import itertools
 import linecache
 
@@ -15,8 +14,10 @@ _counter = itertools.count()
 
 
 def unparse(node) -> str:
-    node = gast.fix_missing_locations(copy.deepcopy(node)) if not isinstance(node, list) else \
-        gast.fix_missing_locations(gast.Module(body=copy.deepcopy(node), type_ignores=[]))
+    """Source text of a node or list of statements (it gets line numbers, nothing else changes)."""
+    if isinstance(node, list):
+        node = gast.Module(body=node, type_ignores=[])
+    gast.fix_missing_locations(node)
     return gast.unparse(node).strip() + '\n'
 
 

@@ -24,13 +24,13 @@ from tapeflow.syntax.anno import Key, getanno
 def transform(forward, reverse, live_out, params):
     """Return (forward, reverse, names to initialise to None)."""
     while True:
+        reverse = _zeros(reverse)
         liveness = Liveness(forward + reverse, live_out)
-        removed = set()
-        reverse = _sweep(reverse, liveness, removed)
+        removed, dropped = set(), []
+        reverse = _sweep(reverse, liveness, removed, dropped)
         if removed:
             forward = _drop_pushes(forward, removed)
-        reverse = _zeros(reverse)
-        if not removed and not _has_dead(reverse, Liveness(forward + reverse, live_out)):
+        if not dropped:
             break
     return forward, reverse, _undefined_at_push(forward, set(params))
 
@@ -95,23 +95,14 @@ def _dead(stmt, live_after) -> bool:
     return False
 
 
-def _has_dead(stmts, liveness) -> bool:
-    for stmt in stmts:
-        if _dead(stmt, liveness.live_after.get(id(stmt), set())):
-            return True
-        for field in ('body', 'orelse'):
-            if _has_dead(getattr(stmt, field, []) or [], liveness):
-                return True
-    return False
-
-
-def _sweep(stmts, liveness, removed):
+def _sweep(stmts, liveness, removed, dropped):
     out = []
     for stmt in stmts:
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)
             if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
-                setattr(stmt, field, _sweep(inner, liveness, removed) or ([] if field == 'orelse' else [nodes.pass_()]))
+                setattr(stmt, field, _sweep(inner, liveness, removed, dropped)
+                        or ([] if field == 'orelse' else [nodes.pass_()]))
         if _dead(stmt, liveness.live_after.get(id(stmt), set())):
             pair = getanno(stmt, Key.TAPE_PAIR)
             if pair is not None:
@@ -119,6 +110,7 @@ def _sweep(stmts, liveness, removed):
             elif _uses_tape(stmt):
                 out.append(stmt)
                 continue
+            dropped.append(stmt)
             continue
         out.append(stmt)
     return out

@@ -121,8 +121,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         [nodes.assign('_tape', nodes.list_()),
          nodes.assign('_push', nodes.attribute('_tape', 'append')),
          nodes.assign('_pop', nodes.attribute('_tape', 'pop'))]
-        + copy.deepcopy(prologue) + copy.deepcopy(forward)
-        + [nodes.assign('_value', capture)] + copy.deepcopy(rev_body)
+        + prologue + forward
+        + [nodes.assign('_value', capture)] + rev_body
         + [nodes.return_(nodes.tuple_('_value', grad_value))],
         defaults=[1.0])
     _trim_tape(combined)
@@ -136,7 +136,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     fwd_fn = nodes.function_def(
         f'{name}_forward', ['_tape'] + params,
         [nodes.assign('_push', nodes.attribute('_tape', 'append'))]
-        + split_prologue + copy.deepcopy(forward)
+        + split_prologue + forward
         + ([nodes.expr_stmt(nodes.call('_push', nodes.tuple_(*entry_live)))] if entry_live else [])
         + [nodes.return_(capture)])
     if len(entry_live) > 1:
@@ -148,17 +148,18 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     bwd_fn = nodes.function_def(
         f'{name}_backward', ['_tape', seed_name],
         [nodes.assign('_pop', nodes.attribute('_tape', 'pop'))] + restore
-        + copy.deepcopy(rev_body) + [nodes.return_(grad_value)])
+        + rev_body + [nodes.return_(grad_value)])
     _trim_tape(fwd_fn)
     _trim_tape(bwd_fn)
 
     text = unparse(combined)                                            # codegen
-    module_text = '\n\n'.join([unparse(fwd_fn), unparse(bwd_fn), text])
+    split_text = '\n\n'.join([unparse(fwd_fn), unparse(bwd_fn)])
+    module_text = split_text + '\n\n' + text
     record('codegen', combined)
     load_module(module_text, namespace, name)
     compiled.source = text
     compiled.module_source = module_text
-    compiled.split_source = '\n\n'.join([unparse(fwd_fn), unparse(bwd_fn)])
+    compiled.split_source = split_text
     compiled.combined = namespace['d' + name]
     compiled.forward = namespace[f'{name}_forward']
     compiled.backward = namespace[f'{name}_backward']
@@ -266,18 +267,22 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
 
 def _trim_tape(fdef):
     """Drop the `_push`/`_pop` bindings (and the tape) a function does not use."""
-    used = {n.id for s in fdef.body for n in gast.walk(s)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-    keep = []
+    used = set()
     for stmt in fdef.body:
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
-                and stmt.targets[0].id in ('_push', '_pop') and stmt.targets[0].id not in used:
-            continue
-        keep.append(stmt)
-    used = {n.id for s in keep for n in gast.walk(s)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-    fdef.body = [s for s in keep if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                                         and s.targets[0].id == '_tape' and '_tape' not in used)]
+        nodes.load_names(stmt, used)
+    fdef.body = [s for s in fdef.body if not (
+        isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+        and s.targets[0].id in ('_push', '_pop') and s.targets[0].id not in used)]
+    if not ({'_push', '_pop'} & used) and '_tape' not in used - {'_push', '_pop'}:
+        still = set()
+        for stmt in fdef.body:
+            if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)
+                    and stmt.targets[0].id == '_tape'):
+                nodes.load_names(stmt, still)
+        if '_tape' not in still:
+            fdef.body = [s for s in fdef.body if not (
+                isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id == '_tape')]
 
 
 def _callee_binder(compiled, namespace, namer, compile_callee):
