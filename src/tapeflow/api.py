@@ -196,8 +196,13 @@ def value_and_grad(f, argnums=0, has_aux=False):
         entry = state[classes] = (compiled, cache.validator(compiled, python_fn), dtype_checked)
         return entry
 
+    nparams = python_fn.__code__.co_argcount
+    defaults = python_fn.__defaults__ or ()
+
     @functools.wraps(f)
     def value_and_grad_f(*args):
+        if len(args) != nparams:
+            args = _complete(args, nparams, defaults, fname)
         classes = tuple(map(type, args))
         entry = state.get(classes)
         if entry is None or not entry[1]():
@@ -223,6 +228,14 @@ def value_and_grad(f, argnums=0, has_aux=False):
 
     value_and_grad_f.__tapeflow_transform__ = ('value_and_grad', f, wrt, has_aux)
     return value_and_grad_f
+
+
+def _complete(args, nparams, defaults, fname):
+    """The arguments with the function's defaults filled in (the seed comes after them)."""
+    missing = nparams - len(args)
+    if missing < 0 or missing > len(defaults):
+        raise TypeError(f'{fname}() takes {nparams} positional arguments but {len(args)} were given')
+    return args + tuple(defaults[len(defaults) - missing:])
 
 
 def grad(f, argnums=0, has_aux=False):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import itertools
+import linecache
 import math
 import os
 import re
@@ -128,23 +129,20 @@ def _show(args):
     from tapeflow import export
     fn, argnums = _target(args)
     if args.mode == 'forward':
-        if args.passes or args.lines:
-            raise UsageError('--passes and --lines are available in reverse mode only')
         try:
-            text = tapeflow.source(fn, argnums, mode='forward', optimize=args.optimize)
+            tapeflow.source(fn, argnums, mode='forward', optimize=args.optimize)
         except NotImplementedError:
             raise UsageError('forward mode is not available yet: '
                              "tapeflow.source(f, mode='forward') is not implemented") from None
-    elif args.passes:
+    if args.passes:
         wrt = (argnums,) if isinstance(argnums, int) else argnums
-        unit = export.generate(fn, wrt, args.optimize, record_passes=True)
-        passes = unit.compiled.passes
+        unit = export.generate(fn, wrt, args.optimize, record_passes=True, mode=args.mode)
         text = '\n'.join(f'# ---- {i}. {name} '.ljust(79, '-') + '\n' + code
-                         for i, (name, code) in enumerate(passes, 1))
+                         for i, (name, code) in enumerate(unit.compiled.passes, 1))
     elif args.lines:
-        text = export.annotated_source(fn, argnums, args.optimize)
+        text = export.annotated_source(fn, argnums, args.optimize, mode=args.mode)
     else:
-        text = tapeflow.source(fn, argnums, optimize=args.optimize)
+        text = tapeflow.source(fn, argnums, mode=args.mode, optimize=args.optimize)
     _print_code(text, args.color)
     return EXIT_OK
 
@@ -391,7 +389,6 @@ def _number(value, digits):
 def _located(error, fn, positions):
     """`error` raised inside generated code, with the user's line it comes from."""
     message = f'{type(error).__name__}: {error}'
-    where = None
     try:
         from tapeflow import export
         where = export.user_line_of(error.__traceback__, fn, positions)
@@ -399,7 +396,6 @@ def _located(error, fn, positions):
         where = None
     if where:
         filename, line = where
-        import linecache
         text = linecache.getline(filename, line).strip()
         return f'{message}\n  at {filename}:{line}: {text}'
     return message

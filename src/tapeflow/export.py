@@ -73,9 +73,10 @@ class Unit:
         return order
 
 
-def generate(fn, wrt=(0,), optimize=True, record_passes=False) -> Unit:
+def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -> Unit:
     """Compile `fn` for the parameters at positions `wrt`, keeping the generated trees.
 
+    Reverse mode keeps 'combined', 'forward' and 'backward'; forward mode 'jvp'.
     Not cached: each call compiles afresh (the command line runs once).
     """
     fn = _unwrap(fn)
@@ -87,13 +88,19 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False) -> Unit:
             return units[key].compiled
         placeholder = pipeline.Compiled(f, tuple(positions), (), [], '', '', {})
         unit = units[key] = Unit(placeholder, {}, [])
+        options = dict(runtime_names=support.generated_namespace(), optimize_code=optimize,
+                       record_passes=record, compile_callee=callee_hook)
         captured = []
-        compiled = _capturing(captured, lambda: pipeline.compile_reverse(
-            f, tuple(positions), (), runtime_names=support.generated_namespace(),
-            optimize_code=optimize, record_passes=record, compile_callee=callee_hook))
+        if mode == 'forward':
+            compiled = _capturing(captured, lambda: pipeline.compile_forward(
+                f, tuple(positions), **options))
+        else:
+            compiled = _capturing(captured, lambda: pipeline.compile_reverse(
+                f, tuple(positions), (), **options))
         placeholder.__dict__.update(compiled.__dict__)
         name = f.__name__
-        roles = {'d' + name: 'combined', name + '_forward': 'forward', name + '_backward': 'backward'}
+        roles = {'d' + name: 'combined', name + '_forward': 'forward',
+                 name + '_backward': 'backward', name + '_jvp': 'jvp'}
         for tree in captured:                  # the last tree of each name is the final one
             role = roles.get(getattr(tree, 'name', None))
             if role:
@@ -218,7 +225,8 @@ def _render_unit(unit, roles, annotate=True):
 def _fallback_text(unit, role):
     """Without a captured tree: the function `role` cut out of the module text."""
     name = unit.name
-    wanted = {'combined': 'd' + name, 'forward': name + '_forward', 'backward': name + '_backward'}[role]
+    wanted = {'combined': 'd' + name, 'forward': name + '_forward', 'backward': name + '_backward',
+              'jvp': name + '_jvp'}[role]
     module = ast.parse(unit.compiled.module_source)
     for node in module.body:
         if isinstance(node, ast.FunctionDef) and node.name == wanted:
@@ -226,10 +234,12 @@ def _fallback_text(unit, role):
     raise ExportError(f'the generated code of {name}() has no function {wanted}()')
 
 
-def annotated_source(fn, argnums=0, optimize=True) -> str:
+def annotated_source(fn, argnums=0, optimize=True, mode='reverse') -> str:
     """What `tapeflow.source` prints, each statement ending with `# file:line`."""
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    unit = generate(fn, wrt, optimize)
+    unit = generate(fn, wrt, optimize, mode=mode)
+    if mode == 'forward':
+        return '\n\n'.join(part for u in unit.all_units() for part in _render_unit(u, ['jvp']))
     parts = _render_unit(unit, ['combined'])
     for callee in unit.all_units()[1:]:
         parts += _render_unit(callee, ['forward', 'backward'])
@@ -329,7 +339,9 @@ def _recursive_binding(value):
             and value.__code__.co_freevars == ('callee',):
         callee = value.__closure__[0].cell_contents
         if isinstance(callee, pipeline.Compiled):
-            attr = 'forward' if 'forward' in value.__code__.co_names else 'backward'
+            names = value.__code__.co_names
+            attr = 'forward' if 'forward' in names else 'backward' if 'backward' in names \
+                else 'combined'
             return getattr(callee, attr)
     return None
 

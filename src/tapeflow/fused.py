@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 
-from tapeflow import api
+from tapeflow import api, cache
 from tapeflow.runtime import recording
 from tapeflow.runtime.tensor import Tensor, as_value
 
@@ -41,6 +41,7 @@ class CompiledFunction:
         self._optimize = optimize
         code = fn.__code__
         self._free_names = tuple(code.co_names) + tuple(code.co_freevars)
+        self._compiled_for = {}     # (wrt, lifted names) -> (compiled, validity check)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -92,8 +93,13 @@ class CompiledFunction:
 
     def _compiled(self, wrt, lifted, args):
         names = tuple(name for name, _ in lifted)
-        positions = wrt + tuple(range(len(args), len(args) + len(names)))
-        return api.compile_adjoint(self._fn, positions, names, optimize=self._optimize)
+        key = (wrt, names, len(args))
+        entry = self._compiled_for.get(key)
+        if entry is None or not entry[1]():
+            positions = wrt + tuple(range(len(args), len(args) + len(names)))
+            compiled = api.compile_adjoint(self._fn, positions, names, optimize=self._optimize)
+            entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
+        return entry[0]
 
     def _fused(self, args, wrt, lifted):
         compiled = self._compiled(wrt, lifted, args)
@@ -138,7 +144,11 @@ class CompiledFunction:
 
 
 def _is_float(t) -> bool:
-    return np.issubdtype(np.asarray(as_value(t)).dtype, np.inexact)
+    value = as_value(t)
+    dtype = getattr(value, 'dtype', None)
+    if dtype is None:
+        return isinstance(value, (float, complex))
+    return dtype.kind in 'fc'
 
 
 def _wrap(out):

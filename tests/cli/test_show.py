@@ -103,3 +103,19 @@ def test_show_forward_mode_works_or_says_it_is_not_there(run):
 def test_main_guard_of_the_file_does_not_run(run):
     status, _, err = run('show', f'{FUNCTIONS}:square')
     assert status == 0 and 'main guard' not in err
+
+
+def test_show_forward_mode_lines_and_passes(run):
+    status, plain, _ = run('show', f'{FUNCTIONS}:calls', '--mode', 'forward')
+    if status == 2:                     # forward mode not there: the other test checks the message
+        assert plain == ''
+        return
+    assert_golden('show_calls_forward.txt', plain)
+    assert plain.startswith('def calls_jvp(x, dx):') and 'def square_jvp(x, dx):' in plain
+    _, annotated, _ = run('show', f'{FUNCTIONS}:calls', '--mode', 'forward', '--lines')
+    assert re.sub(r' *# functions\.py:\d+$', '', annotated, flags=re.M) == plain
+    assert f'# functions.py:{line_of("functions.py", "return square(x) + SCALE * x")}' in annotated
+    _, passes, _ = run('show', f'{FUNCTIONS}:calls', '--mode', 'forward', '--passes')
+    headers = re.findall(r'^# ---- \d+\. (\w+) -+$', passes, re.M)
+    assert headers[0] == 'parse' and 'anf' in headers
+    assert 'def calls_jvp(x, dx):' in passes.split('# ---- 1.')[1]

@@ -4,7 +4,7 @@ import operator
 import numpy as np
 
 from rulecheck import A, F, L, Spec
-from tapeflow.rules import array_ops, numpy_methods, numpy_shape
+from tapeflow.rules import array_ops, numpy_methods, numpy_shape, shapes
 
 X3 = A((2, 3, 4))
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
@@ -211,6 +211,9 @@ SPECS += [
     Spec(array_ops.assign, (A((3, 4)), MASK, A(())), name='assign(mask)'),
     Spec(array_ops.add_at, (A((3, 4)), (np.array([0, 2, 0]), np.array([1, 1, 1])), A((3,))), name='add_at(repeated)'),
     Spec(array_ops.add_at, (A((5,)), np.array([4, 4, 4, 0]), A(())), name='add_at(broadcast)'),
+    Spec(shapes.unbroadcast, (A((2, 4, 3)), np.zeros((4, 1))), name='unbroadcast'),
+    Spec(shapes.unbroadcast, (A((2, 3)), 1.5), name='unbroadcast(to float)'),
+    Spec(shapes.broadcast_tangent, (A((3,)), np.zeros((2, 3))), name='broadcast_tangent'),
     Spec(array_ops.gather, (A((3, 4)), np.array([[0, -1], [11, 11]])), name='gather'),
     Spec(array_ops.scatter_add, (A((2, 2)), np.array([[0, -1], [3, 3]]), (2, 3)), name='scatter_add'),
 ]

@@ -20,7 +20,7 @@ import numpy as np
 
 from tapeflow.rules.array_ops import gather, is_basic_index, positions, scatter_add
 from tapeflow.rules.registry import defjvp, defvjp, describe, static
-from tapeflow.rules.shapes import fit, zeros_like_value
+from tapeflow.rules.shapes import fit, rebuild, zeros_like_value
 
 __all__ = ['untake', 'def_gather']
 
@@ -51,7 +51,7 @@ def _untake_sequence(g, x, idx):
             out[i] = g[k]
     else:
         out[idx] = g
-    return type(x)(out)
+    return rebuild(x, out)
 
 
 def getitem_vjp(g, ans, x, idx):
@@ -216,8 +216,8 @@ def _first_true(condlist):
 
 def select_vjp_choices(g, ans, condlist, choicelist, default=0):
     chosen = _first_true(condlist)
-    return type(choicelist)(fit(np.where(chosen == i, g, 0), c)
-                            for i, c in enumerate(choicelist))
+    return rebuild(choicelist, [fit(np.where(chosen == i, g, 0), c)
+                                for i, c in enumerate(choicelist)])
 
 
 def select_vjp_default(g, ans, condlist, choicelist, default=0):
@@ -240,7 +240,7 @@ describe('choicelist: list of arrays (cotangent: a list); default broadcastable'
 
 def choose_vjp(g, ans, a, choices, out=None, mode='raise'):
     picked = np.choose(a, list(range(len(choices))), mode=mode)
-    return type(choices)(fit(np.where(picked == i, g, 0), c) for i, c in enumerate(choices))
+    return rebuild(choices, [fit(np.where(picked == i, g, 0), c) for i, c in enumerate(choices)])
 
 
 def choose_jvp(t, ans, a, choices, out=None, mode='raise'):

@@ -9,7 +9,7 @@ output is a list; its cotangent is a list whose unused entries may be None.
 import numpy as np
 
 from tapeflow.rules.registry import defjvp, defvjp, describe, static
-from tapeflow.rules.shapes import fill_zeros, fit
+from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 
 def _dummy(shape):
@@ -30,8 +30,8 @@ def _unjoin(g, arrays, shapes, axis):
     else:
         sizes = [shape[axis] for shape in shapes]
     pieces = np.split(g, np.cumsum(sizes)[:-1].tolist(), axis=axis)
-    return type(arrays)(fit(np.reshape(piece, np.shape(a)), a)
-                        for piece, a in zip(pieces, arrays))
+    return rebuild(arrays, [fit(np.reshape(piece, np.shape(a)), a)
+                            for piece, a in zip(pieces, arrays)])
 
 
 def _hstack_axis(shapes):
@@ -43,7 +43,7 @@ def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kw):
 
 def concatenate_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.concatenate(t, axis=axis)
 def stack_vjp(g, ans, arrays, axis=0, out=None, **kw):
-    return type(arrays)(fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays))
+    return rebuild(arrays, [fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays)])
 
 def stack_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.stack(t, axis=axis)
 def hstack_vjp(g, ans, tup, **kw):

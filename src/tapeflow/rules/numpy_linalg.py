@@ -14,7 +14,7 @@ import numpy as np
 
 from tapeflow.rules.numpy_reductions import kept_shape, reduced_axes
 from tapeflow.rules.registry import defjvp, defvjp, describe
-from tapeflow.rules.shapes import fill_zeros, fit
+from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 inv, solve = np.linalg.inv, np.linalg.solve
 
@@ -406,7 +406,7 @@ def _multi_dot_vjp(g, arrays):
         cot = g if left is None else T(left) @ g
         cot = cot if right is None else cot @ T(right)
         out.append(fit(np.reshape(cot, np.shape(arr)), arr))
-    return type(arrays)(out)
+    return rebuild(arrays, out)
 
 
 def _multi_dot_jvp(t, arrays):

@@ -141,6 +141,8 @@ def _matmul_vjp_a(g, a, b):
 
 
 def _matmul_vjp_b(g, a, b):
+    if np.ndim(b) == 1 and np.ndim(a) == 2:
+        return g @ a                      # matrix @ vector: a.T @ g, without the copies
     if np.ndim(a) == 1:
         if np.ndim(b) == 1:
             return g * a

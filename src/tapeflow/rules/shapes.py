@@ -15,7 +15,7 @@ from tapeflow.rules import registry
 
 __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
            'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
-           'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack']
+           'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild']
 
 _SCALARS = (float, int, bool)
 
@@ -63,7 +63,7 @@ def _as_dtype_of(g, x):
 def zeros_like_value(x):
     """A zero cotangent with the structure of `x` (array, scalar, list, tuple)."""
     if isinstance(x, (list, tuple)):
-        return type(x)(zeros_like_value(v) for v in x)
+        return rebuild(x, [zeros_like_value(v) for v in x])
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, x.dtype if np.issubdtype(x.dtype, np.inexact) else float)
     if isinstance(x, np.generic):
@@ -118,6 +118,13 @@ def match_complex(g, x):
     return g
 
 
+def rebuild(like, items):
+    """A sequence of the type of `like` (list, tuple, namedtuple) holding `items`."""
+    if hasattr(like, '_fields'):
+        return type(like)._make(items)
+    return type(like)(items)
+
+
 def structure_shape(x):
     """The shape np.array(x) has, read from the structure of a (nested) sequence."""
     if isinstance(x, (list, tuple)):
@@ -127,7 +134,7 @@ def structure_shape(x):
 
 def unpack(g, x):
     """The cotangent of the (nested) list or tuple `x`, out of the array `g`."""
-    return type(x)(fit(g[i], item) for i, item in enumerate(x))
+    return rebuild(x, [fit(g[i], item) for i, item in enumerate(x)])
 
 
 def fit(g, x):
@@ -152,7 +159,7 @@ def add_cotangents(a, b):
     if b is None:
         return a
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
+        return rebuild(a, [add_cotangents(u, v) for u, v in zip(a, b)])
     return a + b
 
 

@@ -6,6 +6,7 @@ Modules (dependencies point up this list only):
     recording   how operations reach the active (thread-local) tapes
     structure   nested structures (tf.nest)
     tape        GradientTape, the reverse sweep, UnconnectedGradients
+    forward     ForwardAccumulator (eager forward mode, nests with tapes)
     custom      stop_gradient, custom_gradient
     ops         TF-style names over NumPy (reduce_sum, multiply, ...)
 
@@ -22,6 +23,7 @@ from tapeflow.runtime.tensor import (Reference, Tensor, Variable, as_value, cons
 from tapeflow.runtime.recording import (active_tapes, is_recording, is_watched, record_node,
                                         variable_accessed, wrap)
 from tapeflow.runtime.tape import GradientTape, UnconnectedGradients
+from tapeflow.runtime.forward import ForwardAccumulator
 from tapeflow.runtime.custom import custom_gradient, stop_gradient
 from tapeflow.runtime.ops import (  # noqa: A004  (TF's names shadow builtins on purpose)
     abs, add, argmax, argmin, bool, cast, complex64, complex128, concat, cos, divide, exp,
@@ -33,7 +35,8 @@ from tapeflow.runtime.ops import (  # noqa: A004  (TF's names shadow builtins on
 
 __all__ = [
     'Tensor', 'Variable', 'Reference', 'constant', 'convert_to_tensor', 'as_value',
-    'GradientTape', 'UnconnectedGradients', 'custom_gradient', 'stop_gradient',
+    'GradientTape', 'UnconnectedGradients', 'ForwardAccumulator', 'custom_gradient',
+    'stop_gradient',
     'record_node', 'variable_accessed', 'is_watched', 'is_recording', 'active_tapes',
     'abs', 'add', 'argmax', 'argmin', 'bool', 'cast', 'complex64', 'complex128', 'concat',
     'cos', 'divide', 'exp', 'fill', 'float16', 'float32', 'float64', 'identity', 'int8',

@@ -15,6 +15,11 @@ are the positional arguments as the user passed them (Tensors, Variables,
 lists of them, constants), `args` their NumPy values at the time of the call
 (a Variable may be reassigned later), `out` the output Tensor (or tuple).
 
+The active *recorders* are GradientTapes and ForwardAccumulators, in the
+order they were entered (`_state.tapes`); an accumulator (`_forward`) gets
+each node as it happens and computes the output's tangent at once (see
+:mod:`tapeflow.runtime.forward`).
+
 Guarantees: nothing is recorded when no tape is active, or when no input is
 known to a tape; an operation with no rule, applied to a watched Tensor with a
 floating result, raises `MissingRule` naming it; non-differentiable operations
@@ -70,7 +75,7 @@ def active_tapes():
 
 
 def is_recording():
-    """True when some tape records in this thread."""
+    """True when some tape (or forward accumulator) records in this thread."""
     return bool(_state.tapes)
 
 
@@ -150,6 +155,9 @@ def record(tapes, fn, inputs, args, kwargs, out, candidates):
             if rule.nondiff or not _differentiable(out):
                 return
             node = (rule, inputs, args, kwargs, out)
+        if tape._forward:   # a ForwardAccumulator: the output's tangent, now
+            tape._accumulate(node)
+            continue
         tape._nodes.append(node)
         if out.__class__ is tuple:
             for o in out:
@@ -274,7 +282,7 @@ def _attribute(tensor, name, fallback):
 
 # ---------------------------------------------------------------- custom nodes
 
-def record_node(inputs, outputs, backward, tapes=None):
+def record_node(inputs, outputs, backward, tapes=None, jvp=None):
     """Record ONE node `outputs = F(inputs)` on the active tapes that know an input.
 
     `inputs`: a sequence of values (non-Tensors are carried along, never
@@ -284,6 +292,12 @@ def record_node(inputs, outputs, backward, tapes=None):
     for none). Cotangents are NumPy values, or Tensors when a tape is
     recording during the backward pass (higher order): `backward` should then
     compute on Tensors (e.g. the original inputs) so that tape records it.
+
+    Forward mode (a ForwardAccumulator among the recorders): `jvp`, when
+    given, is called as `jvp(tangents)` with one tangent per input (None for
+    none) and returns one tangent per output (None for none), computing on
+    Tensors or NumPy values like `backward`. Without it the accumulator
+    transposes `backward`.
 
     Trainable Variables among `inputs` count as read. `tapes` restricts the
     recording to some of the active tapes (the others may have recorded the
@@ -310,6 +324,10 @@ def record_node(inputs, outputs, backward, tapes=None):
             if id(o) in live:
                 raise ValueError('record_node: outputs must be new Tensors, not inputs '
                                  'or values already recorded')
+        if tape._forward:
+            tape._accumulate_custom(inputs, outputs, backward, jvp)
+            recorded = True
+            continue
         tape._nodes.append(node)
         for o in outputs:
             live.add(id(o))

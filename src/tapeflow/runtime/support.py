@@ -86,7 +86,7 @@ def drop_last_adjoint(adjoint):
 
 def zero_tangent(value):
     """The tangent of a value that does not depend on the inputs: 0.0, or zeros of its shape."""
-    if value.__class__ is float or value.__class__ is int or value.__class__ is bool:
+    if value.__class__ is float or value.__class__ is int or value.__class__ is bool or value is None:
         return 0.0
     return zeros_like_value(value)
 

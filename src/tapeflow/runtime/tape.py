@@ -4,8 +4,9 @@ Inside `with GradientTape() as tape:` the operations that involve a watched
 Tensor or Variable are recorded (see :mod:`tapeflow.runtime.recording`);
 `tape.gradient(target, sources)` runs the VJP rules of the recorded nodes in
 reverse order. The backward pass computes on NumPy values, unless a tape is
-recording at that moment: then it computes on Tensors, so that tape records
-the backward pass and can differentiate it again (higher order).
+recording at that moment (or a ForwardAccumulator is active): then it
+computes on Tensors, so that the tape (or accumulator) records the backward
+pass and can differentiate it again (higher order).
 
 Semantics follow TF 2.x: a non-persistent tape gives one set of gradients and
 then frees its records; unconnected sources give None (or zeros); gradients
@@ -55,6 +56,7 @@ class GradientTape:
 
     __slots__ = ('_persistent', '_watch_accessed', '_nodes', '_live', '_watched',
                  '_recording', '_consumed', '__weakref__')
+    _forward = False   # a reverse-mode recorder (see recording.record)
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._persistent = bool(persistent)
@@ -81,32 +83,36 @@ class GradientTape:
             self._pop()
         return False
 
-    def _push(self):
-        _state.tapes.append(self)
+    def _push(self, index=None):
+        if index is None:
+            _state.tapes.append(self)
+        else:
+            _state.tapes.insert(index, self)
         self._recording = True
 
     def _pop(self):
+        """Leave the recorder stack; returns the position this tape had there."""
         tapes = _state.tapes
+        self._recording = False
         if tapes and tapes[-1] is self:
             tapes.pop()
-            self._recording = False
-            return
+            return len(tapes)
         for i in range(len(tapes) - 1, -1, -1):
             if tapes[i] is self:
                 del tapes[i]
-                break
-        self._recording = False
+                return i
+        return len(tapes)
 
     @contextlib.contextmanager
     def stop_recording(self):
         """Temporarily stop recording operations on this tape."""
         if not self._recording:
             raise RuntimeError('Trying to stop recording a tape which is not recording.')
-        self._pop()
+        index = self._pop()
         try:
             yield
         finally:
-            self._push()
+            self._push(index)   # same nesting as before, among tapes and accumulators
 
     def reset(self):
         """Forget everything recorded and watched, as if entering a new tape."""

@@ -28,7 +28,8 @@ from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames
-from tapeflow.transforms.reverse import BINOPS, UNARYOPS, _index_value, _names, _target_name
+from tapeflow.transforms.reverse import (BINOPS, UNARYOPS, _index_value, _names, _rule_label,
+                                         _target_name)
 
 
 class ForwardContext:
@@ -256,7 +257,8 @@ class _Forward:
             if rule is None:
                 raise self.error(stmt, f'no forward-mode rule for argument {i} of {entry.name}')
             out.append(self.ctx.emitter.emit(rule, self.tangent(args[i]), nodes.name(ans), args,
-                                             keywords, same_shapes=same))
+                                             keywords, same_shapes=same,
+                                             label=_rule_label(entry, i, 'jvp')))
         return out
 
     # ---------------------------------------------------------------- user calls

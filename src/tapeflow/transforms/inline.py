@@ -58,7 +58,7 @@ class RuleEmitter:
         self.namer = namer
         self.called = {}            # rule -> its name in the namespace
 
-    def emit(self, rule, g, ans, args, keywords=(), same_shapes=False):
+    def emit(self, rule, g, ans, args, keywords=(), same_shapes=False, label=None):
         """An expression computing `rule(g, ans, *args, **keywords)`.
 
         `g`, `ans` and `args` are gast expressions (or names); `keywords` is a
@@ -71,7 +71,7 @@ class RuleEmitter:
             inlined = self._inline(rule, template, g, ans, args, dict(keywords))
             if inlined is not None:
                 return _DropUnbroadcast().visit(inlined) if same_shapes else inlined
-        return nodes.call(self._bind(rule), g, ans, *args, keywords=list(keywords))
+        return nodes.call(self._bind(rule, label), g, ans, *args, keywords=list(keywords))
 
     def _inline(self, rule, template, g, ans, args, keywords):
         params, positional, defaults, expr, free = template
@@ -107,11 +107,11 @@ class RuleEmitter:
                 self.namer.reserve(name)
         return nodes.substitute(expr, {k: _as_node(v) for k, v in subs.items()})
 
-    def _bind(self, rule):
+    def _bind(self, rule, label=None):
         if rule not in self.called:
             base = getattr(rule, '__name__', 'rule')
             if base == '<lambda>' or not base.isidentifier():
-                base = 'rule'
+                base = label or 'rule'
             name = self.namer.new(base if base.startswith('_') else '_' + base)
             self.namespace[name] = rule
             self.called[rule] = name

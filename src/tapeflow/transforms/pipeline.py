@@ -115,6 +115,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
         else (nodes.name(grads[0]) if grads[0] else nodes.const(0.0))
     capture = nodes.call('snapshot', output) if compiled.in_place else output
+    # The user's defaults stay (lifted free variables come last and have none).
+    user_defaults = [] if lifted else list(front.node.args.defaults)
     name = fn.__name__
     combined = nodes.function_def(
         'd' + name, params + [seed_name],
@@ -124,7 +126,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         + prologue + forward
         + [nodes.assign('_value', capture)] + rev_body
         + [nodes.return_(nodes.tuple_('_value', grad_value))],
-        defaults=[1.0])
+        defaults=user_defaults + [1.0])
     _trim_tape(combined)
 
     # The split pair: the forward saves the locals the reverse reads at its start.
@@ -138,7 +140,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         [nodes.assign('_push', nodes.attribute('_tape', 'append'))]
         + split_prologue + forward
         + ([nodes.expr_stmt(nodes.call('_push', nodes.tuple_(*entry_live)))] if entry_live else [])
-        + [nodes.return_(capture)])
+        + [nodes.return_(capture)], defaults=user_defaults)
     if len(entry_live) > 1:
         restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call('_pop'))]
     elif entry_live:
@@ -267,22 +269,16 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
 
 def _trim_tape(fdef):
     """Drop the `_push`/`_pop` bindings (and the tape) a function does not use."""
-    used = set()
-    for stmt in fdef.body:
-        nodes.load_names(stmt, used)
-    fdef.body = [s for s in fdef.body if not (
-        isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-        and s.targets[0].id in ('_push', '_pop') and s.targets[0].id not in used)]
-    if not ({'_push', '_pop'} & used) and '_tape' not in used - {'_push', '_pop'}:
-        still = set()
+    def binding(stmt, names):
+        return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+            and stmt.targets[0].id in names
+
+    for names in (('_push', '_pop'), ('_tape',)):
+        used = set()
         for stmt in fdef.body:
-            if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)
-                    and stmt.targets[0].id == '_tape'):
-                nodes.load_names(stmt, still)
-        if '_tape' not in still:
-            fdef.body = [s for s in fdef.body if not (
-                isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                and s.targets[0].id == '_tape')]
+            if not binding(stmt, names):
+                nodes.load_names(stmt, used)
+        fdef.body = [s for s in fdef.body if not (binding(s, names) and s.targets[0].id not in used)]
 
 
 def _callee_binder(compiled, namespace, namer, compile_callee):

@@ -282,7 +282,8 @@ class _Reverse:
                 raise self.error(stmt, f'no derivative rule for argument {i} of {entry.name}')
             same = _target_name(stmt) in self.ctx.scalars
             out.append(lambda g, ans, rule=rule, i=i: self.accumulate(
-                args[i].id, self.ctx.emitter.emit(rule, g, ans, args, keywords, same_shapes=same)))
+                args[i].id, self.ctx.emitter.emit(rule, g, ans, args, keywords, same_shapes=same,
+                                                 label=_rule_label(entry, i, 'vjp'))))
         return out
 
     # ---------------------------------------------------------------- user calls
@@ -407,6 +408,13 @@ class _Reverse:
 
 
 # -------------------------------------------------------------------- utilities
+
+def _rule_label(entry, argnum, kind) -> str:
+    """A readable name for a called (not inlined) rule: `_sin_vjp`, `_where_jvp2`."""
+    base = entry.name.rsplit('.', 1)[-1]
+    base = ''.join(c if c.isalnum() else '_' for c in base).strip('_') or 'rule'
+    return f'_{base}_{kind}' + (str(argnum) if argnum else '')
+
 
 def _target_name(stmt):
     if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
