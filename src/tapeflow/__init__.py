@@ -1,9 +1,10 @@
 """tapeflow: source-transforming automatic differentiation for Python and NumPy."""
 from tapeflow import rules  # noqa: F401  (fills the rule table)
 from tapeflow.api import (grad, value_and_grad, vjp, jvp, source, jacfwd, jacrev,  # noqa: E402,F401
-                          jacobian, hessian, hvp)  # noqa: E402,F401
+                          jacobian, hessian, hvp, check_grads)
 from tapeflow.syntax.errors import UnsupportedError, TapeflowError  # noqa: E402,F401
-from tapeflow.rules.registry import MissingRule  # noqa: E402,F401
+from tapeflow.rules.registry import MissingRule, nondifferentiable  # noqa: E402,F401
+from tapeflow.rules.user import defjvp, defvjp  # noqa: E402,F401
 from tapeflow.runtime import *  # noqa: E402,F401,F403  (Tensor, GradientTape, TF-style ops)
 from tapeflow.runtime import __all__ as _runtime_names  # noqa: E402
 from tapeflow.fused import function  # noqa: E402,F401

@@ -384,3 +384,46 @@ def hessian(f, argnums=0):
 def hvp(f, primals, vectors):
     """Hessian-vector product without forming the Hessian: `jvp` of the gradient."""
     return jvp(grad(f), primals, vectors)[1]
+
+
+# ------------------------------------------------------------------ checking
+
+def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
+    """Check `f`'s compiled derivatives against central differences, up to `order`.
+
+    Order 1: the gradient along random directions. Order 2: the Hessian-vector
+    product (forward over reverse) against differences of the gradient. Raises
+    `AssertionError` with both numbers on a mismatch; returns None.
+    """
+    rng = np.random.default_rng(seed)
+    args = tuple(args)
+    positions = tuple(i for i, a in enumerate(args) if _dtype_of(a) is None and
+                      isinstance(a, (float, np.ndarray)) or
+                      (isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)))
+    if not positions:
+        raise TypeError('check_grads: no float argument to differentiate')
+
+    def moved(k, v, step):
+        out = list(args)
+        out[k] = args[k] + step * v
+        return out
+
+    for k in positions:
+        v = rng.standard_normal(np.shape(args[k]))
+        v = float(v) if isinstance(args[k], float) else v
+        g = grad(f, k)(*args)
+        numeric = (float(np.sum(f(*moved(k, v, eps)))) - float(np.sum(f(*moved(k, v, -eps))))) / (2 * eps)
+        analytic = float(np.sum(np.asarray(g) * v))
+        if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
+            raise AssertionError(f'first derivative of {f.__name__} wrt argument {k}: '
+                                 f'{analytic!r} (compiled) vs {numeric!r} (differences)')
+        if order >= 2:
+            tangents = [v if j == k else (np.zeros_like(a) if isinstance(a, np.ndarray) else
+                                          (0.0 if isinstance(a, float) else a))
+                        for j, a in enumerate(args)]
+            _, hv = jvp(grad(f, k), args, tangents)
+            numeric2 = (np.asarray(grad(f, k)(*moved(k, v, eps))) -
+                        np.asarray(grad(f, k)(*moved(k, v, -eps)))) / (2 * eps)
+            if not np.allclose(hv, numeric2, rtol=100 * rtol, atol=100 * atol):
+                raise AssertionError(f'second derivative of {f.__name__} wrt argument {k}: '
+                                     f'{hv!r} (compiled) vs {numeric2!r} (differences)')

@@ -36,12 +36,11 @@ import numpy as np
 from tapeflow.runtime import support
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.errors import TapeflowError
-from tapeflow.syntax.unparse import unparse
+from tapeflow.syntax.unparse import render, unparse
 from tapeflow.transforms import pipeline
 
 __all__ = ['ExportError', 'Unit', 'generate', 'render', 'annotated_source', 'export_source']
 
-_COMMENT_COLUMN_MAX = 56     # comments start here at the latest (unless the code is longer)
 
 
 class ExportError(TapeflowError):
@@ -90,21 +89,12 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
         unit = units[key] = Unit(placeholder, {}, [])
         options = dict(runtime_names=support.generated_namespace(), optimize_code=optimize,
                        record_passes=record, compile_callee=callee_hook)
-        captured = []
         if mode == 'forward':
-            compiled = _capturing(captured, lambda: pipeline.compile_forward(
-                f, tuple(positions), **options))
+            compiled = pipeline.compile_forward(f, tuple(positions), **options)
         else:
-            compiled = _capturing(captured, lambda: pipeline.compile_reverse(
-                f, tuple(positions), (), **options))
+            compiled = pipeline.compile_reverse(f, tuple(positions), (), **options)
         placeholder.__dict__.update(compiled.__dict__)
-        name = f.__name__
-        roles = {'d' + name: 'combined', name + '_forward': 'forward',
-                 name + '_backward': 'backward', name + '_jvp': 'jvp'}
-        for tree in captured:                  # the last tree of each name is the final one
-            role = roles.get(getattr(tree, 'name', None))
-            if role:
-                unit.trees[role] = tree
+        unit.trees.update(compiled.trees)
         unit.callees = [units[(c.fn.__code__, tuple(c.wrt))] for c in compiled.callees
                         if (c.fn.__code__, tuple(c.wrt)) in units]
         return placeholder
@@ -116,98 +106,12 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
     return units[(fn.__code__, tuple(wrt))]
 
 
-def _capturing(captured, thunk):
-    """Run `thunk`, collecting the trees the pipeline unparses (the codegen pass)."""
-    original = pipeline.unparse
-
-    def capture(node):
-        if isinstance(node, gast.FunctionDef):
-            captured.append(copy.deepcopy(node))
-        return original(node)
-
-    pipeline.unparse = capture
-    try:
-        return thunk()
-    finally:
-        pipeline.unparse = original
-
-
 def _unwrap(fn):
     inner = getattr(fn, '__tapeflow_python__', None)
     return inner if inner is not None else inspect.unwrap(fn)
 
 
 # ------------------------------------------------------------------ rendering with origins
-
-def render(tree, filename=None, annotate=True, label=os.path.basename):
-    """`tree` as source text; with `annotate`, each statement ends with `# file:line`.
-
-    Returns (text, line_map): line_map maps a line of the text (1-based) to
-    (filename, user line). The text without its comments is exactly what
-    `unparse` prints, or the comments are left out altogether.
-    """
-    plain = unparse(tree)
-    lines, origins = [], []
-    try:
-        _render_stmt(tree, 0, lines, origins)
-    except _CannotRender:
-        return plain, {}
-    if '\n'.join(lines) + '\n' != plain:
-        return plain, {}
-    line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
-    if not annotate or filename is None:
-        return plain, line_map
-    width = max((len(line) for line, o in zip(lines, origins) if o), default=0)
-    column = min(width, _COMMENT_COLUMN_MAX) + 2
-    out = []
-    for line, origin in zip(lines, origins):
-        if origin is not None:
-            line = f'{line.ljust(column - 2)}  # {label(filename)}:{origin[0]}'
-        out.append(line)
-    return '\n'.join(out) + '\n', line_map
-
-
-class _CannotRender(Exception):
-    pass
-
-
-def _render_stmt(stmt, depth, lines, origins):
-    pad = '    ' * depth
-    origin = getanno(stmt, Key.ORIGIN)
-    body_fields = [f for f in ('body', 'orelse', 'finalbody') if getattr(stmt, f, None)]
-    if not body_fields or isinstance(stmt, gast.Expr):
-        text = unparse(stmt).rstrip('\n').split('\n')
-        for i, part in enumerate(text):
-            lines.append(pad + part)
-            origins.append(origin if i == len(text) - 1 else None)
-        return
-    if isinstance(stmt, gast.Try) or getattr(stmt, 'finalbody', None):
-        raise _CannotRender()
-    header = copy.copy(stmt)
-    header.body = [gast.Pass()]
-    if hasattr(header, 'orelse'):
-        header.orelse = []
-    head = unparse(header).rstrip('\n').split('\n')[:-1]
-    for i, part in enumerate(head):
-        lines.append(pad + part)
-        origins.append(origin if i == len(head) - 1 else None)
-    for child in stmt.body:
-        _render_stmt(child, depth + 1, lines, origins)
-    orelse = getattr(stmt, 'orelse', None)
-    while isinstance(stmt, gast.If) and orelse and len(orelse) == 1 and isinstance(orelse[0], gast.If):
-        stmt = orelse[0]                       # `elif`, as unparse prints it
-        test = unparse(gast.Expr(value=stmt.test)).strip()
-        lines.append(f'{pad}elif {test}:')
-        origins.append(getanno(stmt, Key.ORIGIN))
-        for child in stmt.body:
-            _render_stmt(child, depth + 1, lines, origins)
-        orelse = stmt.orelse
-    if orelse:
-        lines.append(f'{pad}else:')
-        origins.append(None)
-        for child in orelse:
-            _render_stmt(child, depth + 1, lines, origins)
-
 
 def _render_unit(unit, roles, annotate=True):
     """The texts of the generated functions `roles` of `unit`, annotated when possible."""
@@ -627,7 +531,7 @@ def user_line_of(tb, fn, wrt=(0,)):
             filename = inspect.getsourcefile(u.compiled.fn)
             text, line_map = render(tree, filename, annotate=False)
             offset = lineno - code.co_firstlineno
-            generated_line = linecache.getline(code.co_filename, lineno).strip()
+            generated_line = linecache.getline(code.co_filename, lineno).split('  # ')[0].strip()
             lines = text.splitlines()
             if 0 <= offset < len(lines) and lines[offset].strip() == generated_line:
                 return line_map.get(offset + 1)

@@ -62,8 +62,6 @@ def test_user_line_of_finds_the_users_line_behind_a_generated_frame():
     assert where == (fixture('functions.py'), line_of('functions.py', 'y = 1.0 / x'))
 
 
-@pytest.mark.xfail(strict=True, reason='waiting on the compiler: generated code loaded with '
-                                       'its source map (see issue 5 report)')
 def test_traceback_of_tapeflow_grad_names_the_users_line():
     functions = load('functions.py')
     with pytest.raises(ZeroDivisionError) as error:

@@ -4,7 +4,8 @@ import operator
 import numpy as np
 
 from rulecheck import A, F, L, Spec
-from tapeflow.rules import array_ops, numpy_methods, numpy_shape, shapes
+from tapeflow.rules import (array_ops, indexing, numpy_binary, numpy_methods, numpy_reductions,
+                            numpy_shape, shapes)
 
 X3 = A((2, 3, 4))
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
@@ -214,6 +215,13 @@ SPECS += [
     Spec(shapes.unbroadcast, (A((2, 4, 3)), np.zeros((4, 1))), name='unbroadcast'),
     Spec(shapes.unbroadcast, (A((2, 3)), 1.5), name='unbroadcast(to float)'),
     Spec(shapes.broadcast_tangent, (A((3,)), np.zeros((2, 3))), name='broadcast_tangent'),
+    Spec(shapes.fit, (A((2, 4, 3)), np.zeros((4, 1))), name='fit'),
+    Spec(shapes.fit, (A((2, 3)), [1.0, 2.0, 3.0]), name='fit(list)'),
+    Spec(indexing.untake, (A((3,)), np.zeros((2, 3)), (1, slice(None))), name='untake'),
+    Spec(indexing.untake, (A((4,)), np.zeros(3), np.array([0, 0, 2, 0])), name='untake(repeated)'),
+    Spec(numpy_reductions.expand, (A((2, 4)), np.zeros((2, 3, 4)), 1), name='expand'),
+    Spec(numpy_reductions.expand, (A((1, 3)), np.zeros((2, 3)), 0, True), name='expand(keepdims)'),
+    Spec(numpy_binary._share, (A((2, 3)), A((3,)), A((2, 3)), A((2, 3))), name='_share'),
     Spec(array_ops.gather, (A((3, 4)), np.array([[0, -1], [11, 11]])), name='gather'),
     Spec(array_ops.scatter_add, (A((2, 2)), np.array([[0, -1], [3, 3]]), (2, 3)), name='scatter_add'),
 ]

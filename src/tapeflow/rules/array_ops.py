@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
 __all__ = ['dispatches', 'gather', 'scatter_add', 'assign', 'add_at', 'positions',
@@ -203,6 +203,9 @@ defvjp(add_at, add_at_vjp_x, None, add_at_vjp_v)
 defjvp(add_at, add_at_jvp_x, None, add_at_jvp_v)
 static(assign, 1)
 static(add_at, 1)
+
+# Helpers that compute positions and masks: constant, whatever their inputs.
+nondifferentiable(positions, is_basic_index, _kept)
 
 describe('index: a flat int array (-1 reads as zero)', gather)
 describe('index: flat positions, -1 ignored; shape static', scatter_add)

@@ -70,6 +70,8 @@ def public_names() -> dict:
             if attr.startswith('_') and module.__name__ != 'scipy.special._ufuncs':
                 continue
             obj = getattr(module, attr, None)
+            if prefix.startswith('tapeflow.') and getattr(obj, '__module__', None) != module.__name__:
+                continue
             if callable(obj) and RULES.get(_key(obj)) is not None:
                 names.setdefault(id(obj), []).append(f'{prefix}.{attr}')
     return names
@@ -196,7 +198,7 @@ def _nondiff_section(names):
         if any(n.startswith('np.random.') for n in known) or \
                 getattr(fn, '__qualname__', '').startswith(('Generator.', 'RandomState.')):
             random += 1
-        elif known:
+        elif known and not known[0].startswith('tapeflow.'):
             plain.append(known[0])
     return ['## Non-differentiable', '',
             'Outputs carry no derivative; the compiler needs no adjoint for them:', '',

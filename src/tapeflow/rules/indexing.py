@@ -19,7 +19,7 @@ import operator
 import numpy as np
 
 from tapeflow.rules.array_ops import gather, is_basic_index, positions, scatter_add
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit, rebuild, zeros_like_value
 
 __all__ = ['untake', 'def_gather']
@@ -52,6 +52,20 @@ def _untake_sequence(g, x, idx):
     else:
         out[idx] = g
     return rebuild(x, out)
+
+
+def untake_vjp(h, ans, g, x, idx):
+    return h[idx]
+
+
+def untake_jvp(t, ans, g, x, idx):
+    return untake(t, x, idx)
+
+
+# Generated code calls `untake`: it is a primitive, linear in g.
+defvjp(untake, untake_vjp)
+defjvp(untake, untake_jvp)
+static(untake, 1, 2)
 
 
 def getitem_vjp(g, ans, x, idx):
@@ -196,6 +210,7 @@ def partition_jvp(t, ans, a, kth, axis=-1, kind='introselect', order=None):
     return gather(t, _sorted_sources(a, np.argpartition(a, kth, axis), axis))
 
 
+nondifferentiable(_sorted_sources)
 defvjp(np.sort, sort_vjp)
 defjvp(np.sort, sort_jvp)
 defvjp(np.partition, partition_vjp)
@@ -232,6 +247,7 @@ def select_jvp_default(t, ans, condlist, choicelist, default=0):
     return np.where(_first_true(condlist) == len(condlist), t, np.zeros_like(ans))
 
 
+nondifferentiable(_first_true)
 defvjp(np.select, None, select_vjp_choices, select_vjp_default)
 defjvp(np.select, None, select_jvp_choices, select_jvp_default)
 static(np.select, 0)

@@ -115,18 +115,18 @@ def modf_jvp(t, ans, x): return (t, 0.0)
 
 # ---------------------------------------------------------------- two arguments
 
-def pow_vjp_x(g, ans, x, y, *mod): return g * y * x ** (y - 1) if y else 0.0 * g
-def pow_vjp_y(g, ans, x, y, *mod): return g * ans * _log_y(x)
-def pow_jvp_x(t, ans, x, y, *mod): return t * y * x ** (y - 1) if y else 0.0 * t
-def pow_jvp_y(t, ans, x, y, *mod): return t * ans * _log_y(x)
+def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else 0.0 * g
+def pow_vjp_y(g, ans, x, y, mod=None): return g * ans * _log_y(x)
+def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else 0.0 * t
+def pow_jvp_y(t, ans, x, y, mod=None): return t * ans * _log_y(x)
 def atan2_vjp_y(g, ans, y, x): return g * x / (x * x + y * y)
 def atan2_vjp_x(g, ans, y, x): return -g * y / (x * x + y * y)
 def atan2_jvp_y(t, ans, y, x): return t * x / (x * x + y * y)
 def atan2_jvp_x(t, ans, y, x): return -t * y / (x * x + y * y)
 def copysign_vjp_x(g, ans, x, y): return g * sign(x) * sign(ans)
 def copysign_jvp_x(t, ans, x, y): return t * sign(x) * sign(ans)
-def zero_vjp(g, ans, *args): return 0.0 * g
-def zero_jvp(t, ans, *args): return 0.0 * t
+def zero_vjp(g, ans, x, y): return 0.0 * g
+def zero_jvp(t, ans, x, y): return 0.0 * t
 def first_vjp(g, ans, x, y): return g
 def first_jvp(t, ans, x, y): return t
 def fmod_vjp_y(g, ans, x, y): return -g * math.trunc(x / y)
@@ -164,8 +164,8 @@ def _products_of_others(xs):
     return out
 
 
-def fsum_vjp(g, ans, seq, *rest, **kw): return [g] * len(seq)
-def fsum_jvp(t, ans, seq, *rest, **kw): return math.fsum(t)
+def fsum_vjp(g, ans, seq): return [g] * len(seq)
+def fsum_jvp(t, ans, seq): return math.fsum(t)
 def prod_vjp(g, ans, seq, *, start=1): return [g * start * p for p in _products_of_others(seq)]
 def prod_jvp(t, ans, seq, *, start=1):
     return start * math.fsum(ti * p for ti, p in zip(t, _products_of_others(seq)))

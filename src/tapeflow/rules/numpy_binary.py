@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
 LN2 = math.log(2.0)
@@ -84,6 +84,19 @@ def heaviside_jvp_x(t, ans, x, y): return 0.0 * _full(t, ans)
 def heaviside_jvp_y(t, ans, x, y): return _full(np.where(x == 0, t, 0.0), ans)
 
 
+def _share_vjp(h, ans, t, x, out, y): return fit(_share(h, x, out, y), t)
+def _share_jvp(tt, ans, t, x, out, y): return _share(tt, x, out, y)
+def _share_vjp_x(h, ans, t, x, out, y): return fit(0.0 * h, x)
+def _share_vjp_out(h, ans, t, x, out, y): return fit(0.0 * h, out)
+def _share_vjp_y(h, ans, t, x, out, y): return fit(0.0 * h, y)
+def _share_zero_jvp(tt, ans, t, x, out, y): return 0.0 * ans
+
+
+# Generated code calls `_share` (inlined from the choosers' rules): linear in t,
+# piecewise constant in the others.
+defvjp(_share, _share_vjp, _share_vjp_x, _share_vjp_out, _share_vjp_y)
+defjvp(_share, _share_jvp, _share_zero_jvp, _share_zero_jvp, _share_zero_jvp)
+
 for _fn in (np.maximum, np.minimum, np.fmax, np.fmin):
     defvjp(_fn, max_vjp_x, max_vjp_y)
     defjvp(_fn, max_jvp_x, max_jvp_y)
@@ -130,14 +143,13 @@ describe('where(condition, x, y) with broadcasting; condition static', np.where)
 
 # ---------------------------------------------------------------- clip
 
-def _bounds(a_min, a_max, kwargs):
-    low = kwargs.get('min', a_min) if a_min is None else a_min
-    high = kwargs.get('max', a_max) if a_max is None else a_max
-    return low, high
+def _bounds(a_min, a_max, low, high):
+    """The clip bounds, given positionally (a_min, a_max) or as min=, max=."""
+    return (low if a_min is None else a_min), (high if a_max is None else a_max)
 
 
-def _inside(a, a_min, a_max, kwargs):
-    low, high = _bounds(a_min, a_max, kwargs)
+def _inside(a, a_min, a_max, low, high):
+    low, high = _bounds(a_min, a_max, low, high)
     inside = np.ones(np.shape(a), dtype=bool)
     if low is not None:
         inside = inside & (a >= low)
@@ -146,36 +158,37 @@ def _inside(a, a_min, a_max, kwargs):
     return inside
 
 
-def _below(a, a_min, a_max, kwargs):
-    low, high = _bounds(a_min, a_max, kwargs)
+def _below(a, a_min, a_max, low, high):
+    low, high = _bounds(a_min, a_max, low, high)
     below = a < low
     return below if high is None else below & (low <= high)
 
 
-def _above(a, a_min, a_max, kwargs):
-    low, high = _bounds(a_min, a_max, kwargs)
+def _above(a, a_min, a_max, low, high):
+    low, high = _bounds(a_min, a_max, low, high)
     return (a > high) | (low > high) if low is not None else a > high
 
 
-def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, **kw):
-    return fit(np.where(_inside(a, a_min, a_max, kw), g, 0.0 * g), a)
+def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return fit(np.where(_inside(a, a_min, a_max, min, max), g, 0.0 * g), a)
 
-def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, **kw):
-    return fit(np.where(_below(a, a_min, a_max, kw), g, 0.0 * g), a_min)
+def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return fit(np.where(_below(a, a_min, a_max, min, max), g, 0.0 * g), a_min)
 
-def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, **kw):
-    return fit(np.where(_above(a, a_min, a_max, kw), g, 0.0 * g), a_max)
+def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return fit(np.where(_above(a, a_min, a_max, min, max), g, 0.0 * g), a_max)
 
-def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, **kw):
-    return np.where(_inside(a, a_min, a_max, kw), t, np.zeros_like(ans))
+def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return np.where(_inside(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
-def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, **kw):
-    return np.where(_below(a, a_min, a_max, kw), t, np.zeros_like(ans))
+def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return np.where(_below(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
-def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, **kw):
-    return np.where(_above(a, a_min, a_max, kw), t, np.zeros_like(ans))
+def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return np.where(_above(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
 
+nondifferentiable(_inside, _below, _above, _bounds)   # masks
 defvjp(np.clip, clip_vjp_a, clip_vjp_min, clip_vjp_max)
 defjvp(np.clip, clip_jvp_a, clip_jvp_min, clip_jvp_max)
 describe('a_min/a_max (or min=/max=) scalars, arrays or None, broadcasting; '

@@ -38,21 +38,27 @@ def _hstack_axis(shapes):
     return 0 if shapes and len(shapes[0]) == 1 else 1
 
 
-def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kw):
+def concatenate_vjp(g, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
     return _unjoin(g, arrays, [np.shape(a) for a in arrays], axis)
 
-def concatenate_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.concatenate(t, axis=axis)
-def stack_vjp(g, ans, arrays, axis=0, out=None, **kw):
+def concatenate_jvp(t, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+    return np.concatenate(t, axis=axis)
+
+def stack_vjp(g, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
     return rebuild(arrays, [fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays)])
 
-def stack_jvp(t, ans, arrays, axis=0, out=None, **kw): return np.stack(t, axis=axis)
-def hstack_vjp(g, ans, tup, **kw):
+def stack_jvp(t, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+    return np.stack(t, axis=axis)
+
+def hstack_vjp(g, ans, tup, *, dtype=None, casting='same_kind'):
     return _unjoin(g, tup, _prepared_shapes(tup, np.hstack),
                    _hstack_axis(_prepared_shapes(tup, np.hstack)))
 
-def hstack_jvp(t, ans, tup, **kw): return np.hstack(t)
-def vstack_vjp(g, ans, tup, **kw): return _unjoin(g, tup, _prepared_shapes(tup, np.vstack), 0)
-def vstack_jvp(t, ans, tup, **kw): return np.vstack(t)
+def hstack_jvp(t, ans, tup, *, dtype=None, casting='same_kind'): return np.hstack(t)
+def vstack_vjp(g, ans, tup, *, dtype=None, casting='same_kind'):
+    return _unjoin(g, tup, _prepared_shapes(tup, np.vstack), 0)
+
+def vstack_jvp(t, ans, tup, *, dtype=None, casting='same_kind'): return np.vstack(t)
 def dstack_vjp(g, ans, tup): return _unjoin(g, tup, _prepared_shapes(tup, np.dstack), 2)
 def dstack_jvp(t, ans, tup): return np.dstack(t)
 def column_stack_vjp(g, ans, tup): return _unjoin(g, tup, _prepared_shapes(tup, np.column_stack), 1)

@@ -88,8 +88,10 @@ def _pinv_jvp(t, ans, a):
     return -ans @ t @ ans + ans @ T(ans) @ T(t) @ left + right @ T(t) @ T(ans) @ ans
 
 
-def pinv_vjp(g, ans, a, *args, **kw): return fit(_pinv_vjp(g, ans, a), a)
-def pinv_jvp(t, ans, a, *args, **kw): return _pinv_jvp(t, ans, a)
+def pinv_vjp(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
+    return fit(_pinv_vjp(g, ans, a), a)
+
+def pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None): return _pinv_jvp(t, ans, a)
 
 
 # ---------------------------------------------------------------- cholesky, eigh

@@ -11,7 +11,7 @@ import numpy as np
 
 from tapeflow.rules.array_ops import gather, positions, scatter_add
 from tapeflow.rules.numpy_reductions import reduced_axes
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
 _METHODS = ('linear', 'lower', 'higher', 'midpoint')
@@ -108,6 +108,8 @@ def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, 
                       keepdims=False, **kw):
     return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, True)
 
+
+nondifferentiable(_terms, _float_dtype)   # positions and interpolation weights
 
 for _fn, _vjp_rule, _jvp_rule in [
         (np.median, median_vjp, median_jvp), (np.nanmedian, nanmedian_vjp, nanmedian_jvp),

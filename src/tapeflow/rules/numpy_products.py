@@ -160,26 +160,26 @@ def linalg_cross_jvp_b(t, ans, x1, x2, axis=-1): return np.linalg.cross(x1, t, a
 
 # ---------------------------------------------------------------- vecdot, matvec, vecmat
 
-def vecdot_vjp_a(g, ans, x1, x2, axis=-1, **kw):
+def vecdot_vjp_a(g, ans, x1, x2, axis=-1):
     return fit(np.conj(np.expand_dims(g, axis) * x2), x1)
 
-def vecdot_vjp_b(g, ans, x1, x2, axis=-1, **kw):
+def vecdot_vjp_b(g, ans, x1, x2, axis=-1):
     return fit(np.expand_dims(g, axis) * np.conj(x1), x2)
 
-def vecdot_jvp_a(t, ans, x1, x2, axis=-1, **kw): return np.vecdot(t, x2, axis=axis)
-def vecdot_jvp_b(t, ans, x1, x2, axis=-1, **kw): return np.vecdot(x1, t, axis=axis)
-def matvec_vjp_a(g, ans, x1, x2, **kw):
+def vecdot_jvp_a(t, ans, x1, x2, axis=-1): return np.vecdot(t, x2, axis=axis)
+def vecdot_jvp_b(t, ans, x1, x2, axis=-1): return np.vecdot(x1, t, axis=axis)
+def matvec_vjp_a(g, ans, x1, x2):
     return fit(np.expand_dims(g, -1) * np.expand_dims(x2, -2), x1)
 
-def matvec_vjp_b(g, ans, x1, x2, **kw): return fit(np.matvec(np.swapaxes(x1, -1, -2), g), x2)
-def matvec_jvp_a(t, ans, x1, x2, **kw): return np.matvec(t, x2)
-def matvec_jvp_b(t, ans, x1, x2, **kw): return np.matvec(x1, t)
-def vecmat_vjp_a(g, ans, x1, x2, **kw): return fit(np.conj(np.matvec(x2, g)), x1)
-def vecmat_vjp_b(g, ans, x1, x2, **kw):
+def matvec_vjp_b(g, ans, x1, x2): return fit(np.matvec(np.swapaxes(x1, -1, -2), g), x2)
+def matvec_jvp_a(t, ans, x1, x2): return np.matvec(t, x2)
+def matvec_jvp_b(t, ans, x1, x2): return np.matvec(x1, t)
+def vecmat_vjp_a(g, ans, x1, x2): return fit(np.conj(np.matvec(x2, g)), x1)
+def vecmat_vjp_b(g, ans, x1, x2):
     return fit(np.expand_dims(np.conj(x1), -1) * np.expand_dims(g, -2), x2)
 
-def vecmat_jvp_a(t, ans, x1, x2, **kw): return np.vecmat(t, x2)
-def vecmat_jvp_b(t, ans, x1, x2, **kw): return np.vecmat(x1, t)
+def vecmat_jvp_a(t, ans, x1, x2): return np.vecmat(t, x2)
+def vecmat_jvp_b(t, ans, x1, x2): return np.vecmat(x1, t)
 
 
 # ---------------------------------------------------------------- convolve, correlate

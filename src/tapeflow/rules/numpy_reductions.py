@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
 __all__ = ['reduced_axes', 'kept_shape', 'expand', 'count']
@@ -48,6 +48,21 @@ def count(x, axis=None, where=True, keepdims=True):
     if where is True:
         return math.prod(shape[i] for i in reduced_axes(len(shape), axis))
     return np.sum(np.broadcast_to(where, shape), axis=_axis(shape, axis), keepdims=keepdims)
+
+
+def _expand_vjp(h, ans, g, x, axis=None, keepdims=False):
+    return np.sum(h, axis=reduced_axes(np.ndim(x), axis), keepdims=keepdims)
+
+
+def _expand_jvp(t, ans, g, x, axis=None, keepdims=False):
+    return expand(t, x, axis, keepdims)
+
+
+# Generated code calls `expand` (inlined from reduction rules): linear in g.
+defvjp(expand, _expand_vjp)
+defjvp(expand, _expand_jvp)
+static(expand, 1, 2, 3)
+nondifferentiable(count)
 
 
 def _axis(shape, axis):
@@ -508,6 +523,12 @@ def gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
 
 
 # ---------------------------------------------------------------- registration
+
+# Helpers that compute axes, counts, masks and the weights of piecewise-linear
+# choices: constant wherever the rules that call them are differentiable.
+nondifferentiable(reduced_axes, kept_shape, _axis, _valid, _float_dtype, _choice,
+                  _range_weights, _dof)
+
 
 for _fn, _vjp, _jvp in [
         (np.sum, sum_vjp, sum_jvp), (np.mean, mean_vjp, mean_jvp),

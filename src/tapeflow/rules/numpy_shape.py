@@ -48,10 +48,10 @@ def flatten(a, order='C'):
     return np.reshape(np.copy(a), -1, order=order)
 
 
-def reshape_vjp(g, ans, a, shape=None, order='C', **kw):
+def reshape_vjp(g, ans, a, shape=None, order='C', *, copy=None):
     return fit(np.reshape(g, np.shape(a), order=order), a)
 
-def reshape_jvp(t, ans, a, shape=None, order='C', **kw):
+def reshape_jvp(t, ans, a, shape=None, order='C', *, copy=None):
     return np.reshape(t, np.shape(ans), order=order)
 
 def ravel_vjp(g, ans, a, order='C'): return fit(np.reshape(g, np.shape(a), order=order), a)
@@ -162,12 +162,21 @@ def _ndmin(t, ndmin):
     return np.reshape(t, (1,) * (ndmin - np.ndim(t)) + np.shape(t)) if ndmin > np.ndim(t) else t
 
 
-def copy_vjp(g, ans, a, *args, **kw): return fit(g, a)
-def copy_jvp(t, ans, a, *args, **kw): return np.copy(t)
-def astype_vjp(g, ans, x, dtype, *args, **kw): return fit(_cast_back(g, x, dtype), x)
-def astype_jvp(t, ans, x, dtype, *args, **kw): return _cast_back(t, x, dtype).astype(ans.dtype)
-def array_vjp(g, ans, obj, *args, **kw): return fit(np.reshape(g, structure_shape(obj)), obj)
-def array_jvp(t, ans, obj, *args, ndmin=0, **kw): return _ndmin(_pack(t), ndmin).astype(ans.dtype)
+def copy_vjp(g, ans, a, order='K', subok=False): return fit(g, a)
+def copy_jvp(t, ans, a, order='K', subok=False): return np.copy(t)
+def astype_vjp(g, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=True, device=None):
+    return fit(_cast_back(g, x, dtype), x)
+
+def astype_jvp(t, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=True, device=None):
+    return _cast_back(t, x, dtype).astype(ans.dtype)
+
+def array_vjp(g, ans, obj, dtype=None, order=None, *, copy=None, subok=False, ndmin=0, like=None,
+              device=None):
+    return fit(np.reshape(g, structure_shape(obj)), obj)
+
+def array_jvp(t, ans, obj, dtype=None, order=None, *, copy=None, subok=False, ndmin=0, like=None,
+              device=None):
+    return _ndmin(_pack(t), ndmin).astype(ans.dtype)
 
 
 # ---------------------------------------------------------------- constructors with a derivative
@@ -185,14 +194,26 @@ def _linspace_vjp(g, ans, value, num, endpoint, axis, from_start):
     return fit(cot, value)
 
 
-def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', **kw): return fit(g, fill_value)
-def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', **kw):
+def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', *, device=None, like=None):
+    return fit(g, fill_value)
+
+def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', *, device=None, like=None):
     return np.broadcast_to(t, np.shape(ans)) + 0.0
 
-def full_like_vjp_a(g, ans, a, fill_value, *args, **kw): return fit(0.0 * g, a)
-def full_like_vjp(g, ans, a, fill_value, *args, **kw): return fit(g, fill_value)
-def full_like_jvp_a(t, ans, a, fill_value, *args, **kw): return np.zeros_like(ans)
-def full_like_jvp(t, ans, a, fill_value, *args, **kw):
+def full_like_vjp_a(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+                    device=None):
+    return fit(0.0 * g, a)
+
+def full_like_vjp(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+                  device=None):
+    return fit(g, fill_value)
+
+def full_like_jvp_a(t, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+                    device=None):
+    return np.zeros_like(ans)
+
+def full_like_jvp(t, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+                  device=None):
     return np.broadcast_to(t, np.shape(ans)) + 0.0
 
 def linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None,

@@ -196,3 +196,28 @@ registry.static(unbroadcast, 1)
 registry.defvjp(broadcast_tangent, _broadcast_tangent_vjp)
 registry.defjvp(broadcast_tangent, _broadcast_tangent_jvp)
 registry.static(broadcast_tangent, 1)
+
+
+# `fit` ends most rules, so generated code calls it: it is linear in `g`.
+
+def _fit_vjp(h, ans, g, x):
+    if isinstance(x, (list, tuple)):
+        h = np.reshape(np.stack([np.asarray(0.0) if v is None else v for v in _leaves(h)]),
+                       structure_shape(x))
+    return broadcast_tangent(h, g)
+
+
+def _fit_jvp(t, ans, g, x):
+    return fit(t, x)
+
+
+def _leaves(x):
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in _leaves(item)]
+    return [x]
+
+
+registry.defvjp(fit, _fit_vjp)
+registry.defjvp(fit, _fit_jvp)
+registry.static(fit, 1)
+registry.nondifferentiable(zeros_like_value, structure_shape)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import os
 
 import gast
+
+from tapeflow.syntax.anno import Key, getanno
 
 _counter = itertools.count()
 
@@ -21,10 +24,67 @@ def unparse(node) -> str:
     return gast.unparse(node).strip() + '\n'
 
 
-def load_module(text: str, namespace: dict, label: str) -> dict:
-    """Execute `text` in `namespace` (updated in place); return it."""
+def load_module(text: str, namespace: dict, label: str, display: str | None = None) -> dict:
+    """Execute `text` in `namespace` (updated in place); return it.
+
+    `display` (the same lines, with trailing comments: the source map) is what
+    tracebacks and `inspect` show for it.
+    """
     filename = f'<tapeflow {label} #{next(_counter)}>'
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    shown = display if display is not None else text
+    linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
     exec(compile(text, filename, 'exec'), namespace)
     namespace['__tapeflow_filename__'] = filename
     return namespace
+
+
+# ------------------------------------------------------------------ rendering with origins
+
+_COMMENT_COLUMN_MAX = 56     # comments start here at the latest (unless the code is longer)
+
+
+def render(tree, filename=None, annotate=True, label=os.path.basename):
+    """`tree` as source text; with `annotate`, each statement ends with `# file:line`.
+
+    Returns (text, line_map): line_map maps a line of the text (1-based) to
+    (filename, user line). The lines are exactly `unparse`'s, so the annotated
+    text can stand for the compiled one in tracebacks. Where the layout cannot
+    be followed (a statement printed on several lines), no line is mapped.
+    """
+    plain = unparse(tree)
+    lines = plain.rstrip('\n').split('\n')
+    origins = []
+    _origins_of(tree, origins)
+    if len(origins) != len(lines):
+        return plain, {}
+    line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
+    if not annotate or filename is None or not line_map:
+        return plain, line_map
+    width = max((len(line) for line, o in zip(lines, origins) if o), default=0)
+    column = min(width, _COMMENT_COLUMN_MAX) + 2
+    out = [f'{line.ljust(column - 2)}  # {label(filename)}:{origin[0]}' if origin else line
+           for line, origin in zip(lines, origins)]
+    return '\n'.join(out) + '\n', line_map
+
+
+def _origins_of(stmt, origins):
+    """One entry per line `unparse` prints for `stmt`: the user location, or None."""
+    origin = getanno(stmt, Key.ORIGIN)
+    body = getattr(stmt, 'body', None)
+    if not isinstance(body, list):
+        origins.append(origin)                      # a simple statement: one line
+        return
+    origins.append(origin)                          # def / if / for / while header
+    for child in body:
+        _origins_of(child, origins)
+    orelse = getattr(stmt, 'orelse', None) or []
+    while isinstance(stmt, gast.If) and len(orelse) == 1 and isinstance(orelse[0], gast.If):
+        stmt = orelse[0]                            # printed as `elif`
+        origins.append(getanno(stmt, Key.ORIGIN))
+        for child in stmt.body:
+            _origins_of(child, origins)
+        orelse = stmt.orelse or []
+    if orelse:
+        origins.append(None)                        # `else:`
+        for child in orelse:
+            _origins_of(child, origins)

@@ -25,7 +25,7 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
-from tapeflow.syntax.unparse import load_module, unparse
+from tapeflow.syntax.unparse import load_module, render, unparse
 from tapeflow.transforms import anf, desugar, forward, optimize, reverse
 from tapeflow.transforms.inline import RuleEmitter
 
@@ -68,6 +68,7 @@ class Compiled:
     callees: list = dataclasses.field(default_factory=list)
     bindings: object = None
     in_place: bool = False     # the reverse sweep restores arrays in place
+    trees: dict = dataclasses.field(default_factory=dict)    # role -> final gast FunctionDef
 
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
@@ -109,6 +110,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
             forward, rev_body, set(grad_names) | {'_value'}, params)
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
+    record('optimize', nodes.function_def(fn.__name__, params, forward + rev_body))
     compiled.in_place = any(getanno(n, Key.RESTORES_IN_PLACE) for s in rev_body for n in gast.walk(s))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
 
@@ -154,14 +156,18 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     _trim_tape(fwd_fn)
     _trim_tape(bwd_fn)
 
-    text = unparse(combined)                                            # codegen
-    split_text = '\n\n'.join([unparse(fwd_fn), unparse(bwd_fn)])
+    filename = front.source.filename                                    # codegen
+    rendered = [render(tree, filename) for tree in (fwd_fn, bwd_fn, combined)]
+    plain = [unparse(tree) for tree in (fwd_fn, bwd_fn, combined)]
+    text = plain[2]
+    split_text = '\n\n'.join(plain[:2])
     module_text = split_text + '\n\n' + text
     record('codegen', combined)
-    load_module(module_text, namespace, name)
+    load_module(module_text, namespace, name, display='\n\n'.join(r[0] for r in rendered))
     compiled.source = text
     compiled.module_source = module_text
     compiled.split_source = split_text
+    compiled.trees = {'forward': fwd_fn, 'backward': bwd_fn, 'combined': combined}
     compiled.combined = namespace['d' + name]
     compiled.forward = namespace[f'{name}_forward']
     compiled.backward = namespace[f'{name}_backward']
@@ -245,7 +251,9 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     fdef = nodes.function_def(f'{fn.__name__}_jvp', params + tangent_params, body + tail)
     text = unparse(fdef)                                                # codegen
     front.record('forward', fdef)
-    load_module(text, front.namespace, fn.__name__ + ' jvp')
+    load_module(text, front.namespace, fn.__name__ + ' jvp',
+                display=render(fdef, front.source.filename)[0])
+    compiled.trees = {'jvp': fdef}
     compiled.source = compiled.module_source = compiled.split_source = text
     compiled.combined = front.namespace[f'{fn.__name__}_jvp']
     compiled.passes = passes

@@ -1,0 +1,93 @@
+"""The functional API: argument forms, aux outputs, vjp, check_grads."""
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+
+def loss_with_aux(w, x):
+    pred = np.tanh(x @ w)
+    loss = np.sum(pred * pred)
+    return loss, pred
+
+
+def three(a, b, c):
+    return a * b * 2.0 + np.sum(c * a)
+
+
+def scaled(x, scale=2.0):
+    return x * x * scale
+
+
+def wrong(x):
+    return x * 3.0
+
+
+def wrong_user(x):
+    return wrong(x) + x
+
+
+tf.defvjp(wrong, lambda g, ans, x: g * 30.0)      # deliberately wrong: check_grads must say so
+
+
+def test_has_aux_returns_the_aux_value_untouched():
+    w, x = np.array([0.1, -0.2]), np.array([[1.0, 2.0], [0.5, -1.0]])
+    (value, aux), g = tf.value_and_grad(loss_with_aux, has_aux=True)(w, x)
+    np.testing.assert_allclose(aux, np.tanh(x @ w))
+    g2, aux2 = tf.grad(loss_with_aux, has_aux=True)(w, x)
+    np.testing.assert_allclose(g, g2)
+    pred = np.tanh(x @ w)
+    np.testing.assert_allclose(g, x.T @ (2 * pred * (1 - pred ** 2)))
+
+
+def test_argnums_tuple_gives_a_tuple_in_order():
+    ga, gc = tf.grad(three, argnums=(0, 2))(1.5, 2.0, np.array([1.0, 3.0]))
+    assert ga == pytest.approx(2.0 * 2.0 + 4.0)
+    np.testing.assert_allclose(gc, [1.5, 1.5])
+    assert isinstance(ga, float) and gc.dtype == np.float64
+
+
+def test_float32_gradient_stays_float32():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    g = tf.grad(lambda_free)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * x)
+
+
+def lambda_free(x):
+    return np.sum(x * x)
+
+
+def test_defaults_are_used_and_can_be_overridden():
+    assert tf.grad(scaled)(3.0) == 12.0
+    assert tf.grad(scaled)(3.0, 1.0) == 6.0
+
+
+def test_vjp_returns_one_cotangent_per_primal():
+    out, pullback = tf.vjp(three, 1.5, 2.0, np.array([1.0, 3.0]))
+    assert out == pytest.approx(three(1.5, 2.0, np.array([1.0, 3.0])))
+    ga, gb, gc = pullback(2.0)
+    assert ga == pytest.approx(2 * (4.0 + 4.0)) and gb == pytest.approx(2 * 3.0)
+    np.testing.assert_allclose(gc, [3.0, 3.0])
+    assert pullback(1.0)[1] == pytest.approx(3.0)          # a pullback can be called again
+
+
+def test_jvp_checks_tangent_shapes():
+    with pytest.raises(ValueError, match='shape'):
+        tf.jvp(lambda_free, (np.ones(3),), (np.ones(2),))
+
+
+def test_check_grads_passes_and_catches_a_wrong_rule():
+    tf.check_grads(three, (1.5, 2.0, np.array([1.0, 3.0])), order=2)
+    with pytest.raises(AssertionError, match='first derivative of wrong_user'):
+        tf.check_grads(wrong_user, (1.0,), order=1)
+
+
+def test_source_rejects_unknown_mode():
+    with pytest.raises(ValueError, match='mode'):
+        tf.source(lambda_free, mode='sideways')
+
+
+def test_non_function_is_a_clear_type_error():
+    with pytest.raises(TypeError, match='Python functions'):
+        tf.grad(np.sin)(1.0)
