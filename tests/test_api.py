@@ -91,3 +91,27 @@ def test_source_rejects_unknown_mode():
 def test_non_function_is_a_clear_type_error():
     with pytest.raises(TypeError, match='Python functions'):
         tf.grad(np.sin)(1.0)
+
+
+def tf_style(x, n):
+    out = 1.0
+    for i in range(n):
+        out = tf.multiply(out, x)
+    return tf.reduce_sum(tf.square(out) * tf.exp(x), axis=0, name='total')
+
+
+def test_tf_style_ops_mean_their_numpy_functions_in_compiled_code():
+    x = np.array([0.5, -0.25])
+    g = tf.grad(tf_style)(x, 3)
+    expected = (6 * x ** 5 + x ** 6) * np.exp(x)
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+    assert 'np.multiply(out, x)' in tf.source(tf_style)
+
+
+def tf_unsupported(a, b):
+    return tf.reduce_sum(tf.matmul(a, b, transpose_a=True))
+
+
+def test_tf_style_op_argument_without_a_numpy_place_is_located():
+    with pytest.raises(tf.UnsupportedError, match='transpose_a'):
+        tf.grad(tf_unsupported)(np.ones((2, 2)), np.ones((2, 2)))

@@ -288,3 +288,33 @@ math = types.SimpleNamespace(
     cos=cos, tan=tan, tanh=tanh, sigmoid=sigmoid, pow=pow, maximum=maximum,
     minimum=minimum, reduce_sum=reduce_sum, reduce_mean=reduce_mean, reduce_max=reduce_max,
     reduce_min=reduce_min, reduce_prod=reduce_prod, argmax=argmax, argmin=argmin)
+
+
+# ---------------------------------------------------------------- in compiled code
+# A compiled function runs on NumPy values: there each op above means its NumPy
+# function. `__tapeflow_numpy__` tells the compiler which one, and how the
+# op's parameters map onto it: (function, parameters passed by position,
+# {parameter: NumPy keyword}, parameters that must keep their default).
+
+def _lowers_to(numpy_fn, positional, keywords=None, fixed=()):
+    def mark(op):
+        op.__tapeflow_numpy__ = (numpy_fn, tuple(positional), dict(keywords or {}), tuple(fixed))
+        return op
+    return mark
+
+
+for _op, _fn in [(add, np.add), (subtract, np.subtract), (multiply, np.multiply),
+                 (divide, np.divide), (truediv, np.divide), (pow, np.power),
+                 (maximum, np.maximum), (minimum, np.minimum)]:
+    _lowers_to(_fn, ('x', 'y'))(_op)
+for _op, _fn in [(square, np.square), (sqrt, np.sqrt), (exp, np.exp), (log, np.log),
+                 (sin, np.sin), (cos, np.cos), (tan, np.tan), (tanh, np.tanh),
+                 (abs, np.abs), (negative, np.negative)]:
+    _lowers_to(_fn, ('x',))(_op)
+for _op, _fn in [(reduce_sum, np.sum), (reduce_mean, np.mean), (reduce_max, np.max),
+                 (reduce_min, np.min), (reduce_prod, np.prod)]:
+    _lowers_to(_fn, ('input_tensor',), {'axis': 'axis', 'keepdims': 'keepdims'})(_op)
+_lowers_to(np.matmul, ('a', 'b'), fixed=('transpose_a', 'transpose_b'))(matmul)
+_lowers_to(np.reshape, ('tensor', 'shape'))(reshape)
+_lowers_to(np.transpose, ('a',), {'perm': 'axes'}, fixed=('conjugate',))(transpose)
+_lowers_to(np.where, ('condition', 'x', 'y'))(where)

@@ -19,6 +19,7 @@ import copy
 import dataclasses
 
 import gast
+import numpy as np
 
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
@@ -28,6 +29,7 @@ from tapeflow.syntax.naming import Namer
 def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None) -> gast.FunctionDef:
     if source is not None:
         _lift_nested_defs(node, source, fn)
+        _LowerNamedOps(source).visit(node)
     node.body = _AugAssign().visit_body(node.body)
     node.body = _Loops(namer).visit_body(node.body)
     node.body = _Jumps(namer).lower_function(node.body)
@@ -72,6 +74,49 @@ def _lift_nested_defs(node, source, fn):
             inner_fn, free = lifted[call.func.id]
             call.args.extend(nodes.name(n) for n in free)
             setanno(call.func, Key.RESOLVED, inner_fn)
+
+
+# ------------------------------------------------------------------ tf.multiply & co
+
+class _LowerNamedOps(gast.NodeTransformer):
+    """`tf.reduce_sum(x, axis=0)` is `np.sum(x, axis=0)` in compiled code.
+
+    An op that says which NumPy function it means (`__tapeflow_numpy__`) is
+    called as that function, with its parameters mapped; an argument the
+    NumPy function has no place for is a located error.
+    """
+
+    def __init__(self, source):
+        self.source = source
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = getanno(node.func, Key.RESOLVED)
+        spec = getattr(fn, '__tapeflow_numpy__', None)
+        if spec is None:
+            return node
+        numpy_fn, positional, renames, fixed = spec
+        if len(node.args) > len(positional):
+            raise self.source.error(node, f'{fn.__name__}() takes {len(positional)} positional '
+                                          f'arguments in compiled code')
+        keywords = []
+        for kw in node.keywords:
+            if kw.arg == 'name':
+                continue
+            if kw.arg in positional:
+                if positional.index(kw.arg) != len(node.args):
+                    raise self.source.error(node, f'pass {kw.arg} of {fn.__name__}() by position')
+                node.args.append(kw.value)
+                continue
+            if kw.arg in fixed or kw.arg not in renames:
+                raise self.source.error(kw.value, f'{fn.__name__}(..., {kw.arg}=...) is not '
+                                                  f'supported in compiled code')
+            keywords.append(gast.keyword(arg=renames[kw.arg], value=kw.value))
+        np_ref = nodes.name('np')
+        setanno(np_ref, Key.RESOLVED, np)
+        func = nodes.attribute(np_ref, numpy_fn.__name__)
+        setanno(func, Key.RESOLVED, numpy_fn)
+        return nodes.copy_location(gast.Call(func=func, args=node.args, keywords=keywords), node)
 
 
 # ------------------------------------------------------------------ x += y
