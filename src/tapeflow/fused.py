@@ -25,6 +25,8 @@ from tapeflow.runtime.tensor import Tensor, as_value
 
 __all__ = ['function']
 
+_SCALARS = (float, int, bool)
+
 
 def function(fn=None, *, optimize=True):
     """Decorator: compile `fn` on first differentiated use, cache, fuse under a tape."""
@@ -93,11 +95,15 @@ class CompiledFunction:
 
     def _compiled(self, wrt, lifted, args):
         names = tuple(name for name, _ in lifted)
-        key = (wrt, names, len(args))
+        values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
+        scalars = tuple(i for i, v in enumerate(values) if v.__class__ in _SCALARS or
+                        isinstance(v, np.generic))
+        key = (wrt, names, len(args), scalars)
         entry = self._compiled_for.get(key)
         if entry is None or not entry[1]():
             positions = wrt + tuple(range(len(args), len(args) + len(names)))
-            compiled = api.compile_adjoint(self._fn, positions, names, optimize=self._optimize)
+            compiled = api.compile_adjoint(self._fn, positions, names, optimize=self._optimize,
+                                           scalar_args=scalars)
             entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
         return entry[0]
 
