@@ -92,8 +92,6 @@ def module_dir(tmp_path_factory):
 
 
 def _marks(spec):
-    if spec.fn in NAMEDTUPLE_OUTPUTS:
-        return [pytest.mark.xfail(strict=True, reason='add_adjoint and namedtuple outputs')]
     return []
 
 

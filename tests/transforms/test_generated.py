@@ -40,15 +40,14 @@ def dseed_loop(x, n, bout=1.0):
     _push = _tape.append
     _pop = _tape.pop
     out = 1.0
-    _trips = 0
-    for i in range(n):
+    _range = range(n)
+    for i in _range:
         _cond = i > 1 and i < 5
         if _cond:
             _push(out)
             out = out * x
         _push(_cond)
-        _trips = _trips + 1
-    _push(_trips)
+    _push(len(_range))
     _value = out
     bx = 0.0
     for _ in range(_pop()):
@@ -171,7 +170,7 @@ def test_early_return_generated_code():
 
 def test_seed_loop_pushes_trip_count_and_branch_decision_and_nothing_dead():
     text = tf.source(seed_loop)
-    assert '_push(_trips)' in text and 'for _ in range(_pop())' in text
+    assert '_push(len(_range))' in text and 'for _ in range(_pop())' in text
     assert '_push(_cond)' in text and 'if _pop():' in text
     # every name the reverse sweep assigns is read afterwards or returned
     compile(text, '<generated>', 'exec')

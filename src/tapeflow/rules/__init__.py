@@ -9,8 +9,8 @@ from tapeflow.rules.registry import (RULES, ATTRIBUTES, METHODS, MissingRule, Pr
 from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules import operators  # noqa: F401  (registers)
 from tapeflow.rules import (  # noqa: F401  (each registers its family)
-    array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_order,
-    numpy_shape, numpy_join, numpy_products, numpy_einsum, numpy_linalg, numpy_fft,
+    array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_scans,
+    numpy_order, numpy_shape, numpy_join, numpy_products, numpy_einsum, numpy_linalg, numpy_fft,
     numpy_nondiff, numpy_methods, math_rules, scipy_special, user,
 )
 

@@ -31,7 +31,8 @@ FAMILIES = [
     ('operators', 'Python operators and their ufunc twins'),
     ('numpy_elementwise', 'Elementwise, one argument'),
     ('numpy_binary', 'Elementwise, two arguments; where, clip'),
-    ('numpy_reductions', 'Reductions and scans'),
+    ('numpy_reductions', 'Reductions'),
+    ('numpy_scans', 'Scans and differences'),
     ('numpy_order', 'Order statistics'),
     ('numpy_shape', 'Shape and layout'),
     ('numpy_join', 'Joining and splitting'),
@@ -70,11 +71,21 @@ def public_names() -> dict:
             if attr.startswith('_') and module.__name__ != 'scipy.special._ufuncs':
                 continue
             obj = getattr(module, attr, None)
-            if prefix.startswith('tapeflow.') and getattr(obj, '__module__', None) != module.__name__:
+            imported = getattr(obj, '__module__', None) != module.__name__
+            if prefix.startswith('tapeflow.') and imported:
                 continue
             if callable(obj) and RULES.get(_key(obj)) is not None:
-                names.setdefault(id(obj), []).append(f'{prefix}.{attr}')
-    return names
+                names.setdefault(id(obj), []).append((obj, f'{prefix}.{attr}'))
+    return {key: _canonical_first(found) for key, found in names.items()}
+
+
+def _canonical_first(found):
+    """Names of one callable, the one matching its __name__ first (np.transpose,
+    not np.permute_dims), then in namespace order."""
+    own = getattr(found[0][0], '__name__', None)
+    ordered = sorted(enumerate(found), key=lambda item: (item[1][1].rsplit('.', 1)[1] != own,
+                                                         item[0]))
+    return [name for _, (_, name) in ordered]
 
 
 def _key(obj):

@@ -1,11 +1,11 @@
-"""Rules for reductions and scans: sum, mean, prod, max/min, var/std, average,
-cumsum/cumprod, diff, trapezoid, gradient, and their nan-variants.
+"""Rules for reductions: sum, mean, prod, max/min, ptp, var/std, average, and
+their nan-variants (scans and differences are in `numpy_scans`).
 
 Every reduction takes `axis` as None, an int or a tuple of ints, and
 `keepdims`; sum, mean, prod, max, min, var and std also `where=`; var and std
 `ddof` (or `correction`). The VJP spreads `g` back over the reduced axes
 (`expand`), the JVP is the reduction's own linearisation. prod is exact with
-zeros (products of the other elements, not ans / x); cumprod too.
+zeros (products of the other elements, not ans / x).
 """
 import math
 
@@ -14,7 +14,7 @@ import numpy as np
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
-__all__ = ['reduced_axes', 'kept_shape', 'expand', 'count']
+__all__ = ['reduced_axes', 'kept_shape', 'expand', 'count', 'float_dtype', 'not_nan']
 
 
 # ---------------------------------------------------------------- helpers
@@ -73,7 +73,7 @@ def _masked(x, where):
     return x if where is True else x * where
 
 
-def _float_dtype(x):
+def float_dtype(x):
     dtype = getattr(x, 'dtype', None)
     return dtype if dtype is not None and np.issubdtype(dtype, np.inexact) else np.float64
 
@@ -82,7 +82,7 @@ def _keep(ans, x, axis, keepdims):
     return ans if keepdims else np.reshape(ans, kept_shape(np.shape(x), axis))
 
 
-def _valid(a, where=True):
+def not_nan(a, where=True):
     """Elements a nan-reduction counts."""
     return ~np.isnan(a) if where is True else ~np.isnan(a) & where
 
@@ -103,19 +103,19 @@ def mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=T
 
 def nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                where=True):
-    return fit(expand(g, a, axis, keepdims) * _valid(a, where), a)
+    return fit(expand(g, a, axis, keepdims) * not_nan(a, where), a)
 
 def nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                where=True):
-    return np.sum(t * _valid(a, where), axis=axis, keepdims=keepdims)
+    return np.sum(t * not_nan(a, where), axis=axis, keepdims=keepdims)
 
 def nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    return fit(expand(g, a, axis, keepdims) * _valid(a, where) / count(a, axis, _valid(a, where)),
+    return fit(expand(g, a, axis, keepdims) * not_nan(a, where) / count(a, axis, not_nan(a, where)),
                a)
 
 def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    return np.sum(t * _valid(a, where), axis=axis,
-                  keepdims=keepdims) / count(a, axis, _valid(a, where), keepdims)
+    return np.sum(t * not_nan(a, where), axis=axis,
+                  keepdims=keepdims) / count(a, axis, not_nan(a, where), keepdims)
 
 
 # ---------------------------------------------------------------- prod
@@ -123,7 +123,7 @@ def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, wher
 def _others(a, axis, where=True, skip_nan=False):
     """For each element: the product of the other elements of its reduction."""
     if skip_nan or where is not True:
-        a = np.where(_valid(a, where) if skip_nan else where, a, 1.0)
+        a = np.where(not_nan(a, where) if skip_nan else where, a, 1.0)
     shape = np.shape(a)
     axes = reduced_axes(len(shape), axis)
     if not axes:
@@ -146,11 +146,11 @@ def prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial
 
 def nanprod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=True):
-    return fit(expand(g, a, axis, keepdims) * _others(a, axis, where, True) * _valid(a, where), a)
+    return fit(expand(g, a, axis, keepdims) * _others(a, axis, where, True) * not_nan(a, where), a)
 
 def nanprod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=True):
-    return np.sum(t * _others(a, axis, where, True) * _valid(a, where), axis=axis,
+    return np.sum(t * _others(a, axis, where, True) * not_nan(a, where), axis=axis,
                   keepdims=keepdims)
 
 
@@ -162,7 +162,7 @@ def _choice(a, ans, axis, keepdims, where=True):
     if where is not True:
         hit = hit & where
     hits = np.sum(hit, axis=_axis(np.shape(a), axis), keepdims=True)
-    return (hit / np.maximum(hits, 1)).astype(_float_dtype(a))
+    return (hit / np.maximum(hits, 1)).astype(float_dtype(a))
 
 
 def _range_weights(a, axis):
@@ -225,22 +225,22 @@ def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, 
 
 def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
-    return var_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+    return var_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
 def nanvar_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
-    return var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+    return var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
 def nanstd_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
-    return std_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+    return std_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
 def nanstd_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
-    return std_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=_valid(a, where),
+    return std_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
 
@@ -328,205 +328,11 @@ describe('axis None/int/tuple, weights (same shape, or 1-D along axis; different
          'returned, keepdims', np.average)
 
 
-# ---------------------------------------------------------------- scans
-
-def _revcumsum(g, axis):
-    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
-
-
-def _cumsum_vjp(g, a, axis):
-    if axis is None:
-        return np.reshape(_revcumsum(np.ravel(g), 0), np.shape(a))
-    return _revcumsum(g, axis)
-
-
-def _cumprod_jacobian(a, axis):
-    """J[..., i, k] = d(cumprod a)_i / d a_k along `axis` (moved last); exact with zeros."""
-    moved = np.moveaxis(a, axis, -1)
-    n = np.shape(moved)[-1]
-    skip_one = np.where(np.eye(n, dtype=bool), 1.0, np.expand_dims(moved, -2))
-    return np.swapaxes(np.cumprod(skip_one, axis=-1), -1, -2) * np.tri(n, dtype=bool)
-
-
-def _cumprod_vjp(g, ans, a, axis):
-    if axis is None:
-        return np.reshape(_cumprod_vjp(np.ravel(g), np.ravel(ans), np.ravel(a), 0), np.shape(a))
-    if not np.any(a == 0):
-        return _revcumsum(g * ans, axis) / a
-    jac = _cumprod_jacobian(a, axis)
-    return np.moveaxis(np.einsum('...i,...ik->...k', np.moveaxis(g, axis, -1), jac), -1, axis)
-
-
-def _cumprod_jvp(t, ans, a, axis):
-    if axis is None:
-        return _cumprod_jvp(np.ravel(t), np.ravel(ans), np.ravel(a), 0)
-    if not np.any(a == 0):
-        return ans * np.cumsum(t / a, axis)
-    jac = _cumprod_jacobian(a, axis)
-    return np.moveaxis(np.einsum('...ik,...k->...i', jac, np.moveaxis(t, axis, -1)), -1, axis)
-
-
-def _skip_initial(g, axis, include_initial):
-    if not include_initial:
-        return g
-    index = [slice(None)] * np.ndim(g)
-    index[0 if axis is None else axis] = slice(1, None)
-    return g[tuple(index)]
-
-
-def _with_initial(t, axis, include_initial, value):
-    if not include_initial:
-        return t
-    first = np.full_like(np.take(t, [0], axis=0 if axis is None else axis), value)
-    return np.concatenate([first, t], axis=0 if axis is None else axis)
-
-
-def _nan_one(a):
-    return np.where(np.isnan(a), 1.0, a)
-
-
-def cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None): return fit(_cumsum_vjp(g, a, axis), a)
-def cumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
-    return np.cumsum(t, axis=axis, dtype=dtype)
-
-def nancumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
-    return fit(_cumsum_vjp(g, a, axis) * _valid(a), a)
-
-def nancumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
-    return np.cumsum(t * _valid(a), axis=axis)
-
-def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
-    return fit(_cumprod_vjp(g, ans, a, axis), a)
-
-def cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None): return _cumprod_jvp(t, ans, a, axis)
-def nancumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
-    return fit(_cumprod_vjp(g, ans, _nan_one(a), axis) * _valid(a), a)
-
-def nancumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
-    return _cumprod_jvp(t * _valid(a), ans, _nan_one(a), axis)
-
-def cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
-    return fit(_cumsum_vjp(_skip_initial(g, axis, include_initial), x, axis), x)
-
-def cumulative_sum_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
-    return np.cumulative_sum(t, axis=axis, include_initial=include_initial)
-
-def cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
-    g, ans = _skip_initial(g, axis, include_initial), _skip_initial(ans, axis, include_initial)
-    return fit(_cumprod_vjp(g, ans, x, axis), x)
-
-def cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
-    return _with_initial(_cumprod_jvp(t, _skip_initial(ans, axis, include_initial), x, axis), axis,
-                         include_initial, 0.0)
-
-
-# ---------------------------------------------------------------- differences, integrals
-
-def _undiff(g, axis):
-    """The transpose of one first difference along `axis`."""
-    g = np.moveaxis(g, axis, -1)
-    zero = np.zeros_like(g[..., :1])
-    return np.moveaxis(np.concatenate([zero, g], -1) - np.concatenate([g, zero], -1), -1, axis)
-
-
-def _extent(v, axis):
-    if v is None:
-        return 0
-    return 1 if np.ndim(v) == 0 else np.shape(v)[axis]
-
-
-def _diff_vjp(g, a, n, axis, prepend, append):
-    for _ in range(n):
-        g = _undiff(g, axis)
-    start, stop = _extent(prepend, axis), np.shape(g)[axis] - _extent(append, axis)
-    index = [slice(None)] * np.ndim(g)
-    index[axis] = slice(start, stop)
-    return g[tuple(index)]
-
-
-def _zero_or_none(v):
-    return None if v is None else np.zeros_like(v)
-
-
-def _diff_jvp(t, n, axis, prepend, append):
-    extra = {k: v for k, v in (('prepend', _zero_or_none(prepend)),
-                               ('append', _zero_or_none(append))) if v is not None}
-    return np.diff(t, n, axis, **extra)
-
-
-def diff_vjp(g, ans, a, n=1, axis=-1, prepend=None, append=None):
-    return fit(_diff_vjp(g, a, n, axis, prepend, append), a)
-
-def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
-    return _diff_jvp(t, n, axis, prepend, append)
-
-def ediff1d_vjp(g, ans, ary, to_end=None, to_begin=None):
-    inner = g[_extent(to_begin, 0):np.shape(g)[0] - _extent(to_end, 0)]
-    return fit(np.reshape(_undiff(inner, 0), np.shape(ary)), ary)
-
-def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
-    return np.ediff1d(t, _zero_or_none(to_end), _zero_or_none(to_begin))
-
-
-def _trapezoid_weights(y, x, dx, axis):
-    n = np.shape(y)[axis]
-    if x is None:
-        steps = np.full(n - 1, float(dx))
-    else:
-        steps = np.diff(x, axis=axis if np.ndim(x) > 1 else -1)
-    steps = np.moveaxis(steps, axis, -1) if np.ndim(steps) > 1 else steps
-    zero = np.zeros_like(steps[..., :1])
-    weights = (np.concatenate([zero, steps], -1) + np.concatenate([steps, zero], -1)) / 2.0
-    if np.ndim(weights) > 1:
-        return np.moveaxis(weights, -1, axis)
-    shape = [1] * np.ndim(y)
-    shape[axis] = n
-    return np.reshape(weights, shape)
-
-
-def trapezoid_vjp(g, ans, y, x=None, dx=1.0, axis=-1):
-    return fit(expand(g, y, axis) * _trapezoid_weights(y, x, dx, axis), y)
-
-def trapezoid_jvp(t, ans, y, x=None, dx=1.0, axis=-1): return np.trapezoid(t, x, dx, axis)
-
-
-def _gradient_axes(f, axis):
-    axes = reduced_axes(np.ndim(f), axis)
-    return axes if isinstance(axis, (tuple, list)) or axis is None else axes[:1]
-
-
-def _gradient_matrix(n, spacing, edge_order):
-    return np.gradient(np.eye(n), *spacing, axis=0, edge_order=edge_order)
-
-
-def _gradient_vjp(g, f, varargs, axis, edge_order):
-    axes = _gradient_axes(f, axis)
-    gs = [g] if len(axes) == 1 else list(g)
-    if len(varargs) <= 1:
-        spacings = [tuple(varargs)] * len(axes)
-    else:
-        spacings = [(v,) for v in varargs]
-    total = 0.0
-    for ax, gk, spacing in zip(axes, gs, spacings):
-        if gk is None:
-            continue
-        matrix = _gradient_matrix(np.shape(f)[ax], spacing, edge_order).astype(_float_dtype(f))
-        total = total + np.moveaxis(np.tensordot(gk, matrix, axes=([ax], [0])), -1, ax)
-    return total
-
-
-def gradient_vjp(g, ans, f, *varargs, axis=None, edge_order=1):
-    return fit(_gradient_vjp(g, f, varargs, axis, edge_order), f)
-
-def gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
-    return np.gradient(t, *varargs, axis=axis, edge_order=edge_order)
-
-
 # ---------------------------------------------------------------- registration
 
 # Helpers that compute axes, counts, masks and the weights of piecewise-linear
 # choices: constant wherever the rules that call them are differentiable.
-nondifferentiable(reduced_axes, kept_shape, _axis, _valid, _float_dtype, _choice,
+nondifferentiable(reduced_axes, kept_shape, _axis, not_nan, float_dtype, _choice,
                   _range_weights, _dof)
 
 
@@ -539,15 +345,7 @@ for _fn, _vjp, _jvp in [
         (np.nanmax, max_vjp, max_jvp), (np.nanmin, max_vjp, max_jvp),
         (np.ptp, ptp_vjp, ptp_jvp),
         (np.var, var_vjp, var_jvp), (np.std, std_vjp, std_jvp),
-        (np.nanvar, nanvar_vjp, nanvar_jvp), (np.nanstd, nanstd_vjp, nanstd_jvp),
-        (np.cumsum, cumsum_vjp, cumsum_jvp), (np.nancumsum, nancumsum_vjp, nancumsum_jvp),
-        (np.cumprod, cumprod_vjp, cumprod_jvp),
-        (np.nancumprod, nancumprod_vjp, nancumprod_jvp),
-        (np.cumulative_sum, cumulative_sum_vjp, cumulative_sum_jvp),
-        (np.cumulative_prod, cumulative_prod_vjp, cumulative_prod_jvp),
-        (np.diff, diff_vjp, diff_jvp), (np.ediff1d, ediff1d_vjp, ediff1d_jvp),
-        (np.trapezoid, trapezoid_vjp, trapezoid_jvp),
-        (np.gradient, gradient_vjp, gradient_jvp)]:
+        (np.nanvar, nanvar_vjp, nanvar_jvp), (np.nanstd, nanstd_vjp, nanstd_jvp)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
 
@@ -559,11 +357,3 @@ describe('axis None/int/tuple, keepdims, where, initial; ties share equally',
 describe('axis None/int/tuple, keepdims; ties share equally', np.ptp)
 describe('axis None/int/tuple, ddof or correction, keepdims, where; real or complex',
          np.var, np.std, np.nanvar, np.nanstd)
-describe('axis None/int, dtype', np.cumsum, np.nancumsum)
-describe('axis None/int; exact with zeros', np.cumprod, np.nancumprod)
-describe('axis, include_initial', np.cumulative_sum, np.cumulative_prod)
-describe('n, axis, prepend, append (constants)', np.diff)
-describe('to_end, to_begin (constants)', np.ediff1d)
-describe('x (constant sample points, 1-D or full), dx, axis', np.trapezoid)
-describe('spacings: scalars or coordinate arrays; axis None/int/tuple; edge_order 1, 2',
-         np.gradient)

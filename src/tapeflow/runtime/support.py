@@ -34,7 +34,8 @@ def add_adjoint(a, b):
     if is_zero(b):
         return a
     if isinstance(a, (list, tuple)):
-        return type(a)(add_adjoint(x, y) for x, y in zip(a, b))
+        parts = [add_adjoint(x, y) for x, y in zip(a, b)]
+        return type(a)._make(parts) if hasattr(type(a), '_make') else type(a)(parts)
     return a + b
 
 
@@ -126,7 +127,7 @@ def generated_namespace() -> dict:
     """What generated code may refer to besides the user's own globals."""
     import math
     names = {name: globals()[name] for name in __all__}
-    names.update(np=np, math=math, range=range, slice=slice)
+    names.update(np=np, math=math, range=range, slice=slice, len=len)
     return names
 
 

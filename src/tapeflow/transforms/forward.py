@@ -28,8 +28,8 @@ from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames
-from tapeflow.transforms.reverse import (BINOPS, UNARYOPS, _index_value, _names, _rule_label,
-                                         _target_name)
+from tapeflow.transforms.reverse import (BINOPS, UNARYOPS, _container_names, _index_value, _names,
+                                         _rule_label, _target_name)
 
 
 class ForwardContext:
@@ -41,6 +41,7 @@ class ForwardContext:
         self.compile_callee = compile_callee
         self.tangents = AdjointNames(namer, 'd')
         self.scalars = set(scalars)
+        self.containers = set()
 
 
 def _tape_ops(node) -> dict:
@@ -87,6 +88,7 @@ def transform(node: gast.FunctionDef, ctx: ForwardContext):
     opposite order, so tangents travel on the same tape as their values.
     """
     ctx.tape_ops = _tape_ops(node)
+    ctx.containers = _container_names(node.body)
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
     if ret is not None:
@@ -180,7 +182,8 @@ class _Forward:
         terms = self.terms(stmt, ans, value)
         # A zero of the value's shape: a scalar 0.0 would not survive `@` and friends.
         if terms:
-            tangent = _sum(terms)
+            structural = y in self.ctx.containers or _calls(value, 'add_adjoint')
+            tangent = _sum(terms, structural)
         elif isinstance(value, gast.Constant):
             tangent = nodes.const(0.0)
         else:
@@ -328,8 +331,14 @@ class _Forward:
         return [stmt]
 
 
-def _sum(terms):
+def _sum(terms, structural=False):
+    """`a + b + ...`; by structure (`add_adjoint`) for lists and tuples."""
     total = terms[0]
     for term in terms[1:]:
-        total = nodes.binop(total, gast.Add(), term)
+        total = nodes.call('add_adjoint', total, term) if structural else \
+            nodes.binop(total, gast.Add(), term)
     return total
+
+
+def _calls(value, name) -> bool:
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.func.id == name

@@ -46,7 +46,7 @@ PASSES = (
 # their values (`tapeflow.runtime.support`), so this layer does not import it.
 RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint',
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
-                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice',
+                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
                  'setitem_tangent', 'append_tangent', 'zero_tangent')
 
 

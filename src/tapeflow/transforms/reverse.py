@@ -393,8 +393,20 @@ class _Reverse:
     def for_(self, stmt):
         body_fwd, body_rev = self.block(stmt.body)
         target = stmt.target.id
-        trip_push, trip_pop = self.pair(nodes.name(target), restore_target=target)
         before_push, before_pop = self.pair(nodes.name(target), restore_target=target)
+        trip_push, trip_pop = self.pair(nodes.name(target), restore_target=target)
+        exits = bool(body_fwd) and getanno(body_fwd[-1], Key.LOOP_EXIT)
+        if _is_range(stmt.iter) and not exits:
+            # Every trip of the range runs: its length is the trip count, no counting.
+            iterations = self.ctx.namer.new('_range')
+            push, pop = self.pair(nodes.call('len', iterations))
+            prologue = [nodes.assign(iterations, stmt.iter)]
+            stmt.iter = nodes.name(iterations)
+            stmt.body = body_fwd + [trip_push]
+            rev_loop = nodes.for_(self.ctx.namer.new('_'), nodes.call('range', pop.value),
+                                  [trip_pop] + body_rev)
+            setanno(rev_loop, Key.TAPE_PAIR, getanno(push, Key.TAPE_PAIR))
+            return [before_push] + prologue + [stmt, push], [rev_loop, before_pop]
         init, body_fwd, push, rev_loop = self._counted_loop(stmt, body_fwd, body_rev,
                                                             [trip_push], [trip_pop])
         stmt.body = body_fwd
@@ -414,6 +426,10 @@ def _rule_label(entry, argnum, kind) -> str:
     base = entry.name.rsplit('.', 1)[-1]
     base = ''.join(c if c.isalnum() else '_' for c in base).strip('_') or 'rule'
     return f'_{base}_{kind}' + (str(argnum) if argnum else '')
+
+
+def _is_range(node) -> bool:
+    return isinstance(node, gast.Call) and getanno(node.func, Key.RESOLVED) is builtins.range
 
 
 def _target_name(stmt):
