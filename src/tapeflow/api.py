@@ -71,6 +71,7 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux):
     from tapeflow.syntax.unparse import load_module
     load_module(text, namespace, name)
     caller = namespace[name]
+    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
     wrapper.__tapeflow_caller__ = caller
     return caller
 
@@ -226,6 +227,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             grads = (grads,)
         return value, tuple(_like(g, args[i]) for g, i in zip(grads, wrt))
 
+    value_and_grad_f.__dict__.pop('__tapeflow_caller__', None)    # wraps copied f's
     value_and_grad_f.__tapeflow_transform__ = ('value_and_grad', f, wrt, has_aux)
     return value_and_grad_f
 
@@ -252,6 +254,7 @@ def grad(f, argnums=0, has_aux=False):
         def grad_f(*args):
             return vg(*args)[1]
 
+    grad_f.__dict__.pop('__tapeflow_caller__', None)               # wraps copied f's
     grad_f.__tapeflow_transform__ = ('grad', f, vg.__tapeflow_transform__[2], has_aux)
     return grad_f
 

@@ -12,7 +12,7 @@ import numpy as np
 from tapeflow.rules import registry
 from tapeflow.rules.shapes import unbroadcast, zeros_like_value
 
-__all__ = ['add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+__all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape']
 
@@ -21,6 +21,27 @@ class Tape(list):
     """The stack of a forward sweep: `push` in the forward, `pop` in the reverse."""
     __slots__ = ()
     push = list.append
+
+
+_ADJOINT_STACKS: dict = {}
+
+
+def adjoint_stack(tape, order=1) -> list:
+    """The stack of cotangents kept beside `tape` when generated code is differentiated again.
+
+    Keyed on the tape's identity and the order of the differentiation: the
+    forward and backward functions that share a tape share its adjoint stack,
+    and the third derivative's stack for a tape is not the second's.
+    Emptied stacks are dropped now and then.
+    """
+    key = (id(tape), order)
+    stack = _ADJOINT_STACKS.get(key)
+    if stack is None:
+        if len(_ADJOINT_STACKS) > 64:
+            for k in [k for k, v in _ADJOINT_STACKS.items() if not v]:
+                del _ADJOINT_STACKS[k]
+        stack = _ADJOINT_STACKS[key] = []
+    return stack
 
 
 def is_zero(adjoint) -> bool:
@@ -156,8 +177,9 @@ for _helper in (getitem_adjoint, setitem_value_adjoint, setitem_clear_adjoint, l
                 drop_last_adjoint, snapshot):
     _linear_in_first(_helper)
 registry.defjvp(add_adjoint, lambda t, ans, a, b: t, lambda t, ans, a, b: t)
-registry.defvjp(add_adjoint, lambda g, ans, a, b: g, lambda g, ans, a, b: g)
+
+
 registry.defjvp(old_value, lambda t, ans, container, index: old_value(t, index)
                 if not is_zero(t) else 0.0)
 registry.static(old_value, 1)
-registry.nondifferentiable(zero_tangent, is_zero)
+registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack)

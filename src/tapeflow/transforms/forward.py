@@ -28,6 +28,7 @@ from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames
+from tapeflow.transforms.tape_ops import popped_names, pushed_names, tape_ops as _tape_ops  # noqa: F401
 from tapeflow.transforms.reverse import (BINOPS, UNARYOPS, _container_names, _index_value, _names,
                                          _rule_label, _target_name)
 
@@ -42,42 +43,6 @@ class ForwardContext:
         self.tangents = AdjointNames(namer, 'd')
         self.scalars = set(scalars)
         self.containers = set()
-
-
-def _tape_ops(node) -> dict:
-    """Names bound to a tape's push and pop (`_push = _tape.append`) in generated code."""
-    ops = {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
-                and isinstance(n.value, gast.Attribute) and n.value.attr in ('append', 'pop') \
-                and isinstance(n.value.value, gast.Name) and n.value.value.id.startswith('_tape'):
-            ops[n.targets[0].id] = 'push' if n.value.attr == 'append' else 'pop'
-    return ops
-
-
-def pushed_names(node) -> set:
-    """Names pushed on a tape: their tangents are read later, through the tape."""
-    ops = _tape_ops(node)
-    return {n.value.args[0].id for n in gast.walk(node)
-            if isinstance(n, gast.Expr) and isinstance(n.value, gast.Call)
-            and isinstance(n.value.func, gast.Name) and ops.get(n.value.func.id) == 'push'
-            and n.value.args and isinstance(n.value.args[0], gast.Name)}
-
-
-def popped_names(node) -> set:
-    """Names assigned a value popped from a tape (directly, or by a callee given
-    the tape): inputs the tape carries in."""
-    ops = _tape_ops(node)
-    out = set()
-    for n in gast.walk(node):
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
-                and isinstance(n.value, gast.Call):
-            func, args = n.value.func, n.value.args
-            if isinstance(func, gast.Name) and ops.get(func.id) == 'pop':
-                out.add(n.targets[0].id)
-            elif any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in args):
-                out.add(n.targets[0].id)
-    return out
 
 
 def transform(node: gast.FunctionDef, ctx: ForwardContext):
@@ -308,6 +273,8 @@ class _Forward:
 
     def expr(self, stmt):
         call = stmt.value
+        if self._tape_op(call) == 'pop':              # a value popped and dropped: its tangent too
+            return [nodes.expr_stmt(nodes.call(call.func.id)), stmt]
         if self._tape_op(call) == 'push':
             # Every push is followed by a tangent (0.0 for an inactive value) and
             # every pop by one: the tape stays in step across function boundaries.

@@ -65,12 +65,10 @@ def _drop_tangents(stmts, liveness, removed):
 
 # ------------------------------------------------------------------ dead code
 
-def _is_pop(node) -> bool:
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id == '_pop'
-
-
 def _uses_tape(node) -> bool:
-    return any(isinstance(n, gast.Name) and n.id in ('_tape', '_pop') for n in gast.walk(node))
+    """Reads a tape (ours, or the one of generated code being differentiated again)."""
+    return any(isinstance(n, gast.Name) and n.id.startswith(('_tape', '_pop', '_push'))
+               for n in gast.walk(node))
 
 
 def _empty(body) -> bool:
@@ -78,19 +76,19 @@ def _empty(body) -> bool:
 
 
 def _dead(stmt, live_after) -> bool:
+    """A reverse-sweep statement whose effect nothing reads (pops: with their pairs)."""
+    pair = getanno(stmt, Key.TAPE_PAIR)
     if isinstance(stmt, gast.Assign):
         target = stmt.targets[0]
         base = target.value if isinstance(target, gast.Subscript) else target
         if not isinstance(base, gast.Name) or base.id in live_after:
             return False
-        if _is_pop(stmt.value):
-            return True
-        return not _uses_tape(stmt.value)
+        return pair is not None or not _uses_tape(stmt.value)
     if isinstance(stmt, gast.Expr):
-        return _is_pop(stmt.value)
-    if isinstance(stmt, gast.If) and _is_pop(stmt.test):
+        return pair is not None
+    if isinstance(stmt, gast.If) and pair is not None:
         return _empty(stmt.body) and _empty(stmt.orelse)
-    if isinstance(stmt, gast.For) and getanno(stmt, Key.TAPE_PAIR) is not None:
+    if isinstance(stmt, gast.For) and pair is not None:
         return _empty(stmt.body)
     return False
 

@@ -26,7 +26,7 @@ from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.unparse import load_module, render, unparse
-from tapeflow.transforms import anf, desugar, forward, optimize, reverse
+from tapeflow.transforms import anf, desugar, forward, optimize, reverse, tape_ops
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -47,7 +47,7 @@ PASSES = (
 RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint',
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
-                 'setitem_tangent', 'append_tangent', 'zero_tangent')
+                 'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack')
 
 
 @dataclasses.dataclass
@@ -85,9 +85,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record = front.record
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
                         bindings=front.bindings)
+    names = reverse.TapeNames.fresh(namer)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
                                  _callee_binder(compiled, namespace, namer, compile_callee),
-                                 scalars)
+                                 scalars, names)
+    order = getattr(fn, '__tapeflow_order__', 0) + 1     # generated code is of a higher order
+    ctx.order = order
     adjoint = reverse.transform(node, ctx)                              # reverse
 
     adj = adjoint.adjoints
@@ -107,7 +110,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     forward = adjoint.forward
     if optimize_code:                                                   # optimize
         forward, rev_body, undefined = optimize.transform(
-            forward, rev_body, set(grad_names) | {'_value'}, params)
+            forward, rev_body, set(grad_names) | {names.value}, params)
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(fn.__name__, params, forward + rev_body))
@@ -122,14 +125,14 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     name = fn.__name__
     combined = nodes.function_def(
         'd' + name, params + [seed_name],
-        [nodes.assign('_tape', nodes.list_()),
-         nodes.assign('_push', nodes.attribute('_tape', 'append')),
-         nodes.assign('_pop', nodes.attribute('_tape', 'pop'))]
+        [nodes.assign(names.tape, nodes.list_()),
+         nodes.assign(names.push, nodes.attribute(names.tape, 'append')),
+         nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))]
         + prologue + forward
-        + [nodes.assign('_value', capture)] + rev_body
-        + [nodes.return_(nodes.tuple_('_value', grad_value))],
+        + [nodes.assign(names.value, capture)] + rev_body
+        + [nodes.return_(nodes.tuple_(names.value, grad_value))],
         defaults=user_defaults + [1.0])
-    _trim_tape(combined)
+    _trim_tape(combined, names)
 
     # The split pair: the forward saves the locals the reverse reads at its start.
     local = set(params) | {n.id for s in forward for n in gast.walk(s)
@@ -138,23 +141,23 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     maybe_unset = sorted(set(entry_live) - optimize.definitely_assigned(forward, set(params)))
     split_prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | set(maybe_unset))]
     fwd_fn = nodes.function_def(
-        f'{name}_forward', ['_tape'] + params,
-        [nodes.assign('_push', nodes.attribute('_tape', 'append'))]
+        f'{name}_forward', [names.tape] + params,
+        [nodes.assign(names.push, nodes.attribute(names.tape, 'append'))]
         + split_prologue + forward
-        + ([nodes.expr_stmt(nodes.call('_push', nodes.tuple_(*entry_live)))] if entry_live else [])
+        + ([nodes.expr_stmt(nodes.call(names.push, nodes.tuple_(*entry_live)))] if entry_live else [])
         + [nodes.return_(capture)], defaults=user_defaults)
     if len(entry_live) > 1:
-        restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call('_pop'))]
+        restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call(names.pop))]
     elif entry_live:
-        restore = [nodes.assign(entry_live[0], nodes.subscript(nodes.call('_pop'), nodes.const(0)))]
+        restore = [nodes.assign(entry_live[0], nodes.subscript(nodes.call(names.pop), nodes.const(0)))]
     else:
         restore = []
     bwd_fn = nodes.function_def(
-        f'{name}_backward', ['_tape', seed_name],
-        [nodes.assign('_pop', nodes.attribute('_tape', 'pop'))] + restore
+        f'{name}_backward', [names.tape, seed_name],
+        [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + restore
         + rev_body + [nodes.return_(grad_value)])
-    _trim_tape(fwd_fn)
-    _trim_tape(bwd_fn)
+    _trim_tape(fwd_fn, names)
+    _trim_tape(bwd_fn, names)
 
     filename = front.source.filename                                    # codegen
     rendered = [render(tree, filename) for tree in (fwd_fn, bwd_fn, combined)]
@@ -171,6 +174,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     compiled.combined = namespace['d' + name]
     compiled.forward = namespace[f'{name}_forward']
     compiled.backward = namespace[f'{name}_backward']
+    for generated in (compiled.combined, compiled.forward, compiled.backward):
+        generated.__tapeflow_order__ = order
     compiled.passes = passes
     return compiled
 
@@ -211,12 +216,16 @@ def _front(fn, wrt, lifted, scalar_args, runtime_names, passes) -> _Front:
                             f'cannot differentiate with respect to argument {i}')
     wrt_names = [params[i] for i in wrt]
     namer = Namer.for_function(node)
-    namer.taken |= set(RUNTIME_NAMES) | {'_tape', '_push', '_pop', '_value'}
+    namer.taken |= set(RUNTIME_NAMES)
     desugar.transform(node, namer, source, fn)                          # desugar
     record('desugar', node)
     anf.transform(node, namer)                                          # anf
     record('anf', node)
     active = activity.active_names(node, set(wrt_names))                # activity
+    popped, pushed = tape_ops.popped_names(node), tape_ops.pushed_names(node)
+    if popped or pushed:    # generated code: its tape carries values (and derivatives)
+        outputs = activity.output_names(node.body) | pushed
+        active = activity.active_names(node, set(wrt_names) | popped, outputs)
     scalars = kinds.scalar_names(node, {params[i] for i in scalar_args if i < len(params)})
     namespace = dict(runtime_names)
     namespace.update(bindings.values)
@@ -231,11 +240,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     passes = []
     front = _front(fn, wrt, (), scalar_args, runtime_names, passes if record_passes else None)
     params, active, namer = front.params, front.active, front.namer
-    popped = forward.popped_names(front.node)
-    pushed = forward.pushed_names(front.node)
-    if popped or pushed:    # generated code: its tape carries values, and so tangents
-        outputs = activity.output_names(front.node.body) | pushed
-        active = activity.active_names(front.node, set(front.wrt_names) | popped, outputs)
+
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.scalars)
@@ -256,6 +261,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     compiled.trees = {'jvp': fdef}
     compiled.source = compiled.module_source = compiled.split_source = text
     compiled.combined = front.namespace[f'{fn.__name__}_jvp']
+    compiled.combined.__tapeflow_order__ = getattr(fn, '__tapeflow_order__', 0) + 1
     compiled.passes = passes
     return compiled
 
@@ -275,18 +281,18 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
     return bind
 
 
-def _trim_tape(fdef):
-    """Drop the `_push`/`_pop` bindings (and the tape) a function does not use."""
+def _trim_tape(fdef, names):
+    """Drop the push/pop bindings (and the tape) a function does not use."""
     def binding(stmt, names):
         return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
             and stmt.targets[0].id in names
 
-    for names in (('_push', '_pop'), ('_tape',)):
+    for group in ((names.push, names.pop), (names.tape,)):
         used = set()
         for stmt in fdef.body:
-            if not binding(stmt, names):
+            if not binding(stmt, group):
                 nodes.load_names(stmt, used)
-        fdef.body = [s for s in fdef.body if not (binding(s, names) and s.targets[0].id not in used)]
+        fdef.body = [s for s in fdef.body if not (binding(s, group) and s.targets[0].id not in used)]
 
 
 def _callee_binder(compiled, namespace, namer, compile_callee):

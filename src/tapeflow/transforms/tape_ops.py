@@ -1,0 +1,55 @@
+"""The tape operations of generated code, as the transforms see them again.
+
+Generated code binds its tape's methods once (`_push = _tape.append`,
+`_pop = _tape.pop`). When generated code is differentiated again (higher
+order), the forward and reverse transforms recognise these names: a pushed
+value travels to its pop through the tape, a flow no assignment shows.
+"""
+from __future__ import annotations
+
+import gast
+
+from tapeflow.rules import registry
+from tapeflow.syntax.anno import Key, getanno
+
+
+def tape_ops(node) -> dict:
+    """Names bound to a tape's push and pop (`_push = _tape.append`) in generated code."""
+    return {name: kind for name, (kind, _) in tape_bindings(node).items()}
+
+
+def tape_bindings(node) -> dict:
+    """name -> ('push' or 'pop', the tape's name), for `_push = _tape.append` and the like."""
+    ops = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Attribute) and n.value.attr in ('append', 'pop') \
+                and isinstance(n.value.value, gast.Name) and n.value.value.id.startswith('_tape'):
+            ops[n.targets[0].id] = ('push' if n.value.attr == 'append' else 'pop', n.value.value.id)
+    return ops
+
+
+def pushed_names(node) -> set:
+    """Names pushed on a tape: their tangents are read later, through the tape."""
+    ops = tape_ops(node)
+    return {n.value.args[0].id for n in gast.walk(node)
+            if isinstance(n, gast.Expr) and isinstance(n.value, gast.Call)
+            and isinstance(n.value.func, gast.Name) and ops.get(n.value.func.id) == 'push'
+            and n.value.args and isinstance(n.value.args[0], gast.Name)}
+
+
+def popped_names(node) -> set:
+    """Names assigned a value popped from a tape (directly, or by a callee given
+    the tape): inputs the tape carries in."""
+    ops = tape_ops(node)
+    out = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
+                and isinstance(n.value, gast.Call):
+            func, args = n.value.func, n.value.args
+            if isinstance(func, gast.Name) and ops.get(func.id) == 'pop':
+                out.add(n.targets[0].id)
+            elif any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in args) \
+                    and not registry.is_nondifferentiable(getanno(func, Key.RESOLVED)):
+                out.add(n.targets[0].id)
+    return out
