@@ -34,22 +34,9 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=()):
     """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached)."""
     fn = _unwrap(fn)
     key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args))
-
-    def build():
-        placeholder = pipeline.Compiled(fn, tuple(wrt), tuple(lifted), [], '', '', {})
-        cache.store(fn, key, placeholder)       # a recursive call finds this entry
-        try:
-            compiled = pipeline.compile_reverse(
-                fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE,
-                optimize_code=optimize, compile_callee=_compile_callee,
-                scalar_args=tuple(scalar_args))
-        except BaseException:
-            cache._entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
-            raise
-        placeholder.__dict__.update(compiled.__dict__)
-        return placeholder
-
-    return cache.get_or_compile(fn, key, build)
+    return cache.compile_once(fn, key, tuple(wrt), tuple(lifted), lambda: pipeline.compile_reverse(
+        fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE, optimize_code=optimize,
+        compile_callee=_compile_callee, scalar_args=tuple(scalar_args)))
 
 
 def _generated_caller(wrapper, kind, f, wrt, has_aux):
@@ -84,21 +71,9 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=()):
     """The compiled forward mode (`f_jvp(*args, *tangents)`) of `fn` (cached)."""
     fn = _unwrap(fn)
     key = ('forward', tuple(wrt), optimize, tuple(scalar_args))
-
-    def build():
-        placeholder = pipeline.Compiled(fn, tuple(wrt), (), [], '', '', {})
-        cache.store(fn, key, placeholder)
-        try:
-            compiled = pipeline.compile_forward(
-                fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
-                compile_callee=lambda g, w: compile_tangent(g, w), scalar_args=tuple(scalar_args))
-        except BaseException:
-            cache._entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
-            raise
-        placeholder.__dict__.update(compiled.__dict__)
-        return placeholder
-
-    return cache.get_or_compile(fn, key, build)
+    return cache.compile_once(fn, key, tuple(wrt), (), lambda: pipeline.compile_forward(
+        fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
+        compile_callee=compile_tangent, scalar_args=tuple(scalar_args)))
 
 
 def _unwrap(fn):

@@ -86,6 +86,30 @@ def store(fn, key, compiled):
         _entries.setdefault(fn.__code__, {})[(id(fn.__globals__), key)] = compiled
 
 
+def compile_once(fn, key, wrt, lifted, compile_fn):
+    """The cached entry for (fn, key), or `compile_fn()`'s result, stored.
+
+    The entry is registered before compiling, so recursion finds it: a
+    function that calls itself binds its own (still incomplete) entry, which
+    is filled in place when compilation ends. A failed compilation leaves
+    nothing behind.
+    """
+    from tapeflow.transforms.pipeline import Compiled
+
+    def build():
+        placeholder = Compiled(fn, wrt, lifted, [], '', '', {})
+        store(fn, key, placeholder)
+        try:
+            compiled = compile_fn()
+        except BaseException:
+            _entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
+            raise
+        placeholder.__dict__.update(compiled.__dict__)
+        return placeholder
+
+    return get_or_compile(fn, key, build)
+
+
 def get_or_compile(fn, key, build):
     """The cached entry for (fn, key), or `build()`'s, stored."""
     entry = lookup(fn, key)

@@ -18,19 +18,15 @@ Guarantees: the function returns `(value, tangent of the value)`.
 """
 from __future__ import annotations
 
-import operator
-import types
-
 import gast
 
-from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
-from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames
-from tapeflow.transforms.tape_ops import popped_names, pushed_names, tape_ops as _tape_ops  # noqa: F401
-from tapeflow.transforms.reverse import (BINOPS, UNARYOPS, _container_names, _index_value, _names,
-                                         _rule_label, _target_name)
+from tapeflow.transforms.tape_ops import tape_ops as _tape_ops
+from tapeflow.transforms.operations import (index_value, operation_of, rule_label, rules_for,
+                                            user_function)
+from tapeflow.transforms.reverse import _container_names, _names, _target_name
 
 
 class ForwardContext:
@@ -139,8 +135,7 @@ class _Forward:
         if self._tape_op(value) == 'pop':
             # not `mark`ed: a pop is never dead code, it keeps the tape in step
             return [nodes.assign(dy, nodes.call(value.func.id)), stmt]
-        if isinstance(value, gast.Call) and self._user_function(value) is not None \
-                and registry.lookup(getanno(value.func, Key.RESOLVED)) is None:
+        if isinstance(value, gast.Call) and self._user_function(value) is not None:
             return self.user_call(stmt, y, value)
         self_update = y in _names(value)
         ans = self.ctx.namer.new('_' + y) if self_update else y
@@ -159,81 +154,29 @@ class _Forward:
 
     def terms(self, stmt, ans, value):
         """Tangent contributions of the active operands of `value`."""
-        if isinstance(value, gast.Name):
-            return [self.tangent(value)] if self.is_active(value) else []
-        if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp)):
+        op = operation_of(value, lambda reason: self.error(stmt, reason))
+        if op.kind == 'none':
             return []
-        if isinstance(value, gast.Attribute) and getanno(value, Key.RESOLVED) is not None:
-            return []
-        if isinstance(value, gast.BinOp):
-            return self.primitive(stmt, ans, BINOPS.get(type(value.op)), [value.left, value.right], [])
-        if isinstance(value, gast.UnaryOp):
-            fn = UNARYOPS.get(type(value.op))
-            return self.primitive(stmt, ans, fn, [value.operand], []) if fn else []
-        if isinstance(value, (gast.Tuple, gast.List)):
-            if not any(self.is_active(e) for e in value.elts):
+        if op.kind == 'copy':
+            return [self.tangent(op.args[0])] if self.is_active(op.args[0]) else []
+        if op.kind == 'pack':
+            if not any(self.is_active(e) for e in op.args):
                 return []
             make = nodes.tuple_ if isinstance(value, gast.Tuple) else nodes.list_
-            return [make(*[self.tangent(e) for e in value.elts])]
-        if isinstance(value, gast.Subscript):
-            return self.primitive(stmt, ans, operator.getitem, [value.value, _index_value(value.slice)],
-                                  [], static=(1,))
-        if isinstance(value, gast.Attribute):
-            if value.attr in NONDIFF_ATTRIBUTES:
-                return []
-            fn = registry.ATTRIBUTES.get(value.attr)
-            if fn is None:
-                raise self.error(stmt, f'no derivative rule for the attribute .{value.attr}')
-            return self.primitive(stmt, ans, fn, [value.value], [])
-        if isinstance(value, gast.Call):
-            return self.call(stmt, ans, value)
-        raise self.error(stmt, f'cannot differentiate a {type(value).__name__} expression')
+            return [make(*[self.tangent(e) for e in op.args])]
+        return self.primitive(stmt, ans, op)
 
-    def call(self, stmt, ans, call):
-        fn = getanno(call.func, Key.RESOLVED)
-        keywords = [(k.arg, k.value) for k in call.keywords]
-        if fn is None and isinstance(call.func, gast.Attribute):
-            entry = registry.METHODS.get(call.func.attr)
-            if entry is None:
-                raise self.error(stmt, f'no derivative rule for the method .{call.func.attr}()')
-            fn, varargs = entry
-            args = list(call.args)
-            if varargs and len(args) > 1:
-                args = [nodes.tuple_(*args)]
-            return self.primitive(stmt, ans, fn, [call.func.value] + args, keywords)
-        if fn is None:
-            raise self.error(stmt, 'cannot differentiate a call of a value computed at run time')
-        return self.primitive(stmt, ans, fn, list(call.args), keywords)
-
-    def primitive(self, stmt, ans, fn, args, keywords, static=()):
-        entry = registry.lookup(fn) if fn is not None else None
-        static = set(static) | (entry.static_argnums if entry is not None else set())
-        active = [i for i, a in enumerate(args) if self.is_active(a) and i not in static]
-        for name, value in keywords:
-            if self.is_active(value):
-                raise self.error(stmt, f'differentiating with respect to the keyword argument '
-                                       f'{name!r} is not supported')
-        if not active or (entry is not None and entry.nondiff):
-            return []
-        if entry is None:
-            raise self.error(stmt, f'no derivative rule for {getattr(fn, "__name__", fn)} '
-                                   f'(argument {active[0]})')
+    def primitive(self, stmt, ans, op):
         same = _target_name(stmt) in self.ctx.scalars
-        out = []
-        for i in active:
-            rule = entry.jvps.get(i)
-            if rule is None:
-                raise self.error(stmt, f'no forward-mode rule for argument {i} of {entry.name}')
-            out.append(self.ctx.emitter.emit(rule, self.tangent(args[i]), nodes.name(ans), args,
-                                             keywords, same_shapes=same,
-                                             label=_rule_label(entry, i, 'jvp')))
-        return out
+        rules = rules_for(op, self.is_active, 'jvp', lambda reason: self.error(stmt, reason))
+        return [self.ctx.emitter.emit(rule, self.tangent(op.args[i]), nodes.name(ans), op.args,
+                                      op.keywords, same_shapes=same, label=rule_label(entry, i, 'jvp'))
+                for i, rule, entry in rules]
 
     # ---------------------------------------------------------------- user calls
 
     def _user_function(self, call):
-        fn = getanno(call.func, Key.RESOLVED)
-        return fn if isinstance(fn, types.FunctionType) else None
+        return user_function(call)
 
     def user_call(self, stmt, y, call):
         fn = self._user_function(call)
@@ -262,7 +205,7 @@ class _Forward:
             if self._tape_op(stmt.value) == 'pop':
                 return [nodes.expr_stmt(nodes.call(stmt.value.func.id)), stmt]
             return [stmt]
-        index = _index_value(target.slice)
+        index = index_value(target.slice)
         if self._tape_op(stmt.value) == 'pop':
             popped = self.ctx.namer.new('_d' + y)
             update = nodes.call('setitem_tangent', self.d[y], index, popped, y)
@@ -284,7 +227,8 @@ class _Forward:
             if self.is_active(pushed):
                 tangent = self.tangent(pushed)
             elif isinstance(pushed, gast.Call) and any(self.is_active(a) for a in pushed.args):
-                tangent = _sum(self.call(stmt, '_unused', pushed))
+                op = operation_of(pushed, lambda reason: self.error(stmt, reason))
+                tangent = _sum(self.primitive(stmt, '_unused', op))
             return [stmt, nodes.expr_stmt(nodes.call(call.func.id, tangent))]
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                 and isinstance(call.func.value, gast.Name) and getanno(call.func, Key.RESOLVED) is None:

@@ -23,23 +23,17 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import itertools
-import operator
-import types
 
 import gast
 
-from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
-from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames, Namer
 from tapeflow.transforms import tape_ops
+from tapeflow.transforms.operations import (index_value, operation_of, rule_label, rules_for,
+                                            user_function)
 
 
-BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
-          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
-          gast.Mod: operator.mod, gast.FloorDiv: operator.floordiv}
-UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,95 +233,30 @@ class _Reverse:
 
         None for a call to a user function (handled by `user_call`).
         """
-        if isinstance(value, gast.Name):
-            if self.is_active(value):
-                return [lambda g, ans: self.accumulate(value.id, nodes.name(g))]
+        op = operation_of(value, lambda reason: self.error(stmt, reason))
+        if op.kind == 'none':
             return []
-        if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp)):
-            return []
-        if isinstance(value, gast.Attribute) and getanno(value, Key.RESOLVED) is not None:
-            return []
-        if isinstance(value, gast.BinOp):
-            fn = BINOPS.get(type(value.op))
-            return self.primitive(stmt, fn, [value.left, value.right], [], _op_name(value.op))
-        if isinstance(value, gast.UnaryOp):
-            fn = UNARYOPS.get(type(value.op))
-            if fn is None:
-                return []
-            return self.primitive(stmt, fn, [value.operand], [], _op_name(value.op))
-        if isinstance(value, (gast.Tuple, gast.List)):
-            out = []
-            for k, elt in enumerate(value.elts):
-                if self.is_active(elt):
-                    out.append(lambda g, ans, k=k, elt=elt: self.accumulate(
-                        elt.id, nodes.call('getitem_adjoint', g, nodes.const(k))))
-            return out
-        if isinstance(value, gast.Subscript):
-            index = _index_value(value.slice)
-            return self.primitive(stmt, operator.getitem, [value.value, index], [], 'subscript',
-                                  static=(1,))
-        if isinstance(value, gast.Attribute):
-            if value.attr in NONDIFF_ATTRIBUTES:
-                return []
-            fn = registry.ATTRIBUTES.get(value.attr)
-            if fn is None:
-                raise self.error(stmt, f'no derivative rule for the attribute .{value.attr}')
-            return self.primitive(stmt, fn, [value.value], [], f'.{value.attr}')
-        if isinstance(value, gast.Call):
-            return self.call(stmt, value)
-        raise self.error(stmt, f'cannot differentiate a {type(value).__name__} expression')
-
-    def call(self, stmt, call):
-        fn = getanno(call.func, Key.RESOLVED)
-        keywords = [(k.arg, k.value) for k in call.keywords]
-        if fn is None and isinstance(call.func, gast.Attribute):      # x.method(...)
-            method = call.func.attr
-            entry = registry.METHODS.get(method)
-            if entry is None:
-                raise self.error(stmt, f'no derivative rule for the method .{method}()')
-            fn, varargs = entry
-            args = list(call.args)
-            if varargs and len(args) > 1:
-                args = [nodes.tuple_(*args)]
-            return self.primitive(stmt, fn, [call.func.value] + args, keywords, f'.{method}()')
-        if fn is None:
-            raise self.error(stmt, 'cannot differentiate a call of a value computed at run time')
-        if self._user_function(call) is not None and registry.lookup(fn) is None:
+        if op.kind == 'user':
             return None
-        return self.primitive(stmt, fn, list(call.args), keywords, _callable_name(fn))
-
-    def primitive(self, stmt, fn, args, keywords, label, static=()):
-        entry = registry.lookup(fn) if fn is not None else None
-        static = set(static) | (entry.static_argnums if entry is not None else set())
-        active = [i for i, a in enumerate(args) if self.is_active(a) and i not in static]
-        for name, value in keywords:
-            if self.is_active(value):
-                raise self.error(stmt, f'differentiating {label} with respect to its keyword '
-                                       f'argument {name!r} is not supported')
-        if not active:
-            return []
-        if entry is None:
-            raise self.error(stmt, f'no derivative rule for {label} (argument {active[0]})')
-        if entry.nondiff:
-            return []
-        out = []
-        for i in active:
-            rule = entry.vjps.get(i)
-            if rule is None:
-                raise self.error(stmt, f'no derivative rule for argument {i} of {entry.name}')
-            same = _target_name(stmt) in self.ctx.scalars
-            out.append(lambda g, ans, rule=rule, i=i: self.accumulate(
-                args[i].id, self.ctx.emitter.emit(rule, g, ans, args, keywords, same_shapes=same,
-                                                 label=_rule_label(entry, i, 'vjp'))))
-        return out
+        if op.kind == 'copy':
+            a = op.args[0]
+            return [lambda g, ans: self.accumulate(a.id, nodes.name(g))] if self.is_active(a) else []
+        if op.kind == 'pack':
+            return [lambda g, ans, k=k, elt=elt: self.accumulate(
+                        elt.id, nodes.call('getitem_adjoint', g, nodes.const(k)))
+                    for k, elt in enumerate(op.args) if self.is_active(elt)]
+        same = _target_name(stmt) in self.ctx.scalars
+        rules = rules_for(op, self.is_active, 'vjp', lambda reason: self.error(stmt, reason))
+        return [lambda g, ans, i=i, rule=rule, entry=entry: self.accumulate(
+                    op.args[i].id, self.ctx.emitter.emit(rule, g, ans, op.args, op.keywords,
+                                                         same_shapes=same,
+                                                         label=rule_label(entry, i, 'vjp')))
+                for i, rule, entry in rules]
 
     # ---------------------------------------------------------------- user calls
 
     def _user_function(self, call):
-        fn = getanno(call.func, Key.RESOLVED)
-        if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
-            return fn
-        return None
+        return user_function(call)
 
     def _active_args(self, call):
         return [i for i, a in enumerate(call.args) if self.is_active(a)]
@@ -393,14 +322,14 @@ class _Reverse:
         y = target.value.id
         index = target.slice
         give = self._adjoint_stack(stmt.value, 'push')
-        push, pop = self.pair(nodes.call('old_value', y, _index_value(index)),
+        push, pop = self.pair(nodes.call('old_value', y, index_value(index)),
                               restore_target=nodes.subscript(y, index, store=True), in_place=True)
         if y in self.ctx.active:
             by = self.adj[y]
             popped = nodes.subscript(y, index)
             rev = [nodes.expr_stmt(nodes.call(give, nodes.call('setitem_value_adjoint', by,
-                                                                 _index_value(index), popped))),
-                   nodes.assign(by, nodes.call('setitem_clear_adjoint', by, _index_value(index))), pop]
+                                                                 index_value(index), popped))),
+                   nodes.assign(by, nodes.call('setitem_clear_adjoint', by, index_value(index))), pop]
         else:
             rev = [nodes.expr_stmt(nodes.call(give, 0.0)), pop]
         return [push, stmt], rev
@@ -412,7 +341,7 @@ class _Reverse:
             return self.inner_pop_in_place(stmt, target)
         y = target.value.id
         index = target.slice
-        old = nodes.call('old_value', y, _index_value(index))
+        old = nodes.call('old_value', y, index_value(index))
         push, pop = self.pair(old, restore_target=nodes.subscript(y, index, store=True), in_place=True)
         rev = []
         if y in self.ctx.active:
@@ -420,8 +349,8 @@ class _Reverse:
             v = stmt.value
             if self.is_active(v):
                 rev.append(self.accumulate(v.id, nodes.call('setitem_value_adjoint', by,
-                                                            _index_value(index), v)))
-            rev.append(nodes.assign(by, nodes.call('setitem_clear_adjoint', by, _index_value(index))))
+                                                            index_value(index), v)))
+            rev.append(nodes.assign(by, nodes.call('setitem_clear_adjoint', by, index_value(index))))
         rev.append(pop)
         return [push, stmt], rev
 
@@ -514,13 +443,6 @@ class _Reverse:
 
 # -------------------------------------------------------------------- utilities
 
-def _rule_label(entry, argnum, kind) -> str:
-    """A readable name for a called (not inlined) rule: `_sin_vjp`, `_where_jvp2`."""
-    base = entry.name.rsplit('.', 1)[-1]
-    base = ''.join(c if c.isalnum() else '_' for c in base).strip('_') or 'rule'
-    return f'_{base}_{kind}' + (str(argnum) if argnum else '')
-
-
 def _is_range(node) -> bool:
     return isinstance(node, gast.Call) and getanno(node.func, Key.RESOLVED) is builtins.range
 
@@ -539,28 +461,3 @@ def _assigned(stmt) -> set:
     return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
-def _index_value(index):
-    """The index of a subscript as a value expression (`1:n` is `slice(1, n, None)`)."""
-    if isinstance(index, gast.Slice):
-        return nodes.call('slice', *(nodes.const(None) if p is None else p
-                                     for p in (index.lower, index.upper, index.step)))
-    if isinstance(index, gast.Tuple):
-        return nodes.tuple_(*(_index_value(i) for i in index.elts))
-    return index
-
-
-def _op_name(op) -> str:
-    return {gast.Add: '+', gast.Sub: '-', gast.Mult: '*', gast.Div: '/', gast.Pow: '**',
-            gast.MatMult: '@', gast.Mod: '%', gast.FloorDiv: '//', gast.USub: 'unary -',
-            gast.UAdd: 'unary +'}.get(type(op), type(op).__name__)
-
-
-def _callable_name(fn) -> str:
-    entry = registry.lookup(fn)
-    if entry is not None:
-        return entry.name
-    module = getattr(fn, '__module__', None) or ''
-    name = getattr(fn, '__qualname__', None) or getattr(fn, '__name__', repr(fn))
-    if isinstance(fn, type(builtins.len)) and module == 'builtins':
-        return name
-    return f'{module}.{name}' if module else name

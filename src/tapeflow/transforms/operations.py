@@ -1,0 +1,158 @@
+"""What an ANF operation applies, and to which arguments: shared by both modes.
+
+`operation_of(value)` reads the value of an ANF assignment (see `anf`) and
+says which primitive it applies (an operator, a NumPy function, a method, an
+attribute, a subscript), a copy, a tuple or list display, a call of a user
+function, or nothing differentiable. `rules_for` then gives, for the
+arguments that carry derivatives, the rule of the chosen mode (`'vjp'` or
+`'jvp'`), raising a located error where one is missing. The reverse and the
+forward transformation differ only in what they do with the rules.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import operator
+import types
+
+import gast
+
+from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
+from tapeflow.rules import registry
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno
+
+BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
+          gast.Mod: operator.mod, gast.FloorDiv: operator.floordiv}
+UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
+
+
+@dataclasses.dataclass
+class Operation:
+    kind: str                       # 'none', 'copy', 'pack', 'primitive' or 'user'
+    fn: object = None
+    args: list = dataclasses.field(default_factory=list)
+    keywords: list = dataclasses.field(default_factory=list)   # (name, atom)
+    label: str = ''
+    static: frozenset = frozenset()
+
+
+NONE = Operation('none')
+
+
+def operation_of(value, error) -> Operation:
+    """The operation of an ANF value; `error(reason)` builds the located error to raise."""
+    if isinstance(value, gast.Name):
+        return Operation('copy', args=[value])
+    if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp)):
+        return NONE
+    if isinstance(value, gast.Attribute) and getanno(value, Key.RESOLVED) is not None:
+        return NONE
+    if isinstance(value, gast.BinOp):
+        return Operation('primitive', BINOPS.get(type(value.op)), [value.left, value.right],
+                         label=_op_name(value.op))
+    if isinstance(value, gast.UnaryOp):
+        fn = UNARYOPS.get(type(value.op))
+        return Operation('primitive', fn, [value.operand], label=_op_name(value.op)) if fn else NONE
+    if isinstance(value, (gast.Tuple, gast.List)):
+        return Operation('pack', args=list(value.elts))
+    if isinstance(value, gast.Subscript):
+        return Operation('primitive', operator.getitem, [value.value, index_value(value.slice)],
+                         label='subscript', static=frozenset({1}))
+    if isinstance(value, gast.Attribute):
+        if value.attr in NONDIFF_ATTRIBUTES:
+            return NONE
+        fn = registry.ATTRIBUTES.get(value.attr)
+        if fn is None:
+            raise error(f'no derivative rule for the attribute .{value.attr}')
+        return Operation('primitive', fn, [value.value], label=f'.{value.attr}')
+    if isinstance(value, gast.Call):
+        return _call(value, error)
+    raise error(f'cannot differentiate a {type(value).__name__} expression')
+
+
+def _call(call, error) -> Operation:
+    fn = getanno(call.func, Key.RESOLVED)
+    keywords = [(k.arg, k.value) for k in call.keywords]
+    if fn is None and isinstance(call.func, gast.Attribute):      # x.method(...)
+        method = call.func.attr
+        entry = registry.METHODS.get(method)
+        if entry is None:
+            raise error(f'no derivative rule for the method .{method}()')
+        fn, varargs = entry
+        args = list(call.args)
+        if varargs and len(args) > 1:
+            args = [nodes.tuple_(*args)]
+        return Operation('primitive', fn, [call.func.value] + args, keywords, f'.{method}()')
+    if fn is None:
+        raise error('cannot differentiate a call of a value computed at run time')
+    if user_function(call) is not None:
+        return Operation('user', fn, list(call.args), keywords, fn.__name__)
+    return Operation('primitive', fn, list(call.args), keywords, callable_name(fn))
+
+
+def user_function(call):
+    """The Python function a call applies when it has no rule (it is transformed too)."""
+    fn = getanno(call.func, Key.RESOLVED)
+    if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
+        return fn
+    return None
+
+
+def rules_for(op: Operation, is_active, mode: str, error) -> list:
+    """[(argnum, rule, entry)] for the active arguments of a primitive operation."""
+    entry = registry.lookup(op.fn) if op.fn is not None else None
+    static = set(op.static) | (entry.static_argnums if entry is not None else set())
+    active = [i for i, a in enumerate(op.args) if is_active(a) and i not in static]
+    for name, value in op.keywords:
+        if is_active(value):
+            raise error(f'differentiating {op.label} with respect to its keyword '
+                        f'argument {name!r} is not supported')
+    if not active or (entry is not None and entry.nondiff):
+        return []
+    if entry is None:
+        raise error(f'no derivative rule for {op.label} (argument {active[0]})')
+    rules = entry.vjps if mode == 'vjp' else entry.jvps
+    out = []
+    for i in active:
+        rule = rules.get(i)
+        if rule is None:
+            which = 'derivative' if mode == 'vjp' else 'forward-mode'
+            raise error(f'no {which} rule for argument {i} of {entry.name}')
+        out.append((i, rule, entry))
+    return out
+
+
+def index_value(index):
+    """The index of a subscript as a value expression (`1:n` is `slice(1, n, None)`)."""
+    if isinstance(index, gast.Slice):
+        return nodes.call('slice', *(nodes.const(None) if p is None else p
+                                     for p in (index.lower, index.upper, index.step)))
+    if isinstance(index, gast.Tuple):
+        return nodes.tuple_(*(index_value(i) for i in index.elts))
+    return index
+
+
+def rule_label(entry, argnum, kind) -> str:
+    """A readable name for a called (not inlined) rule: `_sin_vjp`, `_where_jvp2`."""
+    base = entry.name.rsplit('.', 1)[-1]
+    base = ''.join(c if c.isalnum() else '_' for c in base).strip('_') or 'rule'
+    return f'_{base}_{kind}' + (str(argnum) if argnum else '')
+
+
+def _op_name(op) -> str:
+    return {gast.Add: '+', gast.Sub: '-', gast.Mult: '*', gast.Div: '/', gast.Pow: '**',
+            gast.MatMult: '@', gast.Mod: '%', gast.FloorDiv: '//', gast.USub: 'unary -',
+            gast.UAdd: 'unary +'}.get(type(op), type(op).__name__)
+
+
+def callable_name(fn) -> str:
+    entry = registry.lookup(fn)
+    if entry is not None:
+        return entry.name
+    module = getattr(fn, '__module__', None) or ''
+    name = getattr(fn, '__qualname__', None) or getattr(fn, '__name__', repr(fn))
+    if isinstance(fn, type(builtins.len)) and module == 'builtins':
+        return name
+    return f'{module}.{name}' if module else name
