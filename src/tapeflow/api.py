@@ -30,13 +30,22 @@ def scalar_positions(args) -> tuple:
     return tuple(i for i, a in enumerate(args) if a.__class__ in _SCALAR_TYPES)
 
 
-def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=()):
-    """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached)."""
+def array_shapes(args) -> tuple:
+    """(position, shape) of the NumPy array arguments: part of a compilation's key."""
+    return tuple((i, a.shape) for i, a in enumerate(args) if a.__class__ is np.ndarray)
+
+
+def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=()):
+    """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached).
+
+    `scalar_args` and `arg_shapes` specialise it to the arguments' shapes.
+    """
     fn = _unwrap(fn)
-    key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args))
+    key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args), tuple(arg_shapes))
     return cache.compile_once(fn, key, tuple(wrt), tuple(lifted), lambda: pipeline.compile_reverse(
         fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE, optimize_code=optimize,
-        compile_callee=_compile_callee, scalar_args=tuple(scalar_args)))
+        compile_callee=_compile_callee, scalar_args=tuple(scalar_args),
+        arg_shapes=tuple(arg_shapes)))
 
 
 def _generated_caller(wrapper, kind, f, wrt, has_aux):
@@ -67,13 +76,14 @@ def _compile_callee(fn, wrt):
     return compile_adjoint(fn, wrt)
 
 
-def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=()):
+def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=()):
     """The compiled forward mode (`f_jvp(*args, *tangents)`) of `fn` (cached)."""
     fn = _unwrap(fn)
-    key = ('forward', tuple(wrt), optimize, tuple(scalar_args))
+    key = ('forward', tuple(wrt), optimize, tuple(scalar_args), tuple(arg_shapes))
     return cache.compile_once(fn, key, tuple(wrt), (), lambda: pipeline.compile_forward(
         fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
-        compile_callee=compile_tangent, scalar_args=tuple(scalar_args)))
+        compile_callee=compile_tangent, scalar_args=tuple(scalar_args),
+        arg_shapes=tuple(arg_shapes)))
 
 
 def _unwrap(fn):
@@ -157,19 +167,20 @@ def value_and_grad(f, argnums=0, has_aux=False):
     wrt = (argnums,) if single else tuple(argnums)
     fname = getattr(f, '__name__', 'f')
     python_fn = _unwrap(f)
-    state = {}      # argument classes -> (compiled, validity check, positions to dtype-check)
+    state = {}      # argument classes (and array shapes) -> (compiled, validity check,
+                    #                                      positions to dtype-check)
     seed = (1.0, 0.0) if has_aux else 1.0
 
-    def prepare(args, classes):
+    def prepare(args, key):
         for i in wrt:
             if i >= len(args):
                 raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
                                 f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
-        scalars = tuple(i for i, c in enumerate(classes) if c in _SCALAR_TYPES)
-        compiled = compile_adjoint(f, wrt, scalar_args=scalars)
-        dtype_checked = tuple(i for i in wrt if classes[i] not in _SCALAR_TYPES)
-        entry = state[classes] = (compiled, cache.validator(compiled, python_fn), dtype_checked)
+        compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
+                                   arg_shapes=array_shapes(args))
+        dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
+        entry = state[key] = (compiled, cache.validator(compiled, python_fn), dtype_checked)
         return entry
 
     nparams = python_fn.__code__.co_argcount
@@ -179,10 +190,12 @@ def value_and_grad(f, argnums=0, has_aux=False):
     def value_and_grad_f(*args):
         if len(args) != nparams:
             args = _complete(args, nparams, defaults, fname)
-        classes = tuple(map(type, args))
-        entry = state.get(classes)
+        key = tuple(map(type, args))
+        if np.ndarray in key:             # specialised on array shapes too
+            key += tuple(a.shape for a in args if a.__class__ is np.ndarray)
+        entry = state.get(key)
         if entry is None or not entry[1]():
-            entry = prepare(args, classes)
+            entry = prepare(args, key)
         for i in entry[2]:
             _check_differentiable(args[i], i, fname)
         value, grads = entry[0].combined(*args, seed)
@@ -266,7 +279,8 @@ def jvp(f, primals, tangents):
         if np.shape(tangents[i]) != np.shape(primals[i]):
             raise ValueError(f'jvp: the tangent of argument {i} has shape {np.shape(tangents[i])}, '
                              f'its primal {np.shape(primals[i])}')
-    compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals))
+    compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
+                               arg_shapes=array_shapes(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     return value, _tangent_like(tangent, value)
 

@@ -3,7 +3,7 @@ import gast
 import numpy as np
 
 from tapeflow.analysis.activity import active_names
-from tapeflow.analysis.kinds import scalar_names
+from tapeflow.analysis.shapes import infer
 from tapeflow.analysis.liveness import Liveness
 from tests.transforms.passes import front
 
@@ -35,17 +35,33 @@ def test_activity_flows_through_list_append():
     assert active_names(front(via_list), {'x'}) == {'x', '_mul', 'ys', '_item'}
 
 
-def test_scalar_kinds_follow_arithmetic_not_arrays():
+def shapes_example(x, a, W, n):
+    y = x * 2.0
+    z = np.sum(a)
+    w = y + z
+    i = len(a)
+    h = np.zeros((3, 4))
+    for t in range(n):
+        h = np.tanh(h @ W + a[t])
+    v = a[0]
+    return w * i + np.sum(h) + v
+
+
+def test_shapes_follow_arithmetic_matmul_reductions_and_loops():
+    shapes = infer(front(shapes_example), {'x': (), 'a': (5, 4), 'W': (4, 4)})
+    assert shapes['y'] == () and shapes['z'] == () and shapes['w'] == () and shapes['i'] == ()
+    assert shapes['h'] == (3, 4)                 # loop-carried: the fixpoint agrees
+    assert shapes['v'] == (4,)                   # a[0] drops the first dimension
+    assert 'n' not in shapes                     # an argument of unknown shape
+
+
+def test_shapes_disagreeing_assignments_are_unknown():
     def f(x, a):
-        y = x * 2.0
-        z = np.sum(a)
-        w = y + z
-        i = len(a)
-        return w * i
-    node = front(f)
-    scalars = scalar_names(node, {'x'})
-    assert {'x', 'y', 'i'} <= scalars
-    assert 'z' not in scalars and 'w' not in scalars and 'a' not in scalars
+        y = x
+        if x > 0:
+            y = a
+        return y
+    assert 'y' not in infer(front(f), {'x': (), 'a': (3,)})
 
 
 def test_liveness_through_a_loop():

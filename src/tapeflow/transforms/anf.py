@@ -40,8 +40,10 @@ def transform(node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
 
 
 def is_atom(node) -> bool:
+    """A name, a constant (a tuple of constants too: `(32, 128)`), a resolved reference."""
     return isinstance(node, (gast.Name, gast.Constant)) or (
-        isinstance(node, gast.Attribute) and hasanno(node, Key.RESOLVED))
+        isinstance(node, gast.Attribute) and hasanno(node, Key.RESOLVED)) or (
+        isinstance(node, gast.Tuple) and all(isinstance(e, gast.Constant) for e in node.elts))
 
 
 class _ANF:

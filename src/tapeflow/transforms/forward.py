@@ -30,14 +30,14 @@ from tapeflow.transforms.reverse import _container_names, _names, _target_name
 
 
 class ForwardContext:
-    def __init__(self, source, namer, emitter, active, compile_callee, scalars=()):
+    def __init__(self, source, namer, emitter, active, compile_callee, shapes=None):
         self.source = source
         self.namer = namer
         self.emitter = emitter
         self.active = active
         self.compile_callee = compile_callee
         self.tangents = AdjointNames(namer, 'd')
-        self.scalars = set(scalars)
+        self.shapes = shapes or {}
         self.containers = set()
 
 
@@ -167,8 +167,12 @@ class _Forward:
         return self.primitive(stmt, ans, op)
 
     def primitive(self, stmt, ans, op):
-        same = _target_name(stmt) in self.ctx.scalars
+        target_shape = self.ctx.shapes.get(_target_name(stmt))
         rules = rules_for(op, self.is_active, 'jvp', lambda reason: self.error(stmt, reason))
+        # `broadcast_tangent(t, ans)` does nothing when the moving operand has ans's shape
+        same = target_shape is not None and all(
+            isinstance(op.args[i], gast.Name) and self.ctx.shapes.get(op.args[i].id) == target_shape
+            for i, _, _ in rules)
         return [self.ctx.emitter.emit(rule, self.tangent(op.args[i]), nodes.name(ans), op.args,
                                       op.keywords, same_shapes=same, label=rule_label(entry, i, 'jvp'))
                 for i, rule, entry in rules]

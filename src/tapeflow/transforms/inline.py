@@ -62,15 +62,15 @@ class RuleEmitter:
         """An expression computing `rule(g, ans, *args, **keywords)`.
 
         `g`, `ans` and `args` are gast expressions (or names); `keywords` is a
-        list of (name, expression). With `same_shapes` (every operand has the
-        output's shape, e.g. all are scalars) an inlined `unbroadcast(e, x)` is
-        just `e`.
+        list of (name, expression). `same_shapes` says which operands have the
+        output's shape (True: all; or a predicate on a name): an inlined
+        `unbroadcast(e, x)` of such an `x` is just `e`.
         """
         template = _rule_template(rule)
         if template is not _NOT_INLINABLE:
             inlined = self._inline(rule, template, g, ans, args, dict(keywords))
             if inlined is not None:
-                return _DropUnbroadcast().visit(inlined) if same_shapes else inlined
+                return _DropUnbroadcast(same_shapes).visit(inlined) if same_shapes else inlined
         return nodes.call(self._bind(rule, label), g, ans, *args, keywords=list(keywords))
 
     def _inline(self, rule, template, g, ans, args, keywords):
@@ -119,10 +119,14 @@ class RuleEmitter:
 
 
 class _DropUnbroadcast(gast.NodeTransformer):
+    def __init__(self, same):
+        self.same = same if callable(same) else (lambda name: True)
+
     def visit_Call(self, node):
         self.generic_visit(node)
         if isinstance(node.func, gast.Name) and node.func.id in ('unbroadcast', 'broadcast_tangent') \
-                and len(node.args) == 2:
+                and len(node.args) == 2 and isinstance(node.args[1], gast.Name) \
+                and self.same(node.args[1].id):
             return node.args[0]
         return node
 

@@ -20,7 +20,7 @@ import dataclasses
 
 import gast
 
-from tapeflow.analysis import activity, kinds
+from tapeflow.analysis import activity, shapes as shape_analysis
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
@@ -72,23 +72,27 @@ class Compiled:
 
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
-                    record_passes=False, compile_callee=None, scalar_args=()) -> Compiled:
+                    record_passes=False, compile_callee=None, scalar_args=(),
+                    arg_shapes=()) -> Compiled:
     """Run the pipeline on `fn`, differentiating the parameters at `wrt`.
 
-    `scalar_args`: positions whose arguments are Python scalars in the calls
-    this compilation serves (the caller keys its cache on them).
+    `scalar_args`: positions whose arguments are scalars in the calls this
+    compilation serves; `arg_shapes`: (position, shape) of array arguments.
+    The caller keys its cache on both; the code drops `unbroadcast` where they
+    show nothing was broadcast.
     """
     passes = []
-    front = _front(fn, wrt, lifted, scalar_args, runtime_names, passes if record_passes else None)
+    front = _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names,
+                   passes if record_passes else None)
     source, node, namer, params, active = front.source, front.node, front.namer, front.params, front.active
-    wrt_names, scalars, namespace, emitter = front.wrt_names, front.scalars, front.namespace, front.emitter
+    wrt_names, shapes, namespace, emitter = front.wrt_names, front.shapes, front.namespace, front.emitter
     record = front.record
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
                         bindings=front.bindings)
     names = reverse.TapeNames.fresh(namer)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
                                  _callee_binder(compiled, namespace, namer, compile_callee),
-                                 scalars, names)
+                                 shapes, names)
     order = getattr(fn, '__tapeflow_order__', 0) + 1     # generated code is of a higher order
     ctx.order = order
     adjoint = reverse.transform(node, ctx)                              # reverse
@@ -188,14 +192,14 @@ class _Front:
     params: list
     wrt_names: list
     active: set
-    scalars: set
+    shapes: dict             # name -> static shape (analysis.shapes)
     bindings: object
     namespace: dict
     emitter: RuleEmitter
     record: object
 
 
-def _front(fn, wrt, lifted, scalar_args, runtime_names, passes) -> _Front:
+def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _Front:
     """parse -> resolve -> fence -> desugar -> anf -> activity: what both modes share."""
     def record(name, node):
         if passes is not None:
@@ -226,24 +230,28 @@ def _front(fn, wrt, lifted, scalar_args, runtime_names, passes) -> _Front:
     if popped or pushed:    # generated code: its tape carries values (and derivatives)
         outputs = activity.output_names(node.body) | pushed
         active = activity.active_names(node, set(wrt_names) | popped, outputs)
-    scalars = kinds.scalar_names(node, {params[i] for i in scalar_args if i < len(params)})
+    param_shapes = {params[i]: () for i in scalar_args if i < len(params)}
+    param_shapes.update({params[i]: tuple(shape) for i, shape in arg_shapes if i < len(params)})
+    shapes = shape_analysis.infer(node, param_shapes)
     namespace = dict(runtime_names)
     namespace.update(bindings.values)
     emitter = RuleEmitter(namespace, namer)
-    return _Front(source, node, namer, params, wrt_names, active, scalars, bindings,
+    return _Front(source, node, namer, params, wrt_names, active, shapes, bindings,
                   namespace, emitter, record)
 
 
 def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
-                    record_passes=False, compile_callee=None, scalar_args=()) -> Compiled:
+                    record_passes=False, compile_callee=None, scalar_args=(),
+                    arg_shapes=()) -> Compiled:
     """Forward mode: `jvp_f(*args, *tangents) -> (value, tangent)` for the parameters at `wrt`."""
     passes = []
-    front = _front(fn, wrt, (), scalar_args, runtime_names, passes if record_passes else None)
+    front = _front(fn, wrt, (), scalar_args, arg_shapes, runtime_names,
+                   passes if record_passes else None)
     params, active, namer = front.params, front.active, front.namer
 
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
-    ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.scalars)
+    ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
     body, output, tangent_out = forward.transform(front.node, ctx)     # forward
     tangent_params = [ctx.tangents[n] for n in front.wrt_names]
     inits = [nodes.assign(ctx.tangents[p], nodes.call('zero_tangent', p)) for p in params

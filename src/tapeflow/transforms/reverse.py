@@ -62,7 +62,7 @@ class Adjoint:
 class ReverseContext:
     """What the transformation needs from outside: rules, callees, errors."""
 
-    def __init__(self, source, namer: Namer, emitter, active: set, compile_callee, scalars=(),
+    def __init__(self, source, namer: Namer, emitter, active: set, compile_callee, shapes=None,
                  names=None):
         self.source = source
         self.namer = namer
@@ -72,7 +72,7 @@ class ReverseContext:
         self.adjoints = AdjointNames(namer, 'b')
         self.pairs = itertools.count(1)
         self.containers = set()
-        self.scalars = set(scalars)   # names that always hold scalars (analysis.kinds)
+        self.shapes = shapes or {}    # name -> static shape (analysis.shapes)
         # The tape's names: `_tape`, `_push`, `_pop`, unless the code is itself
         # generated (a gradient differentiated again) and uses those already.
         self.names = names or TapeNames('_tape', '_push', '_pop', '_value')
@@ -245,7 +245,10 @@ class _Reverse:
             return [lambda g, ans, k=k, elt=elt: self.accumulate(
                         elt.id, nodes.call('getitem_adjoint', g, nodes.const(k)))
                     for k, elt in enumerate(op.args) if self.is_active(elt)]
-        same = _target_name(stmt) in self.ctx.scalars
+        target_shape = self.ctx.shapes.get(_target_name(stmt))
+
+        def same(name):               # `unbroadcast(g, name)` does nothing: drop it
+            return target_shape is not None and self.ctx.shapes.get(name) == target_shape
         rules = rules_for(op, self.is_active, 'vjp', lambda reason: self.error(stmt, reason))
         return [lambda g, ans, i=i, rule=rule, entry=entry: self.accumulate(
                     op.args[i].id, self.ctx.emitter.emit(rule, g, ans, op.args, op.keywords,

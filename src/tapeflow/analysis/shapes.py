@@ -1,0 +1,185 @@
+"""Static shapes of variables, from the shapes of the arguments of one compilation.
+
+Runs on ANF. A compilation is specialised on its arguments' shapes (Python
+scalars have shape `()`; the cache keys on them), so many intermediate shapes
+are known: arithmetic broadcasts, ufuncs keep it, `@` follows matmul, full
+reductions give `()`, `x[i]` drops a dimension, `x.T` reverses, `np.zeros`
+with a constant shape makes it. A variable has a shape only if every
+assignment to it gives that same shape; anything else is unknown (`None`).
+
+The reverse transform drops `unbroadcast(g, x)` where `x` has the shape of the
+operation's result: nothing was broadcast, so `x` need not be kept for it.
+"""
+from __future__ import annotations
+
+import builtins
+
+import gast
+import numpy as np
+
+from tapeflow.syntax.anno import Key, getanno
+
+_REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.std, np.var}
+_REDUCTION_METHODS = {'sum', 'mean', 'max', 'min', 'prod', 'std', 'var'}
+_CREATION = {np.zeros, np.ones, np.empty, np.full}
+_TOP = 'top'      # not decided yet (optimistic start of the fixpoint); None is "unknown"
+
+
+def broadcast(*shapes):
+    if any(s is None for s in shapes):
+        return None
+    if any(s is _TOP for s in shapes):
+        return _TOP
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def matmul_shape(a, b):
+    if a is _TOP or b is _TOP:
+        return _TOP if a is not None and b is not None else None
+    if a is None or b is None or not a or not b:
+        return None
+    if len(a) == 1 and len(b) == 1:
+        return () if a == b else None
+    if len(b) == 1:
+        return a[:-1] if a[-1] == b[0] else None
+    if len(a) == 1:
+        return b[:-2] + b[-1:] if a[0] == b[-2] else None
+    if a[-1] != b[-2]:
+        return None
+    batch = broadcast(a[:-2], b[:-2])
+    return None if batch is None else batch + (a[-2], b[-1])
+
+
+class _Shapes:
+    def __init__(self, known):
+        self.known = known                 # name -> shape, for names settled so far
+
+    def of(self, node):
+        if isinstance(node, gast.Constant):
+            return () if isinstance(node.value, (int, float, bool, complex)) else None
+        if isinstance(node, gast.Name):
+            return self.known.get(node.id)
+        if isinstance(node, gast.Attribute) and getanno(node, Key.RESOLVED) is not None:
+            value = getanno(node, Key.RESOLVED)
+            return () if isinstance(value, (int, float)) else None
+        return None
+
+    def value(self, v):
+        """The shape the ANF value `v` produces, or None."""
+        if isinstance(v, (gast.Constant, gast.Name)) or (
+                isinstance(v, gast.Attribute) and getanno(v, Key.RESOLVED) is not None):
+            return self.of(v)
+        if isinstance(v, gast.BinOp):
+            left, right = self.of(v.left), self.of(v.right)
+            if isinstance(v.op, gast.MatMult):
+                return matmul_shape(left, right)
+            return broadcast(left, right)
+        if isinstance(v, gast.UnaryOp):
+            return self.of(v.operand)
+        if isinstance(v, (gast.Compare, gast.BoolOp)):
+            return None
+        if isinstance(v, gast.Attribute):
+            shape = self.of(v.value)
+            if v.attr == 'T' and shape is not None:
+                return shape if shape is _TOP else shape[::-1]
+            return None
+        if isinstance(v, gast.Subscript):
+            shape = self.of(v.value)
+            if shape is _TOP:
+                return _TOP
+            if shape and _is_integer_like(v.slice, self):
+                return shape[1:]
+            return None
+        if isinstance(v, gast.Call):
+            return self.call(v)
+        return None
+
+    def call(self, call):
+        fn = getanno(call.func, Key.RESOLVED)
+        args = [self.of(a) for a in call.args]
+        keywords = {k.arg: k.value for k in call.keywords}
+        if fn is None and isinstance(call.func, gast.Attribute):           # x.sum() and the like
+            if call.func.attr in _REDUCTION_METHODS and not call.args and not keywords:
+                receiver = self.of(call.func.value)
+                return receiver if receiver is _TOP else (() if receiver is not None else None)
+            return None
+        if fn is builtins.len:
+            return ()
+        if getattr(fn, '__module__', None) == 'math':
+            return _TOP if _TOP in args else (() if all(a == () for a in args) else None)
+        if isinstance(fn, np.ufunc) and not keywords and len(args) == fn.nin:
+            return broadcast(*args)
+        if fn in (np.dot, np.matmul) and len(args) == 2 and not keywords:
+            return matmul_shape(*args)
+        if fn in _REDUCTIONS and len(args) == 1 and args[0] is not None and not keywords:
+            return args[0] if args[0] is _TOP else ()
+        if fn in _CREATION and call.args and isinstance(call.args[0], gast.Constant):
+            value = call.args[0].value
+            return (value,) if isinstance(value, int) else None
+        if fn in _CREATION and call.args and isinstance(call.args[0], gast.Tuple) \
+                and all(isinstance(e, gast.Constant) and isinstance(e.value, int) for e in call.args[0].elts):
+            return tuple(e.value for e in call.args[0].elts)
+        return None
+
+
+def _is_integer_like(index, shapes):
+    return isinstance(index, gast.Constant) and isinstance(index.value, int) or \
+        isinstance(index, gast.Name) and index.id in shapes.integers
+
+
+def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
+    """name -> shape for the names of `node` (ANF) whose shape is settled.
+
+    An optimistic fixpoint: every assigned name starts undecided; each round
+    gives it the meet of what its assignments produce; a disagreement makes it
+    unknown for good.
+    """
+    params = {a.id for a in node.args.args}
+    assignments, loop_counters = [], set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+            assignments.append((n.targets[0].id, n.value))
+        elif isinstance(n, gast.For):
+            if isinstance(n.iter, gast.Call) and getanno(n.iter.func, Key.RESOLVED) is builtins.range:
+                loop_counters.add(n.target.id)
+            else:
+                assignments.append((n.target.id, None))
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
+                and isinstance(n.func.value, gast.Name):
+            assignments.append((n.func.value.id, None))     # a method may change its object
+    targets = {t for t, _ in assignments}
+    state = {p: param_shapes.get(p) for p in params}
+    for c in loop_counters:
+        state[c] = () if c not in targets else None
+    for t in targets:
+        if t not in params and t not in loop_counters:
+            state[t] = _TOP
+    shapes = _Shapes(state)
+    shapes.integers = {c for c in loop_counters if state.get(c) == ()}
+    changed = True
+    while changed:
+        changed = False
+        for name in targets:
+            if state.get(name) is None:
+                continue
+            current = state[name]
+            for t, v in assignments:
+                if t != name:
+                    continue
+                produced = shapes.value(v) if v is not None else None
+                current = _meet(current, produced)
+            if current != state[name]:
+                state[name] = current
+                changed = True
+    return {n: s for n, s in state.items() if s is not None and s is not _TOP}
+
+
+def _meet(a, b):
+    if a is _TOP:
+        return b
+    if b is _TOP:
+        return a
+    return a if a == b else None
