@@ -115,3 +115,17 @@ def tf_unsupported(a, b):
 def test_tf_style_op_argument_without_a_numpy_place_is_located():
     with pytest.raises(tf.UnsupportedError, match='transpose_a'):
         tf.grad(tf_unsupported)(np.ones((2, 2)), np.ones((2, 2)))
+
+
+def layer_loss(W, x):
+    return np.sum(np.tanh(W @ x) ** 2)
+
+
+def test_source_for_example_arguments_has_no_needless_unbroadcast():
+    general = tf.source(layer_loss)
+    specialised = tf.source(layer_loss, args=(np.ones((3, 2)), np.ones(2)))
+    assert 'unbroadcast' in general
+    assert 'unbroadcast' not in specialised
+    g = tf.grad(layer_loss)(np.ones((3, 2)) * 0.1, np.ones(2))
+    t = np.tanh(np.ones((3, 2)) * 0.1 @ np.ones(2))
+    np.testing.assert_allclose(g, np.outer(2 * t * (1 - t ** 2), np.ones(2)), rtol=1e-12)

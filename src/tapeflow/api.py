@@ -295,34 +295,31 @@ def _tangent_like(tangent, value):
     return tangent
 
 
-def source(f, argnums=0, mode='reverse', optimize=True):
+def source(f, argnums=0, mode='reverse', optimize=True, args=None):
     """The generated Python source of `f`'s gradient (or, forward, its jvp), as a string.
 
     The combined value-and-gradient function first, then the forward and
-    backward functions of every user function it calls.
+    backward functions of every user function it calls. With `args` (example
+    arguments), the code specialised to their shapes, as `grad` runs it.
     """
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
+                                           arg_shapes=array_shapes(args))
     if mode == 'forward':
-        compiled = compile_tangent(f, wrt, optimize=optimize)
-        parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
-        while pending:
-            callee = pending.pop(0)
-            if id(callee) not in seen:
-                seen.add(id(callee))
-                parts.append(callee.source)
-                pending.extend(callee.callees)
-        return '\n\n'.join(parts)
-    if mode != 'reverse':
+        compiled = compile_tangent(f, wrt, optimize=optimize, **shapes)
+        part = 'source'
+    elif mode == 'reverse':
+        compiled = compile_adjoint(f, wrt, optimize=optimize, **shapes)
+        part = 'split_source'
+    else:
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
-    compiled = compile_adjoint(f, wrt, optimize=optimize)
     parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
     while pending:
         callee = pending.pop(0)
-        if id(callee) in seen:
-            continue
-        seen.add(id(callee))
-        parts.append(callee.split_source)
-        pending.extend(callee.callees)
+        if id(callee) not in seen:
+            seen.add(id(callee))
+            parts.append(getattr(callee, part))
+            pending.extend(callee.callees)
     return '\n\n'.join(parts)
 
 
