@@ -5,11 +5,12 @@ import numpy as np
 
 from rulecheck import A, F, L, Spec
 from tapeflow.rules import (array_ops, indexing, numpy_binary, numpy_methods, numpy_reductions,
-                            numpy_shape, shapes)
+                            numpy_shape, operators, shapes)
 
 X3 = A((2, 3, 4))
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
 WITH_ZEROS = [[1.5, 0.0, -2.0, 0.5], [0.0, 0.0, 1.2, -0.7], [0.3, 1.1, -0.4, 2.0]]
+TIES = [[1.0, 3.0, 3.0], [2.0, -1.0, 0.0]]
 WITH_NANS = [[1.5, np.nan, -2.0, 0.5], [0.2, 0.9, np.nan, -0.7], [0.3, 1.1, -0.4, 2.0]]
 
 SPECS = []
@@ -217,10 +218,41 @@ SPECS += [
     Spec(shapes.broadcast_tangent, (A((3,)), np.zeros((2, 3))), name='broadcast_tangent'),
     Spec(shapes.fit, (A((2, 4, 3)), np.zeros((4, 1))), name='fit'),
     Spec(shapes.fit, (A((2, 3)), [1.0, 2.0, 3.0]), name='fit(list)'),
+    Spec(shapes.dense, (A((2, 3)), np.zeros((2, 3))), name='dense'),
     Spec(indexing.untake, (A((3,)), np.zeros((2, 3)), (1, slice(None))), name='untake'),
     Spec(indexing.untake, (A((4,)), np.zeros(3), np.array([0, 0, 2, 0])), name='untake(repeated)'),
     Spec(numpy_reductions.expand, (A((2, 4)), np.zeros((2, 3, 4)), 1), name='expand'),
     Spec(numpy_reductions.expand, (A((1, 3)), np.zeros((2, 3)), 0, True), name='expand(keepdims)'),
+    Spec(numpy_reductions.grad_of_sum, (A((2, 4)), np.zeros((2, 3, 4)), 1), name='grad_of_sum'),
+    Spec(numpy_reductions.grad_of_sum, (A((2, 1, 4)), np.zeros((2, 3, 4)), -2, True),
+         name='grad_of_sum(keepdims)'),
+    Spec(numpy_reductions.grad_of_sum, (F(), np.zeros((3, 4))), name='grad_of_sum(all, float)'),
+    Spec(numpy_reductions.grad_of_sum, (A((3,)), np.zeros((3, 4)), 1), {'where': MASK},
+         name='grad_of_sum(where)'),
+    Spec(numpy_reductions.grad_of_sum, (A(()), [1.0, 2.0, 3.0]), name='grad_of_sum(list)'),
+    Spec(numpy_reductions.grad_of_mean, (A((3,)), np.zeros((2, 3, 4)), (0, 2)),
+         name='grad_of_mean'),
+    Spec(numpy_reductions.grad_of_mean, (A((1, 1)), np.zeros((3, 4)), None, True),
+         name='grad_of_mean(all, keepdims)'),
+    Spec(numpy_reductions.grad_of_mean, (A((3,)), np.zeros((3, 4)), 1), {'where': MASK},
+         name='grad_of_mean(where)'),
+    Spec(numpy_reductions.grad_of_max, (A((2,)), np.array(TIES), np.max(TIES, 1), 1),
+         name='grad_of_max(ties)'),
+    Spec(numpy_reductions.grad_of_max, (A((2, 1)), np.array(TIES), np.min(TIES, 1, keepdims=True),
+                                        -1, True), name='grad_of_max(min, keepdims)'),
+    Spec(numpy_reductions.grad_of_max, (F(), np.array(TIES), 3.0), name='grad_of_max(all)'),
+    Spec(numpy_reductions.grad_of_max, (A((3,)), np.array(WITH_ZEROS), np.array([1.5, 1.2, 2.0]), 1),
+         {'where': MASK}, name='grad_of_max(where)'),
+    Spec(operators.grad_of_matmul_a, (A((2, 4)), np.zeros((2, 3)), A((3, 4))), name='grad_of_matmul_a'),
+    Spec(operators.grad_of_matmul_a, (A((2,)), np.zeros((2, 3)), A((3,))), name='grad_of_matmul_a(2,1)'),
+    Spec(operators.grad_of_matmul_a, (A((4,)), np.zeros(3), A((3, 4))), name='grad_of_matmul_a(1,2)'),
+    Spec(operators.grad_of_matmul_a, (A((5, 2, 4)), np.zeros((2, 3)), A((5, 3, 4))),
+         name='grad_of_matmul_a(batched)'),
+    Spec(operators.grad_of_matmul_b, (A((2, 4)), A((2, 3)), np.zeros((3, 4))), name='grad_of_matmul_b'),
+    Spec(operators.grad_of_matmul_b, (A((2,)), A((2, 3)), np.zeros(3)), name='grad_of_matmul_b(2,1)'),
+    Spec(operators.grad_of_matmul_b, (A((4,)), A((3,)), np.zeros((3, 4))), name='grad_of_matmul_b(1,2)'),
+    Spec(operators.grad_of_matmul_b, (A((5, 2, 4)), A((5, 2, 3)), np.zeros((3, 4))),
+         name='grad_of_matmul_b(batched)'),
     Spec(numpy_binary._share, (A((2, 3)), A((3,)), A((2, 3)), A((2, 3))), name='_share'),
     Spec(array_ops.gather, (A((3, 4)), np.array([[0, -1], [11, 11]])), name='gather'),
     Spec(array_ops.scatter_add, (A((2, 2)), np.array([[0, -1], [3, 3]]), (2, 3)), name='scatter_add'),

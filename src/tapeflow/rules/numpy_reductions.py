@@ -3,18 +3,26 @@ their nan-variants (scans and differences are in `numpy_scans`).
 
 Every reduction takes `axis` as None, an int or a tuple of ints, and
 `keepdims`; sum, mean, prod, max, min, var and std also `where=`; var and std
-`ddof` (or `correction`). The VJP spreads `g` back over the reduced axes
-(`expand`), the JVP is the reduction's own linearisation. prod is exact with
-zeros (products of the other elements, not ans / x).
+`ddof` (or `correction`). The VJP spreads `g` back over the reduced axes, the
+JVP is the reduction's own linearisation. prod is exact with zeros (products of
+the other elements, not ans / x).
+
+Generated code calls the VJPs of the common reductions by name, one helper
+each, so an adjoint reads `bx = grad_of_sum(bs, x, 1, False, where=True)`:
+`grad_of_sum`, `grad_of_mean`, `grad_of_max` (max and min). They are fast for
+an ndarray without `where=` and take the general route (`expand`, `fit`)
+otherwise; they are primitives with their own rules (linear in `g`), so
+generated code that calls them can be differentiated again.
 """
 import math
 
 import numpy as np
 
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
-from tapeflow.rules.shapes import fit
+from tapeflow.rules.shapes import dense, fit
 
-__all__ = ['reduced_axes', 'kept_shape', 'expand', 'count', 'float_dtype', 'not_nan']
+__all__ = ['reduced_axes', 'kept_shape', 'expand', 'count', 'float_dtype', 'not_nan',
+           'grad_of_sum', 'grad_of_mean', 'grad_of_max', 'products_of_others']
 
 
 # ---------------------------------------------------------------- helpers
@@ -87,31 +95,139 @@ def not_nan(a, where=True):
     return ~np.isnan(a) if where is True else ~np.isnan(a) & where
 
 
+# ---------------------------------------------------------------- the VJPs generated code calls
+
+def grad_of_sum(g, x, axis=None, keepdims=False, where=True):
+    """The cotangent of `x` in `np.sum(x, axis, keepdims=keepdims, where=where)`.
+
+    `g` copied over the summed axes, in the shape and dtype of `x`, zero where
+    `where` is False.
+    """
+    if where is True and _plain(g, x):
+        return _spread(g, x, axis, keepdims)
+    return fit(_masked(expand(g, x, axis, keepdims), where), x)
+
+
+def grad_of_mean(g, x, axis=None, keepdims=False, where=True):
+    """The cotangent of `x` in `np.mean(x, axis, keepdims=keepdims, where=where)`."""
+    if where is True and _plain(g, x):
+        return _spread(g / _size(x.shape, axis), x, axis, keepdims)
+    return fit(_masked(expand(g, x, axis, keepdims), where) / count(x, axis, where), x)
+
+
+def grad_of_max(g, x, ans, axis=None, keepdims=False, where=True):
+    """The cotangent of `x` in `ans = np.max(x, axis, ...)` (or min, amax, nanmax...).
+
+    `g` goes to the elements equal to `ans`, shared equally among ties.
+    """
+    if where is True and _plain(g, x):
+        if axis is not None and not keepdims:
+            kept = _kept(x.shape, axis)
+            g = g.reshape(kept) if g.__class__ is np.ndarray else g
+            ans = ans.reshape(kept) if ans.__class__ is np.ndarray else ans
+        hit = x == ans
+        ties = hit.sum(axis=axis, dtype=x.dtype, keepdims=True)
+        return hit * (g / np.maximum(ties, 1))
+    return fit(expand(g, x, axis, keepdims) * _choice(x, ans, axis, keepdims, where), x)
+
+
+def _plain(g, x):
+    """The common case: `x` an ndarray of floats, `g` a float or of x's dtype."""
+    if x.__class__ is not np.ndarray:
+        return False
+    if g.__class__ is float:
+        return x.dtype.kind in 'fc'
+    return (g.__class__ is np.ndarray or isinstance(g, np.generic)) and g.dtype == x.dtype \
+        and x.dtype.kind in 'fc'
+
+
+def _kept(shape, axis):
+    """`shape` with the reduced `axis` (an int, or ints) set to 1: the keepdims shape."""
+    if axis.__class__ is int:
+        kept = list(shape)
+        kept[axis] = 1
+        return kept
+    return kept_shape(shape, axis)
+
+
+def _size(shape, axis):
+    """How many elements a reduction over `axis` combines."""
+    if axis is None:
+        return math.prod(shape)
+    if axis.__class__ is int:
+        return shape[axis]
+    return math.prod(shape[i] for i in reduced_axes(len(shape), axis))
+
+
+def _spread(g, x, axis, keepdims):
+    """`g` copied over the shape of `x` (a new array: cheaper than np.broadcast_to)."""
+    out = np.empty(x.shape, x.dtype)
+    if g.__class__ is np.ndarray and g.ndim:
+        out[...] = g if keepdims or axis is None else g.reshape(_kept(x.shape, axis))
+    else:
+        out.fill(g)
+    return out
+
+
+# Rules of the helpers above, for generated code differentiated again. Each is
+# linear in `g`; `x` and `ans` give shapes and which elements attain a max,
+# constant wherever the derivative exists.
+
+def _grad_of_sum_vjp(h, ans, g, x, axis=None, keepdims=False, where=True):
+    return fit(np.sum(dense(h, x), axis=axis, keepdims=keepdims, where=where), g)
+
+def _grad_of_sum_jvp(t, ans, g, x, axis=None, keepdims=False, where=True):
+    return grad_of_sum(t, x, axis, keepdims, where=where)
+
+def _grad_of_mean_vjp(h, ans, g, x, axis=None, keepdims=False, where=True):
+    return fit(np.mean(dense(h, x), axis=axis, keepdims=keepdims, where=where), g)
+
+def _grad_of_mean_jvp(t, ans, g, x, axis=None, keepdims=False, where=True):
+    return grad_of_mean(t, x, axis, keepdims, where=where)
+
+def _grad_of_max_vjp(h, ans, g, x, extreme, axis=None, keepdims=False, where=True):
+    return fit(np.sum(h * _choice(x, extreme, axis, keepdims, where), axis=axis,
+                      keepdims=keepdims), g)
+
+def _grad_of_max_jvp(t, ans, g, x, extreme, axis=None, keepdims=False, where=True):
+    return grad_of_max(t, x, extreme, axis, keepdims, where=where)
+
+
+defvjp(grad_of_sum, _grad_of_sum_vjp)
+defjvp(grad_of_sum, _grad_of_sum_jvp)
+static(grad_of_sum, 1, 2, 3)
+defvjp(grad_of_mean, _grad_of_mean_vjp)
+defjvp(grad_of_mean, _grad_of_mean_jvp)
+static(grad_of_mean, 1, 2, 3)
+defvjp(grad_of_max, _grad_of_max_vjp)
+defjvp(grad_of_max, _grad_of_max_jvp)
+static(grad_of_max, 1, 2, 3, 4)
+
+
 # ---------------------------------------------------------------- sum, mean
 
 def sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    return fit(_masked(expand(g, a, axis, keepdims), where), a)
+    return grad_of_sum(g, a, axis, keepdims, where=where)
 
 def sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
     return np.sum(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 def mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    return fit(_masked(expand(g, a, axis, keepdims), where) / count(a, axis, where), a)
+    return grad_of_mean(g, a, axis, keepdims, where=where)
 
 def mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     return np.mean(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 def nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                where=True):
-    return fit(expand(g, a, axis, keepdims) * not_nan(a, where), a)
+    return grad_of_sum(g, a, axis, keepdims, where=not_nan(a, where))
 
 def nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                where=True):
     return np.sum(t * not_nan(a, where), axis=axis, keepdims=keepdims)
 
 def nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    return fit(expand(g, a, axis, keepdims) * not_nan(a, where) / count(a, axis, not_nan(a, where)),
-               a)
+    return grad_of_mean(g, a, axis, keepdims, where=not_nan(a, where))
 
 def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     return np.sum(t * not_nan(a, where), axis=axis,
@@ -120,10 +236,14 @@ def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, wher
 
 # ---------------------------------------------------------------- prod
 
-def _others(a, axis, where=True, skip_nan=False):
-    """For each element: the product of the other elements of its reduction."""
-    if skip_nan or where is not True:
-        a = np.where(not_nan(a, where) if skip_nan else where, a, 1.0)
+def products_of_others(a, axis, where):
+    """For each element: the product of the other elements of its reduction.
+
+    Exact with zeros (prefix times suffix products, no division). Elements
+    outside `where` count as 1.
+    """
+    if where is not True:
+        a = np.where(where, a, 1.0)
     shape = np.shape(a)
     axes = reduced_axes(len(shape), axis)
     if not axes:
@@ -132,26 +252,32 @@ def _others(a, axis, where=True, skip_nan=False):
     order = rest + list(axes)
     moved = np.transpose(a, order)
     flat = np.reshape(moved, tuple(shape[i] for i in rest) + (-1,))
-    one = np.ones_like(flat[..., :1])
-    left = np.cumprod(np.concatenate([one, flat[..., :-1]], axis=-1), axis=-1)
-    right = np.flip(np.cumprod(np.flip(np.concatenate([flat[..., 1:], one], axis=-1), -1), -1), -1)
+    n = np.shape(flat)[-1]
+    position = np.arange(n)
+    # Exclusive prefix and suffix products: each element's neighbour, 1 at the ends.
+    before = np.where(position == 0, 1.0, np.roll(flat, 1, axis=-1))
+    after = np.where(position == n - 1, 1.0, np.roll(flat, -1, axis=-1))
+    left = np.cumprod(before, axis=-1)
+    right = np.flip(np.cumprod(np.flip(after, -1), -1), -1)
     return np.transpose(np.reshape(left * right, np.shape(moved)), np.argsort(order))
 
 
 def prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    return fit(_masked(expand(g, a, axis, keepdims) * _others(a, axis, where), where), a)
+    return grad_of_sum(g, a, axis, keepdims, where=where) * products_of_others(a, axis, where)
 
 def prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
-    return np.sum(_masked(t * _others(a, axis, where), where), axis=axis, keepdims=keepdims)
+    return np.sum(_masked(t * products_of_others(a, axis, where), where), axis=axis,
+                  keepdims=keepdims)
 
 def nanprod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=True):
-    return fit(expand(g, a, axis, keepdims) * _others(a, axis, where, True) * not_nan(a, where), a)
+    return grad_of_sum(g, a, axis, keepdims, where=not_nan(a, where)) \
+        * products_of_others(a, axis, not_nan(a, where))
 
 def nanprod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=True):
-    return np.sum(t * _others(a, axis, where, True) * not_nan(a, where), axis=axis,
-                  keepdims=keepdims)
+    return np.sum(t * products_of_others(a, axis, not_nan(a, where)) * not_nan(a, where),
+                  axis=axis, keepdims=keepdims)
 
 
 # ---------------------------------------------------------------- max, min, ptp
@@ -171,7 +297,7 @@ def _range_weights(a, axis):
 
 
 def max_vjp(g, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
-    return fit(expand(g, a, axis, keepdims) * _choice(a, ans, axis, keepdims, where), a)
+    return grad_of_max(g, a, ans, axis, keepdims, where=where)
 
 def max_jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
     return np.sum(t * _choice(a, ans, axis, keepdims, where), axis=axis, keepdims=keepdims)
@@ -333,7 +459,7 @@ describe('axis None/int/tuple, weights (same shape, or 1-D along axis; different
 # Helpers that compute axes, counts, masks and the weights of piecewise-linear
 # choices: constant wherever the rules that call them are differentiable.
 nondifferentiable(reduced_axes, kept_shape, _axis, not_nan, float_dtype, _choice,
-                  _range_weights, _dof)
+                  _range_weights, _dof, _plain, _kept, _size)
 
 
 for _fn, _vjp, _jvp in [

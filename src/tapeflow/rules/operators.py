@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
-from tapeflow.rules.shapes import broadcast_tangent, unbroadcast
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.shapes import broadcast_tangent, dense, is_symbolic_zero, unbroadcast
 
 
 # ---------------------------------------------------------------- add, sub, neg
@@ -130,7 +130,20 @@ defjvp(operator.pow, pow_jvp_x, pow_jvp_y)
 
 # ---------------------------------------------------------------- matmul
 
-def _matmul_vjp_a(g, a, b):
+def grad_of_matmul_a(g, a, b):
+    """The cotangent of `a` in `a @ b`: `g @ b.T`, for every rank NumPy accepts.
+
+    A symbolic zero (the float 0.0) for `g` or `b` gives the symbolic zero.
+    """
+    if g.__class__ is np.ndarray and a.__class__ is np.ndarray and b.__class__ is np.ndarray:
+        if b.ndim == 2 and a.ndim == 2:
+            return g @ b.T
+        if b.ndim == 1 and a.ndim == 2:
+            return g[:, None] * b                  # outer(g, b)
+        if b.ndim == 2 and a.ndim == 1:
+            return b @ g
+    if is_symbolic_zero(g) or is_symbolic_zero(b):
+        return 0.0
     if np.ndim(b) == 1:
         if np.ndim(a) == 1:
             return g * b
@@ -140,9 +153,22 @@ def _matmul_vjp_a(g, a, b):
     return unbroadcast_matmul(g @ np.swapaxes(b, -1, -2), a)
 
 
-def _matmul_vjp_b(g, a, b):
+def grad_of_matmul_b(g, a, b):
+    """The cotangent of `b` in `a @ b`: `a.T @ g`, for every rank NumPy accepts.
+
+    A symbolic zero (the float 0.0) for `g` or `a` gives the symbolic zero.
+    """
+    if g.__class__ is np.ndarray and a.__class__ is np.ndarray and b.__class__ is np.ndarray:
+        if a.ndim == 2 and b.ndim == 2:
+            return a.T @ g
+        if a.ndim == 2 and b.ndim == 1:
+            return g @ a                           # a.T @ g, without the copies
+        if a.ndim == 1 and b.ndim == 2:
+            return a[:, None] * g                  # outer(a, g)
+    if is_symbolic_zero(g) or is_symbolic_zero(a):
+        return 0.0
     if np.ndim(b) == 1 and np.ndim(a) == 2:
-        return g @ a                      # matrix @ vector: a.T @ g, without the copies
+        return g @ a
     if np.ndim(a) == 1:
         if np.ndim(b) == 1:
             return g * a
@@ -163,11 +189,11 @@ def unbroadcast_matmul(g, x):
 
 
 def matmul_vjp_a(g, ans, a, b):
-    return _matmul_vjp_a(g, a, b)
+    return grad_of_matmul_a(g, a, b)
 
 
 def matmul_vjp_b(g, ans, a, b):
-    return _matmul_vjp_b(g, a, b)
+    return grad_of_matmul_b(g, a, b)
 
 
 def matmul_jvp_a(t, ans, a, b):
@@ -180,6 +206,52 @@ def matmul_jvp_b(t, ans, a, b):
 
 defvjp(operator.matmul, matmul_vjp_a, matmul_vjp_b)
 defjvp(operator.matmul, matmul_jvp_a, matmul_jvp_b)
+
+
+# The two cotangents are themselves products, which generated code calls:
+# differentiating it again (Hessians) needs their rules. `grad_of_matmul_a(g,
+# a, b)` is bilinear in g and b (a gives only its shape); it is the transpose
+# of `a -> a @ b`, so its own transpose in g is `h @ b`, and in b it is the
+# cotangent of b in `h @ b` paired with g. Symmetrically for `grad_of_matmul_b`.
+
+def _grad_a_vjp_g(h, ans, g, a, b):
+    return dense(h, a) @ b
+
+
+def _grad_a_vjp_b(h, ans, g, a, b):
+    return grad_of_matmul_b(g, h, b)
+
+
+def _grad_a_jvp_g(t, ans, g, a, b):
+    return grad_of_matmul_a(t, a, b)
+
+
+def _grad_a_jvp_b(t, ans, g, a, b):
+    return grad_of_matmul_a(g, a, t)
+
+
+def _grad_b_vjp_g(h, ans, g, a, b):
+    return a @ dense(h, b)
+
+
+def _grad_b_vjp_a(h, ans, g, a, b):
+    return grad_of_matmul_a(g, a, h)
+
+
+def _grad_b_jvp_g(t, ans, g, a, b):
+    return grad_of_matmul_b(t, a, b)
+
+
+def _grad_b_jvp_a(t, ans, g, a, b):
+    return grad_of_matmul_b(g, t, b)
+
+
+defvjp(grad_of_matmul_a, _grad_a_vjp_g, None, _grad_a_vjp_b)
+defjvp(grad_of_matmul_a, _grad_a_jvp_g, None, _grad_a_jvp_b)
+static(grad_of_matmul_a, 1)
+defvjp(grad_of_matmul_b, _grad_b_vjp_g, _grad_b_vjp_a)
+defjvp(grad_of_matmul_b, _grad_b_jvp_g, _grad_b_jvp_a)
+static(grad_of_matmul_b, 2)
 
 
 # ---------------------------------------------------------------- no derivative

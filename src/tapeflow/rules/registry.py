@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
-VERSION = 1
+VERSION = 2
 
 
 class MissingRule(TypeError):

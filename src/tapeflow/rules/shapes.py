@@ -15,7 +15,8 @@ from tapeflow.rules import registry
 
 __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
            'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
-           'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild']
+           'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
+           'is_symbolic_zero']
 
 _SCALARS = (float, int, bool)
 
@@ -24,7 +25,12 @@ def unbroadcast(g, x):
     """Sum `g` down to the shape of `x` (the operand it is the cotangent of)."""
     if g.__class__ in _SCALARS:
         return g
-    shape = np.shape(x)
+    if x.__class__ is np.ndarray:
+        if g.__class__ is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
+            return g                      # the common case: nothing to sum, nothing to cast
+        shape = x.shape
+    else:
+        shape = np.shape(x)
     if g.shape == shape:
         return _as_dtype_of(g, x)
     return _as_dtype_of(unbroadcast_to(g, shape), x)
@@ -34,12 +40,25 @@ def broadcast_tangent(t, ans):
     """The tangent `t` of an operand, in the shape of the output `ans` it moves."""
     if t.__class__ in _SCALARS and ans.__class__ in _SCALARS:
         return t
-    shape = np.shape(ans)
+    shape = ans.shape if ans.__class__ is np.ndarray else np.shape(ans)
+    if t.__class__ is np.ndarray and t.shape == shape:
+        return t
     return t if np.shape(t) == shape else np.broadcast_to(t, shape)
 
 
 def unbroadcast_to(g, shape):
     """Sum the broadcast axes of `g` away so that it has `shape`."""
+    if g.__class__ is np.ndarray and shape.__class__ is tuple:
+        gshape = g.shape
+        if gshape == shape:
+            return g
+        extra = g.ndim - len(shape)
+        if extra >= 0:
+            if gshape[extra:] == shape:                 # leading axes only (bias terms)
+                return g.sum(axis=tuple(range(extra)))
+            axes = tuple(range(extra)) + tuple(extra + i for i, n in enumerate(shape)
+                                               if n == 1 and gshape[extra + i] != 1)
+            return g.sum(axis=axes, keepdims=True).reshape(shape)
     extra = np.ndim(g) - len(shape)
     if extra > 0:
         g = np.sum(g, axis=tuple(range(extra)))
@@ -57,6 +76,22 @@ def _as_dtype_of(g, x):
     if np.issubdtype(dtype, np.inexact) and not (
             np.issubdtype(dtype, np.floating) and np.iscomplexobj(g)):
         return g.astype(dtype) if hasattr(g, 'astype') else g
+    return g
+
+
+def is_symbolic_zero(g) -> bool:
+    """Generated code's "no cotangent yet": the Python float 0.0."""
+    return g.__class__ is float and g == 0.0
+
+
+def dense(g, like):
+    """`g`, or zeros shaped like `like` when `g` is the symbolic zero.
+
+    For rules that apply something other than arithmetic to a cotangent
+    (`g @ b`, `np.sum(g, axis=1)`), which the float 0.0 would not survive.
+    """
+    if g.__class__ is float and g == 0.0 and np.ndim(like):
+        return zeros_like_value(like)
     return g
 
 
@@ -144,6 +179,9 @@ def fit(g, x):
     NumPy float scalar (a `float`) rather than a 0-d array for a Python scalar.
     For a list or tuple `x` (which NumPy took as an array), a list or tuple.
     """
+    if x.__class__ is np.ndarray and g.__class__ is np.ndarray and g.shape == x.shape \
+            and g.dtype == x.dtype:
+        return g
     if isinstance(x, (list, tuple)):
         return unpack(unbroadcast_to(match_complex(g, x), structure_shape(x)), x)
     g = unbroadcast(match_complex(g, x), x)
@@ -221,3 +259,19 @@ registry.defvjp(fit, _fit_vjp)
 registry.defjvp(fit, _fit_jvp)
 registry.static(fit, 1)
 registry.nondifferentiable(zeros_like_value, structure_shape)
+
+
+# `dense` is the identity on cotangents: linear, its own transpose.
+
+def _dense_vjp(h, ans, g, like):
+    return h
+
+
+def _dense_jvp(t, ans, g, like):
+    return dense(t, like)
+
+
+registry.defvjp(dense, _dense_vjp)
+registry.defjvp(dense, _dense_jvp)
+registry.static(dense, 1)
+registry.nondifferentiable(is_symbolic_zero)
