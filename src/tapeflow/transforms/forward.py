@@ -195,11 +195,32 @@ class _Forward:
         jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         tangents = [self.tangent(call.args[i]) for i in active]
         result = self.ctx.namer.new('_' + fn.__name__)
-        jvp_call = gast.Call(func=nodes.name(jvp_name), args=list(call.args) + tangents,
-                             keywords=call.keywords)
+        # The tangents follow every parameter: spell out keywords and defaults.
+        jvp_call = gast.Call(func=nodes.name(jvp_name),
+                             args=self._all_arguments(fn, call, stmt) + tangents, keywords=[])
         return [nodes.assign(result, jvp_call),
                 nodes.assign(y, nodes.subscript(result, nodes.const(0))),
                 mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1))))]
+
+    def _all_arguments(self, fn, call, stmt):
+        """The call's arguments by position, keywords placed and defaults filled in."""
+        code = fn.__code__
+        names = code.co_varnames[:code.co_argcount]
+        defaults = fn.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        keywords = {k.arg: k.value for k in call.keywords}
+        args = list(call.args)
+        for i in range(len(args), len(names)):
+            if names[i] in keywords:
+                args.append(keywords.pop(names[i]))
+            elif i >= first_default:
+                args.append(self.ctx.emitter.constant(defaults[i - first_default], names[i]))
+            else:
+                raise self.error(stmt, f'{fn.__name__}() is missing its argument {names[i]!r}')
+        if keywords:
+            raise self.error(stmt, f'{fn.__name__}() got an unexpected keyword argument '
+                                   f'{next(iter(keywords))!r}')
+        return args
 
     # ---------------------------------------------------------------- mutation
 

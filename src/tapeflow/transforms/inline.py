@@ -105,7 +105,16 @@ class RuleEmitter:
             if name in globals_:
                 self.namespace[name] = globals_[name]
                 self.namer.reserve(name)
-        return nodes.substitute(expr, {k: _as_node(v) for k, v in subs.items()})
+        inlined = nodes.substitute(expr, {k: _as_node(v) for k, v in subs.items()})
+        return _TrimDefaults(globals_).visit(inlined)
+
+    def constant(self, value, hint='value'):
+        """An expression for `value` in generated code: a literal, or a bound name."""
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return nodes.const(value)
+        name = self.namer.new(f'_default_{hint}')
+        self.namespace[name] = value
+        return nodes.name(name)
 
     def _bind(self, rule, label=None):
         if rule not in self.called:
@@ -116,6 +125,52 @@ class RuleEmitter:
             self.namespace[name] = rule
             self.called[rule] = name
         return self.called[rule]
+
+
+class _TrimDefaults(gast.NodeTransformer):
+    """`helper(g, x, None, False, where=True)` -> `helper(g, x)` when those are its defaults."""
+
+    def __init__(self, globals_):
+        self.globals = globals_
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = self.globals.get(node.func.id) if isinstance(node.func, gast.Name) else None
+        defaults = _defaults_of(fn)
+        if not defaults:
+            return node
+        node.keywords = [k for k in node.keywords if not (
+            isinstance(k.value, gast.Constant) and k.arg in defaults
+            and _same_constant(defaults[k.arg], k.value.value))]
+        names = list(inspect.signature(fn).parameters)
+        while node.args and len(node.args) <= len(names) and isinstance(node.args[-1], gast.Constant) \
+                and names[len(node.args) - 1] in defaults \
+                and _same_constant(defaults[names[len(node.args) - 1]], node.args[-1].value):
+            node.args.pop()
+        return node
+
+
+@functools.lru_cache(maxsize=None)
+def _defaults_cached(fn):
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _defaults_of(fn):
+    if fn is None or not callable(fn):
+        return {}
+    try:
+        return _defaults_cached(fn)
+    except TypeError:                       # unhashable
+        return {}
+
+
+def _same_constant(a, b) -> bool:
+    return type(a) is type(b) and a == b
 
 
 class _DropUnbroadcast(gast.NodeTransformer):
