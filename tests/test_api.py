@@ -129,3 +129,38 @@ def test_source_for_example_arguments_has_no_needless_unbroadcast():
     g = tf.grad(layer_loss)(np.ones((3, 2)) * 0.1, np.ones(2))
     t = np.tanh(np.ones((3, 2)) * 0.1 @ np.ones(2))
     np.testing.assert_allclose(g, np.outer(2 * t * (1 - t ** 2), np.ones(2)), rtol=1e-12)
+
+
+def mlp_loss(params, x):
+    h = np.tanh(x @ params['w1'] + params['b1'])
+    out = h @ params['w2']
+    return np.sum(out ** 2), {'hidden': h}
+
+
+def test_dict_of_arrays_as_argument_gives_a_dict_of_gradients():
+    rng = np.random.default_rng(0)
+    params = {'w1': rng.standard_normal((3, 4)), 'b1': rng.standard_normal(4),
+              'w2': rng.standard_normal(4)}
+    x = rng.standard_normal((5, 3))
+    (loss, aux), g = tf.value_and_grad(mlp_loss, has_aux=True)(params, x)
+    assert set(g) == set(params) and all(g[k].shape == params[k].shape for k in params)
+    assert aux['hidden'].shape == (5, 4)
+    eps = 1e-6
+    for k in params:
+        v = rng.standard_normal(params[k].shape)
+        plus = dict(params, **{k: params[k] + eps * v})
+        minus = dict(params, **{k: params[k] - eps * v})
+        numeric = (mlp_loss(plus, x)[0] - mlp_loss(minus, x)[0]) / (2 * eps)
+        assert np.isclose(np.sum(g[k] * v), numeric, rtol=1e-5)
+
+
+def returns_dict(x):
+    return {'double': x * 2.0, 'square': x * x}
+
+
+def test_vjp_and_jvp_of_a_dict_result():
+    out, pullback = tf.vjp(returns_dict, 3.0)
+    assert out == {'double': 6.0, 'square': 9.0}
+    assert pullback({'double': 1.0, 'square': 10.0}) == (2.0 + 60.0,)
+    value, tangent = tf.jvp(returns_dict, (3.0,), (1.0,))
+    assert tangent == {'double': 2.0, 'square': 6.0}

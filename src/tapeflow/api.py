@@ -140,6 +140,8 @@ def _like(g, arg):
         if g.shape != arg.shape:
             g = np.broadcast_to(g, arg.shape).copy()
         return g.astype(dtype, copy=False)
+    if isinstance(arg, dict):
+        return {k: _like(0.0 if is_zero(g) else g.get(k, 0.0), a) for k, a in arg.items()}
     if isinstance(arg, (list, tuple)):
         parts = [_like(0.0 if is_zero(g) else g[i], a) for i, a in enumerate(arg)]
         return cls(parts) if cls in (list, tuple) else parts

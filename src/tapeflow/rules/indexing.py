@@ -29,6 +29,10 @@ __all__ = ['untake', 'def_gather']
 
 def untake(g, x, idx):
     """The cotangent of `x` from the cotangent `g` of `x[idx]`."""
+    if isinstance(x, dict):
+        out = zeros_like_value(x)
+        out[idx] = g
+        return out
     if isinstance(x, (list, tuple)):
         return _untake_sequence(g, x, idx)
     shape = np.shape(x)

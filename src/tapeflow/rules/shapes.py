@@ -96,7 +96,9 @@ def dense(g, like):
 
 
 def zeros_like_value(x):
-    """A zero cotangent with the structure of `x` (array, scalar, list, tuple)."""
+    """A zero cotangent with the structure of `x` (array, scalar, list, tuple, dict)."""
+    if isinstance(x, dict):
+        return {k: zeros_like_value(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return rebuild(x, [zeros_like_value(v) for v in x])
     if isinstance(x, np.ndarray):

@@ -54,6 +54,8 @@ def add_adjoint(a, b):
         return b
     if is_zero(b):
         return a
+    if isinstance(a, dict):
+        return {k: add_adjoint(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
     if isinstance(a, (list, tuple)):
         parts = [add_adjoint(x, y) for x, y in zip(a, b)]
         return type(a)._make(parts) if hasattr(type(a), '_make') else type(a)(parts)
@@ -61,8 +63,12 @@ def add_adjoint(a, b):
 
 
 def getitem_adjoint(adjoint, k):
-    """The cotangent of element `k` of a tuple or list, given the container's."""
-    return 0.0 if is_zero(adjoint) else adjoint[k]
+    """The cotangent of element `k` of a tuple, list or dict, given the container's."""
+    if is_zero(adjoint):
+        return 0.0
+    if isinstance(adjoint, dict):
+        return adjoint.get(k, 0.0)
+    return adjoint[k]
 
 
 def densify(adjoint, value):

@@ -162,8 +162,11 @@ class _Forward:
         if op.kind == 'pack':
             if not any(self.is_active(e) for e in op.args):
                 return []
+            tangents = [self.tangent(e) for e in op.args]
+            if isinstance(value, gast.Dict):
+                return [gast.Dict(keys=[nodes.const(k) for k, _ in op.keywords], values=tangents)]
             make = nodes.tuple_ if isinstance(value, gast.Tuple) else nodes.list_
-            return [make(*[self.tangent(e) for e in op.args])]
+            return [make(*tangents)]
         return self.primitive(stmt, ans, op)
 
     def primitive(self, stmt, ans, op):

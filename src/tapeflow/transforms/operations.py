@@ -57,6 +57,8 @@ def operation_of(value, error) -> Operation:
         return Operation('primitive', fn, [value.operand], label=_op_name(value.op)) if fn else NONE
     if isinstance(value, (gast.Tuple, gast.List)):
         return Operation('pack', args=list(value.elts))
+    if isinstance(value, gast.Dict) and all(isinstance(k, gast.Constant) for k in value.keys):
+        return Operation('pack', args=list(value.values), keywords=[(k.value, None) for k in value.keys])
     if isinstance(value, gast.Subscript):
         return Operation('primitive', operator.getitem, [value.value, index_value(value.slice)],
                          label='subscript', static=frozenset({1}))

@@ -126,7 +126,7 @@ def _container_names(body) -> set:
     names = set()
     for n in gast.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
-            if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp)):
+            if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
                 names.add(n.targets[0].id)
             if isinstance(n.value, gast.Subscript) and isinstance(n.value.value, gast.Name):
                 names.add(n.value.value.id)
@@ -241,10 +241,11 @@ class _Reverse:
         if op.kind == 'copy':
             a = op.args[0]
             return [lambda g, ans: self.accumulate(a.id, nodes.name(g))] if self.is_active(a) else []
-        if op.kind == 'pack':
+        if op.kind == 'pack':              # (a, b), [a, b], {'a': a}: element k's cotangent
+            keys = [key for key, _ in op.keywords] or range(len(op.args))
             return [lambda g, ans, k=k, elt=elt: self.accumulate(
                         elt.id, nodes.call('getitem_adjoint', g, nodes.const(k)))
-                    for k, elt in enumerate(op.args) if self.is_active(elt)]
+                    for k, elt in zip(keys, op.args) if self.is_active(elt)]
         target_shape = self.ctx.shapes.get(_target_name(stmt))
 
         def same(name):               # `unbroadcast(g, name)` does nothing: drop it
