@@ -164,3 +164,42 @@ def test_reverse_over_reverse_through_user_calls():
     eps = 1e-6
     numeric = (gradient(0.3 + eps, 0.7) - gradient(0.3 - eps, 0.7)) / (2 * eps)
     assert np.isclose(tf.grad(gradient)(0.3, 0.7), numeric, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- third order on the corpus
+
+# Third derivatives do not yet go through lists and tuples, nor through calls of
+# user functions (their tapes get out of step two levels down), nor through a
+# while loop's counted trips: each of these raises, never returns a number.
+THIRD_ORDER_UNSUPPORTED = {'c_tuple_unpack', 'c_list_append', 'c_list_append_negative',
+                           'c_call_helper', 'c_call_two', 'c_recursion', 'c_nested_def',
+                           'c_helper_in_loop', 'c_projectile'}
+SCALAR_CASES = [c for c in CASES if isinstance(c.args(np.random.default_rng(0))[c.wrt[0]], float)]
+
+
+@pytest.mark.parametrize('case', SCALAR_CASES, ids=lambda c: c.name)
+def test_third_derivative_matches_differences_of_the_second(case):
+    args = case.args(np.random.default_rng(5))
+    i = case.wrt[0]
+    second = tf.grad(tf.grad(case.fn, argnums=i), argnums=i)
+    tangents = [1.0 if k == i else (0.0 if isinstance(a, float) else
+                                    (np.zeros_like(a) if isinstance(a, np.ndarray) else a))
+                for k, a in enumerate(args)]
+    eps = 1e-5
+    plus, minus = list(args), list(args)
+    plus[i], minus[i] = args[i] + eps, args[i] - eps
+    try:
+        numeric = (second(*plus) - second(*minus)) / (2 * eps)
+    except tf.UnsupportedError as error:    # no reverse over reverse here (lists, tuples)
+        assert case.name in THIRD_ORDER_UNSUPPORTED and case.name in CONTAINER_ADJOINTS, error
+        return
+    paths = {'forward over reverse over reverse': lambda: tf.jvp(second, args, tangents)[1],
+             'reverse three times': lambda: tf.grad(second, argnums=i)(*args)}
+    for name, third in paths.items():
+        try:
+            value = third()
+        except Exception as error:          # a limitation is an error, never a number
+            assert case.name in THIRD_ORDER_UNSUPPORTED, (name, error)
+            assert not isinstance(error, AssertionError)
+            continue
+        assert np.isclose(value, numeric, rtol=1e-4, atol=1e-4), name
