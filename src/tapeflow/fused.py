@@ -12,20 +12,30 @@ key). The call then:
 - with nested tapes: the innermost tape gets the fused node, while the outer
   ones record the forward sweep run on Tensors; the backward then runs on
   Tensors too, so the outer tapes see through it (higher order).
+
+Every call decides afresh (a global may be rebound, a Variable reassigned, a
+tape watch other values): which globals and closure cells hold Variables,
+which inputs the tape watches, which are scalars and the arrays' shapes (the
+compiled code is specialised to them, as `grad`'s is). The one-tape case is
+the hot path of eager training loops; `__call__` does it in one frame with the
+common cases of `recording`'s helpers inlined (each inlined piece says which).
 """
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
 from tapeflow import api, cache
 from tapeflow.runtime import recording
+from tapeflow.runtime.recording import CUSTOM, _state, _variable_read
 from tapeflow.runtime.tensor import Tensor, as_value
 
 __all__ = ['function']
 
-_SCALARS = (float, int, bool)
+_new = object.__new__
+_SCALAR_TYPES = frozenset((float, int, bool))   # `cls in`: one hash, no __eq__
 
 
 def function(fn=None, *, optimize=True):
@@ -42,8 +52,29 @@ class CompiledFunction:
         self._fn = fn
         self._optimize = optimize
         code = fn.__code__
-        self._free_names = tuple(code.co_names) + tuple(code.co_freevars)
-        self._compiled_for = {}     # (wrt, lifted names) -> (compiled, validity check)
+        cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+        # The names the body may resolve outside itself, each with its closure
+        # cell (None: a global), in a fixed order; scanned on every call under
+        # a tape for Variables (a global may be rebound between calls).
+        self._free = tuple((name, cells.get(name))
+                           for name in tuple(code.co_names) + tuple(code.co_freevars))
+        self._globals = fn.__globals__
+        # The common layout, globals first then cells, is scanned in two
+        # parts: the globals' values in one C-level pass, compared by identity
+        # with the last scan's (see _free_variables).
+        first_cell = next((i for i, (_, cell) in enumerate(self._free) if cell is not None),
+                          len(self._free))
+        if all(cell is not None for _, cell in self._free[first_cell:]):
+            self._global_names = tuple(name for name, _ in self._free[:first_cell])
+            self._cells = self._free[first_cell:]
+        else:
+            self._global_names = None
+            self._cells = None
+        # (values of _global_names, the (name, Variable) among them) at the last scan
+        self._last_scan = None
+        # (wrt, lifted names, arity, scalar positions, array (position, shape)s or None
+        #  when not specialised) -> (compiled, validity check)
+        self._compiled_for = {}
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -54,23 +85,141 @@ class CompiledFunction:
     # ---------------------------------------------------------------- calls
 
     def __call__(self, *args):
-        if not recording.is_recording():
+        tapes = _state.tapes
+        if not tapes:
             return self._plain(args)
+        tape = tapes[-1]
+        if len(tapes) > 1 or tape._forward or tape._consumed:
+            return self._call(args, tapes)
+        # One GradientTape, the common case, in one frame: one pass over the
+        # arguments reads their Variables (recording._variable_read), finds
+        # the watched ones, the values the forward sweep takes and the scalar
+        # positions (what `_call` does in several); then `_fused`.
+        names = self._global_names
+        if names and not self._cells:
+            # self._free_variables(), its common case inlined: the globals
+            # are the objects they were at the last call.
+            last = self._last_scan
+            if last is not None and all(map(operator.is_, map(self._globals.get, names),
+                                            last[0])):
+                variables = last[1]
+            else:
+                variables = self._free_variables()
+        else:
+            variables = self._free_variables() if self._free else ()
+        if variables:
+            for _, v in variables:
+                _variable_read(v, tapes)
+        live = tape._live
+        watch = tape._watch_accessed
+        watchers = _state.watchers
+        values = []
+        wrt = []
+        scalars = []
+        shapes = []
+        i = 0
+        for a in args:
+            if isinstance(a, Tensor):
+                value = a._value
+                if a._is_variable:
+                    if a._trainable and watch and id(a) not in live:
+                        live.add(id(a))   # tape._watch_one(a); the tape is not consumed
+                        tape._watched.setdefault(id(a), a)
+                    if watchers:
+                        for watcher in watchers:
+                            watcher.append(a)
+                if id(a) in live:
+                    try:
+                        if value.dtype.kind in 'fc':
+                            wrt.append(i)
+                    except AttributeError:
+                        if _is_float_value(value):
+                            wrt.append(i)
+            else:
+                value = a
+            if value.__class__ is np.ndarray:
+                shapes.append((i, value.shape))
+            elif value.__class__ in _SCALAR_TYPES or isinstance(value, np.generic):
+                scalars.append(i)
+            values.append(value)
+            i += 1
+        if variables:
+            lifted = tuple([(name, v) for name, v in variables
+                            if id(v) in live and _is_float_value(v._value)])
+            for name, v in lifted:
+                value = v._value
+                if value.__class__ is np.ndarray:
+                    shapes.append((i, value.shape))
+                elif value.__class__ in _SCALAR_TYPES or isinstance(value, np.generic):
+                    scalars.append(i)
+                values.append(value)
+                i += 1
+            names = tuple([name for name, _ in lifted])
+        else:
+            lifted = names = ()
+        if not wrt and not lifted:
+            return self._plain(args)
+        wrt = tuple(wrt)
+        key = (wrt, names, len(args), tuple(scalars), tuple(shapes))
+        entry = self._compiled_for.get(key)
+        if entry is None or not entry[1]():
+            entry = self._compile(key)
+        compiled = entry[0]
+
+        # self._fused(compiled, args, values, wrt, lifted, tape), inlined:
+        saved = []
+        out = compiled.forward(saved, *values)
+        # `saved` is the forward sweep's tape: each backward pops a copy of it.
+        if out.__class__ is np.ndarray or isinstance(out, np.generic):
+            output = _new(Tensor)     # recording.wrap(out), inlined
+            output._value = out[()] if out.__class__ is np.ndarray and not out.shape else out
+        elif isinstance(out, tuple):
+            return self._record(compiled, saved, _wrap(out), True, args, wrt, lifted, tape)
+        else:
+            output = _wrap(out)
+        if lifted:
+            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
+        else:
+            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
+        one = len(inputs) == 1
+        backward_sweep = compiled.backward
+
+        def backward(cotangents):
+            ct = cotangents[0]
+            if isinstance(ct, Tensor):
+                ct = ct._value
+            grads = backward_sweep(list(saved), ct)
+            return (grads,) if one else tuple(grads)
+
+        # record_node(inputs, (output,), backward), inlined: the inputs are
+        # watched by `tape` and their Variables were read above.
+        if id(output) in live:
+            raise ValueError('record_node: outputs must be new Tensors, not inputs '
+                             'or values already recorded')
+        tape._nodes.append((CUSTOM, inputs, backward, None, (output,)))
+        live.add(id(output))
+        return output
+
+    def _call(self, args, tapes):
+        """A call under several recorders, a ForwardAccumulator, or a used tape."""
         variables = self._free_variables()
         for _, v in variables:
             recording.variable_accessed(v)
         for a in args:
             if isinstance(a, Tensor) and a._is_variable:
                 recording.variable_accessed(a)
-        wrt = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and recording.is_watched(a)
-                    and _is_float(a))
-        lifted = tuple((name, v) for name, v in variables if recording.is_watched(v) and _is_float(v))
+        is_watched = recording.is_watched
+        wrt = tuple(i for i, a in enumerate(args)
+                    if isinstance(a, Tensor) and is_watched(a) and _is_float(a))
+        lifted = tuple((name, v) for name, v in variables if is_watched(v) and _is_float(v))
         if not wrt and not lifted:
             return self._plain(args)
         tapes = recording.active_tapes()
         if len(tapes) > 1:
             return self._nested(args, wrt, lifted, tapes)
-        return self._fused(args, wrt, lifted)
+        values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
+        compiled = self._compiled(wrt, lifted, args, values)
+        return self._fused(compiled, args, values, wrt, lifted, tapes[0])
 
     def _plain(self, args):
         wrapped = any(isinstance(a, Tensor) for a in args)
@@ -78,52 +227,91 @@ class CompiledFunction:
         return _wrap(out) if wrapped else out
 
     def _free_variables(self):
-        fn = self._fn
+        """(name, Variable) for the Variables the names in `_free` hold now."""
+        names = self._global_names
+        if names is None:
+            return self._scan(self._free)
+        if names:
+            values = tuple(map(self._globals.get, names))
+            last = self._last_scan
+            if last is not None and all(map(operator.is_, values, last[0])):
+                found = last[1]
+            else:
+                found = tuple(self._scan(zip(names, (None,) * len(names))))
+                self._last_scan = (values, found)
+        else:
+            found = ()
+        if self._cells:
+            return list(found) + self._scan(self._cells)
+        return found
+
+    def _scan(self, pairs):
         found = []
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-        for name in self._free_names:
-            if name in cells:
+        get = self._globals.get
+        for name, cell in pairs:
+            if cell is None:
+                value = get(name)
+            else:
                 try:
-                    value = cells[name].cell_contents
+                    value = cell.cell_contents
                 except ValueError:
                     continue
-            else:
-                value = fn.__globals__.get(name)
             if isinstance(value, Tensor) and value._is_variable:
                 found.append((name, value))
         return found
 
-    def _compiled(self, wrt, lifted, args):
-        names = tuple(name for name, _ in lifted)
-        values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
-        scalars = tuple(i for i, v in enumerate(values) if v.__class__ in _SCALARS or
-                        isinstance(v, np.generic))
-        key = (wrt, names, len(args), scalars)
+    def _compiled(self, wrt, lifted, args, values=None):
+        """The compiled adjoint for this call; specialised to the arrays' shapes when
+        `values` (the NumPy values the forward sweep will take) are given."""
+        plain = values is not None
+        if values is None:
+            values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
+        scalars = tuple([i for i, v in enumerate(values)
+                         if v.__class__ in _SCALAR_TYPES or isinstance(v, np.generic)])
+        shapes = tuple([(i, v.shape) for i, v in enumerate(values)
+                        if v.__class__ is np.ndarray]) if plain else None
+        key = (wrt, tuple([name for name, _ in lifted]), len(args), scalars, shapes)
         entry = self._compiled_for.get(key)
         if entry is None or not entry[1]():
-            positions = wrt + tuple(range(len(args), len(args) + len(names)))
-            compiled = api.compile_adjoint(self._fn, positions, names, optimize=self._optimize,
-                                           scalar_args=scalars)
-            entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
+            entry = self._compile(key)
         return entry[0]
 
-    def _fused(self, args, wrt, lifted):
-        compiled = self._compiled(wrt, lifted, args)
-        values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
-        tape = []
-        out = compiled.forward(tape, *values)
-        saved = tuple(tape)
-        outputs = _wrap(out)
-        inputs = [args[i] for i in wrt] + [v for _, v in lifted]
-        n = len(inputs)
+    def _compile(self, key):
+        """Compile for `key` (see `_compiled_for`); returns the new entry."""
+        wrt, names, arity, scalars, shapes = key
+        positions = wrt + tuple(range(arity, arity + len(names)))
+        compiled = api.compile_adjoint(self._fn, positions, names, optimize=self._optimize,
+                                       scalar_args=scalars, arg_shapes=shapes or ())
+        entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
+        return entry
+
+    def _fused(self, compiled, args, values, wrt, lifted, tape):
+        """Run the forward sweep on `values`; record one node on `tape`."""
+        saved = []
+        out = compiled.forward(saved, *values)
+        # `saved` is the forward sweep's tape: each backward pops a copy of it.
+        if isinstance(out, tuple):
+            return self._record(compiled, saved, _wrap(out), True, args, wrt, lifted, tape)
+        return self._record(compiled, saved, (_wrap(out),), False, args, wrt, lifted, tape)
+
+    def _record(self, compiled, saved, outputs, many, args, wrt, lifted, tape):
+        """Record the fused node on `tape`; the call's result."""
+        inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
+        one = len(inputs) == 1
+        backward_sweep = compiled.backward
 
         def backward(cotangents):
-            ct = cotangents[0] if not isinstance(outputs, tuple) else tuple(cotangents)
-            grads = compiled.backward(list(saved), _plain_cotangent(ct))
-            return (grads,) if n == 1 else tuple(grads)
+            if many:
+                ct = tuple([as_value(c) for c in cotangents])
+            else:
+                ct = cotangents[0]
+                if isinstance(ct, Tensor):
+                    ct = ct._value
+            grads = backward_sweep(list(saved), ct)
+            return (grads,) if one else tuple(grads)
 
-        recording.record_node(inputs, outputs if isinstance(outputs, tuple) else (outputs,), backward)
-        return outputs
+        recording.record_fused(tape, inputs, outputs, backward)
+        return outputs if many else outputs[0]
 
     def _nested(self, args, wrt, lifted, tapes):
         """The innermost tape gets one node; the outer tapes record the sweeps on Tensors."""
@@ -150,7 +338,10 @@ class CompiledFunction:
 
 
 def _is_float(t) -> bool:
-    value = as_value(t)
+    return _is_float_value(as_value(t))
+
+
+def _is_float_value(value) -> bool:
     dtype = getattr(value, 'dtype', None)
     if dtype is None:
         return isinstance(value, (float, complex))
@@ -158,14 +349,11 @@ def _is_float(t) -> bool:
 
 
 def _wrap(out):
+    if out.__class__ is np.ndarray or isinstance(out, np.generic):
+        return recording.wrap(out)
     if isinstance(out, tuple):
-        return tuple(_wrap(o) for o in out)
+        return tuple([_wrap(o) for o in out])
     if isinstance(out, Tensor):
         return out
     return recording.wrap(np.asarray(out))      # a Python float stays float64
 
-
-def _plain_cotangent(ct):
-    if isinstance(ct, tuple):
-        return tuple(as_value(c) for c in ct)
-    return as_value(ct)

@@ -36,7 +36,7 @@ import numpy as np
 from tapeflow.rules import ATTRIBUTES, METHODS, RULES, MissingRule, lookup
 from tapeflow.runtime.tensor import Tensor
 
-__all__ = ['apply', 'record', 'record_node', 'variable_accessed', 'is_watched',
+__all__ = ['apply', 'record', 'record_node', 'record_fused', 'variable_accessed', 'is_watched',
            'is_recording', 'active_tapes', 'CUSTOM', 'describe']
 
 _new = object.__new__
@@ -133,6 +133,42 @@ def record(tapes, fn, inputs, args, kwargs, out, candidates):
     for x in candidates:
         if x._is_variable:
             _variable_read(x, tapes)
+    if len(tapes) == 1:
+        # One recorder (the common case): the loop below, unrolled.
+        tape = tapes[0]
+        live = tape._live
+        for x in candidates:
+            if id(x) in live:
+                break
+        else:
+            return
+        try:
+            rule = RULES.get(fn)
+        except TypeError:   # an unhashable callable has no rule
+            rule = None
+        if out.__class__ is tuple:
+            differentiable = _differentiable(out)
+        else:
+            differentiable = out._value.dtype.kind in 'fc'
+        if rule is None:
+            if differentiable:
+                raise MissingRule(
+                    f'no derivative rule for {describe(fn)}: it was applied to a '
+                    f'watched Tensor (argument {_live_position(inputs, live)})')
+            return
+        if rule.nondiff or not differentiable:
+            return
+        node = (rule, inputs, args, kwargs, out)
+        if tape._forward:   # a ForwardAccumulator: the output's tangent, now
+            tape._accumulate(node)
+        elif out.__class__ is tuple:
+            tape._nodes.append(node)
+            for o in out:
+                live.add(id(o))
+        else:
+            tape._nodes.append(node)
+            live.add(id(out))
+        return
     node = None
     for tape in tapes:
         live = tape._live
@@ -182,7 +218,16 @@ def _live_position(inputs, live):
 def apply(fn, args, kwargs):
     """Call `fn` on the values of Tensor arguments; wrap; offer to the tapes."""
     candidates = []
-    raw_args = tuple([_unwrap(a, candidates) for a in args])
+    raw_args = []
+    for a in args:   # _unwrap(a, candidates), its common cases inlined
+        if isinstance(a, Tensor):
+            candidates.append(a)
+            raw_args.append(a._value)
+        elif a.__class__ in _SEQUENCE_TYPES:
+            raw_args.append(_unwrap(a, candidates))
+        else:
+            raw_args.append(a)
+    raw_args = tuple(raw_args)
     if kwargs:
         kw_candidates = []
         raw_kwargs = {k: _unwrap(v, kw_candidates) for k, v in kwargs.items()}
@@ -197,6 +242,13 @@ def apply(fn, args, kwargs):
     else:
         raw_kwargs = _NO_KWARGS
     raw = fn(*raw_args, **raw_kwargs)
+    if raw.__class__ is np.ndarray or isinstance(raw, np.generic):
+        out = _new(Tensor)   # wrap(raw), inlined
+        out._value = raw[()] if raw.__class__ is np.ndarray and not raw.shape else raw
+        tapes = _state.tapes
+        if tapes and candidates:
+            record(tapes, fn, args, raw_args, raw_kwargs, out, candidates)
+        return out
     out = _wrap(raw)
     if out is raw:
         return raw
@@ -333,3 +385,23 @@ def record_node(inputs, outputs, backward, tapes=None, jvp=None):
             live.add(id(o))
         recorded = True
     return recorded
+
+
+def record_fused(tape, inputs, outputs, backward):
+    """`record_node(inputs, outputs, backward, tapes=[tape])`, for a caller that knows more.
+
+    The compiled-function path calls it with `tape` the one active recorder,
+    `inputs` (a tuple) Tensors that `tape` watches, whose Variables it has
+    already reported read, and `outputs` a tuple of Tensors.
+    """
+    if tape._forward:
+        return record_node(inputs, outputs, backward, tapes=[tape])
+    live = tape._live
+    for o in outputs:
+        if id(o) in live:
+            raise ValueError('record_node: outputs must be new Tensors, not inputs '
+                             'or values already recorded')
+    tape._nodes.append((CUSTOM, inputs, backward, None, outputs))
+    for o in outputs:
+        live.add(id(o))
+    return True

@@ -30,6 +30,7 @@ __all__ = ['GradientTape', 'UnconnectedGradients']
 _SEQUENCES = (list, tuple)
 _SEQUENCE_TYPES = frozenset(_SEQUENCES)   # `cls in` a set: one hash, no __eq__
 _ARRAYS = (np.ndarray, np.generic)
+_new = object.__new__
 
 
 class UnconnectedGradients(enum.Enum):
@@ -75,12 +76,18 @@ class GradientTape:
                              're-enter an already-active tape.')
         if self._consumed:
             self._clear()
-        self._push()
+        _state.tapes.append(self)   # self._push(), inlined
+        self._recording = True
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self._recording:
-            self._pop()
+            tapes = _state.tapes
+            if tapes and tapes[-1] is self:   # self._pop(), its common case inlined
+                tapes.pop()
+                self._recording = False
+            else:
+                self._pop()
         return False
 
     def _push(self, index=None):
@@ -170,31 +177,70 @@ class GradientTape:
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=UnconnectedGradients.NONE):
         """d(sum of targets)/d(sources), with the structure of `sources`."""
-        self._begin_backward()
+        if self._consumed or (self._recording and not self._persistent):
+            self._begin_backward()
         if unconnected_gradients is not _NONE:
             mode = _unconnected_mode(unconnected_gradients)
         else:
             mode = _NONE
         try:
-            if (target.__class__ is Tensor and isinstance(sources, Tensor)
-                    and output_gradients is None):
-                return self._simple_gradient(target, sources, mode)
+            if target.__class__ is Tensor and output_gradients is None:
+                # The common cases, one Tensor target and one Tensor or a flat
+                # list or tuple of them as sources, without the structure code.
+                if isinstance(sources, Tensor):
+                    flat = (sources,)
+                    kind = None
+                else:
+                    flat = sources
+                    kind = sources.__class__
+                    if kind is not list and kind is not tuple:
+                        flat = None
+                    else:
+                        for s in sources:
+                            if not isinstance(s, Tensor):
+                                flat = None
+                                break
+                if flat is not None:
+                    value = target._value
+                    live = self._live
+                    if id(target) in live and value.dtype.kind in 'fc':
+                        if isinstance(value, np.generic):   # _ones(value)
+                            seed = _ONE.get(value.dtype) or _one(value.dtype)
+                        else:
+                            seed = np.ones(value.shape, value.dtype)
+                        tensor_mode = bool(_state.tapes)
+                        if tensor_mode:
+                            seed = wrap(seed)
+                        watched = self._watched
+                        if len(flat) == 1 and len(watched) == 1 and id(flat[0]) in watched:
+                            nodes, reach = self._nodes, live   # what _prune would say
+                        else:
+                            nodes, reach = self._prune(flat)
+                        get = _sweep(nodes, reach, {id(target): seed}, tensor_mode).get
+                        result = []
+                        for s in flat:
+                            g = get(id(s))
+                            if (g.__class__ is np.ndarray and g.shape) or isinstance(g, np.generic):
+                                # _result(g, s, mode), its common case inlined
+                                dtype = s._value.dtype
+                                if g.dtype is dtype and dtype.kind in 'fc':
+                                    t = _new(Tensor)
+                                    t._value = g
+                                    result.append(t)
+                                    continue
+                            result.append(_result(g, s, mode))
+                    else:
+                        result = [_result(None, s, mode) for s in flat]
+                    if kind is None:
+                        return result[0]
+                    return result if kind is list else tuple(result)
             return self._gradient(target, sources, output_gradients, mode)
         finally:
-            self._end_backward()
-
-    def _simple_gradient(self, target, source, mode):
-        """gradient() of one Tensor with respect to one Tensor: the common case."""
-        live = self._live
-        g = None
-        if id(target) in live and id(source) in live and target._value.dtype.kind in 'fc':
-            seed = _ones(target._value)
-            tensor_mode = bool(_state.tapes)
-            if tensor_mode:
-                seed = wrap(seed)
-            nodes, reach = self._prune((source,))
-            g = _sweep(nodes, reach, {id(target): seed}, tensor_mode).get(id(source))
-        return _result(g, source, mode)
+            if not self._persistent:
+                # self._end_backward(), inlined
+                self._nodes = None
+                self._live = None
+                self._consumed = True
 
     def _gradient(self, target, sources, output_gradients, mode):
         if target is None:
@@ -321,41 +367,44 @@ def _sweep(nodes, reach, grads, tensor_mode):
     """Propagate the cotangents in `grads` (id -> cotangent, updated) back through `nodes`."""
     get = grads.get
     for rule, inputs, args, kwargs, out in reversed(nodes):
-        if out.__class__ is tuple:
+        if out.__class__ is not tuple:
+            g = get(id(out))
+            if g is None:
+                continue
+            ans = out if tensor_mode else out._value
+        elif rule is CUSTOM:
+            # `args` is the node's backward; `out` a tuple (see record_node).
+            if len(out) == 1:
+                g = get(id(out[0]))
+                if g is None:
+                    continue
+                cotangents = args((g,))
+            else:
+                gs = [get(id(o)) for o in out]
+                if all(c is None for c in gs):
+                    continue
+                cotangents = args(tuple([_zeros(o, tensor_mode) if c is None else c
+                                         for c, o in zip(gs, out)]))
+            for x, c in zip(inputs, cotangents):
+                if c is not None:
+                    key = id(x)
+                    if key in reach:
+                        if not tensor_mode and isinstance(c, Tensor):
+                            c = c._value
+                        prev = get(key)
+                        grads[key] = c if prev is None else prev + c
+            continue
+        else:
             gs = [get(id(o)) for o in out]
             if all(g is None for g in gs):
                 continue
             g = tuple(_zeros(o, tensor_mode) if c is None else c for c, o in zip(gs, out))
             ans = out if tensor_mode else tuple(o._value for o in out)
-        else:
-            g = get(id(out))
-            if g is None:
-                continue
-            ans = out if tensor_mode else out._value
-        if rule is CUSTOM:
-            cotangents = args(g if out.__class__ is tuple else (g,))
-            for x, c in zip(inputs, cotangents):
-                if c is not None and id(x) in reach:
-                    if not tensor_mode:
-                        c = as_value(c)
-                    prev = get(id(x))
-                    grads[id(x)] = c if prev is None else prev + c
-            continue
         call_args = _tensor_args(inputs, args) if tensor_mode else args
         vjps = rule.vjps
         for i, x in enumerate(inputs):
-            if x.__class__ in _SEQUENCE_TYPES:
-                if not any(id(e) in reach for e in x):
-                    continue
-                parts = rule.vjp(i)(g, ans, *call_args, **kwargs)
-                for e, c in zip(x, parts):
-                    if c is not None and id(e) in reach:
-                        prev = get(id(e))
-                        grads[id(e)] = c if prev is None else prev + c
-            else:
-                key = id(x)
-                if key not in reach:
-                    continue
+            key = id(x)
+            if key in reach:   # (a list or tuple input is never in reach itself)
                 try:
                     vjp = vjps[i]
                 except KeyError:
@@ -364,6 +413,14 @@ def _sweep(nodes, reach, grads, tensor_mode):
                 if c is not None:
                     prev = get(key)
                     grads[key] = c if prev is None else prev + c
+            elif x.__class__ in _SEQUENCE_TYPES:
+                if not any(id(e) in reach for e in x):
+                    continue
+                parts = rule.vjp(i)(g, ans, *call_args, **kwargs)
+                for e, c in zip(x, parts):
+                    if c is not None and id(e) in reach:
+                        prev = get(id(e))
+                        grads[id(e)] = c if prev is None else prev + c
     return grads
 
 
@@ -427,12 +484,17 @@ def _output_gradients(target, targets, output_gradients):
 _ONE = {}   # dtype -> the scalar 1 of that dtype
 
 
+def _one(dtype):
+    one = _ONE[dtype] = dtype.type(1)
+    return one
+
+
 def _ones(value):
     if isinstance(value, np.generic):
         dtype = value.dtype
         one = _ONE.get(dtype)
         if one is None:
-            one = _ONE[dtype] = dtype.type(1)
+            one = _one(dtype)
         return one
     return np.ones(value.shape, value.dtype)
 
@@ -455,7 +517,8 @@ def _result(g, source, mode):
         return g if g._value.dtype == dtype else g.astype(dtype)
     if not isinstance(g, _ARRAYS):
         g = np.asarray(g)
-    if g.dtype != dtype:
+    kind = g.dtype
+    if kind is not dtype and kind != dtype:
         g = g.astype(dtype)
     return wrap(g)
 

@@ -170,6 +170,8 @@ class Tensor:
     # ------------------------------------------------------------ NumPy protocol
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == '__call__' and not kwargs:
+            return apply(ufunc, inputs, _NO_KWARGS)
         if kwargs.get('out') is not None:
             outs = kwargs['out']
             if any(isinstance(o, Tensor) for o in (outs if isinstance(outs, tuple) else (outs,))):
@@ -444,7 +446,7 @@ def _binary(op):
         tapes = _state.tapes
         if tapes:
             record(tapes, op, (self, other), (a, b), _NO_KWARGS, out,
-                   (self, other) if b is not other else (self,))
+                   (self,) if b is other or other is self else (self, other))
         return out
     method.__name__ = f'__{op.__name__.strip("_")}__'
     return method
