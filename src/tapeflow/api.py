@@ -26,8 +26,9 @@ _SCALAR_TYPES = (float, int, bool)
 
 
 def scalar_positions(args) -> tuple:
-    """Positions of Python-scalar arguments: part of a compilation's key."""
-    return tuple(i for i, a in enumerate(args) if a.__class__ in _SCALAR_TYPES)
+    """Positions of scalar arguments (Python or NumPy): part of a compilation's key."""
+    return tuple(i for i, a in enumerate(args)
+                 if a.__class__ in _SCALAR_TYPES or isinstance(a, np.generic))
 
 
 def array_shapes(args) -> tuple:
