@@ -214,6 +214,35 @@ def located(new, source):
     return new
 
 
+def statements(body):
+    """Every statement of a block, nested blocks too (not expressions)."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for field in ('orelse', 'body'):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                stack.extend(reversed(block))
+
+
+def store_names(body) -> set:
+    """Names a block assigns (targets, loop variables, nested defs)."""
+    out = set()
+    for stmt in statements(body):
+        if isinstance(stmt, gast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, gast.Name):
+                    out.add(target.id)
+                elif isinstance(target, (gast.Tuple, gast.List)):
+                    out |= {e.id for e in target.elts if isinstance(e, gast.Name)}
+        elif isinstance(stmt, gast.For) and isinstance(stmt.target, gast.Name):
+            out.add(stmt.target.id)
+        elif isinstance(stmt, gast.FunctionDef):
+            out.add(stmt.name)
+    return out
+
+
 def load_names(node, out=None) -> set:
     """Names read in `node` (a faster `gast.walk` for the analyses' hot loop)."""
     out = set() if out is None else out

@@ -51,14 +51,22 @@ def render(tree, filename=None, annotate=True, label=os.path.basename):
     text can stand for the compiled one in tracebacks. Where the layout cannot
     be followed (a statement printed on several lines), no line is mapped.
     """
-    plain = unparse(tree)
+    return _annotated(unparse(tree), tree, filename, annotate, label)
+
+
+def annotate(plain, tree, filename=None, label=os.path.basename):
+    """`render` for a tree already unparsed to `plain` (the same lines, commented)."""
+    return _annotated(plain, tree, filename, True, label)
+
+
+def _annotated(plain, tree, filename, annotate_lines, label):
     lines = plain.rstrip('\n').split('\n')
     origins = []
     _origins_of(tree, origins)
     if len(origins) != len(lines):
         return plain, {}
     line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
-    if not annotate or filename is None or not line_map:
+    if not annotate_lines or filename is None or not line_map:
         return plain, line_map
     width = max((len(line) for line, o in zip(lines, origins) if o), default=0)
     column = min(width, _COMMENT_COLUMN_MAX) + 2

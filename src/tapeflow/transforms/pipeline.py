@@ -25,7 +25,7 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
-from tapeflow.syntax.unparse import load_module, render, unparse
+from tapeflow.syntax.unparse import annotate, load_module, unparse
 from tapeflow.transforms import anf, desugar, forward, optimize, reverse, tape_ops
 from tapeflow.transforms.inline import RuleEmitter
 
@@ -118,7 +118,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(fn.__name__, params, forward + rev_body))
-    compiled.in_place = any(getanno(n, Key.RESTORES_IN_PLACE) for s in rev_body for n in gast.walk(s))
+    compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
 
     grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
@@ -139,8 +139,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     _trim_tape(combined, names)
 
     # The split pair: the forward saves the locals the reverse reads at its start.
-    local = set(params) | {n.id for s in forward for n in gast.walk(s)
-                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    local = set(params) | nodes.store_names(forward)
     entry_live = sorted((Liveness(rev_body, set(grad_names)).live_in & local) - {seed_name})
     maybe_unset = sorted(set(entry_live) - optimize.definitely_assigned(forward, set(params)))
     split_prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | set(maybe_unset))]
@@ -164,8 +163,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     _trim_tape(bwd_fn, names)
 
     filename = front.source.filename                                    # codegen
-    rendered = [render(tree, filename) for tree in (fwd_fn, bwd_fn, combined)]
     plain = [unparse(tree) for tree in (fwd_fn, bwd_fn, combined)]
+    rendered = [annotate(text, tree, filename) for text, tree in zip(plain, (fwd_fn, bwd_fn, combined))]
     text = plain[2]
     split_text = '\n\n'.join(plain[:2])
     module_text = split_text + '\n\n' + text
@@ -226,8 +225,9 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _
     anf.transform(node, namer)                                          # anf
     record('anf', node)
     active = activity.active_names(node, set(wrt_names))                # activity
-    popped, pushed = tape_ops.popped_names(node), tape_ops.pushed_names(node)
-    if popped or pushed:    # generated code: its tape carries values (and derivatives)
+    if tape_ops.tape_bindings(node) or any(n.startswith('_tape') for n in namer.taken):
+        # generated code: its tape carries values (and derivatives)
+        popped, pushed = tape_ops.popped_names(node), tape_ops.pushed_names(node)
         outputs = activity.output_names(node.body) | pushed
         active = activity.active_names(node, set(wrt_names) | popped, outputs)
     param_shapes = {params[i]: () for i in scalar_args if i < len(params)}
@@ -265,7 +265,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     text = unparse(fdef)                                                # codegen
     front.record('forward', fdef)
     load_module(text, front.namespace, fn.__name__ + ' jvp',
-                display=render(fdef, front.source.filename)[0])
+                display=annotate(text, fdef, front.source.filename)[0])
     compiled.trees = {'jvp': fdef}
     compiled.source = compiled.module_source = compiled.split_source = text
     compiled.combined = front.namespace[f'{fn.__name__}_jvp']
