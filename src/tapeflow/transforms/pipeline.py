@@ -225,7 +225,7 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _
     anf.transform(node, namer)                                          # anf
     record('anf', node)
     active = activity.active_names(node, set(wrt_names))                # activity
-    if tape_ops.tape_bindings(node) or any(n.startswith('_tape') for n in namer.taken):
+    if any(n.startswith('_tape') for n in namer.taken):
         # generated code: its tape carries values (and derivatives)
         popped, pushed = tape_ops.popped_names(node), tape_ops.pushed_names(node)
         outputs = activity.output_names(node.body) | pushed

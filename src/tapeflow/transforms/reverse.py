@@ -95,7 +95,7 @@ class ReverseContext:
 
 def transform(node: gast.FunctionDef, ctx: ReverseContext) -> Adjoint:
     ctx.containers = _container_names(node.body)
-    ctx.inner = tape_ops.tape_bindings(node)
+    ctx.inner = tape_ops.tape_bindings(node) if tape_ops.mentions_tape(node) else {}
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
     if ret is not None:

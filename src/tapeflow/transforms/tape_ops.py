@@ -13,6 +13,24 @@ from tapeflow.rules import registry
 from tapeflow.syntax.anno import Key, getanno
 
 
+def mentions_tape(node) -> bool:
+    """Whether `node` may be generated code (it names a `_tape...`): a cheap first test."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.__class__ is gast.Name:
+            if n.id.startswith('_tape'):
+                return True
+            continue
+        for field in n._fields:
+            value = getattr(n, field, None)
+            if value.__class__ is list:
+                stack.extend(v for v in value if isinstance(v, gast.AST))
+            elif isinstance(value, gast.AST):
+                stack.append(value)
+    return False
+
+
 def tape_ops(node) -> dict:
     """Names bound to a tape's push and pop (`_push = _tape.append`) in generated code."""
     return {name: kind for name, (kind, _) in tape_bindings(node).items()}
