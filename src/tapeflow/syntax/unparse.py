@@ -20,8 +20,22 @@ def unparse(node) -> str:
     """Source text of a node or list of statements (it gets line numbers, nothing else changes)."""
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
-    gast.fix_missing_locations(node)
+    _number_statements(node)
     return gast.unparse(node).strip() + '\n'
+
+
+def _number_statements(node):
+    """The unparser reads `lineno` of statements only (for type comments): give it one."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if 'lineno' not in n.__dict__:
+            n.lineno, n.col_offset = 1, 0
+            n.end_lineno, n.end_col_offset = 1, 0
+        for field in ('body', 'orelse', 'finalbody', 'handlers'):
+            block = getattr(n, field, None)
+            if isinstance(block, list):
+                stack.extend(block)
 
 
 def load_module(text: str, namespace: dict, label: str, display: str | None = None) -> dict:

@@ -25,7 +25,7 @@ def transform(forward, reverse, live_out, params):
     """Return (forward, reverse, names to initialise to None)."""
     while True:
         reverse = _zeros(reverse)
-        liveness = Liveness(forward + reverse, live_out)
+        liveness = Liveness(reverse, live_out)    # the forward sweep is never swept
         removed, dropped = set(), []
         reverse = _sweep(reverse, liveness, removed, dropped)
         if removed:

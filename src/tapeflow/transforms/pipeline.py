@@ -291,16 +291,19 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
 
 def _trim_tape(fdef, names):
     """Drop the push/pop bindings (and the tape) a function does not use."""
-    def binding(stmt, names):
-        return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
-            and stmt.targets[0].id in names
+    bindings = {names.push, names.pop, names.tape}
 
-    for group in ((names.push, names.pop), (names.tape,)):
-        used = set()
-        for stmt in fdef.body:
-            if not binding(stmt, group):
-                nodes.load_names(stmt, used)
-        fdef.body = [s for s in fdef.body if not (binding(s, group) and s.targets[0].id not in used)]
+    def binding(stmt):
+        return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+            and stmt.targets[0].id in bindings
+
+    used = set()
+    for stmt in fdef.body:
+        if not binding(stmt):
+            nodes.load_names(stmt, used)
+    if names.push in used or names.pop in used:
+        used.add(names.tape)
+    fdef.body = [s for s in fdef.body if not binding(s) or s.targets[0].id in used]
 
 
 def _callee_binder(compiled, namespace, namer, compile_callee):
