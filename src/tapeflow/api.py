@@ -166,6 +166,16 @@ def _check_scalar(value, fname):
 
 def value_and_grad(f, argnums=0, has_aux=False):
     """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux."""
+    return _differentiated(f, argnums, has_aux, 'value_and_grad')
+
+
+def grad(f, argnums=0, has_aux=False):
+    """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple)."""
+    return _differentiated(f, argnums, has_aux, 'grad')
+
+
+def _differentiated(f, argnums, has_aux, kind):
+    """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
     single = isinstance(argnums, int)
     wrt = (argnums,) if single else tuple(argnums)
     fname = getattr(f, '__name__', 'f')
@@ -173,6 +183,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
     state = {}      # argument classes (and array shapes) -> (compiled, validity check,
                     #                                      positions to dtype-check)
     seed = (1.0, 0.0) if has_aux else 1.0
+    with_value = kind == 'value_and_grad'
 
     def prepare(args, key):
         for i in wrt:
@@ -186,11 +197,27 @@ def value_and_grad(f, argnums=0, has_aux=False):
         entry = state[key] = (compiled, cache.validator(compiled, python_fn), dtype_checked)
         return entry
 
+    def finish(value, grads, args):
+        out = value
+        if has_aux:
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
+            out = value[0]
+        if out.__class__ is not float:
+            _check_scalar(out, fname)
+        if single:
+            grads = _like(grads, args[argnums])
+        else:
+            grads = tuple(_like(g, args[i]) for g, i in zip(grads if len(wrt) > 1 else (grads,), wrt))
+        if with_value:
+            return value, grads
+        return (grads, value[1]) if has_aux else grads
+
     nparams = python_fn.__code__.co_argcount
     defaults = python_fn.__defaults__ or ()
 
     @functools.wraps(f)
-    def value_and_grad_f(*args):
+    def differentiated(*args):
         if len(args) != nparams:
             args = _complete(args, nparams, defaults, fname)
         key = tuple(map(type, args))
@@ -202,25 +229,14 @@ def value_and_grad(f, argnums=0, has_aux=False):
         for i in entry[2]:
             _check_differentiable(args[i], i, fname)
         value, grads = entry[0].combined(*args, seed)
-        out = value
-        if has_aux:
-            if not isinstance(value, (tuple, list)) or len(value) != 2:
-                raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
-            out = value[0]
-        if out.__class__ is not float:
-            _check_scalar(out, fname)
-        if single:
-            arg = args[argnums]
-            if arg.__class__ is float and grads.__class__ is float:
-                return value, grads
-            return value, _like(grads, arg)
-        if len(wrt) == 1:
-            grads = (grads,)
-        return value, tuple(_like(g, args[i]) for g, i in zip(grads, wrt))
+        if value.__class__ is float and grads.__class__ is float and single and not has_aux \
+                and args[argnums].__class__ is float:
+            return (value, grads) if with_value else grads      # the scalar fast path
+        return finish(value, grads, args)
 
-    value_and_grad_f.__dict__.pop('__tapeflow_caller__', None)    # wraps copied f's
-    value_and_grad_f.__tapeflow_transform__ = ('value_and_grad', f, wrt, has_aux)
-    return value_and_grad_f
+    differentiated.__dict__.pop('__tapeflow_caller__', None)    # wraps copied f's
+    differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
+    return differentiated
 
 
 def _complete(args, nparams, defaults, fname):
@@ -229,25 +245,6 @@ def _complete(args, nparams, defaults, fname):
     if missing < 0 or missing > len(defaults):
         raise TypeError(f'{fname}() takes {nparams} positional arguments but {len(args)} were given')
     return args + tuple(defaults[len(defaults) - missing:])
-
-
-def grad(f, argnums=0, has_aux=False):
-    """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple)."""
-    vg = value_and_grad(f, argnums, has_aux)
-
-    if has_aux:
-        @functools.wraps(f)
-        def grad_f(*args):
-            value, g = vg(*args)
-            return g, value[1]
-    else:
-        @functools.wraps(f)
-        def grad_f(*args):
-            return vg(*args)[1]
-
-    grad_f.__dict__.pop('__tapeflow_caller__', None)               # wraps copied f's
-    grad_f.__tapeflow_transform__ = ('grad', f, vg.__tapeflow_transform__[2], has_aux)
-    return grad_f
 
 
 def vjp(f, *primals):
