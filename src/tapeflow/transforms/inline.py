@@ -68,12 +68,12 @@ class RuleEmitter:
         """
         template = _rule_template(rule)
         if template is not _NOT_INLINABLE:
-            inlined = self._inline(rule, template, g, ans, args, dict(keywords))
+            inlined = self._inline(rule, template, g, ans, args, dict(keywords), same_shapes)
             if inlined is not None:
-                return _DropUnbroadcast(same_shapes).visit(inlined) if same_shapes else inlined
+                return inlined
         return nodes.call(self._bind(rule, label), g, ans, *args, keywords=list(keywords))
 
-    def _inline(self, rule, template, g, ans, args, keywords):
+    def _inline(self, rule, template, g, ans, args, keywords, same_shapes=False):
         params, positional, defaults, expr, free = template
         values = [g, ans] + list(args)
         if len(values) > len(positional):
@@ -105,8 +105,8 @@ class RuleEmitter:
             if name in globals_:
                 self.namespace[name] = globals_[name]
                 self.namer.reserve(name)
-        inlined = nodes.substitute(expr, {k: _as_node(v) for k, v in subs.items()})
-        return _TrimDefaults(globals_).visit(inlined)
+        same = same_shapes if callable(same_shapes) else (lambda name: bool(same_shapes))
+        return _rewrite(expr, {k: _as_node(v) for k, v in subs.items()}, globals_, same)
 
     def constant(self, value, hint='value'):
         """An expression for `value` in generated code: a literal, or a bound name."""
@@ -127,27 +127,54 @@ class RuleEmitter:
         return self.called[rule]
 
 
-class _TrimDefaults(gast.NodeTransformer):
-    """`helper(g, x, None, False, where=True)` -> `helper(g, x)` when those are its defaults."""
+def _rewrite(node, subs, globals_, same):
+    """A copy of the rule expression `node` fit for the generated code, in one pass:
 
-    def __init__(self, globals_):
-        self.globals = globals_
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        fn = self.globals.get(node.func.id) if isinstance(node.func, gast.Name) else None
-        defaults = _defaults_of(fn)
-        if not defaults:
-            return node
-        node.keywords = [k for k in node.keywords if not (
-            isinstance(k.value, gast.Constant) and k.arg in defaults
-            and _same_constant(defaults[k.arg], k.value.value))]
-        names = list(inspect.signature(fn).parameters)
-        while node.args and len(node.args) <= len(names) and isinstance(node.args[-1], gast.Constant) \
-                and names[len(node.args) - 1] in defaults \
-                and _same_constant(defaults[names[len(node.args) - 1]], node.args[-1].value):
-            node.args.pop()
+    - parameters replaced by the generated code's expressions (`subs`);
+    - `helper(g, x, None, False, where=True)` -> `helper(g, x)` where those are
+      the helper's defaults;
+    - `unbroadcast(e, x)` -> `e` where `same(x)`: `x` has the result's shape.
+    """
+    if isinstance(node, gast.Name):
+        sub = subs.get(node.id)
+        if sub is None:
+            return nodes.clone(node)
+        return nodes.clone(sub)
+    if isinstance(node, list):
+        return [_rewrite(n, subs, globals_, same) for n in node]
+    if not isinstance(node, gast.AST):
         return node
+    new = node.__class__.__new__(node.__class__)
+    for field in node._fields:
+        setattr(new, field, _rewrite(getattr(node, field, None), subs, globals_, same))
+    if isinstance(new, gast.Call):
+        return _simplify_call(new, globals_, same)
+    return new
+
+
+def _simplify_call(node, globals_, same):
+    func = node.func
+    if isinstance(func, gast.Name) and func.id in ('unbroadcast', 'broadcast_tangent') \
+            and len(node.args) == 2 and isinstance(node.args[1], gast.Name) and same(node.args[1].id):
+        return node.args[0]
+    fn = globals_.get(func.id) if isinstance(func, gast.Name) else None
+    defaults = _defaults_of(fn)
+    if not defaults:
+        return node
+    node.keywords = [k for k in node.keywords if not (
+        isinstance(k.value, gast.Constant) and k.arg in defaults
+        and _same_constant(defaults[k.arg], k.value.value))]
+    names = _parameter_names(fn)
+    while node.args and len(node.args) <= len(names) and isinstance(node.args[-1], gast.Constant) \
+            and names[len(node.args) - 1] in defaults \
+            and _same_constant(defaults[names[len(node.args) - 1]], node.args[-1].value):
+        node.args.pop()
+    return node
+
+
+@functools.lru_cache(maxsize=None)
+def _parameter_names(fn):
+    return list(inspect.signature(fn).parameters)
 
 
 @functools.lru_cache(maxsize=None)
@@ -171,19 +198,6 @@ def _defaults_of(fn):
 
 def _same_constant(a, b) -> bool:
     return type(a) is type(b) and a == b
-
-
-class _DropUnbroadcast(gast.NodeTransformer):
-    def __init__(self, same):
-        self.same = same if callable(same) else (lambda name: True)
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if isinstance(node.func, gast.Name) and node.func.id in ('unbroadcast', 'broadcast_tangent') \
-                and len(node.args) == 2 and isinstance(node.args[1], gast.Name) \
-                and self.same(node.args[1].id):
-            return node.args[0]
-        return node
 
 
 def _as_node(value):
