@@ -9,6 +9,7 @@ function that calls itself finds its own (still incomplete) entry.
 """
 from __future__ import annotations
 
+import gc
 import threading
 import weakref
 
@@ -99,11 +100,19 @@ def compile_once(fn, key, wrt, lifted, compile_fn):
     def build():
         placeholder = Compiled(fn, wrt, lifted, [], '', '', {})
         store(fn, key, placeholder)
+        # Compiling makes many short-lived trees; with a big heap around, the
+        # cyclic collector would scan it all, again and again. Reference
+        # counting frees the trees; the collector waits until we are done.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             compiled = compile_fn()
         except BaseException:
             _entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
             raise
+        finally:
+            if collecting:
+                gc.enable()
         placeholder.__dict__.update(compiled.__dict__)
         return placeholder
 
