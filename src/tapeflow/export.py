@@ -30,13 +30,11 @@ import textwrap
 import traceback
 import types
 
-import gast
 import numpy as np
 
 from tapeflow.runtime import support
-from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.errors import TapeflowError
-from tapeflow.syntax.unparse import render, unparse
+from tapeflow.syntax.unparse import render
 from tapeflow.transforms import pipeline
 
 __all__ = ['ExportError', 'Unit', 'generate', 'render', 'annotated_source', 'export_source']

@@ -25,7 +25,7 @@ import copy
 import gast
 
 from tapeflow.syntax import nodes
-from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
+from tapeflow.syntax.anno import Key, getanno, hasanno
 from tapeflow.syntax.naming import Namer
 
 _OP_NAMES = {gast.Add: 'add', gast.Sub: 'sub', gast.Mult: 'mul', gast.Div: 'div',

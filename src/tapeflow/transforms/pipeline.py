@@ -15,7 +15,6 @@ The split pair serves calls from other compiled functions and the eager tape.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import gast
