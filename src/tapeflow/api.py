@@ -69,6 +69,7 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux):
     load_module(text, namespace, name)
     caller = namespace[name]
     caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
+    caller.__tapeflow_calls_user__ = compiled.combined.__tapeflow_calls_user__
     wrapper.__tapeflow_caller__ = caller
     return caller
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from tapeflow.rules import registry
-from tapeflow.rules.shapes import unbroadcast, zeros_like_value
+from tapeflow.rules.indexing import untake
+from tapeflow.rules.shapes import broadcast_tangent, unbroadcast, zeros_like_value
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
@@ -182,10 +183,62 @@ def _linear_in_first(helper):
 for _helper in (getitem_adjoint, setitem_value_adjoint, setitem_clear_adjoint, last_adjoint,
                 drop_last_adjoint, snapshot):
     _linear_in_first(_helper)
-registry.defjvp(add_adjoint, lambda t, ans, a, b: t, lambda t, ans, a, b: t)
+def _add_adjoint_jvp(t, ans, a, b):
+    return t
+
+
+registry.defjvp(add_adjoint, _add_adjoint_jvp, _add_adjoint_jvp)
+
+
+# Their reverse rules (the transposes), for reverse over reverse.
+
+def _getitem_adjoint_vjp(g, ans, adjoint, k):
+    return 0.0 if is_zero(adjoint) else untake(g, adjoint, k)
+
+
+def _last_adjoint_vjp(g, ans, adjoint):
+    return 0.0 if is_zero(adjoint) or not adjoint else untake(g, adjoint, len(adjoint) - 1)
+
+
+def _drop_last_adjoint_vjp(g, ans, adjoint):
+    if is_zero(adjoint):
+        return 0.0
+    return (list(g) if not is_zero(g) else [0.0] * (len(adjoint) - 1)) + [0.0]
+
+
+def _setitem_value_adjoint_vjp(g, ans, adjoint, index, value):
+    if is_zero(adjoint):
+        return 0.0
+    return untake(broadcast_tangent(g, adjoint[index]), adjoint, index)
+
+
+def _old_value_vjp(g, ans, container, index):
+    return untake(g, container, index)
+
+
+def _add_adjoint_vjp(g, ans, a, b):
+    return g
+
+
+registry.defvjp(add_adjoint, _add_adjoint_vjp, _add_adjoint_vjp)
+registry.defvjp(getitem_adjoint, _getitem_adjoint_vjp)
+registry.defvjp(last_adjoint, _last_adjoint_vjp)
+registry.defvjp(drop_last_adjoint, _drop_last_adjoint_vjp)
+registry.defvjp(setitem_value_adjoint, _setitem_value_adjoint_vjp)
+def _setitem_clear_adjoint_vjp(g, ans, adjoint, index):
+    return setitem_clear_adjoint(g, index)
+
+
+registry.defvjp(setitem_clear_adjoint, _setitem_clear_adjoint_vjp)
+def _snapshot_vjp(g, ans, value):
+    return g
+
+
+registry.defvjp(snapshot, _snapshot_vjp)
+registry.defvjp(old_value, _old_value_vjp)
 
 
 registry.defjvp(old_value, lambda t, ans, container, index: old_value(t, index)
                 if not is_zero(t) else 0.0)
 registry.static(old_value, 1)
-registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack)
+registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, slice)

@@ -176,8 +176,10 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     compiled.combined = namespace['d' + name]
     compiled.forward = namespace[f'{name}_forward']
     compiled.backward = namespace[f'{name}_backward']
+    calls_user = _calls_user_functions(fn, compiled)
     for generated in (compiled.combined, compiled.forward, compiled.backward):
         generated.__tapeflow_order__ = order
+        generated.__tapeflow_calls_user__ = calls_user
     compiled.passes = passes
     return compiled
 
@@ -251,6 +253,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
+    ctx.order = getattr(fn, '__tapeflow_order__', 0) + 1
     body, output, tangent_out = forward.transform(front.node, ctx)     # forward
     tangent_params = [ctx.tangents[n] for n in front.wrt_names]
     inits = [nodes.assign(ctx.tangents[p], nodes.call('zero_tangent', p)) for p in params
@@ -269,6 +272,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     compiled.source = compiled.module_source = compiled.split_source = text
     compiled.combined = front.namespace[f'{fn.__name__}_jvp']
     compiled.combined.__tapeflow_order__ = getattr(fn, '__tapeflow_order__', 0) + 1
+    compiled.combined.__tapeflow_calls_user__ = _calls_user_functions(fn, compiled)
     compiled.passes = passes
     return compiled
 
@@ -286,6 +290,13 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
             bound[fn, wrt] = name
         return bound[fn, wrt]
     return bind
+
+
+def _calls_user_functions(fn, compiled) -> bool:
+    """Whether the user code behind `fn` calls user functions (what third order cannot yet do)."""
+    return getattr(fn, '__tapeflow_calls_user__', False) or any(
+        getattr(c.fn, '__tapeflow_order__', 0) == 0 or getattr(c.fn, '__tapeflow_calls_user__', False)
+        for c in compiled.callees)
 
 
 def _trim_tape(fdef, names):

@@ -121,12 +121,30 @@ def _seed(output, ctx):
     return []
 
 
+THIRD_ORDER_THROUGH_CALLS = (
+    'third derivatives through calls of user functions are not supported yet; '
+    'inline the called function, or use forward over reverse for the second derivative')
+
+def calls_user_functions(fn) -> bool:
+    """Generated code that came from a user function calling other user functions."""
+    return getattr(fn, '__tapeflow_calls_user__', False)
+
+
+# Helpers of generated code whose results may be lists or tuples (cotangents of containers).
+_STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint',
+                       'drop_last_adjoint', 'setitem_clear_adjoint', 'setitem_value_adjoint'}
+
+
 def _container_names(body) -> set:
-    """Names that may hold lists or tuples: their adjoints accumulate by structure."""
+    """Names that may hold lists, tuples or dicts: their adjoints accumulate by structure
+    (`add_adjoint`), never with `+`, which would concatenate them."""
     names = set()
     for n in gast.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
+                names.add(n.targets[0].id)
+            if isinstance(n.value, gast.Call) and getattr(getanno(n.value.func, Key.RESOLVED),
+                                                          '__name__', None) in _STRUCTURED_RESULTS:
                 names.add(n.targets[0].id)
             if isinstance(n.value, gast.Subscript) and isinstance(n.value.value, gast.Name):
                 names.add(n.value.value.id)
@@ -274,6 +292,8 @@ class _Reverse:
                                        f'argument {k.arg!r} is not supported; pass it by position')
         if not active and not self._carries_inner_tape(call):
             return [push, stmt], [pop]
+        if self.ctx.order >= 3 and self._carries_inner_tape(call) and calls_user_functions(fn):
+            raise self.error(stmt, THIRD_ORDER_THROUGH_CALLS)
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)
