@@ -44,11 +44,13 @@ def train(steps=100, learning_rate=0.5, report_every=10):
 
 
 def main():
-    train()
+    w, b, _, _ = train()
+    X, y = make_data()
     print()
-    print('The gradient tapeflow generated for loss(w, b, X, y), with respect to w and b:')
+    print('The gradient tapeflow generated for loss(w, b, X, y), with respect to w and b')
+    print(f'(specialised to these shapes: X {X.shape}, w {w.shape}, b a float):')
     print()
-    print(tapeflow.source(loss, argnums=(0, 1)))
+    print(tapeflow.source(loss, argnums=(0, 1), args=(w, b, X, y)))
 
 
 if __name__ == '__main__':
