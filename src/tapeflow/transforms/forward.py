@@ -23,8 +23,9 @@ import gast
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames
+from tapeflow.transforms import tape_ops
 from tapeflow.transforms.tape_ops import tape_ops as _tape_ops
-from tapeflow.transforms.operations import (index_value, operation_of, rule_label, rules_for,
+from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
                                             user_function)
 from tapeflow.transforms.reverse import (THIRD_ORDER_THROUGH_CALLS, _container_names, _names,
                                          _target_name, calls_user_functions)
@@ -75,16 +76,10 @@ def mark(stmt):
     return stmt
 
 
-class _Forward:
+class _Forward(Sweep):
     def __init__(self, ctx: ForwardContext):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.d = ctx.tangents
-
-    def error(self, node, reason):
-        return self.ctx.source.error(node, reason)
-
-    def is_active(self, node) -> bool:
-        return isinstance(node, gast.Name) and node.id in self.ctx.active
 
     def tangent(self, node):
         return nodes.name(self.d[node.id]) if self.is_active(node) else nodes.const(0.0)
@@ -194,7 +189,7 @@ class _Forward:
             if self.is_active(k.value):
                 raise self.error(stmt, f'differentiating {fn.__name__}() with respect to the keyword '
                                        f'argument {k.arg!r} is not supported; pass it by position')
-        carries_tape = any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in call.args)
+        carries_tape = tape_ops.carries_tape(call.args)
         if not active and not carries_tape:
             return [stmt, mark(nodes.assign(self.d[y], 0.0))]
         if self.ctx.order >= 3 and carries_tape and calls_user_functions(fn):

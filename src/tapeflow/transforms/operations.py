@@ -41,6 +41,19 @@ class Operation:
 NONE = Operation('none')
 
 
+class Sweep:
+    """What the reverse and forward transformers share: their context, errors, activity."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def error(self, node, reason):
+        return self.ctx.source.error(node, reason)
+
+    def is_active(self, node) -> bool:
+        return isinstance(node, gast.Name) and node.id in self.ctx.active
+
+
 def operation_of(value, error) -> Operation:
     """The operation of an ANF value; `error(reason)` builds the located error to raise."""
     if isinstance(value, gast.Name):

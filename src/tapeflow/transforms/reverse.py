@@ -30,7 +30,7 @@ from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames, Namer
 from tapeflow.transforms import tape_ops
-from tapeflow.transforms.operations import (index_value, operation_of, rule_label, rules_for,
+from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
                                             user_function)
 
 
@@ -154,18 +154,12 @@ def _container_names(body) -> set:
     return names
 
 
-class _Reverse:
+class _Reverse(Sweep):
     def __init__(self, ctx: ReverseContext):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.adj = ctx.adjoints
 
     # ---------------------------------------------------------------- helpers
-
-    def error(self, node, reason):
-        return self.ctx.source.error(node, reason)
-
-    def is_active(self, node) -> bool:
-        return isinstance(node, gast.Name) and node.id in self.ctx.active
 
     def pair(self, value_node, restore_target=None, in_place=False):
         """A push of `value_node` and the pop that undoes it."""
@@ -321,7 +315,7 @@ class _Reverse:
 
     def _carries_inner_tape(self, call) -> bool:
         """A call given generated code's own tape (its callee pushes or pops on it)."""
-        return any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in call.args)
+        return tape_ops.carries_tape(call.args)
 
     def _adjoint_stack(self, call, kind):
         """The name of the push/pop of the adjoint stack beside the tape `call` uses."""

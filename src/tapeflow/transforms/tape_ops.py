@@ -31,6 +31,11 @@ def mentions_tape(node) -> bool:
     return False
 
 
+def carries_tape(args) -> bool:
+    """A call given generated code's own tape: its callee pushes or pops on it."""
+    return any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in args)
+
+
 def tape_ops(node) -> dict:
     """Names bound to a tape's push and pop (`_push = _tape.append`) in generated code."""
     return {name: kind for name, (kind, _) in tape_bindings(node).items()}
@@ -67,7 +72,7 @@ def popped_names(node) -> set:
             func, args = n.value.func, n.value.args
             if isinstance(func, gast.Name) and ops.get(func.id) == 'pop':
                 out.add(n.targets[0].id)
-            elif any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in args) \
+            elif carries_tape(args) \
                     and not registry.is_nondifferentiable(getanno(func, Key.RESOLVED)):
                 out.add(n.targets[0].id)
     return out
