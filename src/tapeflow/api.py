@@ -13,6 +13,7 @@ import types
 import numpy as np
 
 from tapeflow import cache
+from tapeflow.rules.batching import is_batched
 from tapeflow.runtime import support
 from tapeflow.runtime.support import is_zero
 from tapeflow.transforms import pipeline
@@ -69,7 +70,6 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux):
     load_module(text, namespace, name)
     caller = namespace[name]
     caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
-    caller.__tapeflow_calls_user__ = compiled.combined.__tapeflow_calls_user__
     wrapper.__tapeflow_caller__ = caller
     return caller
 
@@ -78,14 +78,18 @@ def _compile_callee(fn, wrt):
     return compile_adjoint(fn, wrt)
 
 
-def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=()):
-    """The compiled forward mode (`f_jvp(*args, *tangents)`) of `fn` (cached)."""
+def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), batched=False):
+    """The compiled forward mode (`f_jvp(*args, *tangents)`) of `fn` (cached).
+
+    `batched`: for tangents with a leading batch axis (one row per direction).
+    """
     fn = _unwrap(fn)
-    key = ('forward', tuple(wrt), optimize, tuple(scalar_args), tuple(arg_shapes))
+    key = ('forward', tuple(wrt), optimize, tuple(scalar_args), tuple(arg_shapes), batched)
+    callee = functools.partial(compile_tangent, batched=True) if batched else compile_tangent
     return cache.compile_once(fn, key, tuple(wrt), (), lambda: pipeline.compile_forward(
         fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
-        compile_callee=compile_tangent, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes)))
+        compile_callee=callee, scalar_args=tuple(scalar_args),
+        arg_shapes=tuple(arg_shapes), batched=batched))
 
 
 def _unwrap(fn):
@@ -334,21 +338,42 @@ def _flat_basis(x):
     return [eye[k].reshape(x.shape) for k in range(x.size)]
 
 
+def _basis_batch(x):
+    """Every unit direction of the argument `x` at once: shape `(x.size,) + x.shape`."""
+    dtype = _dtype_of(x)
+    dtype = dtype if dtype is not None and np.issubdtype(dtype, np.inexact) else np.float64
+    size = int(np.size(x))
+    return np.eye(size, dtype=dtype).reshape((size,) + np.shape(x))
+
+
 def jacfwd(f, argnums=0):
-    """Dense Jacobian by forward mode: one jvp per input direction; shape out.shape + in.shape."""
+    """Dense Jacobian by forward mode; shape `out.shape + in.shape`.
+
+    One forward sweep carries every input direction at once: the tangent of
+    the argument is the identity, with a leading batch axis (see
+    `tapeflow.rules.batching`), so the primal is computed once.
+    """
     @functools.wraps(f)
     def jacobian_f(*args):
-        columns = []
-        for direction in _flat_basis(args[argnums]):
-            tangents = [np.zeros_like(a, dtype=float) if isinstance(a, np.ndarray) else
-                        (0.0 if isinstance(a, float) else a) for a in args]
-            tangents[argnums] = direction if isinstance(args[argnums], np.ndarray) else float(direction)
-            value, tangent = jvp(f, args, tangents)
-            columns.append(np.asarray(tangent))
-        out_shape = np.shape(value)
-        jac = np.stack(columns, axis=-1) if columns else np.zeros(out_shape + (0,))
-        return jac.reshape(out_shape + np.shape(args[argnums]))
+        x = args[argnums]
+        wrt = (argnums,)
+        compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(args),
+                                   arg_shapes=array_shapes(args), batched=True)
+        value, tangent = compiled.combined(*args, _basis_batch(x))
+        return _jacobian_from_batch(tangent, value, x)
     return jacobian_f
+
+
+def _jacobian_from_batch(tangent, value, x):
+    """`out.shape + in.shape` out of a batch `(in.size,) + out.shape` of tangents."""
+    if isinstance(value, (tuple, list)):
+        parts = tangent if isinstance(tangent, (tuple, list)) else [tangent] * len(value)
+        return type(value)(_jacobian_from_batch(t, v, x) for t, v in zip(parts, value))
+    size, out_shape = int(np.size(x)), np.shape(value)
+    batch = np.broadcast_to(tangent, (size,) + out_shape) if not is_batched(tangent, value) \
+        else np.asarray(tangent)
+    jac = np.moveaxis(batch.reshape((size, -1)), 0, -1)
+    return np.ascontiguousarray(jac).reshape(out_shape + np.shape(x))
 
 
 def jacrev(f, argnums=0):

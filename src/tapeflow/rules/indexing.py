@@ -20,7 +20,7 @@ import numpy as np
 
 from tapeflow.rules.array_ops import gather, is_basic_index, positions, scatter_add
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
-from tapeflow.rules.shapes import fit, rebuild, zeros_like_value
+from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
 
 __all__ = ['untake', 'def_gather']
 
@@ -61,7 +61,7 @@ def _untake_sequence(g, x, idx):
 
 
 def untake_vjp(h, ans, g, x, idx):
-    return h[idx]
+    return 0.0 if is_symbolic_zero(h) else h[idx]
 
 
 def untake_jvp(t, ans, g, x, idx):

@@ -61,6 +61,8 @@ class Primitive:
     # Positional arguments that never carry a derivative (shapes, axes, the
     # condition of `where`...). Passing an active value there is an error.
     static_argnums: frozenset = frozenset()
+    # argnum -> JVP rule taking a batch `(B,) + shape` of tangents (rules/batching.py)
+    batched_jvps: dict = dataclasses.field(default_factory=dict)
 
     def vjp(self, argnum: int) -> Callable:
         try:
@@ -165,7 +167,7 @@ def alias(new, existing, name=None):
     """
     old = RULES[existing]
     RULES[new] = Primitive(new, name or _name_of(new), old.vjps, old.jvps,
-                           old.nondiff, old.static_argnums)
+                           old.nondiff, old.static_argnums, old.batched_jvps)
 
 
 def register_attribute(attr: str, fn):

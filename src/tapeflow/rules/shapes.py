@@ -43,6 +43,8 @@ def broadcast_tangent(t, ans):
     shape = ans.shape if ans.__class__ is np.ndarray else np.shape(ans)
     if t.__class__ is np.ndarray and t.shape == shape:
         return t
+    if np.ndim(t) > len(shape):              # a batch of tangents (rules/batching.py)
+        shape = np.shape(t)[:1] + shape
     return t if np.shape(t) == shape else np.broadcast_to(t, shape)
 
 

@@ -7,9 +7,12 @@ cotangent is expected.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from tapeflow.rules import registry
+from tapeflow.rules.batching import jvp_over_batch, lift_tangent, setitem_batched
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.shapes import broadcast_tangent, unbroadcast, zeros_like_value
 
@@ -24,7 +27,7 @@ class Tape(list):
     push = list.append
 
 
-_ADJOINT_STACKS: dict = {}
+_ADJOINT_STACKS: dict = {}     # (id(tape), order) -> (tape, its stack of cotangents)
 
 
 def adjoint_stack(tape, order=1) -> list:
@@ -32,17 +35,27 @@ def adjoint_stack(tape, order=1) -> list:
 
     Keyed on the tape's identity and the order of the differentiation: the
     forward and backward functions that share a tape share its adjoint stack,
-    and the third derivative's stack for a tape is not the second's.
-    Emptied stacks are dropped now and then.
+    and the third derivative's stack for a tape is not the second's. (The
+    tape may itself be an adjoint stack: third order keeps cotangents of
+    second-order cotangents.) The table holds the tape, so its identity
+    cannot pass to another object while the entry lives; an entry is dropped
+    once its stack is empty and nothing but the table holds its tape.
     """
     key = (id(tape), order)
-    stack = _ADJOINT_STACKS.get(key)
-    if stack is None:
+    entry = _ADJOINT_STACKS.get(key)
+    if entry is None:
         if len(_ADJOINT_STACKS) > 64:
-            for k in [k for k, v in _ADJOINT_STACKS.items() if not v]:
-                del _ADJOINT_STACKS[k]
-        stack = _ADJOINT_STACKS[key] = []
-    return stack
+            _drop_finished_stacks()
+        entry = _ADJOINT_STACKS[key] = (tape, [])
+    return entry[1]
+
+
+def _drop_finished_stacks():
+    for key, (tape, stack) in list(_ADJOINT_STACKS.items()):
+        # references to `tape`: the entry, this loop's variable, getrefcount's argument
+        if not stack and sys.getrefcount(tape) <= 3:
+            del _ADJOINT_STACKS[key]
+        del tape, stack
 
 
 def is_zero(adjoint) -> bool:
@@ -155,6 +168,7 @@ def generated_namespace() -> dict:
     """What generated code may refer to besides the user's own globals."""
     import math
     names = {name: globals()[name] for name in __all__}
+    names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, setitem_batched=setitem_batched)
     names.update(np=np, math=math, range=range, slice=slice, len=len)
     return names
 
@@ -177,7 +191,7 @@ def _linear_in_first(helper):
     def jvp(t, ans, first, *rest):
         return helper(t, *rest)
     registry.defjvp(helper, jvp)
-    registry.static(helper, *range(1, 4))
+    registry.static(helper, *range(1, 8))
 
 
 for _helper in (getitem_adjoint, setitem_value_adjoint, setitem_clear_adjoint, last_adjoint,
@@ -241,4 +255,22 @@ registry.defvjp(old_value, _old_value_vjp)
 registry.defjvp(old_value, lambda t, ans, container, index: old_value(t, index)
                 if not is_zero(t) else 0.0)
 registry.static(old_value, 1)
+
+
+# The transposes above that are more than one expression are called by name
+# from second-order code; third order differentiates them in turn. Each is
+# linear in its first argument.
+
+def _drop_last_adjoint_vjp_vjp(h, ans, g, ans_, adjoint):
+    return 0.0 if is_zero(h) or is_zero(g) else drop_last_adjoint(h)
+
+
+def _setitem_value_adjoint_vjp_vjp(h, ans, g, ans_, adjoint, index, value):
+    return 0.0 if is_zero(h) else setitem_value_adjoint(h, index, value)
+
+
+for _transpose, _rule in ((_drop_last_adjoint_vjp, _drop_last_adjoint_vjp_vjp),
+                          (_setitem_value_adjoint_vjp, _setitem_value_adjoint_vjp_vjp)):
+    registry.defvjp(_transpose, _rule)
+    _linear_in_first(_transpose)
 registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, slice)

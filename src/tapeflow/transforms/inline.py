@@ -71,7 +71,7 @@ class RuleEmitter:
             inlined = self._inline(rule, template, g, ans, args, dict(keywords), same_shapes)
             if inlined is not None:
                 return inlined
-        return nodes.call(self._bind(rule, label), g, ans, *args, keywords=list(keywords))
+        return nodes.call(self.bind(rule, label), g, ans, *args, keywords=list(keywords))
 
     def _inline(self, rule, template, g, ans, args, keywords, same_shapes=False):
         params, positional, defaults, expr, free = template
@@ -116,7 +116,8 @@ class RuleEmitter:
         self.namespace[name] = value
         return nodes.name(name)
 
-    def _bind(self, rule, label=None):
+    def bind(self, rule, label=None):
+        """The name the rule is called by in the generated module."""
         if rule not in self.called:
             base = getattr(rule, '__name__', 'rule')
             if base == '<lambda>' or not base.isidentifier():

@@ -46,7 +46,8 @@ PASSES = (
 RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint',
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
-                 'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack')
+                 'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack',
+                 'lift_tangent', 'jvp_over_batch', 'setitem_batched')
 
 
 @dataclasses.dataclass
@@ -176,10 +177,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     compiled.combined = namespace['d' + name]
     compiled.forward = namespace[f'{name}_forward']
     compiled.backward = namespace[f'{name}_backward']
-    calls_user = _calls_user_functions(fn, compiled)
     for generated in (compiled.combined, compiled.forward, compiled.backward):
         generated.__tapeflow_order__ = order
-        generated.__tapeflow_calls_user__ = calls_user
     compiled.passes = passes
     return compiled
 
@@ -243,8 +242,12 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _
 
 def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=()) -> Compiled:
-    """Forward mode: `jvp_f(*args, *tangents) -> (value, tangent)` for the parameters at `wrt`."""
+                    arg_shapes=(), batched=False) -> Compiled:
+    """Forward mode: `jvp_f(*args, *tangents) -> (value, tangent)` for the parameters at `wrt`.
+
+    `batched`: the tangents carry a leading batch axis, one row per direction
+    (see `tapeflow.rules.batching`); user functions called are compiled so too.
+    """
     passes = []
     front = _front(fn, wrt, (), scalar_args, arg_shapes, runtime_names,
                    passes if record_passes else None)
@@ -254,6 +257,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
     ctx.order = getattr(fn, '__tapeflow_order__', 0) + 1
+    ctx.batched = batched
     body, output, tangent_out = forward.transform(front.node, ctx)     # forward
     tangent_params = [ctx.tangents[n] for n in front.wrt_names]
     inits = [nodes.assign(ctx.tangents[p], nodes.call('zero_tangent', p)) for p in params
@@ -272,7 +276,6 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     compiled.source = compiled.module_source = compiled.split_source = text
     compiled.combined = front.namespace[f'{fn.__name__}_jvp']
     compiled.combined.__tapeflow_order__ = getattr(fn, '__tapeflow_order__', 0) + 1
-    compiled.combined.__tapeflow_calls_user__ = _calls_user_functions(fn, compiled)
     compiled.passes = passes
     return compiled
 
@@ -290,13 +293,6 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
             bound[fn, wrt] = name
         return bound[fn, wrt]
     return bind
-
-
-def _calls_user_functions(fn, compiled) -> bool:
-    """Whether the user code behind `fn` calls user functions (what third order cannot yet do)."""
-    return getattr(fn, '__tapeflow_calls_user__', False) or any(
-        getattr(c.fn, '__tapeflow_order__', 0) == 0 or getattr(c.fn, '__tapeflow_calls_user__', False)
-        for c in compiled.callees)
 
 
 def _trim_tape(fdef, names):

@@ -121,15 +121,6 @@ def _seed(output, ctx):
     return []
 
 
-THIRD_ORDER_THROUGH_CALLS = (
-    'third derivatives through calls of user functions are not supported yet; '
-    'inline the called function, or use forward over reverse for the second derivative')
-
-def calls_user_functions(fn) -> bool:
-    """Generated code that came from a user function calling other user functions."""
-    return getattr(fn, '__tapeflow_calls_user__', False)
-
-
 # Helpers of generated code whose results may be lists or tuples (cotangents of containers).
 _STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint',
                        'drop_last_adjoint', 'setitem_clear_adjoint', 'setitem_value_adjoint'}
@@ -151,7 +142,25 @@ def _container_names(body) -> set:
         if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr == 'append' \
                 and isinstance(n.func.value, gast.Name):
             names.add(n.func.value.id)
+        if isinstance(n, gast.Call) and n.args and isinstance(n.args[0], gast.Name) and getattr(
+                getanno(n.func, Key.RESOLVED), '__name__', None) in _STRUCTURED_ARGUMENTS:
+            names.add(n.args[0].id)         # the cotangent of a container, read by structure
+    copies = [(n.targets[0].id, n.value.id) for n in gast.walk(gast.Module(body=body, type_ignores=[]))
+              if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)
+              and isinstance(n.value, gast.Name)]
+    changed = True
+    while changed:                          # `a = b`: both or neither hold a container
+        changed = False
+        for a, b in copies:
+            if (a in names) != (b in names):
+                names |= {a, b}
+                changed = True
     return names
+
+
+# Helpers of generated code whose first argument may be the cotangent of a list or tuple.
+_STRUCTURED_ARGUMENTS = {'getitem_adjoint', 'last_adjoint', 'drop_last_adjoint',
+                         'setitem_clear_adjoint', 'setitem_value_adjoint'}
 
 
 class _Reverse(Sweep):
@@ -286,8 +295,6 @@ class _Reverse(Sweep):
                                        f'argument {k.arg!r} is not supported; pass it by position')
         if not active and not self._carries_inner_tape(call):
             return [push, stmt], [pop]
-        if self.ctx.order >= 3 and self._carries_inner_tape(call) and calls_user_functions(fn):
-            raise self.error(stmt, THIRD_ORDER_THROUGH_CALLS)
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)

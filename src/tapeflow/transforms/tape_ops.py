@@ -53,12 +53,20 @@ def tape_bindings(node) -> dict:
 
 
 def pushed_names(node) -> set:
-    """Names pushed on a tape: their tangents are read later, through the tape."""
+    """Names pushed on a tape (directly, or by a callee given the tape): their
+    derivatives are read later, through the tape."""
     ops = tape_ops(node)
-    return {n.value.args[0].id for n in gast.walk(node)
-            if isinstance(n, gast.Expr) and isinstance(n.value, gast.Call)
-            and isinstance(n.value.func, gast.Name) and ops.get(n.value.func.id) == 'push'
-            and n.value.args and isinstance(n.value.args[0], gast.Name)}
+    out = set()
+    for n in gast.walk(node):
+        if not isinstance(n, gast.Call):
+            continue
+        if isinstance(n.func, gast.Name) and ops.get(n.func.id) == 'push':
+            if n.args and isinstance(n.args[0], gast.Name):
+                out.add(n.args[0].id)
+        elif carries_tape(n.args) \
+                and not registry.is_nondifferentiable(getanno(n.func, Key.RESOLVED)):
+            out.update(a.id for a in n.args if isinstance(a, gast.Name) and not a.id.startswith('_tape'))
+    return out
 
 
 def popped_names(node) -> set:

@@ -1,0 +1,190 @@
+"""Tangents with a leading batch axis: many directions in one forward sweep.
+
+`jacfwd` (and `hessian`, forward over reverse) runs the forward-mode code once
+with a *batch* of tangents instead of once per input direction. In that code a
+tangent `t` of a value `x` is either
+
+- *batched*: an array of shape `(B,) + shape(x)`, row `k` the tangent along
+  direction `k`; or
+- *unbatched*: in `x`'s shape, the same along every direction (a zero, in
+  practice: the symbolic `0.0` or `zero_tangent`'s zeros).
+
+So `is_batched(t, x)` is a rank comparison, and lists and tuples are batched
+leaf by leaf. A rule meets a batch in one of three ways:
+
+- an *elementwise* primitive (a ufunc, an arithmetic operator, a `math`
+  function) runs its ordinary JVP on the batch once the tangent is *lifted*:
+  given as many axes as the output, so that broadcasting lines the batch axis
+  up with nothing but itself (`lift_tangent(t, x, ans)`);
+- a primitive with a *batched* JVP (`defjvp_batched`: sums, matmul,
+  indexing...) runs that;
+- any other runs its JVP once per direction and stacks the rows
+  (`jvp_over_batch`): correct for every rule, vectorised only over the primal.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from tapeflow.rules import registry
+
+__all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows', 'setitem_batched',
+           'batch_kind', 'defjvp_batched', 'unbatched_as_batch']
+
+_CONTAINERS = (list, tuple)
+
+
+def is_batched(t, x) -> bool:
+    """Whether `t`, a tangent of `x`, carries a batch axis (anywhere in its structure)."""
+    if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
+        return any(is_batched(u, v) for u, v in zip(t, x))
+    if isinstance(x, dict) and isinstance(t, dict):
+        return any(is_batched(t[k], x[k]) for k in t if k in x)
+    return t.__class__ is np.ndarray and t.ndim == np.ndim(x) + 1
+
+
+def batch_size(t, x) -> int:
+    if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
+        return next(batch_size(u, v) for u, v in zip(t, x) if is_batched(u, v))
+    if isinstance(x, dict) and isinstance(t, dict):
+        return next(batch_size(t[k], x[k]) for k in t if k in x and is_batched(t[k], x[k]))
+    return t.shape[0]
+
+
+def row(t, x, k):
+    """The tangent along direction `k` out of the batch `t` of tangents of `x`."""
+    if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
+        return _rebuild(t, [row(u, v, k) for u, v in zip(t, x)])
+    if isinstance(x, dict) and isinstance(t, dict):
+        return {key: row(u, x.get(key), k) if key in x else u for key, u in t.items()}
+    return t[k] if is_batched(t, x) else t
+
+
+def lift_tangent(t, x, ans):
+    """The batched tangent `t` of an operand `x`, ready to broadcast against `ans`.
+
+    `(B,) + shape(x)` becomes `(B, 1, ..., 1) + shape(x)` with as many axes as
+    `(B,) + shape(ans)`; an unbatched tangent is returned as it is.
+    """
+    if t.__class__ is not np.ndarray:
+        return t
+    missing = np.ndim(ans) + 1 - t.ndim
+    if missing <= 0 or t.ndim != np.ndim(x) + 1:
+        return t
+    return t.reshape(t.shape[:1] + (1,) * missing + t.shape[1:])
+
+
+def batch_rows(rows, ans):
+    """Stack per-direction tangents of `ans` into one batch (structure by structure)."""
+    if isinstance(ans, _CONTAINERS):
+        return _rebuild(ans, [batch_rows([r[i] if isinstance(r, _CONTAINERS) else r
+                                          for r in rows], a) for i, a in enumerate(ans)])
+    if all(r.__class__ is float and r == 0.0 for r in rows):
+        return 0.0
+    shape = np.shape(ans)
+    return np.stack([np.broadcast_to(r, shape) for r in rows])
+
+
+def _rebuild(like, items):
+    """A list or tuple of the type of `like` (namedtuples too) holding `items`."""
+    return type(like)._make(items) if hasattr(like, '_fields') else type(like)(items)
+
+
+def jvp_over_batch(rule, batched_rule, t, x, ans, /, *args, **kwargs):
+    """`rule(t, ans, *args, **kwargs)` for a batch `t` of tangents of the operand `x`.
+
+    Unbatched: the rule once. Batched: `batched_rule` when the primitive has
+    one, else the rule once per direction, the rows stacked.
+    """
+    if not is_batched(t, x):
+        return rule(t, ans, *args, **kwargs)
+    if batched_rule is not None:
+        return batched_rule(t, ans, *args, **kwargs)
+    return batch_rows([rule(row(t, x, k), ans, *args, **kwargs)
+                       for k in range(batch_size(t, x))], ans)
+
+
+def unbatched_as_batch(t, x, size):
+    """`t` as a batch of `size` tangents of `x` (a read-only broadcast view when unbatched)."""
+    if is_batched(t, x):
+        return t
+    shape = np.shape(x)
+    return np.broadcast_to(t, (size,) + shape)
+
+
+def _index_tuple(index):
+    return index if isinstance(index, tuple) else (index,)
+
+
+def setitem_batched(tangent, index, value_tangent, value, container):
+    """The batch of tangents of `y` after `y[index] = v`, without touching a shared one."""
+    if isinstance(container, list):
+        new = list(tangent) if not _zero(tangent) else [0.0] * len(container)
+        new[index] = value_tangent
+        return new
+    batched_y = is_batched(tangent, container)
+    batched_v = is_batched(value_tangent, value)
+    if not batched_y and not batched_v:
+        from tapeflow.runtime.support import setitem_tangent
+        return setitem_tangent(tangent, index, value_tangent, container)
+    size = tangent.shape[0] if batched_y else value_tangent.shape[0]
+    dtype = np.result_type(container, float, *([tangent] if batched_y else []),
+                           *([value_tangent] if batched_v else []))
+    new = np.empty((size,) + np.shape(container), dtype)
+    new[...] = tangent
+    part = new[(slice(None),) + _index_tuple(index)]
+    new[(slice(None),) + _index_tuple(index)] = lift_tangent(value_tangent, value, part[0]) \
+        if batched_v else value_tangent
+    return new
+
+
+def _zero(t) -> bool:
+    return t.__class__ is float and t == 0.0
+
+
+# ---------------------------------------------------------------- which rules batch how
+
+_ELEMENTWISE_OPERATORS = frozenset([
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
+    operator.pos, operator.abs, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+    operator.ipow, abs])
+
+# Elementwise primitives whose JVP rules nonetheless do not broadcast over a batch.
+_NOT_ELEMENTWISE: set = set()
+
+
+def batch_kind(entry, argnum) -> str:
+    """'elementwise', 'batched' or 'per-direction': how the JVP of `entry` meets a batch."""
+    if argnum in entry.batched_jvps:
+        return 'batched'
+    fn = entry.fn
+    if fn in _NOT_ELEMENTWISE:
+        return 'per-direction'
+    # (a generalized ufunc, np.vecdot or np.matvec, has core dimensions: not elementwise)
+    if isinstance(fn, np.ufunc) and fn.signature is None or fn in _ELEMENTWISE_OPERATORS or \
+            getattr(fn, '__module__', None) == 'math' or _is_math(fn):
+        return 'elementwise'
+    return 'per-direction'
+
+
+def _is_math(fn) -> bool:
+    try:
+        return getattr(math, getattr(fn, '__name__', ''), None) is fn
+    except TypeError:
+        return False
+
+
+def defjvp_batched(fn, *rules, argnums=None):
+    """Register JVP rules that take a batch `(B,) + shape(x)` of tangents, one per argument."""
+    entry = registry.primitive(fn)
+    for argnum, rule in zip(argnums or range(len(rules)), rules):
+        if rule is not None:
+            entry.batched_jvps[argnum] = rule
+    return entry
+
+
+def not_elementwise(*fns):
+    """Elementwise primitives whose JVP rules cannot take a lifted batch."""
+    _NOT_ELEMENTWISE.update(fns)
