@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import numbers
 import types
+import weakref
 
 import numpy as np
 
@@ -74,6 +75,57 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux):
     return caller
 
 
+_ADJOINT_CALLERS = weakref.WeakKeyDictionary()     # python function -> {wrt: caller}
+
+
+def _adjoint_caller(f, wrt, nprimals):
+    """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything.
+
+    A small function calling `f`'s generated adjoint, which the compiler reads
+    like any other (so its derivatives transform generated code); one per
+    function and set of differentiated positions.
+    """
+    python_fn = _unwrap(f)
+    callers = _ADJOINT_CALLERS.setdefault(python_fn, {})
+    if (wrt, nprimals) in callers:
+        return callers[wrt, nprimals]
+    compiled = compile_adjoint(python_fn, wrt)
+    names = [f'_primal{k}' for k in range(nprimals)]
+    grads = {i: '_out[1]' if len(wrt) == 1 else f'_out[1][{k}]' for k, i in enumerate(wrt)}
+    result = ', '.join(grads.get(i, 'None') for i in range(nprimals))
+    name = f'vjp_{python_fn.__name__}'
+    params = ', '.join(names + ['cotangent'])
+    text = (f'def {name}({params}):\n'
+            f'    _out = {compiled.combined.__name__}({params})\n'
+            f'    return ({result},)\n')
+    namespace = {compiled.combined.__name__: compiled.combined}
+    from tapeflow.syntax.unparse import load_module
+    load_module(text, namespace, name)
+    caller = callers[wrt, nprimals] = namespace[name]
+    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
+    return caller
+
+
+def _pullback_caller(pullback, f, primals, wrt):
+    """The `vjp_fn` that `vjp(f, *primals)` returned, as a function the compiler reads:
+    the adjoint caller of `f` with the primals bound as constants."""
+    cached = pullback.__dict__.get('__tapeflow_caller__')
+    if cached is not None:
+        return cached
+    adjoint = _adjoint_caller(f, wrt, len(primals))
+    namespace = {adjoint.__name__: adjoint}
+    names = []
+    for k, primal in enumerate(primals):
+        names.append(f'_primal{k}')
+        namespace[names[-1]] = primal
+    text = (f'def pullback(cotangent):\n'
+            f'    return {adjoint.__name__}({", ".join(names + ["cotangent"])})\n')
+    from tapeflow.syntax.unparse import load_module
+    load_module(text, namespace, 'pullback')
+    caller = pullback.__tapeflow_caller__ = namespace['pullback']
+    return caller
+
+
 def _compile_callee(fn, wrt):
     return compile_adjoint(fn, wrt)
 
@@ -102,6 +154,9 @@ def _unwrap(fn):
     transform = getattr(fn, '__tapeflow_transform__', None)
     if transform is not None:
         return _generated_caller(fn, *transform)
+    pullback = getattr(fn, '__tapeflow_pullback__', None)
+    if pullback is not None:
+        return _pullback_caller(fn, *pullback)
     inner = getattr(fn, '__tapeflow_python__', None)
     fn = inner if inner is not None else fn
     if not isinstance(fn, types.FunctionType):
@@ -270,6 +325,7 @@ def vjp(f, *primals):
             result[i] = _like(g, primals[i])
         return tuple(result)
 
+    vjp_fn.__tapeflow_pullback__ = (f, primals, wrt)
     return out, vjp_fn
 
 
@@ -377,14 +433,32 @@ def _jacobian_from_batch(tangent, value, x):
 
 
 def jacrev(f, argnums=0):
-    """Dense Jacobian by reverse mode: one vjp per output element; shape out.shape + in.shape."""
+    """Dense Jacobian by reverse mode; shape `out.shape + in.shape`.
+
+    The reverse sweep is linear in its cotangent, so it carries every output
+    direction at once: the pullback of `vjp` is swept forward with the
+    identity as a batch of cotangents (one row per output element), and the
+    primal runs once.
+    """
     @functools.wraps(f)
     def jacobian_f(*args):
-        out, pullback = vjp(f, *args)
-        rows = [np.asarray(pullback(ct)[argnums]) for ct in _flat_basis(out)] \
-            if np.ndim(out) else [np.asarray(pullback(1.0)[argnums])]
-        jac = np.stack(rows, axis=0)
-        return jac.reshape(np.shape(out) + np.shape(args[argnums]))
+        wrt = tuple(i for i, p in enumerate(args) if _dtype_of(p) is None or
+                    np.issubdtype(_dtype_of(p), np.inexact))
+        out = f(*args)
+        if isinstance(out, (tuple, list, dict)):
+            raise TypeError('jacrev: the function must return one array or scalar')
+        seed = np.zeros(np.shape(out), np.result_type(out, float)) if np.ndim(out) else 0.0
+        pullback = _adjoint_caller(f, wrt, len(args))
+        inputs = args + (seed,)
+        compiled = compile_tangent(pullback, (len(args),), scalar_args=scalar_positions(inputs),
+                                   arg_shapes=array_shapes(inputs), batched=True)
+        _, tangents = compiled.combined(*inputs, _basis_batch(out))
+        x = args[argnums]
+        rows = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
+        size = int(np.size(out))
+        if not is_batched(rows, x):
+            rows = np.broadcast_to(rows, (size,) + np.shape(x))
+        return np.asarray(rows).reshape(np.shape(out) + np.shape(x))
     return jacobian_f
 
 

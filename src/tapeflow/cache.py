@@ -95,7 +95,7 @@ def compile_once(fn, key, wrt, lifted, compile_fn):
     is filled in place when compilation ends. A failed compilation leaves
     nothing behind.
     """
-    from tapeflow.transforms.pipeline import Compiled
+    from tapeflow.transforms.pipeline import Compiled, bind_pending
 
     def build():
         placeholder = Compiled(fn, wrt, lifted, [], '', '', {})
@@ -113,7 +113,10 @@ def compile_once(fn, key, wrt, lifted, compile_fn):
         finally:
             if collecting:
                 gc.enable()
+        pending = placeholder.pending
         placeholder.__dict__.update(compiled.__dict__)
+        placeholder.pending = pending
+        bind_pending(placeholder)
         return placeholder
 
     return get_or_compile(fn, key, build)

@@ -91,7 +91,10 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
             compiled = pipeline.compile_forward(f, tuple(positions), **options)
         else:
             compiled = pipeline.compile_reverse(f, tuple(positions), (), **options)
+        pending = placeholder.pending
         placeholder.__dict__.update(compiled.__dict__)
+        placeholder.pending = pending
+        pipeline.bind_pending(placeholder)         # recursive calls bind the function itself
         unit.trees.update(compiled.trees)
         unit.callees = [units[(c.fn.__code__, tuple(c.wrt))] for c in compiled.callees
                         if (c.fn.__code__, tuple(c.wrt)) in units]
@@ -227,25 +230,10 @@ def _generated_object(unit, role):
 def _lookup(unit, name):
     namespace = unit.compiled.namespace
     if name in namespace:
-        value = namespace[name]
-        target = _recursive_binding(value)
-        return target if target is not None else value
+        return namespace[name]
     if hasattr(builtins, name):
         return getattr(builtins, name)
     raise ExportError(f'the generated code of {unit.name}() uses {name!r}, which is not defined')
-
-
-def _recursive_binding(value):
-    """A recursive call's stand-in (`lambda *a: callee.forward(*a)`) -> the function it calls."""
-    if isinstance(value, types.FunctionType) and value.__name__ == '<lambda>' \
-            and value.__code__.co_freevars == ('callee',):
-        callee = value.__closure__[0].cell_contents
-        if isinstance(callee, pipeline.Compiled):
-            names = value.__code__.co_names
-            attr = 'forward' if 'forward' in names else 'backward' if 'backward' in names \
-                else 'combined'
-            return getattr(callee, attr)
-    return None
 
 
 def _free_globals(text) -> list:

@@ -1,10 +1,11 @@
-"""Batched forward mode: every direction in one sweep equals one sweep per direction.
+"""Batched sweeps: every direction in one sweep equals one sweep per direction.
 
 `jacfwd` runs the forward code once with the input's tangent carrying a
 leading batch axis (`tapeflow.rules.batching`); `hessian` does so over the
-compiled gradient. On the whole corpus, the batched Jacobian of the scalar
-output must equal the gradient, and the batched Hessian must equal the
-columns `jvp(grad f, e_k)` taken one direction at a time.
+compiled gradient, and `jacrev` over the pullback (a batch of cotangents).
+On the whole corpus, the batched Jacobians of the scalar output must equal
+the gradient, and the batched Hessian must equal the columns
+`jvp(grad f, e_k)` taken one direction at a time.
 """
 import numpy as np
 import pytest
@@ -34,13 +35,14 @@ def test_most_of_the_corpus_takes_part():
 
 
 @pytest.mark.parametrize('case', ARRAY_CASES, ids=lambda c: c.name)
-def test_batched_jacobian_of_a_scalar_function_is_its_gradient(case):
+def test_batched_jacobians_of_a_scalar_function_are_its_gradient(case):
     args = case.args(np.random.default_rng(11))
     for i in case.wrt:
-        jac = tf.jacfwd(case.fn, argnums=i)(*args)
         expected = tf.grad(case.fn, argnums=i)(*args)
-        assert np.shape(jac) == np.shape(args[i])
-        np.testing.assert_allclose(jac, expected, rtol=1e-10, atol=1e-12)
+        for jacobian in (tf.jacfwd, tf.jacrev):
+            jac = jacobian(case.fn, argnums=i)(*args)
+            assert np.shape(jac) == np.shape(args[i])
+            np.testing.assert_allclose(jac, expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize('case', ARRAY_CASES, ids=lambda c: c.name)
@@ -56,3 +58,25 @@ def test_batched_hessian_equals_one_sweep_per_direction(case):
     expected = np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))
     hessian = tf.hessian(case.fn, argnums=i)(*args)
     np.testing.assert_allclose(hessian, expected, rtol=1e-9, atol=1e-11)
+
+
+def rows_and_columns(x, w):
+    y = np.tanh(w @ x)
+    for i in range(2):
+        y = y * x[i] + np.sin(y)
+    return y.reshape(2, 2)
+
+
+def test_batched_jacobians_of_a_matrix_valued_function_agree_with_differences():
+    rng = np.random.default_rng(13)
+    x, w = rng.standard_normal(3), rng.standard_normal((4, 3))
+    eps = 1e-6
+    numeric = np.stack([(rows_and_columns(x + eps * e, w) - rows_and_columns(x - eps * e, w))
+                        / (2 * eps) for e in np.eye(3)], axis=-1)
+    for jacobian in (tf.jacfwd, tf.jacrev):
+        jac = jacobian(rows_and_columns)(x, w)
+        assert jac.shape == (2, 2, 3)
+        np.testing.assert_allclose(jac, numeric, rtol=1e-6, atol=1e-8)
+    jac_w = tf.jacrev(rows_and_columns, argnums=1)(x, w)
+    assert jac_w.shape == (2, 2, 4, 3)
+    np.testing.assert_allclose(jac_w, tf.jacfwd(rows_and_columns, argnums=1)(x, w), rtol=1e-12)

@@ -187,3 +187,48 @@ def test_third_derivative_matches_differences_of_the_second(case):
              'reverse three times': lambda: tf.grad(second, argnums=i)(*args)}
     for name, third in paths.items():
         assert np.isclose(third(), numeric, rtol=1e-4, atol=1e-4), name
+
+
+# ---------------------------------------------------------------- derivatives of a pullback
+
+def two_inputs(x, y):
+    return np.tanh(B @ x) * y + x[0] * y ** 2
+
+
+def test_the_pullback_of_vjp_is_the_transposed_jacobian():
+    x, y = np.array([0.3, -0.2, 0.5]), 0.7
+    out, pullback = tf.vjp(two_inputs, x, y)
+    u = np.array([0.7, -1.1, 0.4, 2.0])
+    jx, jy = tf.jacfwd(two_inputs, 0)(x, y), tf.jacfwd(two_inputs, 1)(x, y)
+    gx, gy = pullback(u)
+    np.testing.assert_allclose(gx, jx.T @ u, rtol=1e-12)
+    np.testing.assert_allclose(gy, jy @ u, rtol=1e-12)
+
+
+def test_grad_jvp_and_jacobian_of_a_pullback_transform_its_generated_code():
+    x, y = np.array([0.3, -0.2, 0.5]), 0.7
+    _, pullback = tf.vjp(two_inputs, x, y)
+    jx = tf.jacfwd(two_inputs, 0)(x, y)
+    w = np.array([1.0, 2.0, -3.0])
+
+    def paired(c):
+        return np.sum(pullback(c)[0] * w)
+    u = np.array([0.7, -1.1, 0.4, 2.0])
+    np.testing.assert_allclose(tf.grad(paired)(u), jx @ w, rtol=1e-12)       # (J^T)^T w
+    np.testing.assert_allclose(tf.jvp(pullback, (u,), (u,))[1][0], jx.T @ u, rtol=1e-12)
+
+    def first(c):
+        return pullback(c)[0]
+    np.testing.assert_allclose(tf.jacfwd(first)(u), jx.T, rtol=1e-12)
+    assert 'def vjp_two_inputs_forward(_tape, _primal0, _primal1, cotangent):' in tf.source(paired)
+
+
+def test_a_tuple_output_whose_adjoint_is_named_like_the_seed():
+    def pair(x):
+        out = (x * x, 3.0 * x)
+        return out
+
+    def first_of_both(x):
+        return pair(x)[0] + pair(x)[1]
+    assert tf.grad(first_of_both)(2.0) == 7.0
+    assert tf.grad(tf.grad(first_of_both))(2.0) == 2.0

@@ -61,9 +61,12 @@ def _call_operands(call) -> set:
     if fn is not None:
         if registry.is_nondifferentiable(fn):
             return set()
+        entry = registry.lookup(fn)
+        static = entry.static_argnums if entry is not None else ()
         names = set()
-        for a in call.args:
-            names |= _names(a)
+        for i, a in enumerate(call.args):
+            if i not in static:             # shapes, axes: read, not differentiated
+                names |= _names(a)
         for k in call.keywords:
             names |= _names(k.value)
         return names

@@ -69,6 +69,23 @@ class Compiled:
     bindings: object = None
     in_place: bool = False     # the reverse sweep restores arrays in place
     trees: dict = dataclasses.field(default_factory=dict)    # role -> final gast FunctionDef
+    # (namespace, name, role): callers that bound this function while it was
+    # still compiling (recursion); `bind_pending` fills them in at the end.
+    pending: list = dataclasses.field(default_factory=list)
+
+
+def _bind_later(callee, namespace, name, role):
+    """Bind `name` to the `role` function of `callee`, which is still compiling."""
+    namespace[name] = lambda *a: getattr(callee, role)(*a)       # until it is done
+    callee.pending.append((namespace, name, role))
+
+
+def bind_pending(compiled):
+    """Once `compiled` is complete, bind the functions themselves where callers
+    bound forwarding lambdas: the compiler reads generated code again."""
+    for namespace, name, role in compiled.pending:
+        namespace[name] = getattr(compiled, role)
+    compiled.pending.clear()
 
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
@@ -89,6 +106,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record = front.record
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
                         bindings=front.bindings)
+    for own in ('d', '_forward', '_backward'):    # a callee bound here must not shadow these
+        namer.reserve('d' + fn.__name__ if own == 'd' else fn.__name__ + own)
     names = reverse.TapeNames.fresh(namer)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
                                  _callee_binder(compiled, namespace, namer, compile_callee),
@@ -101,9 +120,9 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     output = adjoint.output
     seed_name = adj[output.id] if isinstance(output, gast.Name) and output.id in active \
         else namer.new('bout')
-    seed = [s for s in adjoint.seed if not (isinstance(s.value, gast.Name) and s.value.id == 'bout')]
+    seed = [s for s in adjoint.seed if not (isinstance(s.value, gast.Name) and s.value.id == reverse.SEED)]
     if isinstance(output, gast.Tuple):
-        seed = [nodes.substitute(s, {'bout': seed_name}) for s in seed]
+        seed = [nodes.substitute(s, {reverse.SEED: seed_name}) for s in seed]
     grads = [adj[n] if n in active else None for n in wrt_names]
     inits = [nodes.assign(adj[n], 0.0) for n in sorted(active)
              if not (isinstance(output, gast.Name) and n == output.id)]
@@ -254,6 +273,7 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     params, active, namer = front.params, front.active, front.namer
 
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
+    namer.reserve(f'{fn.__name__}_jvp')        # a callee bound here must not shadow it
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
     ctx.order = getattr(fn, '__tapeflow_order__', 0) + 1
@@ -288,8 +308,10 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
             callee = compile_callee(fn, wrt)
             compiled.callees.append(callee)
             name = namer.new(f'{fn.__name__}_jvp')
-            namespace[name] = (lambda *a: callee.combined(*a)) if callee.combined is None \
-                else callee.combined
+            if callee.combined is None:                 # still compiling: recursion
+                _bind_later(callee, namespace, name, 'combined')
+            else:
+                namespace[name] = callee.combined
             bound[fn, wrt] = name
         return bound[fn, wrt]
     return bind
@@ -326,8 +348,8 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
         fwd = namer.new(f'{fn.__name__}_forward')
         bwd = namer.new(f'{fn.__name__}_backward')
         if callee.forward is None:          # still compiling: recursion
-            namespace[fwd] = lambda *a: callee.forward(*a)
-            namespace[bwd] = lambda *a: callee.backward(*a)
+            _bind_later(callee, namespace, fwd, 'forward')
+            _bind_later(callee, namespace, bwd, 'backward')
         else:
             namespace[fwd] = callee.forward
             namespace[bwd] = callee.backward

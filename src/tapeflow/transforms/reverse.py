@@ -107,16 +107,21 @@ def transform(node: gast.FunctionDef, ctx: ReverseContext) -> Adjoint:
     return Adjoint(forward, reverse, output, seed, ctx.adjoints, ctx.active)
 
 
+# Stands for the seed parameter in `Adjoint.seed` until the pipeline names it
+# (no generated or user name looks like it, so substituting it is safe).
+SEED = '__seed__'
+
+
 def _seed(output, ctx):
-    """Start the reverse sweep: the output's adjoint is `bout`."""
+    """Start the reverse sweep: the output's adjoint is the seed (`SEED` here)."""
     if isinstance(output, gast.Name) and output.id in ctx.active:
-        return [nodes.assign(ctx.adjoints[output.id], 'bout')]
+        return [nodes.assign(ctx.adjoints[output.id], SEED)]
     if isinstance(output, gast.Tuple):
         out = []
         for k, elt in enumerate(output.elts):
             if isinstance(elt, gast.Name) and elt.id in ctx.active:
                 b = ctx.adjoints[elt.id]
-                out.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.subscript('bout', nodes.const(k)))))
+                out.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.subscript(SEED, nodes.const(k)))))
         return out
     return []
 
