@@ -470,6 +470,12 @@ def hessian(f, argnums=0):
     return jacfwd(grad(f, argnums), argnums)
 
 
+# Inside compiled code, `grad(f)` and the like are computed while compiling
+# (`transforms.desugar`): their calls are then calls of user functions.
+for _transform in (grad, value_and_grad, jacfwd, jacrev, hessian):
+    _transform.__tapeflow_fold__ = True
+
+
 def hvp(f, primals, vectors):
     """Hessian-vector product without forming the Hessian: `jvp` of the gradient."""
     return jvp(grad(f), primals, vectors)[1]

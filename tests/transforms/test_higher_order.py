@@ -232,3 +232,37 @@ def test_a_tuple_output_whose_adjoint_is_named_like_the_seed():
         return pair(x)[0] + pair(x)[1]
     assert tf.grad(first_of_both)(2.0) == 7.0
     assert tf.grad(tf.grad(first_of_both))(2.0) == 2.0
+
+
+# ---------------------------------------------------------------- transforms inside compiled code
+
+def energy(x):
+    return np.sum(np.sin(x) * x)
+
+
+def gradient_penalty(x):
+    g = tf.grad(energy)(x)
+    return np.sum(g * g)
+
+
+def with_a_runtime_function(x, h):
+    return tf.grad(h)(x)
+
+
+def test_grad_inside_compiled_code_is_differentiated_as_generated_code():
+    x = np.array([0.3, -0.2, 0.5])
+    hessian, gradient = tf.hessian(energy)(x), tf.grad(energy)(x)
+    np.testing.assert_allclose(tf.grad(gradient_penalty)(x), 2 * hessian @ gradient, rtol=1e-12)
+    v = np.array([1.0, -1.0, 0.5])
+    np.testing.assert_allclose(tf.jvp(gradient_penalty, (x,), (v,))[1],
+                               2 * gradient @ hessian @ v, rtol=1e-12)
+    assert 'g = grad_energy_forward(_tape, x)' in tf.source(gradient_penalty)
+
+
+def test_a_transform_of_a_runtime_value_inside_compiled_code_is_a_located_error():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(with_a_runtime_function)(np.ones(2), energy)
+    message = str(info.value)
+    assert 'grad() in compiled code needs arguments known when compiling' in message
+    line = with_a_runtime_function.__code__.co_firstlineno + 1
+    assert f'test_higher_order.py:{line}:' in message

@@ -25,6 +25,8 @@ class Bindings:
     globals: dict
     closure: dict
     values: dict = dataclasses.field(default_factory=dict)   # name -> object
+    # names the compiler introduced for values it computed while compiling
+    computed: dict = dataclasses.field(default_factory=dict)  # name -> object
 
     def lookup(self, name: str):
         if name in self.closure:

@@ -22,14 +22,17 @@ import gast
 import numpy as np
 
 from tapeflow.syntax import nodes
-from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
 from tapeflow.syntax.naming import Namer
 
 
-def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None) -> gast.FunctionDef:
+def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
+              bindings=None) -> gast.FunctionDef:
     if source is not None:
         _lift_nested_defs(node, source, fn)
         _LowerNamedOps(source).visit(node)
+    if bindings is not None:
+        _FoldTransforms(namer, bindings, source).visit(node)
     node.body = _AugAssign().visit_body(node.body)
     node.body = _Loops(namer).visit_body(node.body)
     node.body = _Jumps(namer).lower_function(node.body)
@@ -77,6 +80,60 @@ def _lift_nested_defs(node, source, fn):
 
 
 # ------------------------------------------------------------------ tf.multiply & co
+
+class _FoldTransforms(gast.NodeTransformer):
+    """`tf.grad(f)` inside compiled code is computed while compiling.
+
+    A callable marked `__tapeflow_fold__` (tapeflow's `grad`, `jacfwd`...)
+    applied to values known at compile time (functions, constants) makes a
+    function; the call is replaced by a name bound to it, so `tf.grad(f)(x)`
+    is an ordinary call of a user function, differentiated like one.
+    """
+
+    def __init__(self, namer, bindings, source):
+        self.namer = namer
+        self.bindings = bindings
+        self.source = source
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = getanno(node.func, Key.RESOLVED)
+        if not getattr(fn, '__tapeflow_fold__', False):
+            return node
+        try:
+            args = [_static_value(a) for a in node.args]
+            kwargs = {k.arg: _static_value(k.value) for k in node.keywords}
+        except _NotStatic as missing:
+            if self.source is None:
+                raise
+            raise self.source.error(missing.node, f'{fn.__name__}() in compiled code needs '
+                                                  f'arguments known when compiling (functions, '
+                                                  f'constants)') from None
+        value = fn(*args, **kwargs)
+        name = self.namer.new('_' + fn.__name__ + '_' + getattr(args[0], '__name__', 'f')
+                              if args else '_' + fn.__name__)
+        self.bindings.computed[name] = value
+        ref = nodes.copy_location(nodes.name(name), node)
+        setanno(ref, Key.RESOLVED, value)
+        return ref
+
+
+class _NotStatic(Exception):
+    def __init__(self, node):
+        super().__init__()
+        self.node = node
+
+
+def _static_value(node):
+    """The value of an argument known when compiling: a resolved name, a constant, a tuple."""
+    if isinstance(node, gast.Constant):
+        return node.value
+    if isinstance(node, gast.Tuple):
+        return tuple(_static_value(e) for e in node.elts)
+    if not hasanno(node, Key.RESOLVED):
+        raise _NotStatic(node)
+    return getanno(node, Key.RESOLVED)
+
 
 class _LowerNamedOps(gast.NodeTransformer):
     """`tf.reduce_sum(x, axis=0)` is `np.sum(x, axis=0)` in compiled code.

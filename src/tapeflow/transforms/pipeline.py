@@ -239,7 +239,7 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _
     wrt_names = [params[i] for i in wrt]
     namer = Namer.for_function(node)
     namer.taken |= set(RUNTIME_NAMES)
-    desugar.transform(node, namer, source, fn)                          # desugar
+    desugar.transform(node, namer, source, fn, bindings)                # desugar
     record('desugar', node)
     anf.transform(node, namer)                                          # anf
     record('anf', node)
@@ -254,6 +254,7 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _
     shapes = shape_analysis.infer(node, param_shapes)
     namespace = dict(runtime_names)
     namespace.update(bindings.values)
+    namespace.update(bindings.computed)
     emitter = RuleEmitter(namespace, namer)
     return _Front(source, node, namer, params, wrt_names, active, shapes, bindings,
                   namespace, emitter, record)
@@ -307,7 +308,7 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
         if (fn, wrt) not in bound:
             callee = compile_callee(fn, wrt)
             compiled.callees.append(callee)
-            name = namer.new(f'{fn.__name__}_jvp')
+            name = namer.new(f'{callee.fn.__name__}_jvp')
             if callee.combined is None:                 # still compiling: recursion
                 _bind_later(callee, namespace, name, 'combined')
             else:
@@ -345,8 +346,8 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
             raise TypeError(f'cannot differentiate the call of {fn.__name__}()')
         callee = compile_callee(fn, wrt)
         compiled.callees.append(callee)
-        fwd = namer.new(f'{fn.__name__}_forward')
-        bwd = namer.new(f'{fn.__name__}_backward')
+        fwd = namer.new(f'{callee.fn.__name__}_forward')     # the name it is printed under
+        bwd = namer.new(f'{callee.fn.__name__}_backward')
         if callee.forward is None:          # still compiling: recursion
             _bind_later(callee, namespace, fwd, 'forward')
             _bind_later(callee, namespace, bwd, 'backward')
