@@ -24,11 +24,12 @@ import math
 
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
 __all__ = ['dispatches', 'gather', 'scatter_add', 'assign', 'add_at', 'positions',
-           'is_basic_index']
+           'is_basic_index', 'gather_batch', 'scatter_add_batch']
 
 _NDARRAY_DISPATCH = np.ndarray.__array_function__
 
@@ -105,6 +106,33 @@ def scatter_add(g, index, shape):
     return out.astype(dtype, copy=False).reshape(shape)
 
 
+def gather_batch(t, index):
+    """`gather` from each row of the batch `t`: `(B,) + shape(index)`."""
+    flat = np.reshape(t, t.shape[:1] + (-1,))
+    if np.size(index) and np.min(index) < 0:
+        flat = np.concatenate([flat, np.zeros((flat.shape[0], 1), flat.dtype)], axis=1)
+    return flat[:, index]
+
+
+def scatter_add_batch(g, index, shape):
+    """`scatter_add` of each row of the batch `g` (rows broadcast to `index`): `(B,) + shape`."""
+    index = np.asarray(index)
+    count, size = g.shape[0], math.prod(shape)
+    rows = np.reshape(g, g.shape[:1] + (1,) * (index.ndim + 1 - g.ndim) + g.shape[1:])
+    weights = np.reshape(np.broadcast_to(rows, (count,) + index.shape), (count, -1))
+    flat = np.ravel(index)
+    keep = flat >= 0
+    where = (np.arange(count) * size)[:, None] + flat[keep]
+    weights, where = np.ravel(weights[:, keep]), np.ravel(where)
+    dtype = g.dtype if np.issubdtype(g.dtype, np.inexact) else np.float64
+    if np.iscomplexobj(weights):
+        out = (np.bincount(where, weights.real, minlength=count * size)
+               + 1j * np.bincount(where, weights.imag, minlength=count * size))
+    else:
+        out = np.bincount(where, weights, minlength=count * size)
+    return out.astype(dtype, copy=False).reshape((count,) + tuple(shape))
+
+
 def gather_vjp(g, ans, x, index):
     return fit(scatter_add(g, index, np.shape(x)), x)
 
@@ -121,10 +149,20 @@ def scatter_add_jvp(t, ans, h, index, shape):
     return scatter_add(t, index, shape)
 
 
+def gather_jvp_batched(t, ans, x, index):
+    return gather_batch(t, index)
+
+
+def scatter_add_jvp_batched(t, ans, h, index, shape):
+    return scatter_add_batch(t, index, shape)
+
+
 defvjp(gather, gather_vjp)
 defjvp(gather, gather_jvp)
 defvjp(scatter_add, scatter_add_vjp)
 defjvp(scatter_add, scatter_add_jvp)
+defjvp_batched(gather, gather_jvp_batched)
+defjvp_batched(scatter_add, scatter_add_jvp_batched)
 static(gather, 1)
 static(scatter_add, 1, 2)
 
@@ -201,6 +239,8 @@ defvjp(assign, assign_vjp_x, None, assign_vjp_v)
 defjvp(assign, assign_jvp_x, None, assign_jvp_v)
 defvjp(add_at, add_at_vjp_x, None, add_at_vjp_v)
 defjvp(add_at, add_at_jvp_x, None, add_at_jvp_v)
+defjvp_batched(assign, assign_jvp_x)            # these two take a batch as they stand
+defjvp_batched(add_at, add_at_jvp_x)
 static(assign, 1)
 static(add_at, 1)
 

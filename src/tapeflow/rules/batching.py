@@ -31,7 +31,7 @@ import numpy as np
 from tapeflow.rules import registry
 
 __all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows', 'setitem_batched',
-           'batch_kind', 'defjvp_batched', 'unbatched_as_batch']
+           'batch_kind', 'defjvp_batched', 'unbatched_as_batch', 'batch_last']
 
 _CONTAINERS = (list, tuple)
 
@@ -114,8 +114,18 @@ def unbatched_as_batch(t, x, size):
     return np.broadcast_to(t, (size,) + shape)
 
 
-def _index_tuple(index):
-    return index if isinstance(index, tuple) else (index,)
+def batch_last(index):
+    """`index` for an array with one more axis, last, that it leaves whole.
+
+    With the batch axis moved last, `t_last[batch_last(index)]` indexes every
+    row alike whatever `index` holds; in front (`t[:, ...]`) it would not when
+    advanced indices stand apart (NumPy then puts their axes first).
+    """
+    if index is Ellipsis:
+        return Ellipsis, slice(None)
+    if isinstance(index, tuple) and any(i is Ellipsis for i in index):
+        return index + (slice(None),)
+    return index
 
 
 def setitem_batched(tangent, index, value_tangent, value, container):
@@ -134,9 +144,8 @@ def setitem_batched(tangent, index, value_tangent, value, container):
                            *([value_tangent] if batched_v else []))
     new = np.empty((size,) + np.shape(container), dtype)
     new[...] = tangent
-    part = new[(slice(None),) + _index_tuple(index)]
-    new[(slice(None),) + _index_tuple(index)] = lift_tangent(value_tangent, value, part[0]) \
-        if batched_v else value_tangent
+    rows = value_tangent if batched_v else np.asarray(value_tangent)[None]
+    np.moveaxis(new, 0, -1)[batch_last(index)] = np.moveaxis(rows, 0, -1)
     return new
 
 

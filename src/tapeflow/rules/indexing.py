@@ -18,11 +18,13 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.array_ops import gather, is_basic_index, positions, scatter_add
+from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, positions,
+                                      scatter_add, scatter_add_batch)
+from tapeflow.rules.batching import batch_last, defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
 
-__all__ = ['untake', 'def_gather']
+__all__ = ['untake', 'def_gather', 'untake_batch']
 
 
 # ---------------------------------------------------------------- x[idx]
@@ -68,9 +70,33 @@ def untake_jvp(t, ans, g, x, idx):
     return untake(t, x, idx)
 
 
+# Batches of tangents (rules/batching.py). Moved to the end, the batch axis is
+# out of an index's way: `x[idx]` of each row is `t_last[batch_last(idx)]`,
+# whatever mix of slices, None and (adjacent or not) advanced indices `idx` holds.
+
+def untake_batch(t, x, idx):
+    """`untake` for a batch `t` of cotangents of `x[idx]`: `(B,) + shape(x)`."""
+    if isinstance(x, (dict, list, tuple)):
+        return untake(t, x, idx)            # a container whose items may be batches
+    shape = np.shape(x)
+    dtype = x.dtype if np.issubdtype(getattr(x, 'dtype', float), np.inexact) \
+        else np.result_type(t, float)
+    t = np.real(t) if np.iscomplexobj(t) and not np.iscomplexobj(x) else t
+    if is_basic_index(idx):
+        out = np.zeros(t.shape[:1] + shape, dtype)
+        np.moveaxis(out, 0, -1)[batch_last(idx)] = np.moveaxis(t, 0, -1)
+        return out
+    return scatter_add_batch(t, positions(shape)[idx], shape).astype(dtype, copy=False)
+
+
+def untake_jvp_batched(t, ans, g, x, idx):
+    return untake_batch(t, x, idx)
+
+
 # Generated code calls `untake`: it is a primitive, linear in g.
 defvjp(untake, untake_vjp)
 defjvp(untake, untake_jvp)
+defjvp_batched(untake, untake_jvp_batched)
 static(untake, 1, 2)
 
 
@@ -82,8 +108,15 @@ def getitem_jvp(t, ans, x, idx):
     return t[idx]
 
 
+def getitem_jvp_batched(t, ans, x, idx):
+    if isinstance(x, (dict, list, tuple)):
+        return t[idx]                       # a container of tangents, some batches
+    return np.moveaxis(np.moveaxis(t, 0, -1)[batch_last(idx)], -1, 0)
+
+
 defvjp(operator.getitem, getitem_vjp)
 defjvp(operator.getitem, getitem_jvp)
+defjvp_batched(operator.getitem, getitem_jvp_batched)
 static(operator.getitem, 1)
 describe('int, slice (negative bounds/steps), None, Ellipsis, int arrays '
          '(repeats accumulate), boolean masks, tuples mixing them; lists and tuples as x',
@@ -112,8 +145,12 @@ def def_gather(fn, argnum=0, prepare=None, forms=''):
     def jvp(t, ans, *args, **kwargs):
         return gather(t, where_from(args[argnum], args, kwargs))
 
+    def jvp_batched(t, ans, *args, **kwargs):
+        return gather_batch(t, where_from(args[argnum], args, kwargs))
+
     defvjp(fn, vjp, argnums=[argnum])
     defjvp(fn, jvp, argnums=[argnum])
+    defjvp_batched(fn, jvp_batched, argnums=[argnum])
     if forms:
         describe(forms, fn)
 
@@ -169,6 +206,10 @@ def trace_jvp(t, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return np.trace(t, offset, axis1, axis2)
 
 
+def trace_jvp_batched(t, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return np.trace(t, offset, axis1 % np.ndim(a) + 1, axis2 % np.ndim(a) + 1)
+
+
 def _untrace(g, a, where):
     spread = np.broadcast_to(np.expand_dims(g, -1), np.shape(where))
     return fit(scatter_add(spread, where, np.shape(a)), a)
@@ -186,6 +227,8 @@ defvjp(np.trace, trace_vjp)
 defjvp(np.trace, trace_jvp)
 defvjp(np.linalg.trace, linalg_trace_vjp)
 defjvp(np.linalg.trace, linalg_trace_jvp)
+defjvp_batched(np.trace, trace_jvp_batched)
+defjvp_batched(np.linalg.trace, linalg_trace_jvp)     # the last two axes: a batch as it stands
 describe('offset, axis1, axis2', np.trace)
 describe('offset (last two axes)', np.linalg.trace)
 
@@ -207,6 +250,10 @@ def sort_jvp(t, ans, a, axis=-1, kind=None, order=None, stable=None):
     return gather(t, _sorted_sources(a, np.argsort(a, axis, kind='stable'), axis))
 
 
+def sort_jvp_batched(t, ans, a, axis=-1, kind=None, order=None, stable=None):
+    return gather_batch(t, _sorted_sources(a, np.argsort(a, axis, kind='stable'), axis))
+
+
 def partition_vjp(g, ans, a, kth, axis=-1, kind='introselect', order=None):
     return fit(scatter_add(g, _sorted_sources(a, np.argpartition(a, kth, axis), axis),
                            np.shape(a)), a)
@@ -216,11 +263,17 @@ def partition_jvp(t, ans, a, kth, axis=-1, kind='introselect', order=None):
     return gather(t, _sorted_sources(a, np.argpartition(a, kth, axis), axis))
 
 
+def partition_jvp_batched(t, ans, a, kth, axis=-1, kind='introselect', order=None):
+    return gather_batch(t, _sorted_sources(a, np.argpartition(a, kth, axis), axis))
+
+
 nondifferentiable(_sorted_sources)
 defvjp(np.sort, sort_vjp)
 defjvp(np.sort, sort_jvp)
+defjvp_batched(np.sort, sort_jvp_batched)
 defvjp(np.partition, partition_vjp)
 defjvp(np.partition, partition_jvp)
+defjvp_batched(np.partition, partition_jvp_batched)
 static(np.partition, 1)
 describe('any shape; axis int or None; ties share no gradient (one order is chosen)',
          np.sort)

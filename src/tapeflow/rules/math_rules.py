@@ -5,13 +5,17 @@ These are the hot path of scalar loops, so each rule is one `return` built
 from `math` functions on floats (no NumPy call, no array): the compiler
 inlines it. Their arguments are Python numbers; the cotangent of a float is a
 float. Sequence functions (fsum, prod, sum, sumprod, dist) take a list and
-give a list cotangent.
+give a list cotangent. Batched JVPs (rules/batching.py) meet `(B,)` arrays of
+tangents where a rule meets a float, and may call NumPy.
 """
 import builtins
 import math
 import operator
 import sys
 
+import numpy as np
+
+from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -183,10 +187,29 @@ def dist_jvp_q(t, ans, p, q):
     return -math.fsum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
 
 
-def _variadic(fn, vjp, jvp, count=32):
+# Batched (rules/batching.py): the items of `t` are `(B,)` arrays or, unbatched, floats;
+# math.fsum takes neither, builtins.sum both. modf's pair has no lift to undergo.
+
+def fsum_jvp_batched(t, ans, seq): return builtins.sum(t)
+def prod_jvp_batched(t, ans, seq, *, start=1):
+    return start * builtins.sum(ti * p for ti, p in zip(t, _products_of_others(seq)))
+
+def sumprod_jvp_p_batched(t, ans, p, q): return builtins.sum(ti * v for ti, v in zip(t, q))
+def sumprod_jvp_q_batched(t, ans, p, q): return builtins.sum(v * ti for ti, v in zip(t, p))
+def dist_jvp_p_batched(t, ans, p, q):
+    return builtins.sum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
+
+def dist_jvp_q_batched(t, ans, p, q):
+    return -builtins.sum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
+
+
+def _variadic(fn, vjp, jvp, count=32, batched=None):
     for i in range(count):
         defvjp(fn, lambda g, ans, *args, _i=i, **kw: vjp(g, ans, args, _i), argnums=[i])
         defjvp(fn, lambda t, ans, *args, _i=i, **kw: jvp(t, ans, args, _i), argnums=[i])
+        if batched is not None:
+            defjvp_batched(fn, lambda t, ans, *args, _i=i, **kw: batched(t, ans, args, _i),
+                           argnums=[i])
 
 
 def _hypot_vjp(g, ans, args, i): return g * _hypot_part(args[i], ans)
@@ -211,6 +234,18 @@ def _sum_vjp_seq(g, ans, args, i):
 
 def _sum_jvp_seq(t, ans, args, i):
     return builtins.sum(t) if i == 0 else t
+
+
+def _choice_jvp_batched(t, ans, args, i):
+    if len(args) == 1 and t.__class__ is np.ndarray:    # an array's items, past the batch axis
+        t = list(np.moveaxis(t, 1, 0))
+    return _choice_jvp(t, ans, args, i)
+
+
+def _sum_jvp_seq_batched(t, ans, args, i):
+    if i == 1:
+        return lift_tangent(t, args[1], ans)
+    return np.sum(t, axis=1) if t.__class__ is np.ndarray else builtins.sum(t)
 
 
 # ---------------------------------------------------------------- registration
@@ -253,16 +288,24 @@ for _fn, _vjps, _jvps in [
 if sys.version_info >= (3, 12):
     defvjp(math.sumprod, sumprod_vjp_p, sumprod_vjp_q)
     defjvp(math.sumprod, sumprod_jvp_p, sumprod_jvp_q)
+    defjvp_batched(math.sumprod, sumprod_jvp_p_batched, sumprod_jvp_q_batched)
     describe('two sequences of floats (cotangent: lists)', math.sumprod)
 if sys.version_info >= (3, 13):
     defvjp(math.fma, fma_vjp_x, fma_vjp_y, fma_vjp_z)
     defjvp(math.fma, fma_jvp_x, fma_jvp_y, fma_jvp_z)
     describe('Python floats; derivative in all three', math.fma)
 
+defjvp_batched(math.fsum, fsum_jvp_batched)
+defjvp_batched(math.prod, prod_jvp_batched)
+defjvp_batched(math.dist, dist_jvp_p_batched, dist_jvp_q_batched)
+defjvp_batched(math.modf, modf_jvp)
+defjvp_batched(builtins.pow, pow_jvp_x, pow_jvp_y)       # scalars: a batch as it stands
+defjvp_batched(float, float_jvp)
+
 _variadic(math.hypot, _hypot_vjp, _hypot_jvp)
-_variadic(builtins.max, _choice_vjp, _choice_jvp)
-_variadic(builtins.min, _choice_vjp, _choice_jvp)
-_variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2)
+_variadic(builtins.max, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched)
+_variadic(builtins.min, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched)
+_variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2, batched=_sum_jvp_seq_batched)
 alias(builtins.abs, operator.abs)
 
 nondifferentiable(

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
@@ -90,12 +91,14 @@ def _share_vjp_x(h, ans, t, x, out, y): return fit(0.0 * h, x)
 def _share_vjp_out(h, ans, t, x, out, y): return fit(0.0 * h, out)
 def _share_vjp_y(h, ans, t, x, out, y): return fit(0.0 * h, y)
 def _share_zero_jvp(tt, ans, t, x, out, y): return 0.0 * ans
+def _share_jvp_batched(tt, ans, t, x, out, y): return _share(lift_tangent(tt, t, ans), x, out, y)
 
 
 # Generated code calls `_share` (inlined from the choosers' rules): linear in t,
 # piecewise constant in the others.
 defvjp(_share, _share_vjp, _share_vjp_x, _share_vjp_out, _share_vjp_y)
 defjvp(_share, _share_jvp, _share_zero_jvp, _share_zero_jvp, _share_zero_jvp)
+defjvp_batched(_share, _share_jvp_batched, _share_zero_jvp, _share_zero_jvp, _share_zero_jvp)
 
 for _fn in (np.maximum, np.minimum, np.fmax, np.fmin):
     defvjp(_fn, max_vjp_x, max_vjp_y)
@@ -135,8 +138,17 @@ def where_jvp_x(t, ans, condition, x, y): return np.where(condition, t, np.zeros
 def where_jvp_y(t, ans, condition, x, y): return np.where(condition, np.zeros_like(ans), t)
 
 
+# Batched (rules/batching.py): the batch `(B,) + shape` lifted as for a ufunc.
+def where_jvp_x_batched(t, ans, condition, x, y):
+    return where_jvp_x(lift_tangent(t, x, ans), ans, condition, x, y)
+
+def where_jvp_y_batched(t, ans, condition, x, y):
+    return where_jvp_y(lift_tangent(t, y, ans), ans, condition, x, y)
+
+
 defvjp(np.where, None, where_vjp_x, where_vjp_y)
 defjvp(np.where, None, where_jvp_x, where_jvp_y)
+defjvp_batched(np.where, None, where_jvp_x_batched, where_jvp_y_batched)
 static(np.where, 0)
 describe('where(condition, x, y) with broadcasting; condition static', np.where)
 
@@ -188,8 +200,19 @@ def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=N
     return np.where(_above(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
 
+def clip_jvp_a_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return clip_jvp_a(lift_tangent(t, a, ans), ans, a, a_min, a_max, min=min, max=max)
+
+def clip_jvp_min_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return clip_jvp_min(lift_tangent(t, a_min, ans), ans, a, a_min, a_max, min=min, max=max)
+
+def clip_jvp_max_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    return clip_jvp_max(lift_tangent(t, a_max, ans), ans, a, a_min, a_max, min=min, max=max)
+
+
 nondifferentiable(_inside, _below, _above, _bounds)   # masks
 defvjp(np.clip, clip_vjp_a, clip_vjp_min, clip_vjp_max)
 defjvp(np.clip, clip_jvp_a, clip_jvp_min, clip_jvp_max)
+defjvp_batched(np.clip, clip_jvp_a_batched, clip_jvp_min_batched, clip_jvp_max_batched)
 describe('a_min/a_max (or min=/max=) scalars, arrays or None, broadcasting; '
          'derivative in a, a_min and a_max', np.clip)

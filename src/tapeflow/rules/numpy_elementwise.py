@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe
 from tapeflow.rules.shapes import fit
 
@@ -161,6 +162,14 @@ _RULES = [
 for _fn, _vjp, _jvp in _RULES:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+
+# A batch `(B,) + shape(x)` of tangents meets nothing broadcast (rules/batching.py): the
+# JVPs of the functions that are not ufuncs take it as they stand, and so does modf's,
+# whose pair of outputs the elementwise lift does not know.
+for _fn, _jvp in [(np.real, real_jvp), (np.imag, imag_jvp), (np.angle, angle_jvp),
+                  (np.sinc, sinc_jvp), (np.real_if_close, real_if_close_jvp),
+                  (np.nan_to_num, nan_to_num_jvp), (np.modf, modf_jvp)]:
+    defjvp_batched(_fn, _jvp)
 
 describe('any shape, float or complex (holomorphic)', *[
     np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt, np.square,

@@ -8,6 +8,7 @@ output is a list; its cotangent is a list whose unused entries may be None.
 """
 import numpy as np
 
+from tapeflow.rules.batching import batch_size, defjvp_batched, unbatched_as_batch
 from tapeflow.rules.registry import defjvp, defvjp, describe, static
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
@@ -101,30 +102,78 @@ def _split_rules(fn):
 
     def jvp(t, ans, ary, indices_or_sections, *args, **kwargs):
         return fn(t, indices_or_sections, *args, **kwargs)
-    return vjp, jvp
+
+    def jvp_batched(t, ans, ary, indices_or_sections, axis=0):
+        split = np.array_split if fn is np.array_split else np.split
+        return split(t, indices_or_sections, axis=_split_axis(fn, ary, axis) % np.ndim(ary) + 1)
+    return vjp, jvp, jvp_batched
+
+
+# ---------------------------------------------------------------- batches of tangents
+# `t` holds one tangent per array (rules/batching.py), some of them batches
+# `(B,) + shape`: all become batches, and the join is along the axis past the batch axis.
+
+def _batches(t, arrays, shapes):
+    """The tangents `t` of `arrays` as batches, each reshaped to `(B,) + shape`."""
+    if not isinstance(arrays, (list, tuple)):       # an array: the sequence of its rows
+        t, arrays = list(np.moveaxis(t, 1, 0)), list(arrays)
+    size = batch_size(t, arrays)
+    return [np.reshape(unbatched_as_batch(u, a, size), (size,) + tuple(shape))
+            for u, a, shape in zip(t, arrays, shapes)]
+
+
+def _join_batched(t, arrays, join, axis):
+    shapes = _prepared_shapes(arrays, join)
+    return np.concatenate(_batches(t, arrays, shapes), axis=axis % len(shapes[0]) + 1)
+
+
+def concatenate_jvp_batched(t, ans, arrays, axis=0, out=None, *, dtype=None,
+                            casting='same_kind'):
+    if axis is None:
+        return np.concatenate(_batches(t, arrays, [(np.size(a),) for a in arrays]), axis=1)
+    return np.concatenate(_batches(t, arrays, [np.shape(a) for a in arrays]),
+                          axis=axis % np.ndim(arrays[0]) + 1)
+
+def stack_jvp_batched(t, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+    return np.stack(_batches(t, arrays, [np.shape(a) for a in arrays]),
+                    axis=axis % np.ndim(ans) + 1)
+
+def hstack_jvp_batched(t, ans, tup, *, dtype=None, casting='same_kind'):
+    return _join_batched(t, tup, np.hstack, _hstack_axis(_prepared_shapes(tup, np.hstack)))
+
+def vstack_jvp_batched(t, ans, tup, *, dtype=None, casting='same_kind'):
+    return _join_batched(t, tup, np.vstack, 0)
+
+def dstack_jvp_batched(t, ans, tup): return _join_batched(t, tup, np.dstack, 2)
+def column_stack_jvp_batched(t, ans, tup): return _join_batched(t, tup, np.column_stack, 1)
 
 
 def unstack_vjp(g, ans, x, *, axis=0): return fit(np.stack(fill_zeros(g, ans), axis=axis), x)
 def unstack_jvp(t, ans, x, *, axis=0): return np.unstack(t, axis=axis)
+def unstack_jvp_batched(t, ans, x, *, axis=0): return np.unstack(t, axis=axis % np.ndim(x) + 1)
 
 
-for _fn, _vjp, _jvp in [
-        (np.concatenate, concatenate_vjp, concatenate_jvp),
-        (np.stack, stack_vjp, stack_jvp), (np.hstack, hstack_vjp, hstack_jvp),
-        (np.vstack, vstack_vjp, vstack_jvp), (np.row_stack, vstack_vjp, vstack_jvp),
-        (np.dstack, dstack_vjp, dstack_jvp),
-        (np.column_stack, column_stack_vjp, column_stack_jvp),
-        (np.unstack, unstack_vjp, unstack_jvp)]:
+for _fn, _vjp, _jvp, _batched in [
+        (np.concatenate, concatenate_vjp, concatenate_jvp, concatenate_jvp_batched),
+        (np.stack, stack_vjp, stack_jvp, stack_jvp_batched),
+        (np.hstack, hstack_vjp, hstack_jvp, hstack_jvp_batched),
+        (np.vstack, vstack_vjp, vstack_jvp, vstack_jvp_batched),
+        (np.row_stack, vstack_vjp, vstack_jvp, vstack_jvp_batched),
+        (np.dstack, dstack_vjp, dstack_jvp, dstack_jvp_batched),
+        (np.column_stack, column_stack_vjp, column_stack_jvp, column_stack_jvp_batched),
+        (np.unstack, unstack_vjp, unstack_jvp, unstack_jvp_batched)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+    defjvp_batched(_fn, _batched)
 
 defvjp(np.append, append_vjp_arr, append_vjp_values)
 defjvp(np.append, append_jvp_arr, append_jvp_values)
 
 for _fn in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
-    _vjp, _jvp = _split_rules(_fn)
+    _vjp, _jvp, _batched = _split_rules(_fn)
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+    defjvp_batched(_fn, _batched)
     static(_fn, 1, 2)
 
 describe('a list or tuple of arrays (cotangent: the same type); axis int or None',

@@ -8,6 +8,7 @@ mapped: they return None and mutate.
 """
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.indexing import def_gather, untake
 from tapeflow.rules.numpy_shape import astype, flatten
 from tapeflow.rules.registry import (defjvp, defvjp, describe, nondifferentiable,
@@ -37,6 +38,8 @@ def _item_index(a, args):
 
 def item_vjp(g, ans, a, *args): return untake(g, a, tuple(int(i) for i in _item_index(a, args)))
 def item_jvp(t, ans, a, *args): return t[tuple(int(i) for i in _item_index(a, args))]
+def item_jvp_batched(t, ans, a, *args):
+    return t[(slice(None),) + tuple(int(i) for i in _item_index(a, args))]
 
 
 def dtype_of(x):
@@ -58,6 +61,7 @@ def strides_of(x):
 def_gather(compress, forms='condition: bool sequence; axis None/int')
 defvjp(item, item_vjp)
 defjvp(item, item_jvp)
+defjvp_batched(item, item_jvp_batched)
 describe('no index, a flat index, or one index per axis', item)
 nondifferentiable(dtype_of, itemsize_of, nbytes_of, strides_of)
 

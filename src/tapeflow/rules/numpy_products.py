@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from tapeflow.rules.array_ops import gather, scatter_add
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, static
 from tapeflow.rules.shapes import fit
 
@@ -289,6 +290,77 @@ def polyval_jvp_p(t, ans, p, x): return np.polyval(t, x) + np.zeros_like(ans)
 def polyval_jvp_x(t, ans, p, x): return t * np.polyval(_slope_coefficients(p), x)
 
 
+# ---------------------------------------------------------------- batches of tangents
+# `t` is `(B,) + shape` of one operand (rules/batching.py); each rule gives
+# `(B,) + shape(ans)`, the batch axis kept out of contractions and broadcasting.
+
+def _rows(t, ndim):
+    """The batch `t` with 1s after the batch axis, up to `1 + ndim` axes."""
+    missing = ndim + 1 - np.ndim(t)
+    return np.reshape(t, t.shape[:1] + (1,) * missing + t.shape[1:]) if missing > 0 else t
+
+
+def _scaled_batch(t, other):
+    """`t * other` for a scalar operand moving along the batch `t` (B,)."""
+    return _rows(t, np.ndim(other)) * other
+
+
+def tensordot_jvp_a_batched(t, ans, a, b, axes=2):
+    a_ax, b_ax = _contracted(np.ndim(a), np.ndim(b), axes)
+    return np.tensordot(t, b, ([i + 1 for i in a_ax], b_ax))
+
+def tensordot_jvp_b_batched(t, ans, a, b, axes=2):
+    a_ax, b_ax = _contracted(np.ndim(a), np.ndim(b), axes)
+    out = np.tensordot(a, t, (a_ax, [i + 1 for i in b_ax]))
+    return np.moveaxis(out, np.ndim(a) - len(a_ax), 0)
+
+def dot_jvp_a_batched(t, ans, a, b, out=None):
+    return _scaled_batch(t, b) if np.ndim(a) == 0 else np.dot(t, b)
+
+def dot_jvp_b_batched(t, ans, a, b, out=None):
+    if _scalar_operand(a, b):
+        return _scaled_batch(t, a) if np.ndim(b) == 0 else a * t
+    # np.dot(a, rows) puts the batch axis after a's free axes; b 1-D: rows as columns
+    rows = np.moveaxis(t, 0, -1) if np.ndim(b) == 1 else t
+    return np.moveaxis(np.dot(a, rows), np.ndim(a) - 1, 0)
+
+def inner_jvp_a_batched(t, ans, a, b):
+    return _scaled_batch(t, b) if np.ndim(a) == 0 else np.inner(t, b)
+
+def inner_jvp_b_batched(t, ans, a, b):
+    if _scalar_operand(a, b):
+        return _scaled_batch(t, a) if np.ndim(b) == 0 else a * t
+    return np.moveaxis(np.inner(a, t), np.ndim(a) - 1, 0)
+
+def outer_jvp_a_batched(t, ans, a, b, out=None):
+    return np.reshape(t, t.shape[:1] + (-1, 1)) * np.ravel(b)
+
+def outer_jvp_b_batched(t, ans, a, b, out=None):
+    return np.reshape(np.ravel(a), (-1, 1)) * np.reshape(t, t.shape[:1] + (1, -1))
+
+def vdot_jvp_a_batched(t, ans, a, b):
+    return np.conj(np.reshape(t, t.shape[:1] + (-1,))) @ np.ravel(b)
+
+def vdot_jvp_b_batched(t, ans, a, b):
+    return np.reshape(t, t.shape[:1] + (-1,)) @ np.conj(np.ravel(a))
+
+# generalized ufuncs: the batch axis goes first among the loop axes, which
+# `_rows` lines up (an operand's core axes: 1 for a vector, 2 for a matrix)
+
+def vecdot_jvp_a_batched(t, ans, x1, x2, axis=-1):
+    moved = np.moveaxis(t, axis % np.ndim(x1) + 1, -1)
+    return np.vecdot(_rows(moved, np.ndim(ans) + 1), np.moveaxis(x2, axis, -1))
+
+def vecdot_jvp_b_batched(t, ans, x1, x2, axis=-1):
+    moved = np.moveaxis(t, axis % np.ndim(x2) + 1, -1)
+    return np.vecdot(np.moveaxis(x1, axis, -1), _rows(moved, np.ndim(ans) + 1))
+
+def matvec_jvp_a_batched(t, ans, x1, x2): return np.matvec(_rows(t, np.ndim(ans) + 1), x2)
+def matvec_jvp_b_batched(t, ans, x1, x2): return np.matvec(x1, _rows(t, np.ndim(ans)))
+def vecmat_jvp_a_batched(t, ans, x1, x2): return np.vecmat(_rows(t, np.ndim(ans)), x2)
+def vecmat_jvp_b_batched(t, ans, x1, x2): return np.vecmat(x1, _rows(t, np.ndim(ans) + 1))
+
+
 # ---------------------------------------------------------------- registration
 
 for _fn, _vjps, _jvps in [
@@ -313,6 +385,20 @@ for _fn, _vjps, _jvps in [
         (np.polyval, (polyval_vjp_p, polyval_vjp_x), (polyval_jvp_p, polyval_jvp_x))]:
     defvjp(_fn, *_vjps)
     defjvp(_fn, *_jvps)
+
+for _fn, _batched in [
+        (np.tensordot, (tensordot_jvp_a_batched, tensordot_jvp_b_batched)),
+        (np.linalg.tensordot, (tensordot_jvp_a_batched, tensordot_jvp_b_batched)),
+        (np.dot, (dot_jvp_a_batched, dot_jvp_b_batched)),
+        (np.inner, (inner_jvp_a_batched, inner_jvp_b_batched)),
+        (np.outer, (outer_jvp_a_batched, outer_jvp_b_batched)),
+        (np.linalg.outer, (outer_jvp_a_batched, outer_jvp_b_batched)),
+        (np.vdot, (vdot_jvp_a_batched, vdot_jvp_b_batched)),
+        (np.vecdot, (vecdot_jvp_a_batched, vecdot_jvp_b_batched)),
+        (np.linalg.vecdot, (vecdot_jvp_a_batched, vecdot_jvp_b_batched)),
+        (np.matvec, (matvec_jvp_a_batched, matvec_jvp_b_batched)),
+        (np.vecmat, (vecmat_jvp_a_batched, vecmat_jvp_b_batched))]:
+    defjvp_batched(_fn, *_batched)
 
 defvjp(np.interp, interp_vjp_x, None, interp_vjp_fp)
 defjvp(np.interp, interp_jvp_x, None, interp_jvp_fp)

@@ -18,11 +18,12 @@ import math
 
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
-from tapeflow.rules.shapes import dense, fit
+from tapeflow.rules.shapes import dense, fit, fit_batch, stack_batch
 
 __all__ = ['reduced_axes', 'kept_shape', 'expand', 'count', 'float_dtype', 'not_nan',
-           'grad_of_sum', 'grad_of_mean', 'grad_of_max', 'products_of_others']
+           'grad_of_sum', 'grad_of_mean', 'grad_of_max', 'products_of_others', 'batch_axes']
 
 
 # ---------------------------------------------------------------- helpers
@@ -40,6 +41,11 @@ def kept_shape(shape, axis):
     """`shape` with the reduced axes set to 1 (the keepdims shape)."""
     axes = reduced_axes(len(shape), axis)
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def batch_axes(ndim, axis):
+    """The axes of a batch `(B,) + shape` that a reduction of `shape` over `axis` removes."""
+    return tuple(a + 1 for a in reduced_axes(ndim, axis))
 
 
 def expand(g, x, axis=None, keepdims=False):
@@ -66,9 +72,22 @@ def _expand_jvp(t, ans, g, x, axis=None, keepdims=False):
     return expand(t, x, axis, keepdims)
 
 
+def expand_batch(t, x, axis=None, keepdims=False):
+    """`expand` for a batch `t` of `(B,) + shape(g)`: `(B,) + shape(x)`."""
+    shape = np.shape(x)
+    if not keepdims:
+        t = np.reshape(t, t.shape[:1] + kept_shape(shape, axis))
+    return np.broadcast_to(t, t.shape[:1] + shape) + 0.0
+
+
+def _expand_jvp_batched(t, ans, g, x, axis=None, keepdims=False):
+    return expand_batch(t, x, axis, keepdims)
+
+
 # Generated code calls `expand` (inlined from reduction rules): linear in g.
 defvjp(expand, _expand_vjp)
 defjvp(expand, _expand_jvp)
+defjvp_batched(expand, _expand_jvp_batched)
 static(expand, 1, 2, 3)
 nondifferentiable(count)
 
@@ -192,15 +211,30 @@ def _grad_of_max_vjp(h, ans, g, x, extreme, axis=None, keepdims=False, where=Tru
 def _grad_of_max_jvp(t, ans, g, x, extreme, axis=None, keepdims=False, where=True):
     return grad_of_max(t, x, extreme, axis, keepdims, where=where)
 
+# Batched (rules/batching.py): `t` is `(B,) + shape(g)`, the result `(B,) + shape(x)`.
+
+def _grad_of_sum_jvp_batched(t, ans, g, x, axis=None, keepdims=False, where=True):
+    return fit_batch(_masked(expand_batch(t, x, axis, keepdims), where), x)
+
+def _grad_of_mean_jvp_batched(t, ans, g, x, axis=None, keepdims=False, where=True):
+    return fit_batch(_masked(expand_batch(t, x, axis, keepdims), where) / count(x, axis, where), x)
+
+def _grad_of_max_jvp_batched(t, ans, g, x, extreme, axis=None, keepdims=False, where=True):
+    return fit_batch(expand_batch(t, x, axis, keepdims)
+                     * _choice(x, extreme, axis, keepdims, where), x)
+
 
 defvjp(grad_of_sum, _grad_of_sum_vjp)
 defjvp(grad_of_sum, _grad_of_sum_jvp)
+defjvp_batched(grad_of_sum, _grad_of_sum_jvp_batched)
 static(grad_of_sum, 1, 2, 3)
 defvjp(grad_of_mean, _grad_of_mean_vjp)
 defjvp(grad_of_mean, _grad_of_mean_jvp)
+defjvp_batched(grad_of_mean, _grad_of_mean_jvp_batched)
 static(grad_of_mean, 1, 2, 3)
 defvjp(grad_of_max, _grad_of_max_vjp)
 defjvp(grad_of_max, _grad_of_max_jvp)
+defjvp_batched(grad_of_max, _grad_of_max_jvp_batched)
 static(grad_of_max, 1, 2, 3, 4)
 
 
@@ -218,6 +252,16 @@ def mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=T
 def mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     return np.mean(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
+def sum_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                    where=True):
+    return np.sum(stack_batch(t, a), axis=batch_axes(np.ndim(a), axis), dtype=dtype,
+                  keepdims=keepdims, where=where)
+
+
+def mean_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    return np.mean(stack_batch(t, a), axis=batch_axes(np.ndim(a), axis), dtype=dtype,
+                   keepdims=keepdims, where=where)
+
 def nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                where=True):
     return grad_of_sum(g, a, axis, keepdims, where=not_nan(a, where))
@@ -231,6 +275,14 @@ def nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, wher
 
 def nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     return np.sum(t * not_nan(a, where), axis=axis,
+                  keepdims=keepdims) / count(a, axis, not_nan(a, where), keepdims)
+
+def nansum_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                       where=True):
+    return np.sum(t * not_nan(a, where), axis=batch_axes(np.ndim(a), axis), keepdims=keepdims)
+
+def nanmean_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    return np.sum(t * not_nan(a, where), axis=batch_axes(np.ndim(a), axis),
                   keepdims=keepdims) / count(a, axis, not_nan(a, where), keepdims)
 
 
@@ -279,6 +331,16 @@ def nanprod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, init
     return np.sum(t * products_of_others(a, axis, not_nan(a, where)) * not_nan(a, where),
                   axis=axis, keepdims=keepdims)
 
+def prod_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                     where=True):
+    return np.sum(_masked(t * products_of_others(a, axis, where), where),
+                  axis=batch_axes(np.ndim(a), axis), keepdims=keepdims)
+
+def nanprod_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False,
+                        initial=None, where=True):
+    return np.sum(t * products_of_others(a, axis, not_nan(a, where)) * not_nan(a, where),
+                  axis=batch_axes(np.ndim(a), axis), keepdims=keepdims)
+
 
 # ---------------------------------------------------------------- max, min, ptp
 
@@ -302,11 +364,19 @@ def max_vjp(g, ans, a, axis=None, out=None, keepdims=False, initial=None, where=
 def max_jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
     return np.sum(t * _choice(a, ans, axis, keepdims, where), axis=axis, keepdims=keepdims)
 
+def max_jvp_batched(t, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
+    return np.sum(t * _choice(a, ans, axis, keepdims, where), axis=batch_axes(np.ndim(a), axis),
+                  keepdims=keepdims)
+
 def ptp_vjp(g, ans, a, axis=None, out=None, keepdims=False):
     return fit(expand(g, a, axis, keepdims) * _range_weights(a, axis), a)
 
 def ptp_jvp(t, ans, a, axis=None, out=None, keepdims=False):
     return np.sum(t * _range_weights(a, axis), axis=axis, keepdims=keepdims)
+
+def ptp_jvp_batched(t, ans, a, axis=None, out=None, keepdims=False):
+    return np.sum(t * _range_weights(a, axis), axis=batch_axes(np.ndim(a), axis),
+                  keepdims=keepdims)
 
 
 # ---------------------------------------------------------------- var, std
@@ -348,6 +418,27 @@ def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, 
     variance = var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
                        correction=correction)
     return _safe_div(variance, 2.0 * ans)
+
+def var_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+                    where=True, mean=None, correction=None):
+    return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)),
+                  axis=batch_axes(np.ndim(a), axis), keepdims=keepdims)
+
+def std_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+                    where=True, mean=None, correction=None):
+    variance = var_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
+                               correction=correction)
+    return _safe_div(variance, 2.0 * ans)
+
+def nanvar_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+                       where=True, mean=None, correction=None):
+    return var_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
+                           correction=correction)
+
+def nanstd_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+                       where=True, mean=None, correction=None):
+    return std_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
+                           correction=correction)
 
 def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
                mean=None, correction=None):
@@ -462,18 +553,25 @@ nondifferentiable(reduced_axes, kept_shape, _axis, not_nan, float_dtype, _choice
                   _range_weights, _dof, _plain, _kept, _size)
 
 
-for _fn, _vjp, _jvp in [
-        (np.sum, sum_vjp, sum_jvp), (np.mean, mean_vjp, mean_jvp),
-        (np.nansum, nansum_vjp, nansum_jvp), (np.nanmean, nanmean_vjp, nanmean_jvp),
-        (np.prod, prod_vjp, prod_jvp), (np.nanprod, nanprod_vjp, nanprod_jvp),
-        (np.max, max_vjp, max_jvp), (np.min, max_vjp, max_jvp),
-        (np.amax, max_vjp, max_jvp), (np.amin, max_vjp, max_jvp),
-        (np.nanmax, max_vjp, max_jvp), (np.nanmin, max_vjp, max_jvp),
-        (np.ptp, ptp_vjp, ptp_jvp),
-        (np.var, var_vjp, var_jvp), (np.std, std_vjp, std_jvp),
-        (np.nanvar, nanvar_vjp, nanvar_jvp), (np.nanstd, nanstd_vjp, nanstd_jvp)]:
+for _fn, _vjp, _jvp, _batched in [
+        (np.sum, sum_vjp, sum_jvp, sum_jvp_batched),
+        (np.mean, mean_vjp, mean_jvp, mean_jvp_batched),
+        (np.nansum, nansum_vjp, nansum_jvp, nansum_jvp_batched),
+        (np.nanmean, nanmean_vjp, nanmean_jvp, nanmean_jvp_batched),
+        (np.prod, prod_vjp, prod_jvp, prod_jvp_batched),
+        (np.nanprod, nanprod_vjp, nanprod_jvp, nanprod_jvp_batched),
+        (np.max, max_vjp, max_jvp, max_jvp_batched), (np.min, max_vjp, max_jvp, max_jvp_batched),
+        (np.amax, max_vjp, max_jvp, max_jvp_batched),
+        (np.amin, max_vjp, max_jvp, max_jvp_batched),
+        (np.nanmax, max_vjp, max_jvp, max_jvp_batched),
+        (np.nanmin, max_vjp, max_jvp, max_jvp_batched),
+        (np.ptp, ptp_vjp, ptp_jvp, ptp_jvp_batched),
+        (np.var, var_vjp, var_jvp, var_jvp_batched), (np.std, std_vjp, std_jvp, std_jvp_batched),
+        (np.nanvar, nanvar_vjp, nanvar_jvp, nanvar_jvp_batched),
+        (np.nanstd, nanstd_vjp, nanstd_jvp, nanstd_jvp_batched)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+    defjvp_batched(_fn, _batched)
 
 describe('axis None/int/tuple, keepdims, where, dtype, initial', np.sum, np.nansum)
 describe('axis None/int/tuple, keepdims, where, dtype', np.mean, np.nanmean)

@@ -10,6 +10,7 @@ Jacobian of the products of the other elements when a zero is present,
 import numpy as np
 
 from tapeflow.rules.numpy_reductions import expand, float_dtype, not_nan, reduced_axes
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe
 from tapeflow.rules.shapes import fit
 
@@ -80,6 +81,18 @@ def nancumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
 
 def nancumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
     return np.cumsum(t * not_nan(a), axis=axis)
+
+def _cumsum_batch(t, a, axis, dtype=None):
+    """cumsum of each row of the batch `t` (rules/batching.py)."""
+    if axis is None:
+        return np.cumsum(np.reshape(t, t.shape[:1] + (-1,)), axis=1, dtype=dtype)
+    return np.cumsum(t, axis=axis % np.ndim(a) + 1, dtype=dtype)
+
+def cumsum_jvp_batched(t, ans, a, axis=None, dtype=None, out=None):
+    return _cumsum_batch(t, a, axis, dtype)
+
+def nancumsum_jvp_batched(t, ans, a, axis=None, dtype=None, out=None):
+    return _cumsum_batch(t * not_nan(a), a, axis)
 
 def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
     return fit(_cumprod_vjp(g, ans, a, axis), a)
@@ -221,6 +234,8 @@ for _fn, _vjp, _jvp in [
         (np.gradient, gradient_vjp, gradient_jvp)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+defjvp_batched(np.cumsum, cumsum_jvp_batched)
+defjvp_batched(np.nancumsum, nancumsum_jvp_batched)
 
 describe('axis None/int, dtype', np.cumsum, np.nancumsum)
 describe('axis None/int; exact with zeros', np.cumprod, np.nancumprod)

@@ -10,8 +10,9 @@ cotangent of a list argument (`np.array([a, b])`) is a list.
 import numpy as np
 
 from tapeflow.rules.array_ops import positions, scatter_add
+from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.registry import defjvp, defvjp, describe, static
-from tapeflow.rules.shapes import fill_zeros, fit, structure_shape
+from tapeflow.rules.shapes import fill_zeros, fit, stack_batch, structure_shape
 
 __all__ = ['flatten', 'astype', 'MAX_ARGS']
 
@@ -259,6 +260,91 @@ def meshgrid_jvp(t, ans, *xi, _i=0, **kw):
     return tuple(np.meshgrid(*[t if k == _i else np.zeros_like(x) for k, x in enumerate(xi)], **kw))
 
 
+# ---------------------------------------------------------------- batches of tangents
+# `t` is `(B,) + shape(x)` (rules/batching.py): axes shift by one past the
+# batch axis, and reshapes keep the batch axis whole.
+
+def _batch_axis(axis, ndim):
+    """`axis` (an int or ints, negative too) of an array of `ndim` axes, in its batch."""
+    if np.ndim(axis):
+        return tuple(int(a) % ndim + 1 for a in axis)
+    return int(axis) % ndim + 1
+
+
+def _all_axes(t):
+    return tuple(range(1, np.ndim(t)))
+
+
+def reshape_batch(t, shape, order='C'):
+    """Each row of the batch `t` reshaped to `shape`, in `order`."""
+    shape = tuple(shape)
+    if order == 'F':          # F order with the batch axis last reshapes each row alone
+        moved = np.reshape(np.moveaxis(t, 0, -1), shape + t.shape[:1], order='F')
+        return np.moveaxis(moved, -1, 0)
+    if order in ('C', None):
+        return np.reshape(t, t.shape[:1] + shape)
+    return np.stack([np.reshape(r, shape, order=order) for r in t])   # 'A', 'K': per layout
+
+
+def reshape_jvp_batched(t, ans, a, shape=None, order='C', *, copy=None):
+    return reshape_batch(t, np.shape(ans), order)
+
+def ravel_jvp_batched(t, ans, a, order='C'): return reshape_batch(t, np.shape(ans), order)
+def same_size_jvp_batched(t, ans, a, axis=None): return np.reshape(t, t.shape[:1] + np.shape(ans))
+def transpose_jvp_batched(t, ans, a, axes=None):
+    if axes is None:
+        return np.transpose(t, (0,) + tuple(range(np.ndim(a), 0, -1)))
+    return np.transpose(t, (0,) + _batch_axis(axes, np.ndim(a)))
+
+def swapaxes_jvp_batched(t, ans, a, axis1, axis2):
+    return np.swapaxes(t, _batch_axis(axis1, np.ndim(a)), _batch_axis(axis2, np.ndim(a)))
+
+def moveaxis_jvp_batched(t, ans, a, source, destination):
+    return np.moveaxis(t, _batch_axis(source, np.ndim(a)), _batch_axis(destination, np.ndim(a)))
+
+def rollaxis_jvp_batched(t, ans, a, axis, start=0):
+    ndim = np.ndim(a)
+    return np.moveaxis(t, axis % ndim + 1, _rollaxis_destination(ndim, axis, start) + 1)
+
+def flip_jvp_batched(t, ans, m, axis=None):
+    return np.flip(t, _all_axes(t) if axis is None else _batch_axis(axis, np.ndim(m)))
+
+def fliplr_jvp_batched(t, ans, m): return np.flip(t, 2)
+def flipud_jvp_batched(t, ans, m): return np.flip(t, 1)
+def roll_jvp_batched(t, ans, a, shift, axis=None):
+    if axis is None:
+        return np.reshape(np.roll(np.reshape(t, t.shape[:1] + (-1,)), shift, 1), t.shape)
+    return np.roll(t, shift, _batch_axis(axis, np.ndim(a)))
+
+def rot90_jvp_batched(t, ans, m, k=1, axes=(0, 1)):
+    return np.rot90(t, k, _batch_axis(axes, np.ndim(m)))
+
+def triu_jvp_batched(t, ans, m, k=0):
+    return np.triu(t, k) if np.ndim(m) >= 2 else np.stack([np.triu(r, k) for r in t])
+
+def tril_jvp_batched(t, ans, m, k=0):
+    return np.tril(t, k) if np.ndim(m) >= 2 else np.stack([np.tril(r, k) for r in t])
+
+def tile_jvp_batched(t, ans, A, reps):
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    ndim = max(len(reps), np.ndim(A))
+    rows = np.reshape(t, t.shape[:1] + (1,) * (ndim - np.ndim(A)) + np.shape(A))
+    return np.tile(rows, (1,) * (ndim + 1 - len(reps)) + reps)
+
+def repeat_jvp_batched(t, ans, a, repeats, axis=None):
+    if axis is None:
+        return np.repeat(np.reshape(t, t.shape[:1] + (-1,)), repeats, 1)
+    return np.repeat(t, repeats, _batch_axis(axis, np.ndim(a)))
+
+def broadcast_to_jvp_batched(t, ans, array, shape, subok=False):
+    return np.broadcast_to(lift_tangent(t, array, ans), t.shape[:1] + np.shape(ans))
+
+def array_jvp_batched(t, ans, obj, dtype=None, order=None, *, copy=None, subok=False, ndmin=0,
+                      like=None, device=None):
+    batch = stack_batch(t, obj)
+    return np.reshape(batch, batch.shape[:1] + np.shape(ans)).astype(ans.dtype)
+
+
 # ---------------------------------------------------------------- registration
 
 _RULES = [
@@ -284,6 +370,24 @@ _RULES = [
 for _fn, _vjp, _jvp in _RULES:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+
+for _fn, _batched in [
+        (np.reshape, reshape_jvp_batched), (np.ravel, ravel_jvp_batched),
+        (flatten, ravel_jvp_batched), (np.expand_dims, same_size_jvp_batched),
+        (np.squeeze, same_size_jvp_batched), (np.transpose, transpose_jvp_batched),
+        (np.matrix_transpose, matrix_transpose_jvp),        # the last two axes: as they stand
+        (np.linalg.matrix_transpose, matrix_transpose_jvp),
+        (np.swapaxes, swapaxes_jvp_batched), (np.moveaxis, moveaxis_jvp_batched),
+        (np.rollaxis, rollaxis_jvp_batched), (np.flip, flip_jvp_batched),
+        (np.fliplr, fliplr_jvp_batched), (np.flipud, flipud_jvp_batched),
+        (np.roll, roll_jvp_batched), (np.rot90, rot90_jvp_batched),
+        (np.triu, triu_jvp_batched), (np.tril, tril_jvp_batched), (np.tile, tile_jvp_batched),
+        (np.repeat, repeat_jvp_batched), (np.broadcast_to, broadcast_to_jvp_batched),
+        (np.copy, copy_jvp), (np.astype, astype_jvp), (astype, astype_jvp),
+        (np.array, array_jvp_batched), (np.asarray, array_jvp_batched),
+        (np.asanyarray, array_jvp_batched), (np.ascontiguousarray, array_jvp_batched),
+        (np.asfortranarray, array_jvp_batched)]:
+    defjvp_batched(_fn, _batched)
 
 defvjp(np.full, None, full_vjp)
 defjvp(np.full, None, full_jvp)

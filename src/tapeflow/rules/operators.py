@@ -9,8 +9,10 @@ import operator
 
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable, static
-from tapeflow.rules.shapes import broadcast_tangent, dense, is_symbolic_zero, unbroadcast
+from tapeflow.rules.shapes import (broadcast_tangent, dense, is_symbolic_zero, unbroadcast,
+                                   unbroadcast_batch)
 
 
 # ---------------------------------------------------------------- add, sub, neg
@@ -204,8 +206,25 @@ def matmul_jvp_b(t, ans, a, b):
     return a @ t
 
 
+# Batched JVPs (rules/batching.py): `t` is `(B,) + shape` of the operand; the
+# batch axis must not meet a broadcast batch axis of the other operand.
+
+def matmul_jvp_a_batched(t, ans, a, b):
+    if np.ndim(a) == 1 and np.ndim(b) > 1:       # each row a vector: (B, 1.., 1, k) @ b
+        rows = np.reshape(t, t.shape[:1] + (1,) * (np.ndim(b) - 1) + t.shape[1:])
+        return (rows @ b)[..., 0, :]
+    return lift_tangent(t, a, ans) @ b
+
+
+def matmul_jvp_b_batched(t, ans, a, b):
+    if np.ndim(b) == 1:                          # a @ (k, B), the batch axis moved first
+        return np.moveaxis(a @ np.transpose(t), -1, 0)
+    return a @ lift_tangent(t, b, ans)
+
+
 defvjp(operator.matmul, matmul_vjp_a, matmul_vjp_b)
 defjvp(operator.matmul, matmul_jvp_a, matmul_jvp_b)
+defjvp_batched(operator.matmul, matmul_jvp_a_batched, matmul_jvp_b_batched)
 
 
 # The two cotangents are themselves products, which generated code calls:
@@ -246,11 +265,72 @@ def _grad_b_jvp_a(t, ans, g, a, b):
     return grad_of_matmul_b(g, t, b)
 
 
+# Batched: `t` is `(B,) + shape` of g (or of a, b); each gives `(B,) + shape(ans)`.
+
+def _sum_rows_to_vector(spread, x):
+    """`(B, ..., k)` summed over its middle axes: `(B, k)` for the 1-D operand `x`."""
+    return np.reshape(spread, spread.shape[:1] + (-1, np.shape(x)[0])).sum(axis=1)
+
+
+def _grad_a_jvp_g_batched(t, ans, g, a, b):
+    if is_symbolic_zero(b):
+        return 0.0
+    if np.ndim(b) == 1:
+        return np.expand_dims(t, -1) * b
+    if np.ndim(a) == 1:
+        return _sum_rows_to_vector(np.expand_dims(t, -2) @ np.swapaxes(b, -1, -2), a)
+    return unbroadcast_batch(t @ np.swapaxes(b, -1, -2), a)
+
+
+def _grad_a_jvp_b_batched(t, ans, g, a, b):
+    if is_symbolic_zero(g):
+        return 0.0
+    if np.ndim(b) == 1:
+        rows = np.reshape(t, t.shape[:1] + (1,) * np.ndim(g) + t.shape[1:])
+        return np.expand_dims(g, -1) * rows
+    if np.ndim(a) == 1:
+        return _sum_rows_to_vector(np.expand_dims(g, -2) @ np.swapaxes(t, -1, -2), a)
+    return unbroadcast_batch(g @ np.swapaxes(_lift_to(t, b, np.ndim(g)), -1, -2), a)
+
+
+def _grad_b_jvp_g_batched(t, ans, g, a, b):
+    if is_symbolic_zero(a):
+        return 0.0
+    if np.ndim(a) == 1:
+        if np.ndim(b) == 1:
+            return np.expand_dims(t, -1) * a
+        return unbroadcast_batch(np.expand_dims(a, -1) * np.expand_dims(t, -2), b)
+    if np.ndim(b) == 1:
+        return _sum_rows_to_vector((np.swapaxes(a, -1, -2) @ np.expand_dims(t, -1))[..., 0], b)
+    return unbroadcast_batch(np.swapaxes(a, -1, -2) @ t, b)
+
+
+def _grad_b_jvp_a_batched(t, ans, g, a, b):
+    if is_symbolic_zero(g):
+        return 0.0
+    if np.ndim(a) == 1:
+        if np.ndim(b) == 1:
+            return g * t
+        rows = np.reshape(t, t.shape[:1] + (1,) * (np.ndim(g) - 1) + t.shape[1:] + (1,))
+        return unbroadcast_batch(rows * np.expand_dims(g, -2), b)
+    if np.ndim(b) == 1:
+        return _sum_rows_to_vector((np.swapaxes(t, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
+    return unbroadcast_batch(np.swapaxes(_lift_to(t, a, np.ndim(g)), -1, -2) @ g, b)
+
+
+def _lift_to(t, x, ndim):
+    """The batch `t` of tangents of `x` with 1s inserted after the batch axis: `1 + ndim` axes."""
+    missing = ndim - np.ndim(x)
+    return np.reshape(t, t.shape[:1] + (1,) * missing + t.shape[1:]) if missing > 0 else t
+
+
 defvjp(grad_of_matmul_a, _grad_a_vjp_g, None, _grad_a_vjp_b)
 defjvp(grad_of_matmul_a, _grad_a_jvp_g, None, _grad_a_jvp_b)
+defjvp_batched(grad_of_matmul_a, _grad_a_jvp_g_batched, None, _grad_a_jvp_b_batched)
 static(grad_of_matmul_a, 1)
 defvjp(grad_of_matmul_b, _grad_b_vjp_g, _grad_b_vjp_a)
 defjvp(grad_of_matmul_b, _grad_b_jvp_g, _grad_b_jvp_a)
+defjvp_batched(grad_of_matmul_b, _grad_b_jvp_g_batched, _grad_b_jvp_a_batched)
 static(grad_of_matmul_b, 2)
 
 
@@ -292,6 +372,17 @@ def abs_vjp(g, ans, x):
 
 defvjp(operator.mod, add_vjp_x, mod_vjp_y)
 defjvp(operator.mod, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: -t * (x // y))
+
+
+def mod_jvp_x_batched(t, ans, x, y):
+    return lift_tangent(t, x, ans) + 0 * y
+
+
+def mod_jvp_y_batched(t, ans, x, y):
+    return -lift_tangent(t, y, ans) * (x // y)
+
+
+defjvp_batched(operator.mod, mod_jvp_x_batched, mod_jvp_y_batched)
 defvjp(operator.abs, abs_vjp)
 defjvp(operator.abs, lambda t, ans, x: np.real(t * _sign(x)))
 

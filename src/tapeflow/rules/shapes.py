@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from tapeflow.rules import registry
+from tapeflow.rules.batching import batch_size, defjvp_batched, lift_tangent, unbatched_as_batch
 
 __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
            'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
            'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
-           'is_symbolic_zero']
+           'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch']
 
 _SCALARS = (float, int, bool)
 
@@ -69,6 +70,21 @@ def unbroadcast_to(g, shape):
     if axes:
         g = np.sum(g, axis=axes, keepdims=True)
     return np.reshape(g, shape) if np.shape(g) != tuple(shape) else g
+
+
+def unbroadcast_batch(t, x):
+    """`unbroadcast` for a batch `t` of `(B,) + broadcast shape`: `(B,) + shape(x)`.
+
+    Sums the axes `x` was broadcast along, never the batch axis (rules/batching.py).
+    """
+    return _as_dtype_of(_unbroadcast_batch_to(t, np.shape(x)), x)
+
+
+def _unbroadcast_batch_to(t, shape):
+    if t.shape[1:] == tuple(shape):
+        return t
+    # with the batch axis last, `unbroadcast_to` lines it up with itself
+    return np.moveaxis(unbroadcast_to(np.moveaxis(t, 0, -1), tuple(shape) + t.shape[:1]), -1, 0)
 
 
 def _as_dtype_of(g, x):
@@ -194,6 +210,29 @@ def fit(g, x):
     return g
 
 
+def fit_batch(t, x):
+    """`fit` for a batch `t` of `(B,) + shape`: `(B,) + shape(x)`, a list for a list `x`."""
+    t = match_complex(t, x)
+    if isinstance(x, (list, tuple)):
+        t = _unbroadcast_batch_to(t, structure_shape(x))
+        return rebuild(x, [fit_batch(t[:, i], item) for i, item in enumerate(x)])
+    return unbroadcast_batch(t, x)
+
+
+def stack_batch(t, x):
+    """The tangents `t` of a (nested) list `x`, some batches, as one `(B,) + structure_shape(x)`.
+
+    An array `x` (or a batch `t` of the whole) gives `t` as it is.
+    """
+    return _stack_batch(t, x, batch_size(t, x))
+
+
+def _stack_batch(t, x, size):
+    if isinstance(x, (list, tuple)) and isinstance(t, (list, tuple)):
+        return np.stack([_stack_batch(u, v, size) for u, v in zip(t, x)], axis=1)
+    return unbatched_as_batch(t, x, size)
+
+
 def add_cotangents(a, b):
     """`a + b` for cotangents of any structure: lists add elementwise, None is zero."""
     if a is None:
@@ -224,6 +263,10 @@ def _unbroadcast_jvp(t, ans, g, x):
     return unbroadcast(t, x)
 
 
+def _unbroadcast_jvp_batched(t, ans, g, x):
+    return unbroadcast_batch(t, ans)
+
+
 def _broadcast_tangent_vjp(g, ans, t, out):
     return unbroadcast(g, t)
 
@@ -232,11 +275,17 @@ def _broadcast_tangent_jvp(t, ans, tangent, out):
     return broadcast_tangent(t, out)
 
 
+def _broadcast_tangent_jvp_batched(t, ans, tangent, out):
+    return broadcast_tangent(lift_tangent(t, tangent, ans), ans)
+
+
 registry.defvjp(unbroadcast, _unbroadcast_vjp)
 registry.defjvp(unbroadcast, _unbroadcast_jvp)
+defjvp_batched(unbroadcast, _unbroadcast_jvp_batched)
 registry.static(unbroadcast, 1)
 registry.defvjp(broadcast_tangent, _broadcast_tangent_vjp)
 registry.defjvp(broadcast_tangent, _broadcast_tangent_jvp)
+defjvp_batched(broadcast_tangent, _broadcast_tangent_jvp_batched)
 registry.static(broadcast_tangent, 1)
 
 
@@ -253,6 +302,10 @@ def _fit_jvp(t, ans, g, x):
     return fit(t, x)
 
 
+def _fit_jvp_batched(t, ans, g, x):
+    return fit_batch(t, x)
+
+
 def _leaves(x):
     if isinstance(x, (list, tuple)):
         return [leaf for item in x for leaf in _leaves(item)]
@@ -261,6 +314,7 @@ def _leaves(x):
 
 registry.defvjp(fit, _fit_vjp)
 registry.defjvp(fit, _fit_jvp)
+defjvp_batched(fit, _fit_jvp_batched)
 registry.static(fit, 1)
 registry.nondifferentiable(zeros_like_value, structure_shape)
 
@@ -275,7 +329,12 @@ def _dense_jvp(t, ans, g, like):
     return dense(t, like)
 
 
+def _dense_jvp_batched(t, ans, g, like):
+    return broadcast_tangent(lift_tangent(t, g, ans), ans)
+
+
 registry.defvjp(dense, _dense_vjp)
 registry.defjvp(dense, _dense_jvp)
+defjvp_batched(dense, _dense_jvp_batched)
 registry.static(dense, 1)
 registry.nondifferentiable(is_symbolic_zero)

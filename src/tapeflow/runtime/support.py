@@ -12,9 +12,11 @@ import sys
 import numpy as np
 
 from tapeflow.rules import registry
-from tapeflow.rules.batching import jvp_over_batch, lift_tangent, setitem_batched
+from tapeflow.rules.batching import (batch_last, defjvp_batched, is_batched, jvp_over_batch,
+                                     lift_tangent, setitem_batched)
 from tapeflow.rules.indexing import untake
-from tapeflow.rules.shapes import broadcast_tangent, unbroadcast, zeros_like_value
+from tapeflow.rules.shapes import (broadcast_tangent, unbroadcast, unbroadcast_batch,
+                                   zeros_like_value)
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
@@ -204,6 +206,54 @@ def _add_adjoint_jvp(t, ans, a, b):
 registry.defjvp(add_adjoint, _add_adjoint_jvp, _add_adjoint_jvp)
 
 
+# Batched JVPs (rules/batching.py): a list, tuple or dict of tangents is read
+# as it stands; an array batch `(B,) + shape` is indexed past its batch axis.
+
+def _part(t, index):
+    """`t[index]` of each row of an array batch `t`, or of a container of tangents."""
+    if t.__class__ is np.ndarray:
+        return np.moveaxis(np.moveaxis(t, 0, -1)[batch_last(index)], -1, 0)
+    return t[index]
+
+
+def _add_adjoint_jvp_batched(t, ans, a, b):
+    return lift_tangent(t, a, ans)
+
+
+def _getitem_adjoint_jvp_batched(t, ans, adjoint, k):
+    return _part(t, k) if t.__class__ is np.ndarray else getitem_adjoint(t, k)
+
+
+def _setitem_value_adjoint_jvp_batched(t, ans, adjoint, index, value):
+    part = _part(t, index)
+    return unbroadcast_batch(part, ans) if is_batched(part, adjoint[index]) \
+        else unbroadcast(part, value)
+
+
+def _setitem_clear_adjoint_jvp_batched(t, ans, adjoint, index):
+    if t.__class__ is not np.ndarray:
+        return setitem_clear_adjoint(t, index)
+    cleared = np.array(t, copy=True)
+    np.moveaxis(cleared, 0, -1)[batch_last(index)] = 0
+    return cleared
+
+
+def _old_value_jvp_batched(t, ans, container, index):
+    return old_value(t, index) if t.__class__ is not np.ndarray else _part(t, index).copy()
+
+
+def _last_adjoint_jvp_batched(t, ans, adjoint):
+    return last_adjoint(t)                  # of a list of tangents
+
+
+def _drop_last_adjoint_jvp_batched(t, ans, adjoint):
+    return drop_last_adjoint(t)
+
+
+def _snapshot_jvp_batched(t, ans, value):
+    return snapshot(t)
+
+
 # Their reverse rules (the transposes), for reverse over reverse.
 
 def _getitem_adjoint_vjp(g, ans, adjoint, k):
@@ -255,6 +305,14 @@ registry.defvjp(old_value, _old_value_vjp)
 registry.defjvp(old_value, lambda t, ans, container, index: old_value(t, index)
                 if not is_zero(t) else 0.0)
 registry.static(old_value, 1)
+defjvp_batched(add_adjoint, _add_adjoint_jvp_batched, _add_adjoint_jvp_batched)
+for _helper, _batched in ((getitem_adjoint, _getitem_adjoint_jvp_batched),
+                          (setitem_value_adjoint, _setitem_value_adjoint_jvp_batched),
+                          (setitem_clear_adjoint, _setitem_clear_adjoint_jvp_batched),
+                          (last_adjoint, _last_adjoint_jvp_batched),
+                          (drop_last_adjoint, _drop_last_adjoint_jvp_batched),
+                          (snapshot, _snapshot_jvp_batched), (old_value, _old_value_jvp_batched)):
+    defjvp_batched(_helper, _batched)
 
 
 # The transposes above that are more than one expression are called by name
