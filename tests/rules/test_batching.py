@@ -21,9 +21,9 @@ from specs_elementwise import SPECS as ELEMENTWISE
 from specs_linalg import SPECS as LINALG
 from test_specs import _ids
 from tapeflow.rules import RULES, indexing, operators
-from tapeflow.rules.batching import (batch_kind, is_batched, jvp_over_batch, lift_tangent, row,
-                                     setitem_batched)
+from tapeflow.rules.batching import batch_kind, is_batched, jvp_over_batch, lift_tangent, row
 from tapeflow.runtime import support
+from tapeflow.runtime.support import setitem_batched
 
 X3 = A((2, 3, 4))
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])

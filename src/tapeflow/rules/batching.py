@@ -30,7 +30,7 @@ import numpy as np
 
 from tapeflow.rules import registry
 
-__all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows', 'setitem_batched',
+__all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows',
            'batch_kind', 'defjvp_batched', 'unbatched_as_batch', 'batch_last']
 
 _CONTAINERS = (list, tuple)
@@ -126,31 +126,6 @@ def batch_last(index):
     if isinstance(index, tuple) and any(i is Ellipsis for i in index):
         return index + (slice(None),)
     return index
-
-
-def setitem_batched(tangent, index, value_tangent, value, container):
-    """The batch of tangents of `y` after `y[index] = v`, without touching a shared one."""
-    if isinstance(container, list):
-        new = list(tangent) if not _zero(tangent) else [0.0] * len(container)
-        new[index] = value_tangent
-        return new
-    batched_y = is_batched(tangent, container)
-    batched_v = is_batched(value_tangent, value)
-    if not batched_y and not batched_v:
-        from tapeflow.runtime.support import setitem_tangent
-        return setitem_tangent(tangent, index, value_tangent, container)
-    size = tangent.shape[0] if batched_y else value_tangent.shape[0]
-    dtype = np.result_type(container, float, *([tangent] if batched_y else []),
-                           *([value_tangent] if batched_v else []))
-    new = np.empty((size,) + np.shape(container), dtype)
-    new[...] = tangent
-    rows = value_tangent if batched_v else np.asarray(value_tangent)[None]
-    np.moveaxis(new, 0, -1)[batch_last(index)] = np.moveaxis(rows, 0, -1)
-    return new
-
-
-def _zero(t) -> bool:
-    return t.__class__ is float and t == 0.0
 
 
 # ---------------------------------------------------------------- which rules batch how

@@ -13,12 +13,12 @@ import numpy as np
 
 from tapeflow.rules import registry
 from tapeflow.rules.batching import (batch_last, defjvp_batched, is_batched, jvp_over_batch,
-                                     lift_tangent, setitem_batched)
+                                     lift_tangent)
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.shapes import (broadcast_tangent, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
-__all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+__all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape']
 
@@ -151,6 +151,24 @@ def setitem_tangent(tangent, index, value_tangent, container):
     return new
 
 
+def setitem_batched(tangent, index, value_tangent, value, container):
+    """`setitem_tangent` for batches of tangents (`tapeflow.rules.batching`): `y[index] = v`."""
+    if isinstance(container, list) or not (is_batched(tangent, container)
+                                            or is_batched(value_tangent, value)):
+        return setitem_tangent(tangent, index, value_tangent, container)
+    batched_y = is_batched(tangent, container)
+    batched_v = is_batched(value_tangent, value)
+    size = tangent.shape[0] if batched_y else value_tangent.shape[0]
+    dtype = np.result_type(container, float, *([tangent] if batched_y else []),
+                           *([value_tangent] if batched_v else []))
+    new = np.empty((size,) + np.shape(container), dtype)
+    new[...] = tangent
+    rows = value_tangent if batched_v else np.asarray(value_tangent)[None]
+    # the batch axis last: advanced indices standing apart index every row alike
+    np.moveaxis(new, 0, -1)[batch_last(index)] = np.moveaxis(rows, 0, -1)
+    return new
+
+
 def append_tangent(tangent, value_tangent, container):
     """The tangent of `ys` after `ys.append(v)` (`container` is `ys` after it)."""
     if is_zero(tangent):
@@ -170,7 +188,7 @@ def generated_namespace() -> dict:
     """What generated code may refer to besides the user's own globals."""
     import math
     names = {name: globals()[name] for name in __all__}
-    names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, setitem_batched=setitem_batched)
+    names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch)
     names.update(np=np, math=math, range=range, slice=slice, len=len)
     return names
 
