@@ -76,3 +76,16 @@ def test_closure_value_change_recompiles():
     assert tf.grad(make(2.0))(1.0) == 2.0
     assert tf.grad(make(5.0))(1.0) == 5.0
     assert isinstance(make(1.0), types.FunctionType)
+
+
+def _scaled(k):
+    def scaled(x):
+        return k * x * x
+    return scaled
+
+
+def test_forward_mode_of_closures_sharing_code_sees_each_closure():
+    two, three = _scaled(2.0), _scaled(3.0)
+    assert tf.jvp(two, (1.5,), (1.0,))[1] == 6.0
+    assert tf.jvp(three, (1.5,), (1.0,))[1] == 9.0
+    assert tf.grad(three)(1.5) == 9.0 and tf.grad(two)(1.5) == 6.0

@@ -126,6 +126,27 @@ def _pullback_caller(pullback, f, primals, wrt):
     return caller
 
 
+def _jvp_caller(f, nprimals):
+    """`jvp_f(*primals, *tangents) -> (value, tangent)`: `jvp(f, primals, tangents)`
+    inside compiled code (`transforms.desugar`), every argument moving."""
+    python_fn = _unwrap(f)
+    callers = _ADJOINT_CALLERS.setdefault(python_fn, {})
+    if ('jvp', nprimals) in callers:
+        return callers['jvp', nprimals]
+    wrt = tuple(range(nprimals))
+    compiled = compile_tangent(python_fn, wrt)
+    params = ', '.join([f'_primal{k}' for k in wrt] + [f'_tangent{k}' for k in wrt])
+    name = f'jvp_{python_fn.__name__}'
+    text = (f'def {name}({params}):\n'
+            f'    return {compiled.combined.__name__}({params})\n')
+    namespace = {compiled.combined.__name__: compiled.combined}
+    from tapeflow.syntax.unparse import load_module
+    load_module(text, namespace, name)
+    caller = callers['jvp', nprimals] = namespace[name]
+    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
+    return caller
+
+
 def _compile_callee(fn, wrt):
     return compile_adjoint(fn, wrt)
 
@@ -474,6 +495,10 @@ def hessian(f, argnums=0):
 # (`transforms.desugar`): their calls are then calls of user functions.
 for _transform in (grad, value_and_grad, jacfwd, jacrev, hessian):
     _transform.__tapeflow_fold__ = True
+# `jvp(f, (x, ...), (v, ...))` there is a call of `f`'s compiled jvp.
+jvp.__tapeflow_fold_call__ = _jvp_caller
+vjp.__tapeflow_not_in_code__ = ('its pullback is a closure made at run time; differentiate the '
+                                'pullback itself, or write the product with grad')
 
 
 def hvp(f, primals, vectors):

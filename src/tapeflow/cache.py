@@ -77,7 +77,7 @@ def lookup(fn, key):
     if table is None:
         return None
     entry = table.get((id(fn.__globals__), key))
-    if entry is None or (entry.forward is not None and not valid(entry, fn)):
+    if entry is None or (entry.combined is not None and not valid(entry, fn)):   # done compiling
         return None
     return entry
 

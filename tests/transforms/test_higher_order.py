@@ -266,3 +266,62 @@ def test_a_transform_of_a_runtime_value_inside_compiled_code_is_a_located_error(
     assert 'grad() in compiled code needs arguments known when compiling' in message
     line = with_a_runtime_function.__code__.co_firstlineno + 1
     assert f'test_higher_order.py:{line}:' in message
+
+
+# ---------------------------------------------------------------- third order, vector arguments
+
+VECTOR_CASES = [c for c in CASES if isinstance(c.args(np.random.default_rng(0))[c.wrt[0]], np.ndarray)]
+
+
+def _along(gradient, v, tangents):
+    """x -> v . H(x) v for the first argument: `jvp` of the gradient inside compiled code."""
+    arity = len(tangents)
+    if arity == 1:
+        def second(a):
+            return np.sum(tf.jvp(gradient, (a,), (v,))[1] * v)
+    elif arity == 2:
+        t1 = tangents[1]
+
+        def second(a, b):
+            return np.sum(tf.jvp(gradient, (a, b), (v, t1))[1] * v)
+    else:
+        t1, t2 = tangents[1], tangents[2]
+
+        def second(a, b, c):
+            return np.sum(tf.jvp(gradient, (a, b, c), (v, t1, t2))[1] * v)
+    return second
+
+
+def test_the_vector_corpus_has_every_arity_the_helper_writes_out():
+    arities = {len(c.args(np.random.default_rng(0))) for c in VECTOR_CASES}
+    assert arities <= {1, 2, 3} and len(VECTOR_CASES) >= 30
+    assert all(c.wrt[0] == 0 for c in VECTOR_CASES)
+
+
+@pytest.mark.parametrize('case', VECTOR_CASES, ids=lambda c: c.name)
+def test_third_directional_derivative_of_vector_functions(case):
+    rng = np.random.default_rng(21)
+    args = case.args(rng)
+    v = random_direction(args[0], rng)
+    tangents = [v] + [np.zeros_like(a) if isinstance(a, np.ndarray) else 0.0 for a in args[1:]]
+    second = _along(tf.grad(case.fn, argnums=0), v, tangents)
+    eps = 1e-5
+    plus, minus = (args[0] + eps * v,) + tuple(args[1:]), (args[0] - eps * v,) + tuple(args[1:])
+    numeric = (second(*plus) - second(*minus)) / (2 * eps)
+    forward = tf.jvp(second, args, tangents)[1]              # forward over forward over reverse
+    reverse = np.sum(tf.grad(second, argnums=0)(*args) * v)  # reverse over forward over reverse
+    assert np.isclose(forward, numeric, rtol=1e-4, atol=1e-5)
+    assert np.isclose(reverse, numeric, rtol=1e-4, atol=1e-5)
+
+
+def pullback_inside(x):
+    out, pullback = tf.vjp(energy, x)
+    return pullback(1.0)[0][0]
+
+
+def test_vjp_inside_compiled_code_is_a_located_error():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(pullback_inside)(np.ones(2))
+    line = pullback_inside.__code__.co_firstlineno + 1
+    assert f'test_higher_order.py:{line}:' in str(info.value)
+    assert 'vjp() inside compiled code is not supported' in str(info.value)

@@ -207,16 +207,39 @@ def snapshot(value):
 # linear in its cotangent argument, so each JVP is the helper applied to the
 # tangent. `zero_tangent` carries no derivative.
 
-def _linear_in_first(helper):
-    def jvp(t, ans, first, *rest):
-        return helper(t, *rest)
-    registry.defjvp(helper, jvp)
-    registry.static(helper, *range(1, 8))
+def _getitem_adjoint_jvp(t, ans, adjoint, k):
+    return getitem_adjoint(t, k)
 
 
-for _helper in (getitem_adjoint, setitem_value_adjoint, setitem_clear_adjoint, last_adjoint,
-                drop_last_adjoint, snapshot):
-    _linear_in_first(_helper)
+def _setitem_value_adjoint_jvp(t, ans, adjoint, index, value):
+    return setitem_value_adjoint(t, index, value)
+
+
+def _setitem_clear_adjoint_jvp(t, ans, adjoint, index):
+    return setitem_clear_adjoint(t, index)
+
+
+def _last_adjoint_jvp(t, ans, adjoint):
+    return last_adjoint(t)
+
+
+def _drop_last_adjoint_jvp(t, ans, adjoint):
+    return drop_last_adjoint(t)
+
+
+def _snapshot_jvp(t, ans, value):
+    return snapshot(t)
+
+
+for _helper, _jvp in ((getitem_adjoint, _getitem_adjoint_jvp),
+                      (setitem_value_adjoint, _setitem_value_adjoint_jvp),
+                      (setitem_clear_adjoint, _setitem_clear_adjoint_jvp),
+                      (last_adjoint, _last_adjoint_jvp), (drop_last_adjoint, _drop_last_adjoint_jvp),
+                      (snapshot, _snapshot_jvp)):
+    registry.defjvp(_helper, _jvp)
+    registry.static(_helper, 1, 2)
+
+
 def _add_adjoint_jvp(t, ans, a, b):
     return t
 
@@ -320,9 +343,56 @@ registry.defvjp(snapshot, _snapshot_vjp)
 registry.defvjp(old_value, _old_value_vjp)
 
 
-registry.defjvp(old_value, lambda t, ans, container, index: old_value(t, index)
-                if not is_zero(t) else 0.0)
+def _old_value_jvp(t, ans, container, index):
+    return 0.0 if is_zero(t) else old_value(t, index)
+
+
+registry.defjvp(old_value, _old_value_jvp)
 registry.static(old_value, 1)
+
+
+# The helpers of forward mode's own code, for derivatives of it: each is
+# linear in the tangents it is given (the container only lends its shape).
+
+def _setitem_tangent_jvp_y(t, ans, tangent, index, value_tangent, container):
+    return setitem_tangent(t, index, 0.0, container)
+
+
+def _setitem_tangent_jvp_v(t, ans, tangent, index, value_tangent, container):
+    return setitem_tangent(0.0, index, t, container)
+
+
+def _setitem_tangent_vjp_y(g, ans, tangent, index, value_tangent, container):
+    return setitem_clear_adjoint(g, index)
+
+
+def _setitem_tangent_vjp_v(g, ans, tangent, index, value_tangent, container):
+    return setitem_value_adjoint(g, index, container[index] if is_zero(value_tangent)
+                                 else value_tangent)
+
+
+def _append_tangent_jvp_ys(t, ans, tangent, value_tangent, container):
+    return append_tangent(t, 0.0, container)
+
+
+def _append_tangent_jvp_v(t, ans, tangent, value_tangent, container):
+    return append_tangent(0.0, t, container)
+
+
+def _append_tangent_vjp_ys(g, ans, tangent, value_tangent, container):
+    return drop_last_adjoint(g)
+
+
+def _append_tangent_vjp_v(g, ans, tangent, value_tangent, container):
+    return last_adjoint(g)
+
+
+registry.defjvp(setitem_tangent, _setitem_tangent_jvp_y, None, _setitem_tangent_jvp_v)
+registry.defvjp(setitem_tangent, _setitem_tangent_vjp_y, None, _setitem_tangent_vjp_v)
+registry.static(setitem_tangent, 1, 3)
+registry.defjvp(append_tangent, _append_tangent_jvp_ys, _append_tangent_jvp_v)
+registry.defvjp(append_tangent, _append_tangent_vjp_ys, _append_tangent_vjp_v)
+registry.static(append_tangent, 2)
 defjvp_batched(add_adjoint, _add_adjoint_jvp_batched, _add_adjoint_jvp_batched)
 for _helper, _batched in ((getitem_adjoint, _getitem_adjoint_jvp_batched),
                           (setitem_value_adjoint, _setitem_value_adjoint_jvp_batched),
@@ -345,8 +415,20 @@ def _setitem_value_adjoint_vjp_vjp(h, ans, g, ans_, adjoint, index, value):
     return 0.0 if is_zero(h) else setitem_value_adjoint(h, index, value)
 
 
-for _transpose, _rule in ((_drop_last_adjoint_vjp, _drop_last_adjoint_vjp_vjp),
-                          (_setitem_value_adjoint_vjp, _setitem_value_adjoint_vjp_vjp)):
+def _drop_last_adjoint_vjp_jvp(t, ans, g, ans_, adjoint):
+    return _drop_last_adjoint_vjp(t, ans_, adjoint)
+
+
+def _setitem_value_adjoint_vjp_jvp(t, ans, g, ans_, adjoint, index, value):
+    return _setitem_value_adjoint_vjp(t, ans_, adjoint, index, value)
+
+
+for _transpose, _rule, _jvp in (
+        (_drop_last_adjoint_vjp, _drop_last_adjoint_vjp_vjp, _drop_last_adjoint_vjp_jvp),
+        (_setitem_value_adjoint_vjp, _setitem_value_adjoint_vjp_vjp,
+         _setitem_value_adjoint_vjp_jvp)):
     registry.defvjp(_transpose, _rule)
-    _linear_in_first(_transpose)
+    registry.defjvp(_transpose, _jvp)
+    registry.static(_transpose, *range(1, 5))
+
 registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, slice)

@@ -98,6 +98,12 @@ class _FoldTransforms(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         fn = getanno(node.func, Key.RESOLVED)
+        if getattr(fn, '__tapeflow_fold_call__', None) is not None:
+            return self.fold_call(fn, node)
+        reason = getattr(fn, '__tapeflow_not_in_code__', None)
+        if reason is not None and self.source is not None:
+            raise self.source.error(node, f'{fn.__name__}() inside compiled code is not supported: '
+                                          f'{reason}')
         if not getattr(fn, '__tapeflow_fold__', False):
             return node
         try:
@@ -116,6 +122,23 @@ class _FoldTransforms(gast.NodeTransformer):
         ref = nodes.copy_location(nodes.name(name), node)
         setanno(ref, Key.RESOLVED, value)
         return ref
+
+
+    def fold_call(self, fn, node):
+        """`jvp(f, (x, y), (u, v))` -> `jvp_f(x, y, u, v)`, a function made while compiling."""
+        args = node.args
+        if len(args) != 3 or node.keywords or not all(isinstance(a, gast.Tuple) for a in args[1:]) \
+                or len(args[1].elts) != len(args[2].elts) or not hasanno(args[0], Key.RESOLVED):
+            raise self.source.error(node, f'{fn.__name__}() in compiled code takes a function known '
+                                          f'when compiling and two tuples written out, '
+                                          f'{fn.__name__}(f, (x, ...), (v, ...))')
+        caller = fn.__tapeflow_fold_call__(getanno(args[0], Key.RESOLVED), len(args[1].elts))
+        name = self.namer.new('_' + caller.__name__)
+        self.bindings.computed[name] = caller
+        ref = nodes.copy_location(nodes.name(name), node)
+        setanno(ref, Key.RESOLVED, caller)
+        return nodes.copy_location(
+            gast.Call(func=ref, args=list(args[1].elts) + list(args[2].elts), keywords=[]), node)
 
 
 class _NotStatic(Exception):
