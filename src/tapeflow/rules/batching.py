@@ -135,17 +135,12 @@ _ELEMENTWISE_OPERATORS = frozenset([
     operator.pos, operator.abs, operator.iadd, operator.isub, operator.imul, operator.itruediv,
     operator.ipow, abs])
 
-# Elementwise primitives whose JVP rules nonetheless do not broadcast over a batch.
-_NOT_ELEMENTWISE: set = set()
-
 
 def batch_kind(entry, argnum) -> str:
     """'elementwise', 'batched' or 'per-direction': how the JVP of `entry` meets a batch."""
     if argnum in entry.batched_jvps:
         return 'batched'
     fn = entry.fn
-    if fn in _NOT_ELEMENTWISE:
-        return 'per-direction'
     # (a generalized ufunc, np.vecdot or np.matvec, has core dimensions: not elementwise)
     if isinstance(fn, np.ufunc) and fn.signature is None or fn in _ELEMENTWISE_OPERATORS or \
             getattr(fn, '__module__', None) == 'math' or _is_math(fn):
@@ -167,8 +162,3 @@ def defjvp_batched(fn, *rules, argnums=None):
         if rule is not None:
             entry.batched_jvps[argnum] = rule
     return entry
-
-
-def not_elementwise(*fns):
-    """Elementwise primitives whose JVP rules cannot take a lifted batch."""
-    _NOT_ELEMENTWISE.update(fns)
