@@ -497,8 +497,9 @@ for _transform in (grad, value_and_grad, jacfwd, jacrev, hessian):
     _transform.__tapeflow_fold__ = True
 # `jvp(f, (x, ...), (v, ...))` there is a call of `f`'s compiled jvp.
 jvp.__tapeflow_fold_call__ = _jvp_caller
-vjp.__tapeflow_not_in_code__ = ('its pullback is a closure made at run time; differentiate the '
-                                'pullback itself, or write the product with grad')
+# `out, pb = vjp(f, x)` there computes `f(x)`, and each `pb(u)` is a call of
+# `f`'s adjoint caller (every argument differentiated).
+vjp.__tapeflow_fold_pullback__ = lambda f, n: _adjoint_caller(f, tuple(range(n)), n)
 
 
 def hvp(f, primals, vectors):

@@ -314,14 +314,36 @@ def test_third_directional_derivative_of_vector_functions(case):
     assert np.isclose(reverse, numeric, rtol=1e-4, atol=1e-5)
 
 
-def pullback_inside(x):
-    out, pullback = tf.vjp(energy, x)
-    return pullback(1.0)[0][0]
+def pullback_inside(x, w):
+    out, pullback = tf.vjp(energy_map, x)
+    return np.sum(pullback(w)[0] * x) + np.sum(out)
 
 
-def test_vjp_inside_compiled_code_is_a_located_error():
+def energy_map(x):
+    return np.sin(x) * x[0]
+
+
+def pullback_escapes(x):
+    out, pullback = tf.vjp(energy_map, x)
+    return pullback
+
+
+def test_vjp_inside_compiled_code_is_differentiated_with_respect_to_the_primals():
+    x, w = np.array([0.3, -0.2, 0.5]), np.array([1.0, 2.0, -1.0])
+    assert np.isclose(pullback_inside(x, w),
+                      np.sum(tf.vjp(energy_map, x)[1](w)[0] * x) + np.sum(energy_map(x)))
+    eps = 1e-6
+    numeric = np.array([(pullback_inside(x + eps * e, w) - pullback_inside(x - eps * e, w))
+                        / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(tf.grad(pullback_inside)(x, w), numeric, rtol=1e-6, atol=1e-8)
+    v = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(tf.jvp(pullback_inside, (x, w), (v, np.zeros(3)))[1],
+                               numeric @ v, rtol=1e-6, atol=1e-8)
+
+
+def test_a_pullback_used_other_than_called_is_a_located_error():
     with pytest.raises(tf.UnsupportedError) as info:
-        tf.grad(pullback_inside)(np.ones(2))
-    line = pullback_inside.__code__.co_firstlineno + 1
+        tf.grad(pullback_escapes)(np.ones(2))
+    line = pullback_escapes.__code__.co_firstlineno + 2
     assert f'test_higher_order.py:{line}:' in str(info.value)
-    assert 'vjp() inside compiled code is not supported' in str(info.value)
+    assert "the pullback 'pullback' of vjp() can only be called" in str(info.value)

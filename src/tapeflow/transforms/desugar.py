@@ -33,6 +33,8 @@ def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
         _LowerNamedOps(source).visit(node)
     if bindings is not None:
         _FoldTransforms(namer, bindings, source).visit(node)
+        if source is not None:
+            _PullbackCalls(namer, bindings, source).rewrite(node)
     node.body = _AugAssign().visit_body(node.body)
     node.body = _Loops(namer).visit_body(node.body)
     node.body = _Jumps(namer).lower_function(node.body)
@@ -100,10 +102,6 @@ class _FoldTransforms(gast.NodeTransformer):
         fn = getanno(node.func, Key.RESOLVED)
         if getattr(fn, '__tapeflow_fold_call__', None) is not None:
             return self.fold_call(fn, node)
-        reason = getattr(fn, '__tapeflow_not_in_code__', None)
-        if reason is not None and self.source is not None:
-            raise self.source.error(node, f'{fn.__name__}() inside compiled code is not supported: '
-                                          f'{reason}')
         if not getattr(fn, '__tapeflow_fold__', False):
             return node
         try:
@@ -133,12 +131,83 @@ class _FoldTransforms(gast.NodeTransformer):
                                           f'when compiling and two tuples written out, '
                                           f'{fn.__name__}(f, (x, ...), (v, ...))')
         caller = fn.__tapeflow_fold_call__(getanno(args[0], Key.RESOLVED), len(args[1].elts))
-        name = self.namer.new('_' + caller.__name__)
+        name = self.namer.new(caller.__name__)
         self.bindings.computed[name] = caller
         ref = nodes.copy_location(nodes.name(name), node)
         setanno(ref, Key.RESOLVED, caller)
         return nodes.copy_location(
             gast.Call(func=ref, args=list(args[1].elts) + list(args[2].elts), keywords=[]), node)
+
+
+class _PullbackCalls:
+    """`out, pb = tf.vjp(f, x, y)` inside compiled code, `pb` only ever called.
+
+    Becomes `_x = x; _y = y; out = f(_x, _y)`, and each `pb(u)` a call of
+    `f`'s adjoint caller, `vjp_f(_x, _y, u)` (made while compiling): calls of
+    user functions like any other, so they are differentiated too.
+    """
+
+    def __init__(self, namer, bindings, source):
+        self.namer = namer
+        self.bindings = bindings
+        self.source = source
+        self.pullbacks = {}          # name -> (adjoint caller's name, its object, primal names)
+
+    def rewrite(self, fdef):
+        fdef.body = self.block(fdef.body)
+        if self.pullbacks:
+            for n in gast.walk(fdef):
+                if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+                        and n.func.id in self.pullbacks:
+                    self.call(n)
+            for n in gast.walk(fdef):
+                if isinstance(n, gast.Name) and n.id in self.pullbacks:
+                    raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
+                                               f'called in compiled code')
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            for field in ('body', 'orelse'):
+                inner = getattr(stmt, field, None)
+                if inner and not isinstance(stmt, gast.FunctionDef):
+                    setattr(stmt, field, self.block(inner))
+            out.extend(self.statement(stmt))
+        return out
+
+    def statement(self, stmt):
+        call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
+        fn = getanno(call.func, Key.RESOLVED) if isinstance(call, gast.Call) else None
+        make_caller = getattr(fn, '__tapeflow_fold_pullback__', None)
+        if make_caller is None:
+            return [stmt]
+        target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
+        if not (isinstance(target, gast.Tuple) and len(target.elts) == 2
+                and all(isinstance(e, gast.Name) for e in target.elts)) \
+                or not call.args or call.keywords or not hasanno(call.args[0], Key.RESOLVED):
+            raise self.source.error(stmt, f'{fn.__name__}() in compiled code is written '
+                                          f'`out, pullback = {fn.__name__}(f, x, ...)`, with f '
+                                          f'known when compiling')
+        f = getanno(call.args[0], Key.RESOLVED)
+        primals = call.args[1:]
+        caller = make_caller(f, len(primals))
+        caller_name = self.namer.new(caller.__name__)
+        self.bindings.computed[caller_name] = caller
+        names = [self.namer.new('_primal') for _ in primals]
+        out = [nodes.copy_location(nodes.assign(n, p), stmt) for n, p in zip(names, primals)]
+        value = gast.Call(func=call.args[0], args=[nodes.name(n) for n in names], keywords=[])
+        out.append(nodes.copy_location(nodes.assign(target.elts[0].id, value), stmt))
+        self.pullbacks[target.elts[1].id] = (caller_name, caller, names)
+        return out
+
+    def call(self, node):
+        caller_name, caller, names = self.pullbacks[node.func.id]
+        if len(node.args) != 1 or node.keywords:
+            raise self.source.error(node, 'a pullback takes one cotangent')
+        func = nodes.copy_location(nodes.name(caller_name), node.func)
+        setanno(func, Key.RESOLVED, caller)
+        node.func = func
+        node.args = [nodes.name(n) for n in names] + node.args
 
 
 class _NotStatic(Exception):
