@@ -12,8 +12,9 @@ for eigenvector and singular-vector derivatives.
 """
 import numpy as np
 
+from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.numpy_reductions import kept_shape, reduced_axes
-from tapeflow.rules.registry import defjvp, defvjp, describe
+from tapeflow.rules.registry import RULES, defjvp, defvjp, describe
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 inv, solve = np.linalg.inv, np.linalg.solve
@@ -72,6 +73,8 @@ def solve_vjp_a(g, ans, a, b): return fit(-_solve_grad_b(g, a, b) @ T(_column(an
 def solve_vjp_b(g, ans, a, b): return fit(_uncolumn(_solve_grad_b(g, a, b), b), b)
 def solve_jvp_a(t, ans, a, b): return _uncolumn(-solve(a, t @ _column(ans, b)), b)
 def solve_jvp_b(t, ans, a, b): return solve(a, t) + np.zeros_like(ans)
+def solve_jvp_b_batched(t, ans, a, b):
+    return _uncolumn(solve(a, _column(lift_tangent(t, b, ans), b)), b) + np.zeros_like(ans)
 
 
 def _pinv_vjp(g, ans, a):
@@ -462,3 +465,12 @@ describe('any ord, axis None/int/tuple, keepdims', np.linalg.vector_norm)
 describe('ord fro, nuc, 1, -1, 2, -2, inf, -inf; keepdims', np.linalg.matrix_norm)
 describe('batched; n any int (negative through inv)', np.linalg.matrix_power)
 describe('a list of arrays, 1-D ends (cotangent: a list)', np.linalg.multi_dot)
+
+
+# These JVPs use matmul, solve and broadcasting over leading (stack) axes
+# only, so a batch of tangents (rules/batching.py) goes through them as it is.
+for _fn in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, np.linalg.eig,
+            np.linalg.eigh, np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.matrix_power,
+            np.linalg.pinv, np.linalg.svd, np.linalg.svdvals):
+    defjvp_batched(_fn, RULES[_fn].jvps[0])
+defjvp_batched(np.linalg.solve, solve_jvp_a, solve_jvp_b_batched)
