@@ -11,6 +11,7 @@ import string
 
 import numpy as np
 
+from tapeflow.rules.batching import batch_rows, defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe
 from tapeflow.rules.shapes import fit
 
@@ -118,10 +119,28 @@ def _einsum_rules(argnum):
     return vjp, jvp
 
 
+def _einsum_jvp_batched(argnum, jvp):
+    """A batch of tangents of one operand: a fresh letter for the batch axis, in front."""
+    def jvp_batched(t, ans, *args, **kwargs):
+        kwargs.pop('out', None)
+        inputs, output, operands = parse(args)
+        sizes = _sizes(inputs, operands)
+        if any(np.shape(op) != tuple(sizes[c] for c in s) for s, op in zip(inputs, operands)):
+            # einsum broadcast a size-1 axis: that needs the ellipsis it was written with
+            return batch_rows([jvp(row, ans, *args, **kwargs) for row in t], ans)
+        k = _operand_index(args, argnum)
+        batch = next(c for c in string.ascii_letters if c not in set(''.join(inputs) + output))
+        inputs[k] = batch + inputs[k]
+        operands[k] = t
+        return np.einsum(','.join(inputs) + '->' + batch + output, *operands, **kwargs)
+    return jvp_batched
+
+
 for _argnum in range(2 * MAX_OPERANDS + 1):
     _vjp, _jvp = _einsum_rules(_argnum)
     defvjp(np.einsum, _vjp, argnums=[_argnum])
     defjvp(np.einsum, _jvp, argnums=[_argnum])
+    defjvp_batched(np.einsum, _einsum_jvp_batched(_argnum, _jvp), argnums=[_argnum])
 
 describe('any subscripts: explicit or implicit output, ellipses, repeated indices '
          '(trace, diagonal), broadcasting, sublist form; any number of operands; optimize',
