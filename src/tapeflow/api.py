@@ -15,6 +15,8 @@ import numpy as np
 
 from tapeflow import cache
 from tapeflow.rules.batching import is_batched
+from tapeflow.rules.registry import MissingRule
+from tapeflow.syntax.errors import UnsupportedError
 from tapeflow.runtime import support
 from tapeflow.runtime.support import is_zero
 from tapeflow.transforms import pipeline
@@ -407,14 +409,6 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None):
 
 # ------------------------------------------------------------------ jacobians
 
-def _flat_basis(x):
-    """Unit directions spanning the argument `x`, each in `x`'s shape."""
-    x = np.asarray(x)
-    dtype = x.dtype if np.issubdtype(x.dtype, np.inexact) else np.float64
-    eye = np.eye(x.size, dtype=dtype)
-    return [eye[k].reshape(x.shape) for k in range(x.size)]
-
-
 def _basis_batch(x):
     """Every unit direction of the argument `x` at once: shape `(x.size,) + x.shape`."""
     dtype = _dtype_of(x)
@@ -471,10 +465,17 @@ def jacrev(f, argnums=0):
         seed = np.zeros(np.shape(out), np.result_type(out, float)) if np.ndim(out) else 0.0
         pullback = _adjoint_caller(f, wrt, len(args))
         inputs = args + (seed,)
-        compiled = compile_tangent(pullback, (len(args),), scalar_args=scalar_positions(inputs),
-                                   arg_shapes=array_shapes(inputs), batched=True)
-        _, tangents = compiled.combined(*inputs, _basis_batch(out))
         x = args[argnums]
+        try:
+            compiled = compile_tangent(pullback, (len(args),), scalar_args=scalar_positions(inputs),
+                                       arg_shapes=array_shapes(inputs), batched=True)
+        except (UnsupportedError, MissingRule):
+            # the adjoint cannot be swept forward (a user rule written as a lambda,
+            # say): one reverse sweep per output element instead
+            _, pullback = vjp(f, *args)
+            rows = [np.asarray(pullback(ct)[argnums]) for ct in _basis_batch(out)]
+            return np.stack(rows).reshape(np.shape(out) + np.shape(x))
+        _, tangents = compiled.combined(*inputs, _basis_batch(out))
         rows = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
         size = int(np.size(out))
         if not is_batched(rows, x):

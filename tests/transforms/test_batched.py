@@ -80,3 +80,25 @@ def test_batched_jacobians_of_a_matrix_valued_function_agree_with_differences():
     jac_w = tf.jacrev(rows_and_columns, argnums=1)(x, w)
     assert jac_w.shape == (2, 2, 4, 3)
     np.testing.assert_allclose(jac_w, tf.jacfwd(rows_and_columns, argnums=1)(x, w), rtol=1e-12)
+
+
+def clipped(x):
+    return np.tanh(x)
+
+
+tf.defvjp(clipped, lambda g, ans, x: g * (1.0 - ans ** 2))
+tf.defjvp(clipped, lambda t, ans, x: t * (1.0 - ans ** 2))
+
+
+def through_a_lambda_rule(x):
+    return clipped(x) * x[0]
+
+
+def test_jacrev_falls_back_to_one_sweep_per_output_when_the_adjoint_cannot_be_swept_forward():
+    x = np.array([0.3, -0.2, 0.5])
+    expected = np.diag(1.0 - np.tanh(x) ** 2) * x[0]
+    expected[:, 0] += np.tanh(x)
+    np.testing.assert_allclose(tf.jacrev(through_a_lambda_rule)(x), expected, rtol=1e-12)
+    np.testing.assert_allclose(tf.jacfwd(through_a_lambda_rule)(x), expected, rtol=1e-12)
+    with pytest.raises(tf.UnsupportedError, match='a lambda cannot be differentiated'):
+        tf.hessian(through_a_lambda_rule)(x)
