@@ -14,6 +14,12 @@ flow; no tape is needed, tangents flow forward with the primal. Statements:
   mutating a tangent another variable may share;
 - a call to a user function calls its compiled jvp.
 
+Batched (`ForwardContext.batched`, for `jacfwd`): the tangents carry a
+leading batch axis, one row per direction. Elementwise rules are emitted as
+they are (an operand of lower rank has its tangent lifted); every other rule
+goes through `jvp_over_batch`, which uses the primitive's batched rule or runs
+the rule once per direction (see `tapeflow.rules.batching`).
+
 Guarantees: the function returns `(value, tangent of the value)`.
 """
 from __future__ import annotations
@@ -186,21 +192,19 @@ class _Forward(Sweep):
 
     def batched_term(self, rule, entry, i, ans, op, target_shape):
         """The tangent contribution of operand `i` when tangents come in batches."""
-        x = op.args[i]
+        x, emitter = op.args[i], self.ctx.emitter
         t = self.tangent(x)
         label = rule_label(entry, i, 'jvp')
-        kind = batching.batch_kind(entry, i)
-        if kind == 'elementwise':
+        if batching.batch_kind(entry, i) == 'elementwise':
             shape = self.ctx.shapes.get(x.id)
             if shape is None or target_shape is None or len(shape) != len(target_shape):
                 t = nodes.call('lift_tangent', t, x, ans)
-            same = target_shape is not None and self.ctx.shapes.get(x.id) == target_shape
-            return self.ctx.emitter.emit(rule, t, nodes.name(ans), op.args, op.keywords,
-                                         same_shapes=same, label=label)
+            return emitter.emit(rule, t, nodes.name(ans), op.args, op.keywords,
+                                same_shapes=shape is not None and shape == target_shape,
+                                label=label)
         batched = entry.batched_jvps.get(i)
-        emit = self.ctx.emitter
-        return nodes.call('jvp_over_batch', nodes.name(emit.bind(rule, label)),
-                          nodes.name(emit.bind(batched, label + '_batched')) if batched
+        return nodes.call('jvp_over_batch', nodes.name(emitter.bind(rule, label)),
+                          nodes.name(emitter.bind(batched, label + '_batched')) if batched
                           else nodes.const(None),
                           t, x, ans, *op.args, keywords=list(op.keywords))
 

@@ -106,8 +106,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record = front.record
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
                         bindings=front.bindings)
-    for own in ('d', '_forward', '_backward'):    # a callee bound here must not shadow these
-        namer.reserve('d' + fn.__name__ if own == 'd' else fn.__name__ + own)
+    for own in (f'd{fn.__name__}', f'{fn.__name__}_forward', f'{fn.__name__}_backward'):
+        namer.reserve(own)                       # a callee bound here must not shadow these
     names = reverse.TapeNames.fresh(namer)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
                                  _callee_binder(compiled, namespace, namer, compile_callee),
