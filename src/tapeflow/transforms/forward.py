@@ -223,12 +223,15 @@ class _Forward(Sweep):
         carries_tape = tape_ops.carries_tape(call.args)
         if not active and not carries_tape:
             return [stmt, mark(nodes.assign(self.d[y], 0.0))]
-        jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt)
+        arguments = self._all_arguments(fn, call, stmt)
+        # the callee is specialised to the shapes its arguments are known to have
+        shapes = tuple((k, self.ctx.shapes[a.id]) for k, a in enumerate(arguments)
+                       if isinstance(a, gast.Name) and self.ctx.shapes.get(a.id) is not None)
+        jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt, shapes)
         tangents = [self.tangent(call.args[i]) for i in active]
         result = self.ctx.namer.new('_' + fn.__name__)
         # The tangents follow every parameter: spell out keywords and defaults.
-        jvp_call = gast.Call(func=nodes.name(jvp_name),
-                             args=self._all_arguments(fn, call, stmt) + tangents, keywords=[])
+        jvp_call = gast.Call(func=nodes.name(jvp_name), args=arguments + tangents, keywords=[])
         return [nodes.assign(result, jvp_call),
                 nodes.assign(y, nodes.subscript(result, nodes.const(0))),
                 mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1))))]

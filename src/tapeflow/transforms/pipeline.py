@@ -268,6 +268,16 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     `batched`: the tangents carry a leading batch axis, one row per direction
     (see `tapeflow.rules.batching`); user functions called are compiled so too.
     """
+    _COMPILING_FORWARD.add(fn.__code__)
+    try:
+        return _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes,
+                                compile_callee, scalar_args, arg_shapes, batched)
+    finally:
+        _COMPILING_FORWARD.discard(fn.__code__)
+
+
+def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compile_callee,
+                     scalar_args, arg_shapes, batched) -> Compiled:
     passes = []
     front = _front(fn, wrt, (), scalar_args, arg_shapes, runtime_names,
                    passes if record_passes else None)
@@ -301,20 +311,29 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     return compiled
 
 
+# Code objects whose forward mode is being compiled: a recursive call is not
+# specialised to its arguments' shapes (they may change at every level).
+_COMPILING_FORWARD: set = set()
+
+
 def _jvp_binder(compiled, namespace, namer, compile_callee):
     bound = {}
 
-    def bind(fn, wrt, stmt):
-        if (fn, wrt) not in bound:
-            callee = compile_callee(fn, wrt)
+    def bind(fn, wrt, stmt, arg_shapes=()):
+        if getattr(fn, '__code__', None) in _COMPILING_FORWARD:
+            arg_shapes = ()
+        key = fn, wrt, arg_shapes
+        if key not in bound:
+            callee = compile_callee(fn, wrt, arg_shapes=arg_shapes) if arg_shapes \
+                else compile_callee(fn, wrt)
             compiled.callees.append(callee)
             name = namer.new(f'{callee.fn.__name__}_jvp')
             if callee.combined is None:                 # still compiling: recursion
                 _bind_later(callee, namespace, name, 'combined')
             else:
                 namespace[name] = callee.combined
-            bound[fn, wrt] = name
-        return bound[fn, wrt]
+            bound[key] = name
+        return bound[key]
     return bind
 
 
