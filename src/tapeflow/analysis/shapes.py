@@ -23,6 +23,11 @@ _REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.st
 _REDUCTION_METHODS = {'sum', 'mean', 'max', 'min', 'prod', 'std', 'var'}
 _CREATION = {np.zeros, np.ones, np.empty, np.full}
 _TOP = 'top'      # not decided yet (optimistic start of the fixpoint); None is "unknown"
+# Helpers of generated code whose result has the shape of one argument (the
+# operand a cotangent belongs to): name -> that argument's position. Read when
+# generated code is differentiated again.
+_SHAPED_LIKE = {'unbroadcast': 1, 'grad_of_sum': 1, 'grad_of_mean': 1, 'grad_of_max': 1,
+                'grad_of_matmul_a': 1, 'grad_of_matmul_b': 2, 'broadcast_tangent': 1}
 
 
 def broadcast(*shapes):
@@ -108,6 +113,10 @@ class _Shapes:
             return None
         if fn is builtins.len:
             return ()
+        like = _SHAPED_LIKE.get(getattr(fn, '__name__', None))
+        if like is not None and getattr(fn, '__module__', '').startswith('tapeflow.') \
+                and len(args) > like:
+            return args[like]            # a cotangent in its operand's shape
         if getattr(fn, '__module__', None) == 'math':
             return _TOP if _TOP in args else (() if all(a == () for a in args) else None)
         if isinstance(fn, np.ufunc) and not keywords and len(args) == fn.nin:
