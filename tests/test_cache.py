@@ -89,3 +89,25 @@ def test_forward_mode_of_closures_sharing_code_sees_each_closure():
     assert tf.jvp(two, (1.5,), (1.0,))[1] == 6.0
     assert tf.jvp(three, (1.5,), (1.0,))[1] == 9.0
     assert tf.grad(three)(1.5) == 9.0 and tf.grad(two)(1.5) == 6.0
+
+
+def test_derivatives_of_generated_code_see_a_rebound_global():
+    global helper
+    import numpy as np
+    x = np.array([1.0, 2.0])
+    second = tf.grad(tf.grad(uses_helper))
+    assert second(1.5) == 4.0                           # 2 * 2
+    np.testing.assert_allclose(tf.jacrev(uses_helper)(x), np.diag(4.0 * x))
+    _, pullback = tf.vjp(uses_helper, 1.5)
+    original = helper
+
+    def cube(v):
+        return v * v * v
+    try:
+        helper = cube
+        assert second(1.5) == 18.0                      # 2 * 6x
+        np.testing.assert_allclose(tf.jacrev(uses_helper)(x), np.diag(6.0 * x * x))
+        np.testing.assert_allclose(tf.hessian(uses_helper)(x), np.zeros((2, 2)) + np.diag(12.0 * x))
+    finally:
+        helper = original
+    assert second(1.5) == 4.0

@@ -53,58 +53,62 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_
         arg_shapes=tuple(arg_shapes)))
 
 
+def _make_caller(name, text, compiled, python_fn, namespace=()):
+    """Load `text`, a small `def name` calling `compiled.combined`: a function the
+    compiler reads like any other, so its derivatives transform generated code."""
+    from tapeflow.syntax.unparse import load_module
+    namespace = dict(namespace)
+    namespace[compiled.combined.__name__] = compiled.combined
+    load_module(text, namespace, name)
+    caller = namespace[name]
+    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
+    caller.__tapeflow_adjoint__ = (compiled, python_fn)     # what it calls, compiled from what
+    return caller
+
+
+def _fits(caller) -> bool:
+    """Whether the generated code `caller` calls still fits the user's code (globals
+    and closures unchanged: a redefined helper makes it stale)."""
+    return caller is not None and cache.valid(*caller.__tapeflow_adjoint__)
+
+
 def _generated_caller(wrapper, kind, f, wrt, has_aux):
     cached = wrapper.__dict__.get('__tapeflow_caller__')
-    if cached is not None:
+    if _fits(cached):
         return cached
     python_fn = _unwrap(f)
     compiled = compile_adjoint(python_fn, wrt)
     params = ', '.join(compiled.params)
-    name = f'{kind}_{python_fn.__name__}'
     result = {'grad': '_out[1]', 'value_and_grad': '_out'}[kind]
     if has_aux and kind == 'grad':
         result = '(_out[1], _out[0][1])'
     seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
+    name = f'{kind}_{python_fn.__name__}'
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
-    namespace = {compiled.combined.__name__: compiled.combined}
-    from tapeflow.syntax.unparse import load_module
-    load_module(text, namespace, name)
-    caller = namespace[name]
-    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
-    wrapper.__tapeflow_caller__ = caller
+    caller = wrapper.__tapeflow_caller__ = _make_caller(name, text, compiled, python_fn)
     return caller
 
 
-_ADJOINT_CALLERS = weakref.WeakKeyDictionary()     # python function -> {wrt: caller}
+_CALLERS = weakref.WeakKeyDictionary()     # python function -> {(kind, positions): caller}
 
 
 def _adjoint_caller(f, wrt, nprimals):
-    """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything.
-
-    A small function calling `f`'s generated adjoint, which the compiler reads
-    like any other (so its derivatives transform generated code); one per
-    function and set of differentiated positions.
-    """
+    """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything."""
     python_fn = _unwrap(f)
-    callers = _ADJOINT_CALLERS.setdefault(python_fn, {})
-    if (wrt, nprimals) in callers:
-        return callers[wrt, nprimals]
+    callers = _CALLERS.setdefault(python_fn, {})
+    if _fits(callers.get(('vjp', wrt, nprimals))):
+        return callers['vjp', wrt, nprimals]
     compiled = compile_adjoint(python_fn, wrt)
-    names = [f'_primal{k}' for k in range(nprimals)]
     grads = {i: '_out[1]' if len(wrt) == 1 else f'_out[1][{k}]' for k, i in enumerate(wrt)}
     result = ', '.join(grads.get(i, 'None') for i in range(nprimals))
+    params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
     name = f'vjp_{python_fn.__name__}'
-    params = ', '.join(names + ['cotangent'])
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params})\n'
             f'    return ({result},)\n')
-    namespace = {compiled.combined.__name__: compiled.combined}
-    from tapeflow.syntax.unparse import load_module
-    load_module(text, namespace, name)
-    caller = callers[wrt, nprimals] = namespace[name]
-    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
+    caller = callers['vjp', wrt, nprimals] = _make_caller(name, text, compiled, python_fn)
     return caller
 
 
@@ -112,19 +116,15 @@ def _pullback_caller(pullback, f, primals, wrt):
     """The `vjp_fn` that `vjp(f, *primals)` returned, as a function the compiler reads:
     the adjoint caller of `f` with the primals bound as constants."""
     cached = pullback.__dict__.get('__tapeflow_caller__')
-    if cached is not None:
+    if _fits(cached):
         return cached
     adjoint = _adjoint_caller(f, wrt, len(primals))
-    namespace = {adjoint.__name__: adjoint}
-    names = []
-    for k, primal in enumerate(primals):
-        names.append(f'_primal{k}')
-        namespace[names[-1]] = primal
+    names = [f'_primal{k}' for k in range(len(primals))]
     text = (f'def pullback(cotangent):\n'
             f'    return {adjoint.__name__}({", ".join(names + ["cotangent"])})\n')
-    from tapeflow.syntax.unparse import load_module
-    load_module(text, namespace, 'pullback')
-    caller = pullback.__tapeflow_caller__ = namespace['pullback']
+    caller = _make_caller('pullback', text, *adjoint.__tapeflow_adjoint__,
+                          namespace={adjoint.__name__: adjoint, **dict(zip(names, primals))})
+    pullback.__tapeflow_caller__ = caller
     return caller
 
 
@@ -132,8 +132,8 @@ def _jvp_caller(f, nprimals):
     """`jvp_f(*primals, *tangents) -> (value, tangent)`: `jvp(f, primals, tangents)`
     inside compiled code (`transforms.desugar`), every argument moving."""
     python_fn = _unwrap(f)
-    callers = _ADJOINT_CALLERS.setdefault(python_fn, {})
-    if ('jvp', nprimals) in callers:
+    callers = _CALLERS.setdefault(python_fn, {})
+    if _fits(callers.get(('jvp', nprimals))):
         return callers['jvp', nprimals]
     wrt = tuple(range(nprimals))
     compiled = compile_tangent(python_fn, wrt)
@@ -141,11 +141,7 @@ def _jvp_caller(f, nprimals):
     name = f'jvp_{python_fn.__name__}'
     text = (f'def {name}({params}):\n'
             f'    return {compiled.combined.__name__}({params})\n')
-    namespace = {compiled.combined.__name__: compiled.combined}
-    from tapeflow.syntax.unparse import load_module
-    load_module(text, namespace, name)
-    caller = callers['jvp', nprimals] = namespace[name]
-    caller.__tapeflow_order__ = compiled.combined.__tapeflow_order__
+    caller = callers['jvp', nprimals] = _make_caller(name, text, compiled, python_fn)
     return caller
 
 
@@ -277,7 +273,8 @@ def _differentiated(f, argnums, has_aux, kind):
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args))
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
-        entry = state[key] = (compiled, cache.validator(compiled, python_fn), dtype_checked)
+        # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
+        entry = state[key] = (compiled, cache.validator(compiled, compiled.fn), dtype_checked)
         return entry
 
     def finish(value, grads, args):

@@ -26,7 +26,18 @@ def valid(compiled, fn=None, _seen=None) -> bool:
     seen.add(id(compiled))
     if compiled.bindings is not None and not compiled.bindings.still_valid(fn):
         return False
-    return all(valid(c, None, seen) for c in compiled.callees)
+    return all(valid(c, f, seen) for c, f in _depends_on(compiled))
+
+
+def _depends_on(compiled):
+    """(compiled, fn) pairs whose validity `compiled`'s rests on: its callees, and,
+    for generated code that calls another compilation (a `grad` read as a
+    function), that compilation."""
+    pairs = [(c, None) for c in compiled.callees]
+    calls = getattr(compiled.fn, '__tapeflow_adjoint__', None)
+    if calls is not None:
+        pairs.append(calls)
+    return pairs
 
 
 def validator(compiled, fn):
@@ -47,7 +58,7 @@ def validator(compiled, fn):
                     checks.append((owner.__globals__, name, value))
                 else:
                     checks.append((owner.__globals__, name, _BUILTIN))
-        pending.extend((c, None) for c in entry.callees)
+        pending.extend(_depends_on(entry))
     if not checks:
         return _always
     missing = object()
