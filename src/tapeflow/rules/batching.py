@@ -31,7 +31,8 @@ import numpy as np
 from tapeflow.rules import registry
 
 __all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows',
-           'batch_kind', 'defjvp_batched', 'unbatched_as_batch', 'batch_last']
+           'batch_kind', 'defjvp_batched', 'unbatched_as_batch', 'batch_last', 'rows_at',
+           'set_rows_at']
 
 _CONTAINERS = (list, tuple)
 
@@ -126,6 +127,18 @@ def batch_last(index):
     if isinstance(index, tuple) and any(i is Ellipsis for i in index):
         return index + (slice(None),)
     return index
+
+
+def rows_at(t, index):
+    """`row[index]` of every row of the array batch `t`, as a batch."""
+    return np.moveaxis(np.moveaxis(t, 0, -1)[batch_last(index)], -1, 0)
+
+
+def set_rows_at(t, index, value):
+    """`row[index] = value` in every row of the array batch `t`, in place; `value` is
+    a batch (its rows go to the rows of `t`) or anything that broadcasts."""
+    value = np.moveaxis(value, 0, -1) if np.ndim(value) else value
+    np.moveaxis(t, 0, -1)[batch_last(index)] = value
 
 
 # ---------------------------------------------------------------- which rules batch how

@@ -20,7 +20,7 @@ import numpy as np
 
 from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, positions,
                                       scatter_add, scatter_add_batch)
-from tapeflow.rules.batching import batch_last, defjvp_batched
+from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
 
@@ -71,7 +71,7 @@ def untake_jvp(t, ans, g, x, idx):
 
 
 # Batches of tangents (rules/batching.py). Moved to the end, the batch axis is
-# out of an index's way: `x[idx]` of each row is `t_last[batch_last(idx)]`,
+# out of an index's way: `x[idx]` of each row is `t_last[batch_last(idx)]` (`rows_at`),
 # whatever mix of slices, None and (adjacent or not) advanced indices `idx` holds.
 
 def untake_batch(t, x, idx):
@@ -84,7 +84,7 @@ def untake_batch(t, x, idx):
     t = np.real(t) if np.iscomplexobj(t) and not np.iscomplexobj(x) else t
     if is_basic_index(idx):
         out = np.zeros(t.shape[:1] + shape, dtype)
-        np.moveaxis(out, 0, -1)[batch_last(idx)] = np.moveaxis(t, 0, -1)
+        set_rows_at(out, idx, t)
         return out
     return scatter_add_batch(t, positions(shape)[idx], shape).astype(dtype, copy=False)
 
@@ -111,7 +111,7 @@ def getitem_jvp(t, ans, x, idx):
 def getitem_jvp_batched(t, ans, x, idx):
     if isinstance(x, (dict, list, tuple)):
         return t[idx]                       # a container of tangents, some batches
-    return np.moveaxis(np.moveaxis(t, 0, -1)[batch_last(idx)], -1, 0)
+    return rows_at(t, idx)
 
 
 defvjp(operator.getitem, getitem_vjp)

@@ -12,8 +12,8 @@ import sys
 import numpy as np
 
 from tapeflow.rules import registry
-from tapeflow.rules.batching import (batch_last, defjvp_batched, is_batched, jvp_over_batch,
-                                     lift_tangent)
+from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch, lift_tangent,
+                                     rows_at, set_rows_at)
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.shapes import (broadcast_tangent, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
@@ -163,9 +163,7 @@ def setitem_batched(tangent, index, value_tangent, value, container):
                            *([value_tangent] if batched_v else []))
     new = np.empty((size,) + np.shape(container), dtype)
     new[...] = tangent
-    rows = value_tangent if batched_v else np.asarray(value_tangent)[None]
-    # the batch axis last: advanced indices standing apart index every row alike
-    np.moveaxis(new, 0, -1)[batch_last(index)] = np.moveaxis(rows, 0, -1)
+    set_rows_at(new, index, value_tangent if batched_v else np.asarray(value_tangent)[None])
     return new
 
 
@@ -252,9 +250,7 @@ registry.defjvp(add_adjoint, _add_adjoint_jvp, _add_adjoint_jvp)
 
 def _part(t, index):
     """`t[index]` of each row of an array batch `t`, or of a container of tangents."""
-    if t.__class__ is np.ndarray:
-        return np.moveaxis(np.moveaxis(t, 0, -1)[batch_last(index)], -1, 0)
-    return t[index]
+    return rows_at(t, index) if t.__class__ is np.ndarray else t[index]
 
 
 def _add_adjoint_jvp_batched(t, ans, a, b):
@@ -275,7 +271,7 @@ def _setitem_clear_adjoint_jvp_batched(t, ans, adjoint, index):
     if t.__class__ is not np.ndarray:
         return setitem_clear_adjoint(t, index)
     cleared = np.array(t, copy=True)
-    np.moveaxis(cleared, 0, -1)[batch_last(index)] = 0
+    set_rows_at(cleared, index, 0)
     return cleared
 
 
