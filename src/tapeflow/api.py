@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from tapeflow import cache
+from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules.batching import is_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.syntax.errors import UnsupportedError
@@ -40,17 +41,25 @@ def array_shapes(args) -> tuple:
     return tuple((i, a.shape) for i, a in enumerate(args) if a.__class__ is np.ndarray)
 
 
-def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=()):
+def argument_kinds(args) -> tuple:
+    """What each argument is (a scalar, an array, a list...; `analysis.aliasing`): part of
+    a compilation's key, so the compiler knows which writes change what."""
+    return tuple(kind_of_value(a) for a in args)
+
+
+def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=(),
+                    kinds=()):
     """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached).
 
-    `scalar_args` and `arg_shapes` specialise it to the arguments' shapes.
+    `scalar_args` and `arg_shapes` specialise it to the arguments' shapes,
+    `kinds` to what they are (`argument_kinds`).
     """
-    fn = _unwrap(fn)
-    key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args), tuple(arg_shapes))
+    fn = _unwrap(fn, tuple(kinds))
+    key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args), tuple(arg_shapes), tuple(kinds))
     return cache.compile_once(fn, key, tuple(wrt), tuple(lifted), lambda: pipeline.compile_reverse(
         fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=_compile_callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes)))
+        arg_shapes=tuple(arg_shapes), kinds=tuple(kinds)))
 
 
 def _make_caller(name, text, compiled, python_fn, namespace=()):
@@ -72,12 +81,13 @@ def _fits(caller) -> bool:
     return caller is not None and cache.valid(*caller.__tapeflow_adjoint__)
 
 
-def _generated_caller(wrapper, kind, f, wrt, has_aux):
-    cached = wrapper.__dict__.get('__tapeflow_caller__')
+def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
+    callers = wrapper.__dict__.setdefault('__tapeflow_callers__', {})     # kinds -> caller
+    cached = callers.get(kinds)
     if _fits(cached):
         return cached
-    python_fn = _unwrap(f)
-    compiled = compile_adjoint(python_fn, wrt)
+    python_fn = _unwrap(f, kinds)
+    compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
     params = ', '.join(compiled.params)
     result = {'grad': '_out[1]', 'value_and_grad': '_out'}[kind]
     if has_aux and kind == 'grad':
@@ -87,20 +97,21 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux):
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
-    caller = wrapper.__tapeflow_caller__ = _make_caller(name, text, compiled, python_fn)
+    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn)
     return caller
 
 
 _CALLERS = weakref.WeakKeyDictionary()     # python function -> {(kind, positions): caller}
 
 
-def _adjoint_caller(f, wrt, nprimals):
+def _adjoint_caller(f, wrt, nprimals, kinds=()):
     """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything."""
-    python_fn = _unwrap(f)
+    python_fn = _unwrap(f, kinds)
     callers = _CALLERS.setdefault(python_fn, {})
-    if _fits(callers.get(('vjp', wrt, nprimals))):
-        return callers['vjp', wrt, nprimals]
-    compiled = compile_adjoint(python_fn, wrt)
+    key = ('vjp', wrt, nprimals, kinds)
+    if _fits(callers.get(key)):
+        return callers[key]
+    compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
     grads = {i: '_out[1]' if len(wrt) == 1 else f'_out[1][{k}]' for k, i in enumerate(wrt)}
     result = ', '.join(grads.get(i, 'None') for i in range(nprimals))
     params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
@@ -108,7 +119,7 @@ def _adjoint_caller(f, wrt, nprimals):
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params})\n'
             f'    return ({result},)\n')
-    caller = callers['vjp', wrt, nprimals] = _make_caller(name, text, compiled, python_fn)
+    caller = callers[key] = _make_caller(name, text, compiled, python_fn)
     return caller
 
 
@@ -118,7 +129,7 @@ def _pullback_caller(pullback, f, primals, wrt):
     cached = pullback.__dict__.get('__tapeflow_caller__')
     if _fits(cached):
         return cached
-    adjoint = _adjoint_caller(f, wrt, len(primals))
+    adjoint = _adjoint_caller(f, wrt, len(primals), argument_kinds(primals))
     names = [f'_primal{k}' for k in range(len(primals))]
     text = (f'def pullback(cotangent):\n'
             f'    return {adjoint.__name__}({", ".join(names + ["cotangent"])})\n')
@@ -145,26 +156,28 @@ def _jvp_caller(f, nprimals):
     return caller
 
 
-def _compile_callee(fn, wrt):
-    return compile_adjoint(fn, wrt)
+def _compile_callee(fn, wrt, kinds=()):
+    return compile_adjoint(fn, wrt, kinds=kinds)
 
 
-def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), batched=False):
+def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), batched=False,
+                    kinds=()):
     """The compiled forward mode (`f_jvp(*args, *tangents)`) of `fn` (cached).
 
     `batched`: for tangents with a leading batch axis (one row per direction).
     """
-    fn = _unwrap(fn)
-    key = ('forward', tuple(wrt), optimize, tuple(scalar_args), tuple(arg_shapes), batched)
+    fn = _unwrap(fn, tuple(kinds))
+    key = ('forward', tuple(wrt), optimize, tuple(scalar_args), tuple(arg_shapes), batched,
+           tuple(kinds))
     callee = functools.partial(compile_tangent, batched=True) if batched else compile_tangent
     return cache.compile_once(fn, key, tuple(wrt), (), lambda: pipeline.compile_forward(
         fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes), batched=batched))
+        arg_shapes=tuple(arg_shapes), batched=batched, kinds=tuple(kinds)))
 
 
-def _unwrap(fn):
-    """The Python function the compiler reads for `fn`.
+def _unwrap(fn, kinds=()):
+    """The Python function the compiler reads for `fn` (called with arguments of `kinds`).
 
     A function made by `grad` or `value_and_grad` is read as a small function
     that calls its generated code, so derivatives of derivatives transform
@@ -172,7 +185,7 @@ def _unwrap(fn):
     """
     transform = getattr(fn, '__tapeflow_transform__', None)
     if transform is not None:
-        return _generated_caller(fn, *transform)
+        return _generated_caller(fn, *transform, kinds=kinds)
     pullback = getattr(fn, '__tapeflow_pullback__', None)
     if pullback is not None:
         return _pullback_caller(fn, *pullback)
@@ -271,7 +284,7 @@ def _differentiated(f, argnums, has_aux, kind):
                                 f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args))
+                                   arg_shapes=array_shapes(args), kinds=argument_kinds(args))
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
         entry = state[key] = (compiled, cache.validator(compiled, compiled.fn), dtype_checked)
@@ -314,7 +327,7 @@ def _differentiated(f, argnums, has_aux, kind):
             return (value, grads) if with_value else grads      # the scalar fast path
         return finish(value, grads, args)
 
-    differentiated.__dict__.pop('__tapeflow_caller__', None)    # wraps copied f's
+    differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
     return differentiated
 
@@ -331,7 +344,7 @@ def vjp(f, *primals):
     """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal."""
     wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
                 np.issubdtype(_dtype_of(p), np.inexact))
-    compiled = compile_adjoint(f, wrt)
+    compiled = compile_adjoint(f, wrt, kinds=argument_kinds(primals))
     tape = []
     out = compiled.forward(tape, *primals)
     saved = tuple(tape)
@@ -361,7 +374,7 @@ def jvp(f, primals, tangents):
             raise ValueError(f'jvp: the tangent of argument {i} has shape {np.shape(tangents[i])}, '
                              f'its primal {np.shape(primals[i])}')
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
-                               arg_shapes=array_shapes(primals))
+                               arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     return value, _tangent_like(tangent, value)
 
@@ -385,7 +398,8 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None):
     """
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
-                                           arg_shapes=array_shapes(args))
+                                           arg_shapes=array_shapes(args),
+                                           kinds=argument_kinds(args))
     if mode == 'forward':
         compiled = compile_tangent(f, wrt, optimize=optimize, **shapes)
         part = 'source'
@@ -426,7 +440,8 @@ def jacfwd(f, argnums=0):
         x = args[argnums]
         wrt = (argnums,)
         compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), batched=True)
+                                   arg_shapes=array_shapes(args), batched=True,
+                                   kinds=argument_kinds(args))
         value, tangent = compiled.combined(*args, _basis_batch(x))
         return _jacobian_from_batch(tangent, value, x)
     return jacobian_f
@@ -460,12 +475,13 @@ def jacrev(f, argnums=0):
         if isinstance(out, (tuple, list, dict)):
             raise TypeError('jacrev: the function must return one array or scalar')
         seed = np.zeros(np.shape(out), np.result_type(out, float)) if np.ndim(out) else 0.0
-        pullback = _adjoint_caller(f, wrt, len(args))
+        pullback = _adjoint_caller(f, wrt, len(args), argument_kinds(args))
         inputs = args + (seed,)
         x = args[argnums]
         try:
             compiled = compile_tangent(pullback, (len(args),), scalar_args=scalar_positions(inputs),
-                                       arg_shapes=array_shapes(inputs), batched=True)
+                                       arg_shapes=array_shapes(inputs), batched=True,
+                                       kinds=argument_kinds(inputs))
         except (UnsupportedError, MissingRule):
             # the adjoint cannot be swept forward (a user rule written as a lambda,
             # say): one reverse sweep per output element instead

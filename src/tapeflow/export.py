@@ -79,14 +79,14 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
     fn = _unwrap(fn)
     units = {}
 
-    def compile_unit(f, positions, record=False):
+    def compile_unit(f, positions, record=False, kinds=()):
         key = (f.__code__, tuple(positions))
         if key in units:                       # recursion: the unit being built
             return units[key].compiled
         placeholder = pipeline.Compiled(f, tuple(positions), (), [], '', '', {})
         unit = units[key] = Unit(placeholder, {}, [])
         options = dict(runtime_names=support.generated_namespace(), optimize_code=optimize,
-                       record_passes=record, compile_callee=callee_hook)
+                       record_passes=record, compile_callee=callee_hook, kinds=tuple(kinds))
         if mode == 'forward':
             compiled = pipeline.compile_forward(f, tuple(positions), **options)
         else:
@@ -100,8 +100,8 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
                         if (c.fn.__code__, tuple(c.wrt)) in units]
         return placeholder
 
-    def callee_hook(f, positions):
-        return compile_unit(_unwrap(f), positions)
+    def callee_hook(f, positions, kinds=(), arg_shapes=()):
+        return compile_unit(_unwrap(f), positions, kinds=kinds)
 
     compile_unit(fn, wrt, record_passes)
     return units[(fn.__code__, tuple(wrt))]

@@ -17,10 +17,14 @@ def augassign(x, y):
 
 
 def test_desugar_augmented_assignment():
+    # `y[0] *= x` is Python's `t = y[0]; t *= x; y[0] = t`: `t` may be an element
+    # (or view) other names hold, which the in-place multiply changes
     assert text(augassign, 'desugar') == dedent('''
         def augassign(x, y):
             x = x + y
-            y[0] = y[0] * x
+            _item = y[0]
+            _item = _item * x
+            y[0] = _item
             return x
         ''')
 

@@ -29,7 +29,7 @@ from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable,
 from tapeflow.rules.shapes import fit
 
 __all__ = ['dispatches', 'gather', 'scatter_add', 'assign', 'add_at', 'positions',
-           'is_basic_index', 'gather_batch', 'scatter_add_batch']
+           'is_basic_index', 'gather_batch', 'scatter_add_batch', 'written']
 
 _NDARRAY_DISPATCH = np.ndarray.__array_function__
 
@@ -192,8 +192,8 @@ def _kept(shape, idx):
     return mask
 
 
-def _written(g, shape, idx):
-    """`g[idx]`, zero where a repeated index was overwritten by a later write."""
+def written(g, shape, idx):
+    """`g[idx]`, zero where a repeated index was overwritten by a later write (`y[idx] = v`)."""
     picked = g[idx]
     if is_basic_index(idx):
         return picked
@@ -208,7 +208,7 @@ def assign_vjp_x(g, ans, x, idx, v):
 
 
 def assign_vjp_v(g, ans, x, idx, v):
-    return fit(_written(g, np.shape(x), idx), v)
+    return fit(written(g, np.shape(x), idx), v)
 
 
 def assign_jvp_x(t, ans, x, idx, v):

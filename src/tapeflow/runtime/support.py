@@ -14,13 +14,18 @@ import numpy as np
 from tapeflow.rules import registry
 from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch, lift_tangent,
                                      rows_at, set_rows_at)
+from tapeflow.rules.array_ops import add_at, written
 from tapeflow.rules.indexing import untake
+from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
+                                     is_list, put_index, shares)
 from tapeflow.rules.shapes import (broadcast_tangent, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
-           'unbroadcast', 'Tape']
+           'unbroadcast', 'Tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
+           'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
+           'restore_contents', 'add_at', 'put_index', 'diagonal_index']
 
 
 class Tape(list):
@@ -95,9 +100,15 @@ def densify(adjoint, value):
 
 
 def setitem_value_adjoint(adjoint, index, value):
-    """Cotangent of `v` in `y[index] = v`, given the cotangent of `y`."""
+    """Cotangent of `v` in `y[index] = v`, given the cotangent of `y`.
+
+    Where a repeated index wrote twice, the last write is the one that stayed
+    (NumPy), so only it gets the cotangent.
+    """
     if is_zero(adjoint):
         return 0.0
+    if adjoint.__class__ is np.ndarray:
+        return unbroadcast(written(adjoint, adjoint.shape, index), value)
     return unbroadcast(adjoint[index], value)
 
 
@@ -180,6 +191,70 @@ def old_value(container, index):
     """What `container[index] = v` overwrites, copied so the write cannot change it."""
     value = container[index]
     return value.copy() if isinstance(value, np.ndarray) else value
+
+
+# ---------------------------------------------------------------- writes to shared memory
+# The mutation pass (transforms/mutation.py) lowers writes into forms the
+# sweeps differentiate; these helpers are what those forms call.
+
+def pop_index(container, index=-1) -> int:
+    """The position `container.pop(index)` removes, counted from the start."""
+    size = len(container)
+    if not -size <= index < size:
+        raise IndexError('pop index out of range')
+    return index % size
+
+
+def insert_adjoint(adjoint, index):
+    """The cotangent of a list before `pop(index)` removed an element nothing read after."""
+    if is_zero(adjoint):
+        return adjoint
+    out = list(adjoint)
+    out.insert(index, 0.0)
+    return out
+
+
+def remove_tangent(tangent, index):
+    """The tangent of a list after `pop(index)`."""
+    if is_zero(tangent):
+        return tangent
+    out = list(tangent)
+    del out[index]
+    return out
+
+
+def insert_tangent(tangent, index, value_tangent, container):
+    """The tangent of `ys` after `ys.insert(index, v)` (`container` is `ys` after it)."""
+    if is_zero(tangent) and is_zero(value_tangent):
+        return tangent
+    out = list(tangent) if not is_zero(tangent) else [0.0] * (len(container) - 1)
+    out.insert(index, value_tangent)
+    return out
+
+
+def saved_contents(value):
+    """What `restore_contents` needs to undo any write into `value`."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return None
+
+
+def restore_contents(value, saved):
+    """Put back, in place, what `saved_contents(value)` saved."""
+    if isinstance(value, np.ndarray):
+        if value.shape != saved.shape:
+            value.resize(saved.shape, refcheck=False)
+        value[...] = saved
+    elif isinstance(value, list):
+        value[:] = saved
+    elif isinstance(value, dict):
+        value.clear()
+        value.update(saved)
+    return value
 
 
 def generated_namespace() -> dict:
@@ -427,4 +502,50 @@ for _transpose, _rule, _jvp in (
     registry.defjvp(_transpose, _jvp)
     registry.static(_transpose, *range(1, 5))
 
-registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, slice)
+registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, slice, pop_index,
+                           saved_contents, restore_contents)
+
+
+def _insert_adjoint_jvp(t, ans, adjoint, index):
+    return insert_adjoint(t, index)
+
+
+def _insert_adjoint_vjp(g, ans, adjoint, index):
+    return 0.0 if is_zero(adjoint) else remove_tangent(g, index)
+
+
+def _remove_tangent_jvp(t, ans, tangent, index):
+    return remove_tangent(t, index)
+
+
+def _remove_tangent_vjp(g, ans, tangent, index):
+    return 0.0 if is_zero(tangent) else insert_adjoint(g, index)
+
+
+def _insert_tangent_jvp_ys(t, ans, tangent, index, value_tangent, container):
+    return insert_tangent(t, index, 0.0, container)
+
+
+def _insert_tangent_jvp_v(t, ans, tangent, index, value_tangent, container):
+    return insert_tangent(0.0, index, t, container)
+
+
+def _insert_tangent_vjp_ys(g, ans, tangent, index, value_tangent, container):
+    return 0.0 if is_zero(g) else remove_tangent(g, index)
+
+
+def _insert_tangent_vjp_v(g, ans, tangent, index, value_tangent, container):
+    return getitem_adjoint(g, index)
+
+
+registry.defjvp(insert_tangent, _insert_tangent_jvp_ys, None, _insert_tangent_jvp_v)
+registry.defvjp(insert_tangent, _insert_tangent_vjp_ys, None, _insert_tangent_vjp_v)
+registry.static(insert_tangent, 1, 3)
+registry.defjvp(insert_adjoint, _insert_adjoint_jvp)
+registry.defvjp(insert_adjoint, _insert_adjoint_vjp)
+registry.defjvp(remove_tangent, _remove_tangent_jvp)
+registry.defvjp(remove_tangent, _remove_tangent_vjp)
+registry.static(insert_adjoint, 1)
+registry.static(remove_tangent, 1)
+defjvp_batched(insert_adjoint, _insert_adjoint_jvp)
+defjvp_batched(remove_tangent, _remove_tangent_jvp)

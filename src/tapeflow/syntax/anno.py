@@ -25,6 +25,21 @@ class Key(enum.Enum):
     # On the `if <flags>: break` that ends a lowered loop body: an exit the
     # reverse sweep does not mirror (the trip count already records it).
     LOOP_EXIT = 'loop_exit'
+    # On `y = y + v` written `y += v` (desugar): the operation may write into
+    # `y`'s memory (`transforms.mutation` decides). True; for the `t += v` of
+    # `y[i] += v` (`t = y[i]; t += v; y[i] = t`), the name `y` (a str).
+    IN_PLACE = 'in_place'
+    # On a statement run as written that writes into the memory of a name
+    # (the name, a str): the reverse sweep saves and restores that memory.
+    # Set by `transforms.mutation`.
+    MUTATES = 'mutates'
+    # On a statement that writes memory in place (and on the restore the
+    # reverse sweep makes of it): the other names that may share that memory
+    # (a frozenset). The restore is needed while any of them is live.
+    SHARES = 'shares'
+    # On a call of a user function: the kinds of its arguments, as far as the
+    # caller knows them (`analysis.aliasing`), to compile the callee for them.
+    ARG_KINDS = 'arg_kinds'
 
 
 _ATTR = '_tapeflow_anno'

@@ -25,7 +25,7 @@ import copy
 import gast
 
 from tapeflow.syntax import nodes
-from tapeflow.syntax.anno import Key, getanno, hasanno
+from tapeflow.syntax.anno import Key, copyanno, getanno, hasanno
 from tapeflow.syntax.naming import Namer
 
 _OP_NAMES = {gast.Add: 'add', gast.Sub: 'sub', gast.Mult: 'mul', gast.Div: 'div',
@@ -49,6 +49,7 @@ def is_atom(node) -> bool:
 class _ANF:
     def __init__(self, namer: Namer):
         self.namer = namer
+        self.testing = False
 
     # ---------------------------------------------------------------- statements
 
@@ -87,7 +88,7 @@ class _ANF:
         value = self.operation(stmt.value, pre, target.id)
         if isinstance(value, gast.Name) and value.id == target.id and pre:
             return pre                              # the statements assigned it already
-        return pre + [nodes.assign(target.id, value)]
+        return pre + [copyanno(stmt, nodes.assign(target.id, value), Key.IN_PLACE)]
 
     def assign_to(self, target, atom):
         if isinstance(target, gast.Name):
@@ -126,9 +127,17 @@ class _ANF:
             return pre + [nodes.return_(nodes.tuple_(*elts))]
         return pre + [nodes.return_(self.atom(stmt.value, pre, 'out'))]
 
+    def test(self, expr, pre):
+        """The atom of a condition: only its truth is read, so `a and b` may stay an expression."""
+        outer, self.testing = self.testing, True
+        try:
+            return self.atom(expr, pre, 'cond')
+        finally:
+            self.testing = outer
+
     def stmt_If(self, stmt):
         pre = []
-        test = self.atom(stmt.test, pre, 'cond')
+        test = self.test(stmt.test, pre)
         stmt.test = test
         stmt.body = self.block(stmt.body)
         stmt.orelse = self.block(stmt.orelse) if stmt.orelse else []
@@ -142,8 +151,12 @@ class _ANF:
         cond = self.namer.new('_cond')
         original = copy.deepcopy(stmt.test)
         pre, again = [], []
-        self.assign_operation(cond, stmt.test, pre)
-        self.assign_operation(cond, original, again)
+        outer, self.testing = self.testing, True
+        try:
+            self.assign_operation(cond, stmt.test, pre)
+            self.assign_operation(cond, original, again)
+        finally:
+            self.testing = outer
         stmt.test = nodes.name(cond)
         body = self.block(stmt.body)
         exit_stmt = body.pop() if body and getanno(body[-1], Key.LOOP_EXIT) else None
@@ -224,7 +237,10 @@ class _ANF:
         return nodes.name(result.id)
 
     def expr_BoolOp(self, e, pre, target):
-        if all(_is_simple_test(v) for v in e.values):
+        # `a or b` is the value of `a` or of `b`: where it is used as a value (not a
+        # condition), the one Python returns must carry its derivative, so it becomes
+        # statements unless every operand is a truth value already.
+        if all(_is_simple_test(v, value=not self.testing) for v in e.values):
             return e
         # Operands that need statements keep their short circuit.
         result = target or self.namer.new('_and' if isinstance(e.op, gast.And) else '_or')
@@ -248,7 +264,7 @@ class _ANF:
 
     def expr_IfExp(self, e, pre, target):
         result = target or self.namer.new('_ifexp')
-        test = self.atom(e.test, pre, 'cond')
+        test = self.test(e.test, pre)
         body, orelse = [], []
         body.append(nodes.assign(result, self.operation(e.body, body, result)))
         orelse.append(nodes.assign(result, self.operation(e.orelse, orelse, result)))
@@ -346,16 +362,19 @@ def _is_len_of_atom(expr) -> bool:
         and len(expr.args) == 1 and is_atom(expr.args[0]) and not expr.keywords
 
 
-def _is_simple_test(expr) -> bool:
-    """An operand of `and`/`or` cheap and safe to evaluate eagerly."""
+def _is_simple_test(expr, value=False) -> bool:
+    """An operand of `and`/`or` cheap and safe to evaluate eagerly. With `value` (the
+    result is used, not only its truth), one that is a bool already: a comparison,
+    `not`, a constant -- otherwise the operand Python returns must carry its derivative."""
     if is_atom(expr):
-        return True
+        return not value or isinstance(expr, gast.Constant) and (
+            isinstance(expr.value, bool) or expr.value is None)
     if isinstance(expr, gast.Compare):
         return is_atom(expr.left) and all(is_atom(c) for c in expr.comparators)
     if isinstance(expr, gast.UnaryOp) and isinstance(expr.op, gast.Not):
         return _is_simple_test(expr.operand)
     if isinstance(expr, gast.BoolOp):
-        return all(_is_simple_test(v) for v in expr.values)
+        return all(_is_simple_test(v, value) for v in expr.values)
     return False
 
 

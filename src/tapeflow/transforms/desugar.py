@@ -2,8 +2,8 @@
 
 Runs after `syntax.fence` and `syntax.resolve`. Guarantees on its output:
 
-- no augmented assignment (`x += y` is `x = x + y`; `y[i] += v` is
-  `y[i] = y[i] + v`);
+- no augmented assignment (`x += y` is `x = x + y`, marked `Key.IN_PLACE`;
+  `y[i] += v` is `t = y[i]; t = t + v` (marked); `y[i] = t`);
 - every `for` loop iterates `range(...)`: loops over sequences, `enumerate`
   and `zip` index their sequences;
 - no `continue`, no `break` but the one `if <flags>: break` that ends a loop
@@ -35,7 +35,7 @@ def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
         _FoldTransforms(namer, bindings, source).visit(node)
         if source is not None:
             _PullbackCalls(namer, bindings, source).rewrite(node)
-    node.body = _AugAssign().visit_body(node.body)
+    node.body = _AugAssign(namer).visit_body(node.body)
     node.body = _Loops(namer).visit_body(node.body)
     node.body = _Jumps(namer).lower_function(node.body)
     return node
@@ -280,10 +280,27 @@ class _Rewriter(gast.NodeTransformer):
 
 
 class _AugAssign(_Rewriter):
+    """`y += v` is `y = y + v`, marked `Key.IN_PLACE`: the mutation pass decides whether
+    the write reaches memory other names see. `y[i] += v` is NumPy's (and Python's)
+    `t = y[i]; t += v; y[i] = t`: `t` may be a view, or an element another name holds."""
+
+    def __init__(self, namer):
+        self.namer = namer
+
     def visit_AugAssign(self, node):
+        if isinstance(node.target, gast.Subscript):
+            item = self.namer.new('_item')
+            value = nodes.binop(item, node.op, node.value)
+            update = nodes.assign(item, value)
+            setanno(update, Key.IN_PLACE, node.target.value.id)     # the base it is written back to
+            out = [nodes.assign(item, nodes.load(node.target)), update,
+                   nodes.assign(node.target, item)]
+            return [nodes.copy_location(s, node) for s in out]
         value = nodes.binop(nodes.load(node.target), node.op, node.value)
         nodes.copy_location(value, node)
-        return nodes.copy_location(nodes.assign(node.target, value), node)
+        stmt = nodes.copy_location(nodes.assign(node.target, value), node)
+        setanno(stmt, Key.IN_PLACE, True)
+        return stmt
 
     def visit_AnnAssign(self, node):
         if node.value is None:

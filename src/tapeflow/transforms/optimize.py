@@ -76,7 +76,13 @@ def _empty(body) -> bool:
 
 
 def _dead(stmt, live_after) -> bool:
-    """A reverse-sweep statement whose effect nothing reads (pops: with their pairs)."""
+    """A reverse-sweep statement whose effect nothing reads (pops: with their pairs).
+
+    A restore of memory other names share (`Key.SHARES`) lives while any of
+    them does; one of memory written as the user wrote it (`Key.MUTATES`), always.
+    """
+    if getanno(stmt, Key.MUTATES) is not None or (getanno(stmt, Key.SHARES) or set()) & live_after:
+        return False
     pair = getanno(stmt, Key.TAPE_PAIR)
     if isinstance(stmt, gast.Assign):
         target = stmt.targets[0]

@@ -19,13 +19,14 @@ import dataclasses
 
 import gast
 
-from tapeflow.analysis import activity, shapes as shape_analysis
+from tapeflow.analysis import activity, aliasing, shapes as shape_analysis
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.unparse import annotate, load_module, unparse
-from tapeflow.transforms import anf, desugar, forward, optimize, reverse, tape_ops
+from tapeflow.transforms import (anf, callees, desugar, forward, mutation, optimize, reverse,
+                                 tape_ops)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -35,6 +36,7 @@ PASSES = (
     'fence',      # reject what later passes do not understand, before touching anything
     'desugar',    # jumps to flags, loops to range: reverse knows only these forms
     'anf',        # one operation per statement: one rule per adjoint statement
+    'mutation',   # writes to shared memory made explicit: later passes assume value semantics
     'activity',   # which names carry derivatives: only those get adjoints
     'reverse',    # forward sweep with pushes, reverse sweep with pops
     'optimize',   # drop dead adjoints and unneeded push/pop pairs
@@ -47,7 +49,11 @@ RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint'
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
                  'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack',
-                 'lift_tangent', 'jvp_over_batch', 'setitem_batched')
+                 'lift_tangent', 'jvp_over_batch', 'setitem_batched',
+                 # the forms of the mutation pass
+                 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index', 'insert_adjoint',
+                 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
+                 'add_at', 'put_index', 'diagonal_index')
 
 
 @dataclasses.dataclass
@@ -90,7 +96,7 @@ def bind_pending(compiled):
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=()) -> Compiled:
+                    arg_shapes=(), kinds=()) -> Compiled:
     """Run the pipeline on `fn`, differentiating the parameters at `wrt`.
 
     `scalar_args`: positions whose arguments are scalars in the calls this
@@ -100,7 +106,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     """
     passes = []
     front = _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names,
-                   passes if record_passes else None)
+                   passes if record_passes else None, kinds)
     source, node, namer, params, active = front.source, front.node, front.namer, front.params, front.active
     wrt_names, shapes, namespace, emitter = front.wrt_names, front.shapes, front.namespace, front.emitter
     record = front.record
@@ -114,6 +120,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
                                  shapes, names)
     order = getattr(fn, '__tapeflow_order__', 0) + 1     # generated code is of a higher order
     ctx.order = order
+    ctx.kinds = front.written.kinds if front.written is not None else {}
     adjoint = reverse.transform(node, ctx)                              # reverse
 
     adj = adjoint.adjoints
@@ -215,40 +222,41 @@ class _Front:
     namespace: dict
     emitter: RuleEmitter
     record: object
+    written: object = None   # what the mutation pass found (transforms.mutation.Result)
 
 
-def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _Front:
-    """parse -> resolve -> fence -> desugar -> anf -> activity: what both modes share."""
+def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes, kinds=()) -> _Front:
+    """parse -> resolve -> fence -> desugar -> anf -> mutation -> activity: what both modes share."""
     def record(name, node):
         if passes is not None:
             passes.append((name, unparse(node)))
 
-    source = parse.parse_function(fn)                                   # parse
-    node = source.node
-    record('parse', node)
-    for name in lifted:
-        node.args.args.append(nodes.name(name))
-        node.args.args[-1].ctx = gast.Param()
-    bindings = resolve.resolve(node, fn)                                # resolve
-    fence.check(source)                                                 # fence
+    source, node, bindings, namer = _syntax(fn, lifted, record)
     params = [a.id for a in node.args.args]
     for i in wrt:
         if i >= len(params):
             raise TypeError(f'{fn.__name__}() has {len(params) - len(lifted)} parameters; '
                             f'cannot differentiate with respect to argument {i}')
     wrt_names = [params[i] for i in wrt]
-    namer = Namer.for_function(node)
-    namer.taken |= set(RUNTIME_NAMES)
-    desugar.transform(node, namer, source, fn, bindings)                # desugar
-    record('desugar', node)
-    anf.transform(node, namer)                                          # anf
-    record('anf', node)
+    generated = any(n.startswith('_tape') for n in namer.taken)
+    written = None
+    if not generated:                                                   # mutation
+        param_kinds = {params[i]: k for i, k in enumerate(kinds) if k is not None and i < len(params)}
+        param_kinds.update({params[i]: aliasing.SCALAR for i in scalar_args if i < len(params)})
+        param_kinds.update({params[i]: aliasing.ARRAY for i, _ in arg_shapes if i < len(params)})
+        summaries = callees.Summaries(anf_of)
+        written = mutation.transform(node, mutation.Context(
+            source, namer, param_kinds, summaries,
+            lambda f, positions: callees.variant(f, positions, parse.parse_function)))
+        record('mutation', node)
     active = activity.active_names(node, set(wrt_names))                # activity
-    if any(n.startswith('_tape') for n in namer.taken):
+    if generated:
         # generated code: its tape carries values (and derivatives)
         popped, pushed = tape_ops.popped_names(node), tape_ops.pushed_names(node)
         outputs = activity.output_names(node.body) | pushed
         active = activity.active_names(node, set(wrt_names) | popped, outputs)
+    else:
+        mutation.check(written, active, source)
     param_shapes = {params[i]: () for i in scalar_args if i < len(params)}
     param_shapes.update({params[i]: tuple(shape) for i, shape in arg_shapes if i < len(params)})
     shapes = shape_analysis.infer(node, param_shapes)
@@ -257,12 +265,39 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes) -> _
     namespace.update(bindings.computed)
     emitter = RuleEmitter(namespace, namer)
     return _Front(source, node, namer, params, wrt_names, active, shapes, bindings,
-                  namespace, emitter, record)
+                  namespace, emitter, record, written)
+
+
+def _syntax(fn, lifted=(), record=None):
+    """parse -> resolve -> fence -> desugar -> anf: the function in the compiler's normal form."""
+    source = parse.parse_function(fn)                                   # parse
+    node = source.node
+    if record:
+        record('parse', node)
+    for name in lifted:
+        node.args.args.append(nodes.name(name))
+        node.args.args[-1].ctx = gast.Param()
+    bindings = resolve.resolve(node, fn)                                # resolve
+    fence.check(source)                                                 # fence
+    namer = Namer.for_function(node)
+    namer.taken |= set(RUNTIME_NAMES)
+    desugar.transform(node, namer, source, fn, bindings)                # desugar
+    if record:
+        record('desugar', node)
+    anf.transform(node, namer)                                          # anf
+    if record:
+        record('anf', node)
+    return source, node, bindings, namer
+
+
+def anf_of(fn) -> gast.FunctionDef:
+    """`fn` in ANF (what the analyses read), for summaries of callees."""
+    return _syntax(fn)[1]
 
 
 def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=(), batched=False) -> Compiled:
+                    arg_shapes=(), batched=False, kinds=()) -> Compiled:
     """Forward mode: `jvp_f(*args, *tangents) -> (value, tangent)` for the parameters at `wrt`.
 
     `batched`: the tangents carry a leading batch axis, one row per direction
@@ -271,16 +306,16 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     _COMPILING_FORWARD.add(fn.__code__)
     try:
         return _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes,
-                                compile_callee, scalar_args, arg_shapes, batched)
+                                compile_callee, scalar_args, arg_shapes, batched, kinds)
     finally:
         _COMPILING_FORWARD.discard(fn.__code__)
 
 
 def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compile_callee,
-                     scalar_args, arg_shapes, batched) -> Compiled:
+                     scalar_args, arg_shapes, batched, kinds) -> Compiled:
     passes = []
     front = _front(fn, wrt, (), scalar_args, arg_shapes, runtime_names,
-                   passes if record_passes else None)
+                   passes if record_passes else None, kinds)
     params, active, namer = front.params, front.active, front.namer
 
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
@@ -289,6 +324,7 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
     ctx.order = getattr(fn, '__tapeflow_order__', 0) + 1
     ctx.batched = batched
+    ctx.kinds = front.written.kinds if front.written is not None else {}
     body, output, tangent_out = forward.transform(front.node, ctx)     # forward
     tangent_params = [ctx.tangents[n] for n in front.wrt_names]
     inits = [nodes.assign(ctx.tangents[p], nodes.call('zero_tangent', p)) for p in params
@@ -322,10 +358,10 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
     def bind(fn, wrt, stmt, arg_shapes=()):
         if getattr(fn, '__code__', None) in _COMPILING_FORWARD:
             arg_shapes = ()
-        key = fn, wrt, arg_shapes
+        kinds = _argument_kinds(stmt)
+        key = fn, wrt, arg_shapes, kinds
         if key not in bound:
-            callee = compile_callee(fn, wrt, arg_shapes=arg_shapes) if arg_shapes \
-                else compile_callee(fn, wrt)
+            callee = compile_callee(fn, wrt, arg_shapes=arg_shapes, kinds=kinds)
             compiled.callees.append(callee)
             name = namer.new(f'{callee.fn.__name__}_jvp')
             if callee.combined is None:                 # still compiling: recursion
@@ -359,11 +395,12 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
     bound = {}
 
     def bind(fn, wrt, stmt):
-        if (fn, wrt) in bound:
-            return bound[fn, wrt]
+        kinds = _argument_kinds(stmt)
+        if (fn, wrt, kinds) in bound:
+            return bound[fn, wrt, kinds]
         if compile_callee is None:
             raise TypeError(f'cannot differentiate the call of {fn.__name__}()')
-        callee = compile_callee(fn, wrt)
+        callee = compile_callee(fn, wrt, kinds=kinds)
         compiled.callees.append(callee)
         fwd = namer.new(f'{callee.fn.__name__}_forward')     # the name it is printed under
         bwd = namer.new(f'{callee.fn.__name__}_backward')
@@ -373,6 +410,12 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
         else:
             namespace[fwd] = callee.forward
             namespace[bwd] = callee.backward
-        bound[fn, wrt] = fwd, bwd
+        bound[fn, wrt, kinds] = fwd, bwd
         return fwd, bwd
     return bind
+
+
+def _argument_kinds(stmt) -> tuple:
+    """What the caller knows of the arguments of the user call in `stmt` (`analysis.aliasing`)."""
+    call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
+    return getanno(call, Key.ARG_KINDS) or () if isinstance(call, gast.Call) else ()

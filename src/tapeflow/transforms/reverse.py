@@ -80,6 +80,7 @@ class ReverseContext:
         self.inner = {}          # generated code's own push/pop names -> (kind, tape)
         self._stacks = {}        # inner tape -> {'push': name, 'pop': name}
         self.stack_prologue = []
+        self.kinds = {}          # name -> kind (analysis.aliasing), where the mutation pass ran
 
     def adjoint_stacks(self, tape):
         """Names bound (at the start of the reverse sweep) to the adjoint stack of `tape`."""
@@ -94,7 +95,7 @@ class ReverseContext:
 
 
 def transform(node: gast.FunctionDef, ctx: ReverseContext) -> Adjoint:
-    ctx.containers = _container_names(node.body)
+    ctx.containers = _container_names(node.body) | container_kinds(ctx.kinds)
     ctx.inner = tape_ops.tape_bindings(node) if tape_ops.mentions_tape(node) else {}
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
@@ -126,6 +127,11 @@ def _seed(output, ctx):
     return []
 
 
+def container_kinds(kinds) -> set:
+    """Names that hold lists, tuples or dicts somewhere, by `analysis.aliasing`."""
+    return {n for n, kind in kinds.items() if kind in ('list', 'tuple', 'dict')}
+
+
 # Helpers of generated code whose results may be lists or tuples (cotangents of containers).
 _STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint',
                        'drop_last_adjoint', 'setitem_clear_adjoint', 'setitem_value_adjoint'}
@@ -150,6 +156,8 @@ def _container_names(body) -> set:
         if isinstance(n, gast.Call) and n.args and isinstance(n.args[0], gast.Name) and getattr(
                 getanno(n.func, Key.RESOLVED), '__name__', None) in _STRUCTURED_ARGUMENTS:
             names.add(n.args[0].id)         # the cotangent of a container, read by structure
+        if isinstance(n, gast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
+            names |= {a.id for a in n.args if isinstance(a, gast.Name)}
     copies = [(n.targets[0].id, n.value.id) for n in gast.walk(gast.Module(body=body, type_ignores=[]))
               if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)
               and isinstance(n.value, gast.Name)]
@@ -161,6 +169,19 @@ def _container_names(body) -> set:
                 names |= {a, b}
                 changed = True
     return names
+
+
+_SEQUENCE_BUILTINS = frozenset({builtins.sum, builtins.max, builtins.min, builtins.sorted,
+                                builtins.list, builtins.tuple, builtins.zip, builtins.enumerate,
+                                builtins.reversed, builtins.any, builtins.all, builtins.map})
+
+
+def _takes_sequences(fn) -> bool:
+    """Builtins whose arguments are sequences (`sum(xs)`): a cotangent of such is a list."""
+    try:
+        return fn in _SEQUENCE_BUILTINS
+    except TypeError:
+        return False
 
 
 # Helpers of generated code whose first argument may be the cotangent of a list or tuple.
@@ -210,6 +231,9 @@ class _Reverse(Sweep):
         return forward, reverse
 
     def statement(self, stmt):
+        mutated = getanno(stmt, Key.MUTATES)
+        if mutated is not None:
+            return self.restored(stmt, mutated)
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
             if isinstance(target, gast.Subscript):
@@ -228,6 +252,23 @@ class _Reverse(Sweep):
         if isinstance(stmt, gast.Return):
             raise self.error(stmt, 'return is only supported as the last statement here')
         return [stmt], []                 # pass, assert, nested def, loop exit
+
+    def restored(self, stmt, name):
+        """A write run as written (`transforms.mutation`): its memory is saved before it and
+        put back in the reverse sweep (no derivative flows through it: the pass checked)."""
+        if isinstance(stmt, gast.Expr):
+            forward, reverse = [stmt], []
+        else:
+            setanno(stmt, Key.MUTATES, None)
+            forward, reverse = self.statement(stmt)
+            setanno(stmt, Key.MUTATES, name)
+        push, pop = self.pair(nodes.call('saved_contents', name))
+        restore = nodes.expr_stmt(nodes.call('restore_contents', name, pop.value))
+        for key in (Key.TAPE_PAIR, Key.SYNTHETIC):
+            setanno(restore, key, getanno(pop, key))
+        setanno(restore, Key.MUTATES, name)
+        setanno(restore, Key.RESTORES_IN_PLACE, True)
+        return [push] + forward, reverse + [restore]
 
     # ---------------------------------------------------------------- assignment
 
@@ -299,7 +340,9 @@ class _Reverse(Sweep):
                 raise self.error(stmt, f'differentiating {fn.__name__}() with respect to the keyword '
                                        f'argument {k.arg!r} is not supported; pass it by position')
         if not active and not self._carries_inner_tape(call):
-            return [push, stmt], [pop]
+            # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here
+            kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
+            return [push, stmt], kill + [pop]
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)
@@ -373,6 +416,7 @@ class _Reverse(Sweep):
         index = target.slice
         old = nodes.call('old_value', y, index_value(index))
         push, pop = self.pair(old, restore_target=nodes.subscript(y, index, store=True), in_place=True)
+        setanno(pop, Key.SHARES, getanno(stmt, Key.SHARES))
         rev = []
         if y in self.ctx.active:
             by = self.adj[y]
@@ -401,8 +445,13 @@ class _Reverse(Sweep):
                     if call.args and self.is_active(call.args[0]):
                         rev.append(self.accumulate(call.args[0].id, nodes.call('last_adjoint', bys)))
                     rev.append(nodes.assign(bys, nodes.call('drop_last_adjoint', bys)))
-                restore = nodes.assign(ys, nodes.subscript(ys, gast.Slice(None, nodes.const(-1), None)))
+                restore = nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'pop')))
+                setanno(restore, Key.RESTORES_IN_PLACE, True)
                 return [stmt], rev + [restore]
+            if call.func.attr == 'pop' and len(call.args) <= 1 and not call.keywords:
+                return self.pop_item(stmt, ys, call)
+            if call.func.attr == 'insert' and len(call.args) == 2 and not call.keywords:
+                return self.insert_item(stmt, ys, call)
             if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
                 raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
                                        f'only .append() is supported on differentiated lists')
@@ -410,6 +459,41 @@ class _Reverse(Sweep):
                                             self._user_function(call) is not None):
             raise self.error(stmt, 'the result of this call is discarded; assign it to a name')
         return [stmt], []
+
+    def pop_item(self, stmt, ys, call):
+        """`ys.pop(i)` (its value read before, by `transforms.mutation`): the reverse sweep
+        puts the element back where it was, and its slot's cotangent starts at zero."""
+        namer = self.ctx.namer
+        index, item = namer.new('_index'), namer.new('_popped')
+        at = nodes.call('pop_index', ys, *call.args)
+        forward = [nodes.assign(index, at), nodes.assign(item, nodes.subscript(ys, index)),
+                   nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'pop'), index))]
+        push_index, pop_index = self.pair(nodes.name(index), restore_target=index)
+        push_item, pop_item = self.pair(nodes.name(item), restore_target=item)
+        restore = nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'insert'), index, item))
+        setanno(restore, Key.RESTORES_IN_PLACE, True)
+        rev = [pop_item, pop_index, restore]
+        if ys in self.ctx.active:
+            bys = self.adj[ys]
+            rev.insert(2, nodes.assign(bys, nodes.call('insert_adjoint', bys, index)))
+        return forward + [push_index, push_item], rev
+
+    def insert_item(self, stmt, ys, call):
+        """`ys.insert(i, v)` (the reverse sweep of a `pop`, differentiated again): undone by
+        `ys.pop(i)`; `v`'s cotangent is its slot's."""
+        index, value = call.args
+        forward, rev = [stmt], [nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'pop'), index))]
+        setanno(rev[0], Key.RESTORES_IN_PLACE, True)
+        if ys in self.ctx.active:
+            bys = self.adj[ys]
+            rev[:0] = [nodes.assign(bys, nodes.call('remove_tangent', bys, index))]
+            if self.is_active(value):
+                rev[:0] = [self.accumulate(value.id, nodes.call('getitem_adjoint', bys, index))]
+        if isinstance(index, gast.Name):
+            push, pop = self.pair(nodes.name(index.id), restore_target=index.id)
+            forward.append(push)
+            rev.append(pop)
+        return forward, rev
 
     # ---------------------------------------------------------------- control flow
 

@@ -1,0 +1,681 @@
+"""Aliasing: which names may share memory, and what is known exactly about how.
+
+Runs on ANF (`transforms.anf`), before activity; models the program as it is
+written (Python's reference semantics: names share lists and arrays, slices
+and reshapes are views, calls write into their arguments). For every
+statement, `Aliasing.before[id(stmt)]` holds a `State` with three kinds of
+facts, each true whenever that statement runs:
+
+- `kinds`: what a name holds, as far as known (`SCALAR`, `ARRAY`, `LIST`,
+  `TUPLE`, `DICT`, `NUMERIC` -- an array or a scalar --, or None: unknown);
+- points-to, *may* facts: `pts[name]` is the set of abstract objects the name
+  may reference, and `contents[obj]` the objects its elements may reference.
+  Objects are allocation sites, split by recency (the site's most recent
+  object, and all older ones: a loop that allocates each trip keeps this
+  trip's array apart from the last one's), the parameters (and, for each,
+  whatever it contains), and the objects of globals and closures (`OUTER`).
+  Immutable values (numbers, strings, None) reference nothing;
+- equations, *must* facts (`Eq`): `v = y[1:]`, `a = b`, `r = y.reshape(-1)`,
+  `e = xs[0]`: the value of one name is that operation applied to another's,
+  sharing its memory. An equation holds until a name in it is rebound (or,
+  for list elements, the list's slots change).
+
+`reach(state, name)` is every object a name can reach; two names may share
+memory when their reaches meet. The mutation pass (`transforms.mutation`)
+reads these facts at each write: who else sees the memory written, and how to
+bring each of them up to date.
+
+Callees: `summaries(fn, kinds)` says which parameters a user function may
+write into and which its result may reference; the analysis uses it at
+calls (see `transforms.mutation.summarize`).
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import math
+import types
+
+import gast
+import numpy as np
+
+from tapeflow.rules import mutation as table
+from tapeflow.rules import registry
+from tapeflow.syntax.anno import Key, getanno
+
+SCALAR, ARRAY, LIST, TUPLE, DICT, NUMERIC = 'scalar', 'array', 'list', 'tuple', 'dict', 'numeric'
+MUTABLE = frozenset({ARRAY, LIST, DICT})
+_NUMBERS = frozenset({SCALAR, ARRAY, NUMERIC})
+
+OUTER = 'outer'
+PARAM, PARAM_ITEMS = 'param', 'param-items'
+
+# Builtins whose result is a fresh immutable value (or a fresh number).
+_FRESH_BUILTINS = frozenset({builtins.len, builtins.int, builtins.float, builtins.bool,
+                             builtins.abs, builtins.round, builtins.sum, builtins.range,
+                             builtins.isinstance, builtins.complex, builtins.print,
+                             builtins.str, builtins.repr, builtins.hash, builtins.id,
+                             builtins.divmod, builtins.pow})
+# Builtins that make a new container of the elements of their arguments.
+_CONTAINER_BUILTINS = {builtins.list: LIST, builtins.tuple: TUPLE, builtins.sorted: LIST,
+                       builtins.dict: DICT}
+# NumPy functions returning a list of views of their first argument.
+_LIST_OF_VIEWS = frozenset(f for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
+                                       np.broadcast_arrays, np.meshgrid,
+                                       getattr(np, 'unstack', None)) if f is not None)
+
+
+def kind_of_value(value):
+    """The kind of a Python object known while compiling (a constant, a global)."""
+    if isinstance(value, (bool, int, float, complex, str, bytes, np.generic)) or value is None:
+        return SCALAR
+    if isinstance(value, np.ndarray):
+        return ARRAY
+    for cls, kind in ((list, LIST), (tuple, TUPLE), (dict, DICT)):
+        if isinstance(value, cls):
+            return kind
+    return None
+
+
+def join_kinds(a, b):
+    if a == b:
+        return a
+    if a in _NUMBERS and b in _NUMBERS:
+        return NUMERIC
+    return None
+
+
+def may_be_mutable(kind) -> bool:
+    return kind not in (SCALAR, TUPLE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Eq:
+    """`derived` is `value` computed from `source` (and the names in `names`), and shares memory with it.
+
+    `op`: 'ident' (`a = b`), 'index' (`v = y[idx]`, `e = xs[k]`) or 'view'
+    (`r = y.reshape(-1)`, `t = y.T`: `view` is its `rules.mutation.View`).
+    `container`: the kind of `source` (an array's index is a view, a list's an
+    element). `maybe`: whether `derived` shares memory with `source` is only
+    known at run time (`reshape` copies a non-contiguous array).
+    """
+    derived: str
+    source: str
+    op: str
+    key: str                                   # the value, as text: what makes two equations one
+    value: object = dataclasses.field(compare=False, hash=False, default=None)
+    names: frozenset = dataclasses.field(compare=False, hash=False, default=frozenset())
+    container: object = dataclasses.field(compare=False, hash=False, default=None)
+    view: object = dataclasses.field(compare=False, hash=False, default=None)
+    maybe: bool = dataclasses.field(compare=False, hash=False, default=False)
+    length: object = dataclasses.field(compare=False, hash=False, default=None)  # of a tuple display
+
+    def mentions(self, name) -> bool:
+        return name == self.derived or name in self.names
+
+
+@dataclasses.dataclass
+class State:
+    kinds: dict = dataclasses.field(default_factory=dict)
+    pts: dict = dataclasses.field(default_factory=dict)
+    contents: dict = dataclasses.field(default_factory=dict)
+    eqs: frozenset = frozenset()
+
+    def copy(self) -> 'State':
+        return State(dict(self.kinds), dict(self.pts), dict(self.contents), self.eqs)
+
+    def join(self, other: 'State') -> 'State':
+        kinds = {n: join_kinds(self.kinds.get(n, other.kinds.get(n)),
+                               other.kinds.get(n, self.kinds.get(n)))
+                 for n in self.kinds.keys() | other.kinds.keys()}
+        pts = {n: self.pts.get(n, frozenset()) | other.pts.get(n, frozenset())
+               for n in self.pts.keys() | other.pts.keys()}
+        contents = {o: self.contents.get(o, frozenset()) | other.contents.get(o, frozenset())
+                    for o in self.contents.keys() | other.contents.keys()}
+        return State(kinds, pts, contents, self.eqs & other.eqs)
+
+    def same(self, other: 'State') -> bool:
+        return (self.kinds == other.kinds and self.pts == other.pts
+                and self.contents == other.contents and self.eqs == other.eqs)
+
+
+def reach(state: State, name: str) -> frozenset:
+    """Every object `name` may reference, directly or through the elements it holds."""
+    return reach_objects(state, state.pts.get(name, frozenset()))
+
+
+def reach_objects(state: State, objects) -> frozenset:
+    seen, stack = set(objects), list(objects)
+    while stack:
+        for inner in state.contents.get(stack.pop(), ()):
+            if inner not in seen:
+                seen.add(inner)
+                stack.append(inner)
+    return frozenset(seen)
+
+
+def text(node) -> str:
+    from tapeflow.syntax.unparse import unparse
+    return unparse(gast.Expr(value=node)).strip()
+
+
+def names_of(node) -> frozenset:
+    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                     and not getanno(n, Key.RESOLVED))
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What a call of a user function does to its arguments."""
+    writes: frozenset = frozenset()            # positions of arguments it may write into
+    result: object = None                      # positions the result may reference (None: all)
+    result_is: object = None                   # position the result is (`return v`), or None
+    result_kind: object = None
+
+
+OPAQUE_SUMMARY = Summary(frozenset(), None, None, None)
+
+
+class Aliasing:
+    """The facts before every statement of an ANF function body.
+
+    `param_kinds`: name -> kind of the parameters, where known. `summary(fn,
+    kinds)`: the `Summary` of a call of the user function `fn` with arguments
+    of those kinds (None: unknown, the call may do anything to its arguments'
+    elements but writes nothing).
+    """
+
+    def __init__(self, node: gast.FunctionDef, param_kinds: dict, summary=None):
+        self.summary = summary or (lambda fn, kinds: OPAQUE_SUMMARY)
+        self.before = {}              # id(stmt) -> State
+        self.after = {}               # id(stmt) -> State (simple statements)
+        self.recording = True
+        state = State()
+        for arg in node.args.args:
+            p = arg.id
+            obj, items = (PARAM, p), (PARAM_ITEMS, p)
+            state.kinds[p] = param_kinds.get(p)
+            if may_be_mutable(state.kinds[p]) or state.kinds[p] == TUPLE:
+                state.pts[p] = frozenset({obj})
+                state.contents[obj] = frozenset({items})
+                state.contents[items] = frozenset({items})
+        self.entry = state
+        self.exit = self.block(node.body, state)
+
+    # ---------------------------------------------------------------- control flow
+
+    def block(self, stmts, state):
+        for stmt in stmts:
+            state = self.statement(stmt, state)
+        return state
+
+    def statement(self, stmt, state):
+        if self.recording:
+            self.before[id(stmt)] = state
+        if isinstance(stmt, gast.If):
+            return self.block(stmt.body, state).join(self.block(stmt.orelse, state))
+        if isinstance(stmt, (gast.For, gast.While)):
+            return self.loop(stmt, state)
+        new = state.copy()
+        self.simple(stmt, new)
+        if self.recording:
+            self.after[id(stmt)] = new
+        return new
+
+    def loop(self, stmt, state):
+        recording, self.recording = self.recording, False
+        head = state
+        for _ in range(50):
+            entry = self.loop_head(stmt, head)
+            end = self.block(stmt.body, entry)
+            new = head.join(end)
+            if new.same(head):
+                break
+            head = new
+        else:                              # pragma: no cover - the lattice is finite
+            raise RuntimeError('aliasing: loop fixpoint did not converge')
+        self.recording = recording
+        if recording:
+            self.before[id(stmt)] = head
+            self.block(stmt.body, self.loop_head(stmt, head))
+        # The loop may run no trip, or leave after any (a break)
+        return head
+
+    def loop_head(self, stmt, state):
+        if isinstance(stmt, gast.For):
+            state = state.copy()
+            for n in gast.walk(stmt.target):
+                if isinstance(n, gast.Name):
+                    self.bind(state, n.id, SCALAR, frozenset())
+        return state
+
+    # ---------------------------------------------------------------- simple statements
+
+    def simple(self, stmt, state):
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            if isinstance(target, gast.Name):
+                self.assign(stmt, target.id, stmt.value, state)
+            elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+                self.store_item(target.value.id, target.slice, stmt.value, state)
+            return
+        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+            self.call_effects(stmt.value, state, stmt)
+        elif isinstance(stmt, gast.FunctionDef):
+            self.bind(state, stmt.name, None, frozenset())
+
+    def bind(self, state, name, kind, objects, eqs=()):
+        """`name` now holds a new value: equations on its old one are gone."""
+        kill(state, name)
+        state.kinds[name] = kind
+        if objects:
+            state.pts[name] = frozenset(objects)
+        else:
+            state.pts.pop(name, None)
+        if eqs:
+            state.eqs = state.eqs | frozenset(eqs)
+
+    def assign(self, stmt, target, value, state):
+        site = ('site', id(stmt))
+        if isinstance(value, gast.Call):
+            self.call_effects(value, state, stmt)
+        kind, objects, eqs = self.value(value, target, site, state)
+        self.bind(state, target, kind, objects, eqs)
+
+    def atom(self, node, state):
+        """(kind, objects) of an ANF atom."""
+        if isinstance(node, gast.Constant):
+            return kind_of_value(node.value), frozenset()
+        if isinstance(node, gast.Tuple):                 # a tuple of constants
+            return TUPLE, frozenset()
+        resolved = getanno(node, Key.RESOLVED, _MISSING)
+        if isinstance(node, gast.Name) and resolved is _MISSING:
+            return state.kinds.get(node.id), state.pts.get(node.id, frozenset())
+        if resolved is _MISSING:
+            return None, frozenset()
+        kind = kind_of_value(resolved)
+        if kind in MUTABLE or kind == TUPLE and not _constant_tuple(resolved):
+            return kind, frozenset({(OUTER, text(node))})
+        return kind, frozenset()
+
+    def fresh(self, state, site, kind, inside=frozenset()):
+        """A new object made at `site` (its elements: `inside`); older objects of the site are merged."""
+        if kind in (SCALAR, TUPLE) and not inside:
+            return frozenset()
+        new, old = site + ('new',), site + ('old',)
+        if new in state.contents or any(new in s for s in state.pts.values()):
+            _age(state, new, old)
+        state.contents[new] = frozenset(inside)
+        return frozenset({new})
+
+    def value(self, v, target, site, state):
+        """(kind, objects, equations) of the value of an ANF assignment to `target`."""
+        if isinstance(v, (gast.Name, gast.Constant)) or (
+                isinstance(v, gast.Attribute) and getanno(v, Key.RESOLVED, _MISSING) is not _MISSING):
+            kind, objects = self.atom(v, state)
+            eqs = [Eq(target, v.id, 'ident', v.id, v, frozenset({v.id}))] \
+                if isinstance(v, gast.Name) and v.id in state.kinds and v.id != target else []
+            return kind, objects, eqs
+        if isinstance(v, gast.BinOp):
+            (ka, oa), (kb, ob) = self.atom(v.left, state), self.atom(v.right, state)
+            if ka in _NUMBERS and kb in _NUMBERS:
+                kind = SCALAR if ka == kb == SCALAR else (ARRAY if ARRAY in (ka, kb) else NUMERIC)
+                return kind, self.fresh(state, site, kind), []
+            kind = ka if ka == kb and ka in (LIST, TUPLE) else (
+                ka if ka in (LIST, TUPLE) and kb == SCALAR else None)
+            inside = _elements(state, oa | ob)
+            return kind, self.fresh(state, site, kind or LIST, inside), []
+        if isinstance(v, gast.UnaryOp):
+            kind, _ = self.atom(v.operand, state)
+            kind = SCALAR if isinstance(v.op, gast.Not) or kind == SCALAR else (
+                kind if kind in _NUMBERS else NUMERIC)
+            return kind, self.fresh(state, site, kind), []
+        if isinstance(v, (gast.Compare, gast.BoolOp)):
+            kinds = [self.atom(a, state)[0] for a in gast.walk(v) if isinstance(a, gast.Name)]
+            kind = SCALAR if all(k == SCALAR for k in kinds) else NUMERIC
+            return kind, self.fresh(state, site, kind), []
+        if isinstance(v, gast.Subscript):
+            return self.subscript(v, target, site, state)
+        if isinstance(v, gast.Attribute):
+            return self.attribute(v, target, site, state)
+        if isinstance(v, (gast.Tuple, gast.List)):
+            kind = TUPLE if isinstance(v, gast.Tuple) else LIST
+            objects = frozenset().union(*(self.atom(e, state)[1] for e in v.elts)) if v.elts else frozenset()
+            made = self.fresh(state, site, LIST, objects)      # tuples of arrays hold references too
+            eqs = [_element_eq(e.id, target, k, kind, len(v.elts)) for k, e in enumerate(v.elts)
+                   if isinstance(e, gast.Name) and e.id in state.kinds and e.id != target]
+            return kind, made, eqs
+        if isinstance(v, gast.Dict):
+            objects = frozenset().union(*(self.atom(e, state)[1] for e in v.values)) if v.values else frozenset()
+            eqs = [_element_eq(e.id, target, k.value, DICT, None) for k, e in zip(v.keys, v.values)
+                   if isinstance(e, gast.Name) and isinstance(k, gast.Constant)
+                   and e.id in state.kinds and e.id != target]
+            return DICT, self.fresh(state, site, DICT, objects), eqs
+        if isinstance(v, gast.Call):
+            return self.call(v, target, site, state)
+        return None, self.fresh(state, site, None, _everything(state, v)), []
+
+    def subscript(self, v, target, site, state):
+        base = v.value
+        kind, objects = self.atom(base, state)
+        index = v.slice
+        if not isinstance(base, gast.Name) or base.id not in state.kinds:
+            return None, self.fresh(state, site, None, reach_objects(state, objects)), []
+        name = base.id
+        eq = lambda container, maybe: Eq(target, name, 'index', text(v), v, names_of(v),
+                                          container, None, maybe)
+        if kind == ARRAY or kind == NUMERIC:
+            basic = _basic_index(index, state)
+            if basic is False:
+                return ARRAY, self.fresh(state, site, ARRAY), []
+            made = self.fresh(state, site, ARRAY) if basic is None else frozenset()
+            return NUMERIC, objects | made, [eq(ARRAY, True)]
+        if kind in (LIST, TUPLE, DICT):
+            items = _elements(state, objects)
+            if isinstance(index, gast.Slice):
+                return kind, self.fresh(state, site, kind, items), []
+            if kind != DICT and _index_kind(index, state) != SCALAR:
+                return None, items | self.fresh(state, site, None, items), []
+            return None, items, [eq(kind, False)]
+        everything = reach_objects(state, objects)
+        return None, everything | self.fresh(state, site, None, everything), [eq(None, True)]
+
+    def attribute(self, v, target, site, state):
+        kind, objects = self.atom(v.value, state)
+        if v.attr in ('shape', 'ndim', 'size', 'dtype', 'itemsize', 'nbytes', 'strides'):
+            return (TUPLE if v.attr in ('shape', 'strides') else SCALAR), frozenset(), []
+        view = table.VIEW_ATTRIBUTES.get(v.attr)
+        if view is not None and isinstance(v.value, gast.Name) and v.value.id in state.kinds:
+            made = frozenset() if view.always and kind == ARRAY else self.fresh(state, site, ARRAY)
+            return NUMERIC if v.attr in ('real', 'imag') else ARRAY, objects | made, [
+                Eq(target, v.value.id, 'view', text(v), v, names_of(v), kind, view,
+                   not (view.always and kind == ARRAY))]
+        everything = reach_objects(state, objects)
+        return None, everything | self.fresh(state, site, None, everything), []
+
+    # ---------------------------------------------------------------- calls
+
+    def call(self, v, target, site, state):
+        fn = getanno(v.func, Key.RESOLVED)
+        args = v.args
+        arg_facts = [self.atom(a, state) for a in args]
+        kw_objects = frozenset().union(*(self.atom(k.value, state)[1] for k in v.keywords)) \
+            if v.keywords else frozenset()
+        everything = reach_objects(state, frozenset().union(*(o for _, o in arg_facts)) | kw_objects) \
+            if arg_facts or kw_objects else frozenset()
+        if fn is None and isinstance(v.func, gast.Attribute):
+            return self.method(v, target, site, state, everything)
+        if fn is None:
+            return None, self.fresh(state, site, None, everything) | everything, []
+        outs = out_arguments(v)
+        if len(outs) == 1 and isinstance(outs[0], gast.Name) and outs[0].id in state.kinds:
+            written = outs[0].id                     # `r = np.f(..., out=y)` is `y`
+            return ARRAY, state.pts.get(written, frozenset()), [
+                Eq(target, written, 'ident', written, outs[0], frozenset({written}))]
+        view = _lookup(table.VIEW_FUNCTIONS, fn)
+        if view is not None and args and isinstance(args[0], gast.Name) and args[0].id in state.kinds:
+            kind, objects = arg_facts[0]
+            made = frozenset() if view.always and kind == ARRAY else self.fresh(state, site, ARRAY)
+            maybe = not (view.always and kind == ARRAY)
+            return ARRAY, objects | made, [Eq(target, args[0].id, 'view', text(v), v, names_of(v),
+                                              kind, view, maybe)]
+        if _lookup(_LIST_OF_VIEWS, fn) is not None:
+            return LIST, self.fresh(state, site, LIST, everything), []
+        if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
+            return self.user_call(fn, v, target, site, state, arg_facts)
+        if _lookup(_CONTAINER_BUILTINS, fn) is not None:
+            kind = _CONTAINER_BUILTINS[fn]
+            return kind, self.fresh(state, site, LIST if kind == TUPLE else kind, everything), []
+        if _lookup(_FRESH_BUILTINS, fn) is not None or fn in (math.fsum,):
+            return SCALAR, frozenset(), []
+        if fn is builtins.max or fn is builtins.min:
+            return None, everything, []
+        if registry.lookup(fn) is not None or _is_numpy(fn):
+            kind = SCALAR if getattr(fn, '__module__', None) == 'math' else NUMERIC
+            return kind, self.fresh(state, site, kind), []
+        return None, self.fresh(state, site, None, everything) | everything, []
+
+    def user_call(self, fn, v, target, site, state, arg_facts):
+        summary = self.summary(fn, tuple(k for k, _ in arg_facts))
+        positions = range(len(arg_facts)) if summary.result is None else summary.result
+        refs = frozenset().union(*(reach_objects(state, arg_facts[i][1])
+                                   for i in positions if i < len(arg_facts))) \
+            if arg_facts else frozenset()
+        if summary.result_is is not None and summary.result_is < len(v.args):
+            arg = v.args[summary.result_is]
+            if isinstance(arg, gast.Name) and arg.id in state.kinds:
+                kind, objects = arg_facts[summary.result_is]
+                return kind, objects, [Eq(target, arg.id, 'ident', arg.id, arg, frozenset({arg.id}))]
+        kind = summary.result_kind
+        return kind, self.fresh(state, site, kind or LIST, refs) | refs, []
+
+    def method(self, v, target, site, state, everything):
+        receiver = v.func.value
+        kind, objects = self.atom(receiver, state)
+        name = v.func.attr
+        if not isinstance(receiver, gast.Name) or receiver.id not in state.kinds:
+            return None, self.fresh(state, site, None, everything | reach_objects(state, objects)) \
+                | everything | reach_objects(state, objects), []
+        view = table.VIEW_METHODS.get(name)
+        if view is not None and kind in (ARRAY, NUMERIC, None):
+            made = frozenset() if view.always and kind == ARRAY else self.fresh(state, site, ARRAY)
+            return ARRAY, objects | made, [Eq(target, receiver.id, 'view', text(v), v, names_of(v),
+                                              kind, view, not (view.always and kind == ARRAY))]
+        if kind in (LIST, DICT) and name in ('pop', 'get', 'setdefault', 'popitem'):
+            return None, _elements(state, objects), []
+        if kind in (LIST, DICT) and name == 'copy':
+            return kind, self.fresh(state, site, kind, _elements(state, objects)), []
+        if kind in (LIST, TUPLE) and name in ('index', 'count'):
+            return SCALAR, frozenset(), []
+        if name == 'copy' and kind != ARRAY:
+            return kind, self.fresh(state, site, kind or LIST, _elements(state, objects)), []
+        if kind in (ARRAY, NUMERIC, None) and (name in registry.METHODS or name in table.ARRAY_METHODS):
+            return NUMERIC, self.fresh(state, site, NUMERIC), []
+        if kind == DICT and name in ('keys', 'values', 'items'):
+            return None, self.fresh(state, site, None, _elements(state, objects)), []
+        refs = everything | reach_objects(state, objects)
+        return None, self.fresh(state, site, None, refs) | refs, []
+
+    def call_effects(self, call, state, stmt):
+        """What a call does to the memory of its arguments (before its result is bound)."""
+        for position, written, elements in writes_of_call(call, state, self.summary):
+            if not isinstance(written, gast.Name) or written.id not in state.kinds:
+                continue
+            name = written.id
+            objects = state.pts.get(name, frozenset())
+            if elements:
+                added = reach_objects(state, elements)
+                for obj in objects:
+                    state.contents[obj] = state.contents.get(obj, frozenset()) | added
+            if state.kinds.get(name) != ARRAY:
+                kill_items(state, name, keep_appended=position == 'append')
+
+    def store_item(self, name, index, value, state):
+        """`name[index] = value`."""
+        if name not in state.kinds:
+            return
+        kind = state.kinds.get(name)
+        if kind in _NUMBERS:
+            return
+        _, objects = self.atom(value, state)
+        for obj in state.pts.get(name, frozenset()):
+            state.contents[obj] = state.contents.get(obj, frozenset()) | objects
+        kill_items(state, name, keep_appended=False)
+
+
+_MISSING = object()
+
+
+def writes_of_call(call, state, summary):
+    """[(how, the written atom, the objects now also held in it)] for a call that writes.
+
+    `how`: 'append' for writes that only add slots at the end of a list, the
+    mutator's form otherwise. An `out=` keyword writes its array.
+    """
+    out = [('out', value, frozenset()) for value in out_arguments(call)]
+    fn = getanno(call.func, Key.RESOLVED)
+    mutator = table.mutator_of_function(fn) if fn is not None else None
+    if mutator is not None and call.args:
+        return out + [(mutator.form, call.args[0], frozenset())]
+    if fn is None and isinstance(call.func, gast.Attribute):
+        receiver = call.func.value
+        name = call.func.attr
+        kind = state.kinds.get(receiver.id) if isinstance(receiver, gast.Name) else None
+        owner = getanno(receiver, Key.RESOLVED, None)
+        if name == 'at' and isinstance(owner, np.ufunc) and call.args:
+            return out + [('at', call.args[0], frozenset())]
+        if kind in (LIST, None) and name in table.LIST_METHODS:
+            form = table.LIST_METHODS[name].form
+            if form == 'pop' and kind != LIST:
+                form = 'opaque'
+            added = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in call.args
+                                        if isinstance(a, gast.Name)))
+            if name == 'extend':
+                added = _elements(state, added) | added
+            return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
+        if kind in (DICT, None) and name in table.DICT_METHODS:
+            return out + [('opaque', receiver, _everything_of(state, call.args))]
+        if kind in (ARRAY, NUMERIC, None) and name in table.ARRAY_METHODS:
+            mutator = table.ARRAY_METHODS[name]
+            if mutator.writes == 'receiver':
+                return out + [(mutator.form, receiver, frozenset())]
+            if call.args:
+                return out + [(mutator.form, call.args[mutator.writes], frozenset())]
+    if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
+        kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else None for a in call.args)
+        written = summary(fn, kinds).writes
+        everything = _everything_of(state, call.args)
+        out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
+    return out
+
+
+def out_arguments(call) -> list:
+    """The arrays a call writes its result into: `out=` (or a ufunc's extra positional arguments)."""
+    out = []
+    for k in call.keywords:
+        if k.arg == 'out':
+            out += k.value.elts if isinstance(k.value, gast.Tuple) else [k.value]
+    fn = getanno(call.func, Key.RESOLVED)
+    if isinstance(fn, np.ufunc) and len(call.args) > fn.nin:
+        out += call.args[fn.nin:]
+    return out
+
+
+def _everything_of(state, atoms):
+    objects = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in atoms
+                                  if isinstance(a, gast.Name))) if atoms else frozenset()
+    return reach_objects(state, objects)
+
+
+def kill(state: State, name: str):
+    """Forget the equations `name` is in, keeping those an identical name can stand in for."""
+    if not any(e.mentions(name) for e in state.eqs):
+        return
+    twins = [e.source if e.derived == name else e.derived for e in state.eqs
+             if e.op == 'ident' and name in (e.derived, e.source)]
+    twin = next((t for t in twins if t != name), None)
+    kept = set()
+    for e in state.eqs:
+        if not e.mentions(name):
+            kept.add(e)
+        elif twin is not None and e.derived != name and e.op != 'ident' and twin not in e.names:
+            kept.add(_renamed(e, name, twin))
+    state.eqs = frozenset(kept)
+
+
+def kill_items(state: State, name: str, keep_appended: bool):
+    """The slots of the list (dict) `name` changed: its element equations are gone.
+
+    After an append, an element read at a constant index >= 0 stays where it was.
+    """
+    def survives(e):
+        if e.source != name or e.op != 'index' or e.container == ARRAY:
+            return True
+        if not keep_appended:
+            return False
+        index = e.value.slice
+        return isinstance(index, gast.Constant) and isinstance(index.value, int) and index.value >= 0
+    state.eqs = frozenset(e for e in state.eqs if survives(e))
+
+
+def _renamed(e: Eq, old: str, new: str) -> Eq:
+    from tapeflow.syntax import nodes
+    value = nodes.substitute(e.value, {old: new})
+    return dataclasses.replace(e, source=new if e.source == old else e.source, key=text(value),
+                               value=value, names=(e.names - {old}) | {new})
+
+
+def _element_eq(element, container, key, kind, length):
+    from tapeflow.syntax import nodes
+    value = nodes.subscript(container, nodes.const(key))
+    return Eq(element, container, 'index', text(value), value, frozenset({container}),
+              kind, None, False, length)
+
+
+def _age(state, new, old):
+    """Merge a site's most recent object into its older ones (the site allocates again)."""
+    def rename(objects):
+        return (objects - {new}) | {old} if new in objects else objects
+    state.pts = {n: rename(o) for n, o in state.pts.items()}
+    merged = state.contents.pop(new, frozenset())
+    state.contents = {k: rename(o) for k, o in state.contents.items()}
+    state.contents[old] = rename(state.contents.get(old, frozenset()) | merged)
+
+
+def _elements(state, objects) -> frozenset:
+    return frozenset().union(*(state.contents.get(o, frozenset()) for o in objects)) \
+        if objects else frozenset()
+
+
+def _everything(state, node) -> frozenset:
+    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in gast.walk(node)
+                                  if isinstance(n, gast.Name)))
+    return reach_objects(state, objects)
+
+
+def _constant_tuple(value) -> bool:
+    return all(kind_of_value(v) == SCALAR or isinstance(v, tuple) and _constant_tuple(v)
+               for v in value)
+
+
+def _lookup(table_, fn):
+    try:
+        return table_.get(fn) if isinstance(table_, dict) else (fn if fn in table_ else None)
+    except TypeError:
+        return None
+
+
+def _is_numpy(fn) -> bool:
+    module = getattr(fn, '__module__', None) or ''
+    return isinstance(fn, np.ufunc) or module == 'numpy' or module.startswith('numpy.')
+
+
+def _index_kind(index, state):
+    if isinstance(index, gast.Constant):
+        return SCALAR if isinstance(index.value, int) and not isinstance(index.value, bool) else None
+    if isinstance(index, gast.Name):
+        return state.kinds.get(index.id) if getanno(index, Key.RESOLVED, _MISSING) is _MISSING \
+            else kind_of_value(getanno(index, Key.RESOLVED))
+    return None
+
+
+def _basic_index(index, state):
+    """True: `x[index]` is basic indexing (a view); False: advanced (a copy); None: unknown."""
+    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    verdict = True
+    for part in parts:
+        if isinstance(part, gast.Slice):
+            continue
+        if isinstance(part, gast.Constant):
+            if part.value is None or part.value is Ellipsis or (
+                    isinstance(part.value, int) and not isinstance(part.value, bool)):
+                continue
+            return False                 # a tuple/bool constant: advanced
+        if isinstance(part, (gast.List, gast.Tuple)):
+            return False
+        kind = _index_kind(part, state)
+        if kind in (ARRAY, LIST):
+            return False
+        if kind != SCALAR:
+            verdict = None
+    return verdict

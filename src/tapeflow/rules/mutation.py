@@ -1,0 +1,215 @@
+"""What writes memory and what shares it: the table the compiler's alias analysis reads.
+
+Data, not code: which NumPy functions and methods write into an argument,
+which return views of an argument (or the argument itself), and which list
+and dict methods change their object. `tapeflow.analysis.aliasing` and the
+mutation pass (`tapeflow.transforms.mutation`) read these tables; each
+`Mutator.form` names the exact rewrite the pass applies (`docs/python-subset.md`
+lists them), `'opaque'` marks a write that is run as written, undone in the
+reverse sweep, and refused where a derivative would have to flow through it.
+
+`View.inverse` says how a write through the view reaches its base: `'index'`
+(`base[idx] = view`), `'reshape'` (`base[...] = np.reshape(view, base.shape)`),
+`'transpose'`, `'swapaxes'`, `'moveaxis'`, `'flip'` (the same axes again),
+`'matrix_transpose'`, or None: read-only views and views with no exact inverse,
+which are re-derived when their base changes but may not be written.
+`View.always`: always a view of an ndarray operand (NumPy guarantees it);
+otherwise whether the result shares memory is decided at run time.
+
+The helpers at the end compute positions and decide, at run time, what the
+rewrites could not decide while compiling (`shares`: is this reshape a view?);
+they carry no derivative. Generated code calls them (`runtime.support`).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from tapeflow.rules.registry import nondifferentiable
+
+__all__ = ['Mutator', 'View', 'FUNCTIONS', 'ARRAY_METHODS', 'LIST_METHODS', 'DICT_METHODS',
+           'UFUNC_METHODS', 'VIEW_FUNCTIONS', 'VIEW_METHODS', 'VIEW_ATTRIBUTES',
+           'put_index', 'diagonal_index', 'mutator_of_function', 'is_array',
+           'is_list', 'shares', 'inplace_op', 'index_size', 'as_mask']
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutator:
+    """A call that writes into one of its arguments."""
+    writes: object            # position of the written argument, or 'receiver'
+    form: str                 # the pass's rewrite ('copyto', 'put', ..., 'opaque')
+    params: tuple = ()        # parameter names, in order, for keyword arguments
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """A call or attribute whose result may share memory with its first operand."""
+    inverse: object           # how a write through it reaches the base (see above)
+    always: bool = False      # a view of any ndarray operand, not decided at run time
+
+
+def _existing(module, names):
+    return [getattr(module, n) for n in names if n in dir(module)]
+
+
+# ---------------------------------------------------------------- writes
+
+FUNCTIONS = {
+    np.copyto: Mutator(0, 'copyto', ('dst', 'src', 'casting', 'where')),
+    np.put: Mutator(0, 'put', ('a', 'ind', 'v', 'mode')),
+    np.place: Mutator(0, 'place', ('arr', 'mask', 'vals')),
+    np.putmask: Mutator(0, 'putmask', ('a', 'mask', 'values')),
+    np.fill_diagonal: Mutator(0, 'fill_diagonal', ('a', 'val', 'wrap')),
+    np.random.shuffle: Mutator(0, 'opaque', ('x',)),
+}
+
+# Methods of ufuncs (`np.add.at(a, idx, b)`): the first argument is written.
+UFUNC_METHODS = {'at': Mutator(0, 'at', ('a', 'indices', 'b'))}
+
+# ndarray methods that write into the array they are called on.
+ARRAY_METHODS = {
+    'fill': Mutator('receiver', 'fill', ('value',)),
+    'sort': Mutator('receiver', 'sort', ('axis', 'kind', 'order')),
+    'put': Mutator('receiver', 'put', ('ind', 'v', 'mode')),
+    'partition': Mutator('receiver', 'partition', ('kth', 'axis', 'kind', 'order')),
+    'resize': Mutator('receiver', 'opaque'),
+    'itemset': Mutator('receiver', 'opaque'),
+    'setfield': Mutator('receiver', 'opaque'),
+    'byteswap': Mutator('receiver', 'opaque'),
+    'shuffle': Mutator(0, 'opaque', ('x',)),          # numpy.random.Generator.shuffle(x)
+}
+
+# List methods that change the list. `append`, `extend` and `pop` are
+# differentiated; the others are run as written where no derivative is involved.
+LIST_METHODS = {
+    'append': Mutator('receiver', 'append', ('object',)),
+    'extend': Mutator('receiver', 'extend', ('iterable',)),
+    'pop': Mutator('receiver', 'pop', ('index',)),
+    'insert': Mutator('receiver', 'opaque', ('index', 'object')),
+    'remove': Mutator('receiver', 'opaque', ('value',)),
+    'sort': Mutator('receiver', 'opaque', ('key', 'reverse')),
+    'reverse': Mutator('receiver', 'opaque'),
+    'clear': Mutator('receiver', 'opaque'),
+}
+
+DICT_METHODS = {
+    'update': Mutator('receiver', 'opaque'),
+    'pop': Mutator('receiver', 'opaque'),
+    'popitem': Mutator('receiver', 'opaque'),
+    'setdefault': Mutator('receiver', 'opaque'),
+    'clear': Mutator('receiver', 'opaque'),
+}
+
+
+def mutator_of_function(fn):
+    """The `Mutator` of a resolved callable, or None (unhashable callables too)."""
+    try:
+        return FUNCTIONS.get(fn)
+    except TypeError:
+        return None
+
+
+# ---------------------------------------------------------------- views
+
+_RESHAPE, _NONE = View('reshape'), View(None)
+
+VIEW_FUNCTIONS = {
+    np.reshape: _RESHAPE, np.ravel: _RESHAPE,
+    np.squeeze: View('reshape', always=True), np.expand_dims: View('reshape', always=True),
+    np.asarray: _RESHAPE, np.asanyarray: _RESHAPE, np.ascontiguousarray: _RESHAPE,
+    np.asfortranarray: _RESHAPE, np.atleast_1d: _RESHAPE, np.atleast_2d: _RESHAPE,
+    np.atleast_3d: _RESHAPE,
+    np.transpose: View('transpose', always=True), np.swapaxes: View('swapaxes', always=True),
+    np.moveaxis: View('moveaxis', always=True),
+    np.flip: View('flip', always=True), np.fliplr: View('flip', always=True),
+    np.flipud: View('flip', always=True), np.rot90: View(None, always=True),
+    np.diagonal: View(None, always=True), np.broadcast_to: View(None, always=True),
+    np.real: _NONE, np.imag: _NONE,
+}
+for _fn in _existing(np, ('matrix_transpose', 'permute_dims')):
+    VIEW_FUNCTIONS[_fn] = View('transpose' if _fn.__name__ == 'permute_dims'
+                               else 'matrix_transpose', always=True)
+
+VIEW_METHODS = {
+    'reshape': _RESHAPE, 'ravel': _RESHAPE, 'view': _NONE,
+    'squeeze': View('reshape', always=True), 'transpose': View('transpose', always=True),
+    'swapaxes': View('swapaxes', always=True), 'diagonal': View(None, always=True),
+}
+
+VIEW_ATTRIBUTES = {
+    'T': View('transpose', always=True), 'mT': View('matrix_transpose', always=True),
+    'real': _NONE, 'imag': _NONE, 'flat': _NONE,
+}
+
+
+# ---------------------------------------------------------------- positions for the rewrites
+
+def put_index(a, ind, mode='raise'):
+    """The index `a[...]` of `np.put(a, ind, v, mode)`'s writes, in the order NumPy makes them."""
+    flat = np.asarray(ind, dtype=np.intp).ravel()
+    size = np.size(a)
+    if mode == 'raise':
+        if flat.size and (flat.max() >= size or flat.min() < -size):
+            raise IndexError(f'index {flat.max() if flat.max() >= size else flat.min()} is out '
+                             f'of bounds for size {size}')
+        flat = flat % size if size else flat
+    elif mode == 'wrap':
+        flat = flat % size
+    else:
+        flat = np.clip(flat, 0, size - 1)
+    return np.unravel_index(flat, np.shape(a))
+
+
+def diagonal_index(a, wrap=False):
+    """The index of the elements `np.fill_diagonal(a, val, wrap)` writes."""
+    shape = np.shape(a)
+    if len(shape) == 2:
+        step = shape[1] + 1
+        end = None if wrap else shape[1] * shape[1]
+        flat = np.arange(np.size(a))[:end:step]
+    else:
+        flat = np.arange(min(shape)) * np.sum(np.cumprod((1,) + shape[:0:-1]))
+    return np.unravel_index(flat, shape)
+
+
+def is_array(value) -> bool:
+    """Whether `y += v` writes into `value` (an ndarray) or makes a new object (a number)."""
+    return isinstance(value, np.ndarray)
+
+
+def is_list(value) -> bool:
+    """Whether `y += v` extends `value` (a list) in place."""
+    return isinstance(value, list)
+
+
+def shares(part, whole) -> bool:
+    """Whether `part`, made from `whole` by a view NumPy may make or not (`reshape`...), is one."""
+    return part.__class__ is np.ndarray and isinstance(whole, np.ndarray) \
+        and np.may_share_memory(part, whole)
+
+
+_IN_PLACE = {'+': '__iadd__', '-': '__isub__', '*': '__imul__', '/': '__itruediv__',
+             '**': '__ipow__', '@': '__imatmul__', '//': '__ifloordiv__', '%': '__imod__'}
+
+
+def inplace_op(value, operand, op):
+    """`value <op>= operand` as Python runs it (in place where `value` allows), its result."""
+    import operator
+    return getattr(operator, _IN_PLACE[op].strip('_'))(value, operand)
+
+
+def index_size(index) -> int:
+    """How many elements `x[index]` selects: a boolean mask, or an index of `np.unravel_index` form."""
+    if isinstance(index, np.ndarray) and index.dtype == bool:
+        return int(np.count_nonzero(index))
+    return int(np.size(index[0])) if isinstance(index, tuple) and index else int(np.size(index))
+
+
+def as_mask(mask, shape):
+    """`mask` as a boolean array of `shape` (NumPy's `place`/`putmask` read it flat)."""
+    return np.reshape(np.asarray(mask, dtype=bool), shape)
+
+
+nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size,
+                  as_mask)

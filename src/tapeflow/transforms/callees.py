@@ -1,0 +1,223 @@
+"""User functions called from compiled code: what they write, and variants that return it.
+
+A call `h(a)` of a user function that writes into its argument (`v *= 2`,
+`v[0] = s`, `v.append(s)`, or a call that does) changes the caller's `a`.
+The caller's mutation pass (`transforms.mutation`) needs to know that
+(`summarize`) and calls instead `variant(h, (0,))`: `h` returning
+`(result, a)`, the argument's final value, which it rebinds. The variant is
+`h`'s own source with `_entry_v = v` first and every `return r` as
+`return (r, _entry_v)`; it runs in `h`'s globals and closure, and errors
+point at `h`'s lines.
+
+Summaries come from the aliasing analysis of the callee (run on its ANF, its
+own calls summarized in turn); recursion is solved by iterating to a fixpoint.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import weakref
+
+import gast
+
+from tapeflow.analysis import aliasing as al
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno
+from tapeflow.syntax.errors import TapeflowError
+from tapeflow.syntax.naming import Namer
+
+
+class Summaries:
+    """`Summaries()(fn, kinds)`: the `aliasing.Summary` of a call of `fn` with arguments of `kinds`.
+
+    One per compilation; a function met again while being summarized
+    (recursion) gets the current guess, and the guesses are refined until
+    they no longer change.
+    """
+
+    def __init__(self, front=None):
+        self.done = {}
+        self.guesses = {}              # (fn, kinds) being summarized -> the current guess
+        self.guessed = False           # a guess was read since the flag was last cleared
+        self.front = front             # fn -> its ANF FunctionDef
+
+    def __call__(self, fn, kinds):
+        key = (fn, tuple(kinds))
+        if key in self.done:
+            return self.done[key]
+        if key in self.guesses:        # recursion: the guess so far
+            self.guessed = True
+            return self.guesses[key]
+        outer, self.guessed = self.guessed, False
+        self.guesses[key] = summary = al.Summary()
+        try:
+            for _ in range(8):
+                summary = self.compute(fn, key[1])
+                if summary == self.guesses[key]:
+                    break
+                self.guesses[key] = summary
+        finally:
+            del self.guesses[key]
+        if not self.guessed:
+            self.done[key] = summary
+        self.guessed = self.guessed or outer
+        return summary
+
+    def compute(self, fn, kinds):
+        try:
+            node = self.front(fn)
+        except (TapeflowError, SyntaxError, OSError, TypeError):
+            return al.Summary()         # not compilable: called as plain Python
+        params = [a.id for a in node.args.args]
+        param_kinds = {p: k for p, k in zip(params, kinds) if k is not None}
+        facts = al.Aliasing(node, param_kinds, self)
+        written = set()
+        for stmt in nodes.statements(node.body):
+            state = facts.before.get(id(stmt))
+            if state is not None:
+                for name in written_names(stmt, state, self):
+                    written |= state.pts.get(name, frozenset())
+        writes = frozenset(i for i, p in enumerate(params)
+                           if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
+        return _result(node, facts, params, writes)
+
+
+def written_names(stmt, state, summary) -> list:
+    """The local names whose memory `stmt` writes into."""
+    if isinstance(stmt, gast.Assign):
+        target = stmt.targets[0]
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            return [target.value.id]
+        if isinstance(target, gast.Name) and getanno(stmt, Key.IN_PLACE) \
+                and al.may_be_mutable(state.kinds.get(target.id)):
+            return [target.id]
+        call = stmt.value
+    elif isinstance(stmt, gast.Expr):
+        call = stmt.value
+    else:
+        return []
+    if not isinstance(call, gast.Call):
+        return []
+    return [w.id for _, w, _ in al.writes_of_call(call, state, summary)
+            if isinstance(w, gast.Name) and w.id in state.kinds]
+
+
+def _result(node, facts, params, writes):
+    ret = node.body[-1] if node.body and isinstance(node.body[-1], gast.Return) else None
+    if ret is None or ret.value is None or id(ret) not in facts.before:
+        return al.Summary(writes, frozenset(), None, al.SCALAR)
+    state = facts.before[id(ret)]
+    value = ret.value
+    atoms = value.elts if isinstance(value, gast.Tuple) else [value]
+    reached = frozenset().union(*(al.reach(state, a.id) for a in atoms
+                                  if isinstance(a, gast.Name))) if atoms else frozenset()
+    result = frozenset(i for i, p in enumerate(params)
+                       if reached & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
+    kind = None
+    if isinstance(value, gast.Name):
+        kind = state.kinds.get(value.id)
+    elif isinstance(value, gast.Tuple):
+        kind = al.TUPLE
+    elif isinstance(value, gast.Constant):
+        kind = al.kind_of_value(value.value)
+    same = None
+    if isinstance(value, gast.Name):
+        rebound = nodes.store_names(node.body)
+        for i, p in enumerate(params):
+            if p not in rebound and _identical(state, value.id, p):
+                same = i
+    return al.Summary(writes, result, same, kind)
+
+
+def _identical(state, a, b) -> bool:
+    """`a` and `b` are the same object, by a chain of `x = y` equations."""
+    if a == b:
+        return True
+    seen, stack = {a}, [a]
+    while stack:
+        n = stack.pop()
+        for e in state.eqs:
+            if e.op == 'ident' and n in (e.derived, e.source):
+                other = e.source if n == e.derived else e.derived
+                if other == b:
+                    return True
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+    return False
+
+
+# ---------------------------------------------------------------- variants
+
+_VARIANTS = weakref.WeakKeyDictionary()      # fn -> {positions: variant}
+
+
+def variant(fn, positions, parse):
+    """`fn` returning `(its result, *its arguments at positions)` as they are when it returns.
+
+    `parse(fn)`: its `syntax.parse.Source`.
+    """
+    table = _VARIANTS.setdefault(fn, {})
+    if positions in table:
+        return table[positions]
+    source = parse(fn)
+    node = source.node
+    params = [a.id for a in node.args.args]
+    namer = Namer.for_function(node)
+    entries = [namer.new(f'_entry_{params[i]}') for i in positions]
+    prologue = [nodes.assign(e, params[i]) for e, i in zip(entries, positions)]
+    nodes.located(prologue, node)
+    node.body = prologue + _with_entries(node.body, entries)
+    if not (node.body and isinstance(node.body[-1], gast.Return)):
+        node.body.append(nodes.located(
+            nodes.return_(nodes.tuple_(nodes.const(None), *entries)), node.body[-1]))
+    node.name = f'{fn.__name__}_inplace'
+    made = _function(fn, node)
+    made.__tapeflow_source__ = dataclasses.replace(source, node=node)
+    made.__tapeflow_variant_of__ = (fn, positions)
+    table[positions] = made
+    return made
+
+
+def _with_entries(stmts, entries):
+    """Every `return r` of the function itself (not of nested defs) returns the entries too."""
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, gast.Return):
+            value = stmt.value if stmt.value is not None else nodes.const(None)
+            new = nodes.return_(nodes.tuple_(value, *entries))
+            out.append(nodes.copy_location(new, stmt))
+            continue
+        if not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+            for field in ('body', 'orelse', 'finalbody'):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner:
+                    setattr(stmt, field, _with_entries(inner, entries))
+        out.append(stmt)
+    return out
+
+
+def _function(fn, node):
+    """A function object for `node`, in `fn`'s globals and closure cells."""
+    from tapeflow.syntax.unparse import unparse
+    free = fn.__code__.co_freevars
+    inner = unparse(node)
+    if free:
+        body = ''.join('    ' + line + '\n' for line in inner.splitlines())
+        text = f'def __tapeflow_cells({", ".join(free)}):\n{body}    return {node.name}\n'
+    else:
+        text = inner
+    code = compile(text, f'<tapeflow {node.name}>', 'exec')
+    if free:
+        outer = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+        code = next(c for c in outer.co_consts if isinstance(c, types.CodeType)
+                    and c.co_name == node.name)
+        cells = dict(zip(free, fn.__closure__))
+        closure = tuple(cells[n] for n in code.co_freevars)
+    else:
+        code = next(c for c in code.co_consts if isinstance(c, types.CodeType)
+                    and c.co_name == node.name)
+        closure = None
+    made = types.FunctionType(code, fn.__globals__, node.name, fn.__defaults__, closure)
+    made.__kwdefaults__ = fn.__kwdefaults__
+    return made

@@ -1,0 +1,432 @@
+"""Aliases, views and in-place writes: each differentiates right or is a located refusal.
+
+Every function here is checked three ways: the value `value_and_grad` returns
+is the plain call's, the gradient agrees with central differences along
+random directions, and, where one is easy to write, with its closed form.
+"""
+import copy
+import functools
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.gradcheck import check_gradient
+
+RNG = np.random.default_rng(11)
+X3 = np.array([1.0, 2.0, 3.0])
+
+
+def checked(f, *args, wrt=0):
+    """The gradient of `f` at `args`, after checking value and gradient against the plain call."""
+    positions = (wrt,) if isinstance(wrt, int) else wrt
+    value, grads = tf.value_and_grad(f, argnums=wrt)(*copy.deepcopy(args))
+    expected = f(*copy.deepcopy(args))
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    listed = (grads,) if isinstance(wrt, int) else grads
+    check_gradient(lambda *a: f(*copy.deepcopy(a)), list(listed), args, positions, RNG)
+    return grads
+
+
+def refused(f, *args, match, line):
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(f)(*args)
+    assert match in info.value.reason, info.value.reason
+    assert info.value.filename == __file__
+    assert info.value.lineno == line, (info.value.lineno, line)
+    return info.value
+
+
+def line_of(f, text):
+    """The line number of the first line of `f`'s source containing `text`."""
+    import inspect
+    lines, first = inspect.getsourcelines(f)
+    return first + next(k for k, l in enumerate(lines) if text in l)
+
+
+# ---------------------------------------------------------------- NumPy calls that write
+
+def out_multiply(x):
+    y = np.zeros(3)
+    np.multiply(x, 2.0, out=y)
+    return np.sum(y * y)
+
+
+def out_returned(x):
+    y = np.zeros(3)
+    r = np.sin(x, out=y)
+    r *= 2.0
+    return np.sum(y * y) + np.sum(r)
+
+
+def copyto(x):
+    y = np.zeros(3)
+    np.copyto(y, x)
+    return np.sum(y * y)
+
+
+def copyto_where(x):
+    y = np.ones(3)
+    np.copyto(y, x * x, where=np.array([True, False, True]))
+    return np.sum(y * x)
+
+
+def put(x):
+    y = np.zeros(3)
+    np.put(y, [0, 1], x[:2])
+    return np.sum(y * y)
+
+
+def add_at(x):
+    y = np.zeros(3)
+    np.add.at(y, [0, 0, 1], x[:3])
+    return np.sum(y * y)
+
+
+def subtract_at(x):
+    y = x * 1.0
+    np.subtract.at(y, [2, 2], x[:2] * x[:2])
+    return np.sum(y * y)
+
+
+def place_putmask(x):
+    y = np.zeros(4)
+    np.place(y, np.array([True, False, True, False]), x[1:])
+    z = x * 1.0
+    np.putmask(z, z > 1.5, x[::-1])
+    return np.sum(y * y) + np.sum(z * z * z)
+
+
+def fill_diagonal(x):
+    a = np.ones((3, 3))
+    np.fill_diagonal(a, x)
+    return np.sum(a @ a)
+
+
+def methods(x):
+    y = x * x
+    y.sort()
+    z = np.zeros(3)
+    z.fill(x[0])
+    return np.sum(y * np.arange(3.0)) + np.sum(z * x)
+
+
+def test_out_keyword_writes_its_array():
+    np.testing.assert_allclose(checked(out_multiply, X3), 8.0 * X3)
+    checked(out_returned, X3)
+
+
+@pytest.mark.parametrize('f', [copyto, copyto_where, put, add_at, subtract_at, place_putmask,
+                               fill_diagonal, methods])
+def test_numpy_functions_and_methods_that_write(f):
+    checked(f, X3 + RNG.uniform(0.0, 0.1, 3))
+
+
+def test_closed_forms_of_put_and_add_at():
+    np.testing.assert_allclose(checked(put, X3), [2.0, 4.0, 0.0])
+    np.testing.assert_allclose(checked(add_at, X3), [6.0, 6.0, 6.0])
+
+
+# ---------------------------------------------------------------- repeated indices
+
+def repeated_add(x):
+    y = np.zeros(3)
+    idx = [0, 0, 1]
+    y[idx] += x[:3]
+    return np.sum(y * y)
+
+
+def repeated_set(x):
+    y = np.zeros(3)
+    y[[0, 0]] = x[:2]
+    return np.sum(y * y)
+
+
+def repeated_negative(x):
+    y = np.ones(3)
+    y[np.array([0, -3, 2])] = x * x
+    return np.sum(y * x)
+
+
+def test_repeated_indices_the_last_write_wins():
+    np.testing.assert_allclose(checked(repeated_add, X3), [0.0, 4.0, 6.0])
+    np.testing.assert_allclose(checked(repeated_set, X3), [0.0, 4.0, 0.0])
+    checked(repeated_negative, X3)
+
+
+# ---------------------------------------------------------------- views
+
+def view_inplace(x):
+    y = x * 1.0
+    v = y[:2]
+    v *= 3.0
+    return np.sum(y * y)
+
+
+def reshape_view(x):
+    y = x * 1.0
+    v = y.reshape(-1)
+    v[0] = 10.0
+    return np.sum(y * y)
+
+
+def base_write_seen_by_view(x):
+    y = x * 1.0
+    v = y[1:]
+    y[2] = x[0] * x[1]
+    return np.sum(v * v)
+
+
+def transpose_view(x):
+    a = np.outer(x, x)
+    t = a.T
+    t[0] += x
+    return np.sum(a * a)
+
+
+def views_of_views(x):
+    a = np.outer(x, x)
+    row = a[1]
+    part = row[1:]
+    part *= x[0]
+    return np.sum(a * np.sin(a))
+
+
+def noncontiguous_reshape(x):
+    a = np.outer(x, x).T
+    flat = a.reshape(-1)           # a copy: `a` is not contiguous
+    flat[0] = 5.0
+    return np.sum(a * a) + np.sum(flat)
+
+
+def test_writes_through_views_reach_their_base():
+    np.testing.assert_allclose(checked(view_inplace, X3), [18.0, 36.0, 6.0])
+    np.testing.assert_allclose(checked(reshape_view, X3), [0.0, 4.0, 6.0])
+    for f in (base_write_seen_by_view, transpose_view, views_of_views, noncontiguous_reshape):
+        checked(f, X3)
+
+
+# ---------------------------------------------------------------- aliases
+
+def alias_inplace(x):
+    y = x
+    y += 1.0
+    return np.sum(y * x)
+
+
+def list_alias(x):
+    a = [1.0, 2.0]
+    b = a
+    b[0] = 3.0 * x
+    return a[0] * a[1]
+
+
+def list_argument(xs):
+    return sum(xs) + max(xs)
+
+
+def element_of_list(x):
+    rows = [x * 1.0, x * 2.0]
+    row = rows[0]
+    row *= 3.0
+    return np.sum(rows[0] * rows[1])
+
+
+def test_aliases_see_each_others_writes():
+    np.testing.assert_allclose(checked(alias_inplace, np.array([1.0, 2.0])), [4.0, 6.0])
+    assert checked(list_alias, 3.0) == pytest.approx(6.0)
+    assert checked(list_argument, [1.0, 2.0, 0.5]) == pytest.approx([1.0, 2.0, 1.0])
+    checked(element_of_list, X3)
+
+
+# ---------------------------------------------------------------- lists
+
+def pops(x):
+    ys = [x, x * 2.0, x * 3.0]
+    last = ys.pop()
+    first = ys.pop(0)
+    return last * first * ys[0]
+
+
+def extends(x):
+    ys = [x]
+    ys.extend([x * 2.0, x * 3.0])
+    ys += [x * x]
+    return sum(ys)
+
+
+def test_list_methods():
+    assert checked(pops, 1.5) == pytest.approx(3 * 6.0 * 1.5 ** 2)
+    checked(extends, 1.5)
+
+
+# ---------------------------------------------------------------- helpers that write
+
+def scale(v, c):
+    v *= c
+
+
+def fill_first(v, s):
+    v[0] = s
+
+
+def push(ys, v):
+    ys.append(v)
+
+
+def scaled_copy(v, c):
+    v *= c
+    return v
+
+
+def calls_writing_helpers(x):
+    y = x * 1.0
+    scale(y, 2.0)
+    fill_first(y, x[1] * x[2])
+    ys = []
+    push(ys, np.sum(y))
+    z = scaled_copy(y, 3.0)
+    return ys[0] + np.sum(z * y)
+
+
+def nested_append(x):
+    ys = []
+
+    def add(v):
+        ys.append(v)
+    add(x * 5.0)
+    return ys[0]
+
+
+def test_helpers_that_write_into_their_arguments():
+    checked(calls_writing_helpers, X3)
+    assert checked(nested_append, 1.0) == pytest.approx(5.0)
+
+
+# ---------------------------------------------------------------- rebinding
+
+def h(v):
+    return v * 1.1
+
+
+def h0():
+    return 1.0
+
+
+def rebound_by_call(x):
+    b = x * x
+    b = h(3.0)
+    return b * x
+
+
+def parameter_rebound(x):
+    x = h(3.0)
+    return x * 2.0
+
+
+def rebound_by_call_without_arguments(x):
+    b = x * x
+    b = h0()
+    return b * x
+
+
+def rebound_in_branch_and_loop(x):
+    b = x * x
+    if x > 0.0:
+        b = h(2.0)
+    for i in range(2):
+        c = x * b
+        c = h0()
+    return b * x + c
+
+
+def test_rebinding_kills_the_old_adjoint():
+    assert checked(rebound_by_call, 3.0) == pytest.approx(3.3)
+    assert checked(parameter_rebound, 3.0) == 0.0
+    assert checked(rebound_by_call_without_arguments, 3.0) == pytest.approx(1.0)
+    assert checked(rebound_in_branch_and_loop, 3.0) == pytest.approx(2.2)
+
+
+# ---------------------------------------------------------------- `or` and `and`
+
+def or_value(s):
+    s = s or 1.0
+    return s * s
+
+
+def and_value(s, t):
+    u = s and t
+    return u * s
+
+
+def test_or_and_and_carry_the_operand_python_returns():
+    assert checked(or_value, 1.0) == pytest.approx(2.0)
+    assert checked(or_value, 0.0) == 0.0
+    assert checked(and_value, 2.0, 3.0, wrt=(0, 1)) == pytest.approx((3.0, 2.0))
+    # at s == 0.0, `s and t` is s: the derivative of s * s (no differences across the jump)
+    assert tf.grad(and_value, argnums=(0, 1))(0.0, 3.0) == (0.0, 0.0)
+
+
+# ---------------------------------------------------------------- refusals
+
+def branch_alias(x, y):
+    a = x if np.sum(x) > 0.0 else y
+    a[0] = 1.0
+    return np.sum(x * y)
+
+
+def real_view(x):
+    z = x * 1.0
+    r = z.real
+    r[0] = 1.0
+    return np.sum(z * x)
+
+
+GLOBAL = np.zeros(3)
+
+
+def writes_global(x):
+    GLOBAL[0] = x[0]
+    return np.sum(GLOBAL * x)
+
+
+def sorts_active_list(x):
+    ys = [x[0], x[1], x[2]]
+    ys.sort()
+    return ys[0]
+
+
+def overlapping_arguments(x):
+    y = x * 1.0
+    scale(y, y[0])
+    return np.sum(y)
+
+
+def test_refusals_name_the_alias_and_the_place():
+    error = refused(branch_alias, X3, X3 + 1.0, match='a may share memory with',
+                    line=line_of(branch_alias, 'a[0] = 1.0'))
+    assert 'copy' in error.reason
+    refused(real_view, X3, match='r may share memory with z',
+            line=line_of(real_view, 'r[0] = 1.0'))
+    refused(writes_global, X3, match='GLOBAL is a global', line=line_of(writes_global, 'GLOBAL[0]'))
+    refused(sorts_active_list, X3, match='.sort() changes ys in place',
+            line=line_of(sorts_active_list, 'ys.sort()'))
+
+
+def test_inactive_writes_run_as_written():
+    def indices(x):
+        order = [2, 0, 1]
+        a = x[order]
+        order.sort()
+        return np.sum(a * x[order])
+    checked(indices, X3)
+
+
+def test_helper_writing_into_an_argument_that_shares_memory_with_another():
+    def f(x):
+        y = x * 1.0
+        v = y[:2]
+        scale(v, y)
+        return np.sum(y)
+    with pytest.raises(tf.UnsupportedError, match='shares memory with its argument'):
+        tf.grad(f)(X3)
