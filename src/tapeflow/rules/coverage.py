@@ -7,14 +7,19 @@ Every registered callable is listed under its public names (np.abs and
 np.absolute are one function), grouped by the module that holds its rules,
 with the arguments that carry a derivative and the argument forms the rules
 support (`registry.FORMS`). A test keeps the file in step with the registry.
+Arguments are named as NumPy >= 2.4 names them, also where an older NumPy
+gives its ufuncs and C functions no signature, so the file is the same on
+every supported NumPy.
 """
 from __future__ import annotations
 
 import argparse
 import builtins
 import inspect
+import itertools
 import math
 import operator
+import re
 import sys
 from pathlib import Path
 
@@ -109,20 +114,49 @@ def _family(entry):
 
 def _argument_names(entry):
     argnums = sorted(set(entry.vjps) | set(entry.jvps))
-    try:
-        params = [p for p in inspect.signature(entry.fn).parameters.values()]
-    except (TypeError, ValueError):
-        params = []
     if len(argnums) > 8:
         return f'arguments {argnums[0]}..{argnums[-1]}'
+    names = _positional_names(entry.fn)
     out = []
     for i in argnums:
-        label = params[i].name if i < len(params) and params[i].kind in (
-            params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD) else f'arg {i}'
+        label = names[i] if i < len(names) else _rule_parameter(entry, i) or f'arg {i}'
         modes = ('' if i in entry.vjps else ' (forward only)') if i in entry.jvps \
             else ' (reverse only)'
         out.append(label + modes)
     return ', '.join(out)
+
+
+def _rule_parameter(entry, i):
+    """The rule's own name for argument `i` (after its g/t and ans), or ''."""
+    names = _positional_names(entry.vjps.get(i) or entry.jvps[i])
+    return names[i + 2] if i + 2 < len(names) else ''
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _positional_names(fn):
+    """The names of `fn`'s leading positional parameters, as NumPy >= 2.4 gives them.
+
+    Older NumPy gives its ufuncs and C functions no signature: a ufunc's
+    parameters are x, or x1, x2...; a C function's docstring opens with its
+    signature ('dot(a, b, out=None)'), read up to the first one that is not a
+    plain name.
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        pass
+    else:
+        return list(itertools.takewhile(str.isidentifier, (
+            p.name if p.kind in _POSITIONAL else '' for p in params)))
+    if isinstance(fn, np.ufunc):
+        return ['x'] if fn.nin == 1 else [f'x{i}' for i in range(1, fn.nin + 1)]
+    opening = re.match(rf'\s*{re.escape(getattr(fn, "__name__", ""))}\(([^)]*)', fn.__doc__ or '')
+    if opening is None:
+        return []
+    items = opening.group(1).replace('[', '').replace(']', '').split(',')
+    return list(itertools.takewhile(str.isidentifier, (item.strip() for item in items)))
 
 
 def _rows(family, names):
