@@ -7,9 +7,10 @@ Every registered callable is listed under its public names (np.abs and
 np.absolute are one function), grouped by the module that holds its rules,
 with the arguments that carry a derivative and the argument forms the rules
 support (`registry.FORMS`). A test keeps the file in step with the registry.
-Arguments are named as NumPy >= 2.4 names them, also where an older NumPy
-gives its ufuncs and C functions no signature, so the file is the same on
-every supported NumPy.
+The file is the same whichever supported NumPy and Python write or check it:
+names only some versions have (`registry.VERSION_DEPENDENT`) are listed apart,
+from that table, and arguments are named as NumPy >= 2.4 names them, also
+where an older NumPy gives its ufuncs and C functions no signature.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import numpy as np
 
 import tapeflow.rules  # noqa: F401  (fills the registry)
 from tapeflow.rules import array_ops, numpy_methods, numpy_shape
-from tapeflow.rules.registry import ATTRIBUTES, FORMS, METHODS, RULES
+from tapeflow.rules.registry import ATTRIBUTES, FORMS, METHODS, RULES, VERSION_DEPENDENT
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'numpy-support.md'
 SCIPY_HEADING = '## scipy.special'
@@ -77,7 +78,8 @@ def public_names() -> dict:
                 continue
             obj = getattr(module, attr, None)
             imported = getattr(obj, '__module__', None) != module.__name__
-            if prefix.startswith('tapeflow.') and imported:
+            if prefix.startswith('tapeflow.') and imported or \
+                    f'{prefix}.{attr}' in VERSION_DEPENDENT:
                 continue
             if callable(obj) and RULES.get(_key(obj)) is not None:
                 names.setdefault(id(obj), []).append((obj, f'{prefix}.{attr}'))
@@ -230,8 +232,19 @@ def render(include_scipy: bool = True) -> str:
         else:
             lines += [heading, '']
         lines += ['| function | derivative in | argument forms |', '|---|---|---|'] + rows + ['']
-    lines += _nondiff_section(names) + _methods_section()
+    lines += _version_dependent_section() + _nondiff_section(names) + _methods_section()
     return '\n'.join(lines).rstrip() + '\n'
+
+
+def _version_dependent_section():
+    if not VERSION_DEPENDENT:
+        return []
+    rows = [f'| `{name}` | {versions} |' for name, versions in sorted(VERSION_DEPENDENT.items())]
+    return ['## Names that only some NumPy or Python versions have', '',
+            'Their rules are registered where the running NumPy or Python has the name. '
+            'They are left out of the tables and counts above, so that this page reads the '
+            'same on every supported version.', '',
+            '| function | registered on |', '|---|---|'] + rows + ['']
 
 
 def _nondiff_section(names):
