@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test demo bench clean
+.PHONY: install test test-numpy demo bench clean
 
 install: $(STAMP)
 
@@ -19,6 +19,32 @@ $(STAMP): pyproject.toml
 
 test: install
 	$(PY) -m pytest tests
+
+# The oldest and the newest NumPy tapeflow supports, each in a venv of its own:
+# NumPy 2.2 on $(PYTHON), and the newest NumPy on Python 3.12 (NumPy 2.5 needs
+# Python >= 3.12), newest when its venv is made (again when pyproject.toml
+# changes). PYTHON312 is python3.12 on PATH, else pyenv's newest 3.12.
+PYTHON312 ?= $(shell command -v python3.12 >/dev/null && python3.12 -c '' 2>/dev/null && echo python3.12 || \
+	PYENV_VERSION=$$(pyenv latest 3.12 2>/dev/null) python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null)
+NUMPY_VENVS := .venv-numpy-oldest .venv-numpy-newest
+
+.venv-numpy-oldest/.installed: VENV_PYTHON = $(PYTHON)
+.venv-numpy-oldest/.installed: NUMPY = 'numpy==2.2.*'
+.venv-numpy-newest/.installed: VENV_PYTHON = $(PYTHON312)
+.venv-numpy-newest/.installed: NUMPY = --upgrade numpy
+
+.venv-numpy-%/.installed: pyproject.toml
+	@test -n '$(VENV_PYTHON)' || { echo 'make test-numpy: no Python 3.12 found: set PYTHON312'; exit 1; }
+	$(VENV_PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install --quiet --upgrade pip
+	$(@D)/bin/python -m pip install --quiet -e '.[dev]' $(NUMPY)
+	touch $@
+
+test-numpy: $(NUMPY_VENVS:%=%/.installed)
+	for venv in $(NUMPY_VENVS); do \
+	  $$venv/bin/python -c 'import sys, numpy; print(f"test-numpy: Python {sys.version.split()[0]}, NumPy {numpy.__version__}")' && \
+	  $$venv/bin/python -m pytest tests || exit 1; \
+	done
 
 demo: install
 	$(PY) examples/logistic_regression.py
@@ -35,4 +61,4 @@ bench: install $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
 
 clean: clean-r
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) $(NUMPY_VENVS) build src/*.egg-info

@@ -33,7 +33,10 @@ def test_python_dash_m_tapeflow(tmp_path):
 
 def test_console_script_is_declared():
     import pathlib
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
     pyproject = pathlib.Path(__file__).parents[2] / 'pyproject.toml'
     scripts = tomllib.loads(pyproject.read_text())['project']['scripts']
     assert scripts['tapeflow'] == 'tapeflow.cli:main'

@@ -6,6 +6,7 @@ import numpy as np
 from rulecheck import A, F, L, Spec
 from tapeflow.rules import (array_ops, indexing, numpy_binary, numpy_methods, numpy_reductions,
                             numpy_shape, operators, shapes)
+from tapeflow.rules.registry import available
 
 X3 = A((2, 3, 4))
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
@@ -145,7 +146,6 @@ SPECS += [
     Spec(np.hstack, (L(A((3,)), A(()), A((2,))),), name='hstack(1-D)'),
     Spec(np.hstack, (L(A((2, 3)), A((2, 1))),), name='hstack(2-D)'),
     Spec(np.vstack, (L(A((3,)), A((2, 3))),), name='vstack'),
-    Spec(np.row_stack, (L(A((3,)), A((2, 3))),), name='row_stack'),
     Spec(np.dstack, (L(A((3,)), A((1, 3, 2))),), name='dstack'),
     Spec(np.column_stack, (L(A((3,)), A((3, 2))),), name='column_stack'),
     Spec(np.append, (A((2, 3)), A((4,))), name='append'),
@@ -158,6 +158,8 @@ SPECS += [
     Spec(np.dsplit, (A((1, 2, 4)), 2), name='dsplit'),
     Spec(np.unstack, (A((3, 2)),), {'axis': 1}, name='unstack'),
 ]
+SPECS += [Spec(fn, (L(A((3,)), A((2, 3))),), name='row_stack')  # NumPy < 2.5
+          for fn in available(np, ['row_stack'])]
 
 # ---------------------------------------------------------------- indexing
 for idx_name, idx in [

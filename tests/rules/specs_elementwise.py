@@ -6,6 +6,7 @@ import operator
 import numpy as np
 
 from rulecheck import A, F, L, Spec
+from tapeflow.rules.registry import available
 
 SHAPES = [(), (3,), (2, 3)]
 
@@ -109,8 +110,14 @@ for _fn, lo, hi in [(math.tan, -1.2, 1.2), (math.asin, -0.9, 0.9), (math.acos, -
                     (math.log10, 0.3, 3.0), (math.log1p, -0.5, 2.0), (math.sqrt, 0.3, 3.0),
                     (math.gamma, 0.3, 4.0), (math.lgamma, 0.3, 4.0), (math.gamma, -2.7, -2.2),
                     (math.fabs, 0.2, 2.0), (math.fabs, -2.0, -0.2), (math.modf, 0.2, 3.0),
-                    (math.exp2, -2, 2), (math.cbrt, 0.3, 3.0), (builtins.abs, -2.0, -0.2)]:
+                    (builtins.abs, -2.0, -0.2)] + \
+        [(_fn, -2, 2) for _fn in available(math, ['exp2'])] + \
+        [(_fn, 0.3, 3.0) for _fn in available(math, ['cbrt'])]:
     SPECS.append(Spec(_fn, (F(lo, hi),), name=f'math.{_fn.__name__}({lo},{hi})', f32=False))
+# Python >= 3.12 / 3.13
+SPECS += [Spec(_fn, (L(F(), F(), F()), L(F(), F(), F())), name='math.sumprod', f32=False)
+          for _fn in available(math, ['sumprod'])]
+SPECS += [Spec(_fn, (F(), F(), F()), name='math.fma', f32=False) for _fn in available(math, ['fma'])]
 SPECS += [
     Spec(math.log, (F(0.3, 3.0),), name='math.log', f32=False),
     Spec(math.log, (F(0.3, 3.0), F(1.5, 4.0)), name='math.log(base)', f32=False),

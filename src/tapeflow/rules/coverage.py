@@ -7,14 +7,20 @@ Every registered callable is listed under its public names (np.abs and
 np.absolute are one function), grouped by the module that holds its rules,
 with the arguments that carry a derivative and the argument forms the rules
 support (`registry.FORMS`). A test keeps the file in step with the registry.
+The file is the same whichever supported NumPy and Python write or check it:
+names only some versions have (`registry.VERSION_DEPENDENT`) are listed apart,
+from that table, and arguments are named as NumPy >= 2.4 names them, also
+where an older NumPy gives its ufuncs and C functions no signature.
 """
 from __future__ import annotations
 
 import argparse
 import builtins
 import inspect
+import itertools
 import math
 import operator
+import re
 import sys
 from pathlib import Path
 
@@ -22,7 +28,7 @@ import numpy as np
 
 import tapeflow.rules  # noqa: F401  (fills the registry)
 from tapeflow.rules import array_ops, numpy_methods, numpy_shape
-from tapeflow.rules.registry import ATTRIBUTES, FORMS, METHODS, RULES
+from tapeflow.rules.registry import ATTRIBUTES, FORMS, METHODS, RULES, VERSION_DEPENDENT
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'numpy-support.md'
 SCIPY_HEADING = '## scipy.special'
@@ -72,7 +78,8 @@ def public_names() -> dict:
                 continue
             obj = getattr(module, attr, None)
             imported = getattr(obj, '__module__', None) != module.__name__
-            if prefix.startswith('tapeflow.') and imported:
+            if prefix.startswith('tapeflow.') and imported or \
+                    f'{prefix}.{attr}' in VERSION_DEPENDENT:
                 continue
             if callable(obj) and RULES.get(_key(obj)) is not None:
                 names.setdefault(id(obj), []).append((obj, f'{prefix}.{attr}'))
@@ -109,20 +116,49 @@ def _family(entry):
 
 def _argument_names(entry):
     argnums = sorted(set(entry.vjps) | set(entry.jvps))
-    try:
-        params = [p for p in inspect.signature(entry.fn).parameters.values()]
-    except (TypeError, ValueError):
-        params = []
     if len(argnums) > 8:
         return f'arguments {argnums[0]}..{argnums[-1]}'
+    names = _positional_names(entry.fn)
     out = []
     for i in argnums:
-        label = params[i].name if i < len(params) and params[i].kind in (
-            params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD) else f'arg {i}'
+        label = names[i] if i < len(names) else _rule_parameter(entry, i) or f'arg {i}'
         modes = ('' if i in entry.vjps else ' (forward only)') if i in entry.jvps \
             else ' (reverse only)'
         out.append(label + modes)
     return ', '.join(out)
+
+
+def _rule_parameter(entry, i):
+    """The rule's own name for argument `i` (after its g/t and ans), or ''."""
+    names = _positional_names(entry.vjps.get(i) or entry.jvps[i])
+    return names[i + 2] if i + 2 < len(names) else ''
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _positional_names(fn):
+    """The names of `fn`'s leading positional parameters, as NumPy >= 2.4 gives them.
+
+    Older NumPy gives its ufuncs and C functions no signature: a ufunc's
+    parameters are x, or x1, x2...; a C function's docstring opens with its
+    signature ('dot(a, b, out=None)'), read up to the first one that is not a
+    plain name.
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        pass
+    else:
+        return list(itertools.takewhile(str.isidentifier, (
+            p.name if p.kind in _POSITIONAL else '' for p in params)))
+    if isinstance(fn, np.ufunc):
+        return ['x'] if fn.nin == 1 else [f'x{i}' for i in range(1, fn.nin + 1)]
+    opening = re.match(rf'\s*{re.escape(getattr(fn, "__name__", ""))}\(([^)]*)', fn.__doc__ or '')
+    if opening is None:
+        return []
+    items = opening.group(1).replace('[', '').replace(']', '').split(',')
+    return list(itertools.takewhile(str.isidentifier, (item.strip() for item in items)))
 
 
 def _rows(family, names):
@@ -196,8 +232,19 @@ def render(include_scipy: bool = True) -> str:
         else:
             lines += [heading, '']
         lines += ['| function | derivative in | argument forms |', '|---|---|---|'] + rows + ['']
-    lines += _nondiff_section(names) + _methods_section()
+    lines += _version_dependent_section() + _nondiff_section(names) + _methods_section()
     return '\n'.join(lines).rstrip() + '\n'
+
+
+def _version_dependent_section():
+    if not VERSION_DEPENDENT:
+        return []
+    rows = [f'| `{name}` | {versions} |' for name, versions in sorted(VERSION_DEPENDENT.items())]
+    return ['## Names that only some NumPy or Python versions have', '',
+            'Their rules are registered where the running NumPy or Python has the name. '
+            'They are left out of the tables and counts above, so that this page reads the '
+            'same on every supported version.', '',
+            '| function | registered on |', '|---|---|'] + rows + ['']
 
 
 def _nondiff_section(names):

@@ -11,12 +11,12 @@ tangents where a rule meets a float, and may call NumPy.
 import builtins
 import math
 import operator
-import sys
 
 import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, nondifferentiable,
+                                     version_dependent)
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 LN2 = math.log(2.0)
@@ -265,8 +265,8 @@ _RULES = [
     (math.degrees, degrees_vjp, degrees_jvp), (math.radians, radians_vjp, radians_jvp),
     (math.modf, modf_vjp, modf_jvp), (float, float_vjp, float_jvp),
 ]
-if sys.version_info >= (3, 11):
-    _RULES += [(math.exp2, exp2_vjp, exp2_jvp), (math.cbrt, cbrt_vjp, cbrt_jvp)]
+_RULES += [(fn, exp2_vjp, exp2_jvp) for fn in version_dependent(math, 'exp2', 'Python >= 3.11')]
+_RULES += [(fn, cbrt_vjp, cbrt_jvp) for fn in version_dependent(math, 'cbrt', 'Python >= 3.11')]
 for _fn, _vjp, _jvp in _RULES:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
@@ -285,15 +285,15 @@ for _fn, _vjps, _jvps in [
         (math.dist, (dist_vjp_p, dist_vjp_q), (dist_jvp_p, dist_jvp_q))]:
     defvjp(_fn, *_vjps)
     defjvp(_fn, *_jvps)
-if sys.version_info >= (3, 12):
-    defvjp(math.sumprod, sumprod_vjp_p, sumprod_vjp_q)
-    defjvp(math.sumprod, sumprod_jvp_p, sumprod_jvp_q)
-    defjvp_batched(math.sumprod, sumprod_jvp_p_batched, sumprod_jvp_q_batched)
-    describe('two sequences of floats (cotangent: lists)', math.sumprod)
-if sys.version_info >= (3, 13):
-    defvjp(math.fma, fma_vjp_x, fma_vjp_y, fma_vjp_z)
-    defjvp(math.fma, fma_jvp_x, fma_jvp_y, fma_jvp_z)
-    describe('Python floats; derivative in all three', math.fma)
+for _fn in version_dependent(math, 'sumprod', 'Python >= 3.12'):
+    defvjp(_fn, sumprod_vjp_p, sumprod_vjp_q)
+    defjvp(_fn, sumprod_jvp_p, sumprod_jvp_q)
+    defjvp_batched(_fn, sumprod_jvp_p_batched, sumprod_jvp_q_batched)
+    describe('two sequences of floats (cotangent: lists)', _fn)
+for _fn in version_dependent(math, 'fma', 'Python >= 3.13'):
+    defvjp(_fn, fma_vjp_x, fma_vjp_y, fma_vjp_z)
+    defjvp(_fn, fma_jvp_x, fma_jvp_y, fma_jvp_z)
+    describe('Python floats; derivative in all three', _fn)
 
 defjvp_batched(math.fsum, fsum_jvp_batched)
 defjvp_batched(math.prod, prod_jvp_batched)

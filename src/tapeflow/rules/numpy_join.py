@@ -9,7 +9,7 @@ output is a list; its cotangent is a list whose unused entries may be None.
 import numpy as np
 
 from tapeflow.rules.batching import batch_size, defjvp_batched, unbatched_as_batch
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, static, version_dependent
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 
@@ -158,13 +158,16 @@ for _fn, _vjp, _jvp, _batched in [
         (np.stack, stack_vjp, stack_jvp, stack_jvp_batched),
         (np.hstack, hstack_vjp, hstack_jvp, hstack_jvp_batched),
         (np.vstack, vstack_vjp, vstack_jvp, vstack_jvp_batched),
-        (np.row_stack, vstack_vjp, vstack_jvp, vstack_jvp_batched),
         (np.dstack, dstack_vjp, dstack_jvp, dstack_jvp_batched),
         (np.column_stack, column_stack_vjp, column_stack_jvp, column_stack_jvp_batched),
         (np.unstack, unstack_vjp, unstack_jvp, unstack_jvp_batched)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
     defjvp_batched(_fn, _batched)
+
+# vstack under its old name: deprecated in NumPy 2.0, removed in 2.5.
+for _fn in version_dependent(np, 'row_stack', 'NumPy < 2.5 (np.vstack under its old name)'):
+    alias(_fn, np.vstack)
 
 defvjp(np.append, append_vjp_arr, append_vjp_values)
 defjvp(np.append, append_jvp_arr, append_jvp_values)
@@ -180,7 +183,7 @@ describe('a list or tuple of arrays (cotangent: the same type); axis int or None
          np.concatenate)
 describe('a list or tuple of arrays (cotangent: the same type); axis', np.stack)
 describe('a list or tuple of arrays of any rank (0-d too)', np.hstack, np.vstack,
-         np.row_stack, np.dstack, np.column_stack)
+         np.dstack, np.column_stack)
 describe('axis None or int; derivative in arr and values', np.append)
 describe('sections int or index list; axis (cotangent: a list, None for unused parts)',
          np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)

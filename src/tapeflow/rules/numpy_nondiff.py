@@ -10,7 +10,7 @@ never a silent zero.
 """
 import numpy as np
 
-from tapeflow.rules.registry import describe, nondifferentiable
+from tapeflow.rules.registry import available, describe, nondifferentiable
 
 _NAMES = """
 zeros ones empty zeros_like ones_like empty_like eye identity tri arange
@@ -30,7 +30,7 @@ sign signbit floor ceil trunc rint round around fix spacing nextafter
 iscomplex isreal einsum_path array_repr array_str
 """.split()
 
-NONDIFFERENTIABLE = [getattr(np, name) for name in _NAMES if hasattr(np, name)]
+NONDIFFERENTIABLE = available(np, _NAMES)
 NONDIFFERENTIABLE += [np.fft.fftfreq, np.fft.rfftfreq, np.linalg.matrix_rank]
 
 _RANDOM = [getattr(np.random, name) for name in dir(np.random)

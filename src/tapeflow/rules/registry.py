@@ -38,7 +38,8 @@ __all__ = [
     'Primitive', 'RULES', 'ATTRIBUTES', 'METHODS', 'lookup', 'primitive',
     'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'nondifferentiable',
     'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
-    'register_method', 'FORMS', 'describe', 'static',
+    'register_method', 'FORMS', 'describe', 'static', 'available',
+    'VERSION_DEPENDENT', 'version_dependent',
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
@@ -202,3 +203,35 @@ def static(fn, *argnums):
     entry = primitive(fn)
     entry.static_argnums = entry.static_argnums | frozenset(argnums)
     return entry
+
+
+# ------------------------------------------- names only some versions have
+
+def available(module, names) -> list:
+    """The attributes among `names` that `module` defines, in order.
+
+    Read from the module's `__dict__`, never through `getattr`: a name NumPy
+    has removed is skipped, and so is one it deprecates through the module's
+    `__getattr__` (reading it warns), so registering rules never warns.
+    """
+    defined = vars(module)
+    return [defined[name] for name in names if name in defined]
+
+
+# 'np.row_stack' -> the NumPy or Python versions that have it. Rules for these
+# names are registered where the running version has them;
+# docs/numpy-support.md lists the names apart, so that it reads the same on
+# every supported NumPy and Python.
+VERSION_DEPENDENT: dict = {}
+
+
+def version_dependent(module, name: str, versions: str) -> list:
+    """`[module.<name>]` where the running version has it, else `[]`.
+
+    `versions` says which versions have the name ('NumPy < 2.5'), for the docs.
+    """
+    prefix = module.__name__
+    if prefix == 'numpy' or prefix.startswith('numpy.'):
+        prefix = 'np' + prefix[len('numpy'):]
+    VERSION_DEPENDENT[f'{prefix}.{name}'] = versions
+    return available(module, [name])
