@@ -357,16 +357,36 @@ def jvp(f, primals, tangents):
     wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
                 np.issubdtype(_dtype_of(p), np.inexact))
     for i in wrt:
-        if np.shape(tangents[i]) != np.shape(primals[i]):
-            raise ValueError(f'jvp: the tangent of argument {i} has shape {np.shape(tangents[i])}, '
-                             f'its primal {np.shape(primals[i])}')
+        _check_tangent(primals[i], tangents[i], f'argument {i}')
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
                                arg_shapes=array_shapes(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     return value, _tangent_like(tangent, value)
 
 
+def _check_tangent(primal, tangent, where):
+    """A tangent has its primal's structure, and each leaf its primal's shape."""
+    if isinstance(primal, dict):
+        if not isinstance(tangent, dict) or set(tangent) != set(primal):
+            raise ValueError(f'jvp: the tangent of {where} must be a dict with the keys '
+                             f'{sorted(map(repr, primal))} of its primal')
+        for key, p in primal.items():
+            _check_tangent(p, tangent[key], f'{where}[{key!r}]')
+    elif isinstance(primal, (list, tuple)):
+        if not isinstance(tangent, (list, tuple)) or len(tangent) != len(primal):
+            raise ValueError(f'jvp: the tangent of {where} must be a sequence of {len(primal)} '
+                             f'like its primal, not {type(tangent).__name__} {tangent!r}')
+        for key, (p, t) in enumerate(zip(primal, tangent)):
+            _check_tangent(p, t, f'{where}[{key}]')
+    elif np.shape(tangent) != np.shape(primal):
+        raise ValueError(f'jvp: the tangent of {where} has shape {np.shape(tangent)}, '
+                         f'its primal {np.shape(primal)}')
+
+
 def _tangent_like(tangent, value):
+    if isinstance(value, dict):
+        return {k: _tangent_like(0.0 if is_zero(tangent) else tangent[k], v)
+                for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         parts = [_tangent_like(0.0 if is_zero(tangent) else t, v) for t, v in
                  zip(tangent if not is_zero(tangent) else [0.0] * len(value), value)]
@@ -503,46 +523,3 @@ vjp.__tapeflow_fold_pullback__ = lambda f, n: _adjoint_caller(f, tuple(range(n))
 def hvp(f, primals, vectors):
     """Hessian-vector product without forming the Hessian: `jvp` of the gradient."""
     return jvp(grad(f), primals, vectors)[1]
-
-
-# ------------------------------------------------------------------ checking
-
-def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
-    """Check `f`'s compiled derivatives against central differences, up to `order`.
-
-    Order 1: the gradient along random directions. Order 2: the Hessian-vector
-    product (forward over reverse) against differences of the gradient. Raises
-    `AssertionError` with both numbers on a mismatch; returns None.
-    """
-    rng = np.random.default_rng(seed)
-    args = tuple(args)
-    positions = tuple(i for i, a in enumerate(args) if _dtype_of(a) is None and
-                      isinstance(a, (float, np.ndarray)) or
-                      (isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)))
-    if not positions:
-        raise TypeError('check_grads: no float argument to differentiate')
-
-    def moved(k, v, step):
-        out = list(args)
-        out[k] = args[k] + step * v
-        return out
-
-    for k in positions:
-        v = rng.standard_normal(np.shape(args[k]))
-        v = float(v) if isinstance(args[k], float) else v
-        g = grad(f, k)(*args)
-        numeric = (float(np.sum(f(*moved(k, v, eps)))) - float(np.sum(f(*moved(k, v, -eps))))) / (2 * eps)
-        analytic = float(np.sum(np.asarray(g) * v))
-        if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
-            raise AssertionError(f'first derivative of {f.__name__} wrt argument {k}: '
-                                 f'{analytic!r} (compiled) vs {numeric!r} (differences)')
-        if order >= 2:
-            tangents = [v if j == k else (np.zeros_like(a) if isinstance(a, np.ndarray) else
-                                          (0.0 if isinstance(a, float) else a))
-                        for j, a in enumerate(args)]
-            _, hv = jvp(grad(f, k), args, tangents)
-            numeric2 = (np.asarray(grad(f, k)(*moved(k, v, eps))) -
-                        np.asarray(grad(f, k)(*moved(k, v, -eps)))) / (2 * eps)
-            if not np.allclose(hv, numeric2, rtol=100 * rtol, atol=100 * atol):
-                raise AssertionError(f'second derivative of {f.__name__} wrt argument {k}: '
-                                     f'{hv!r} (compiled) vs {numeric2!r} (differences)')
