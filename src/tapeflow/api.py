@@ -7,13 +7,14 @@ the type and shape of their argument.
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 import types
 import weakref
 
 import numpy as np
 
-from tapeflow import cache
+from tapeflow import cache, wrappers
 from tapeflow.rules.batching import is_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.syntax.errors import UnsupportedError
@@ -164,20 +165,26 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), 
 
 
 def _unwrap(fn):
-    """The Python function the compiler reads for `fn`.
+    """The Python function the compiler reads for `fn` (see `wrappers`).
 
-    A function made by `grad` or `value_and_grad` is read as a small function
-    that calls its generated code, so derivatives of derivatives transform
-    the generated code itself.
+    A function made by `grad` or `value_and_grad` (or a `vjp` pullback) is read
+    as a small function that calls its generated code, so derivatives of
+    derivatives transform the generated code itself; a wrapper is read as
+    written unless it only compiles, caches or passes on (`wrappers.inner_function`).
     """
-    transform = getattr(fn, '__tapeflow_transform__', None)
-    if transform is not None:
-        return _generated_caller(fn, *transform)
-    pullback = getattr(fn, '__tapeflow_pullback__', None)
-    if pullback is not None:
-        return _pullback_caller(fn, *pullback)
-    inner = getattr(fn, '__tapeflow_python__', None)
-    fn = inner if inner is not None else fn
+    seen = set()
+    while id(fn) not in seen:
+        seen.add(id(fn))
+        transform = wrappers.own(fn, '__tapeflow_transform__')
+        if transform is not None:
+            return _generated_caller(fn, *transform)
+        pullback = wrappers.own(fn, '__tapeflow_pullback__')
+        if pullback is not None:
+            return _pullback_caller(fn, *pullback)
+        inner = wrappers.inner_function(fn)
+        if inner is None:
+            break
+        fn = inner
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f'tapeflow differentiates Python functions (def ...), not {fn!r}; '
                         f'call it from a def')
@@ -295,10 +302,12 @@ def _differentiated(f, argnums, has_aux, kind):
 
     nparams = python_fn.__code__.co_argcount
     defaults = python_fn.__defaults__ or ()
+    if python_fn.__code__.co_flags & inspect.CO_VARARGS:
+        nparams = None              # compiling says where: the fence rejects *args
 
     @functools.wraps(f)
     def differentiated(*args):
-        if len(args) != nparams:
+        if len(args) != nparams and nparams is not None:
             args = _complete(args, nparams, defaults, fname)
         key = tuple(map(type, args))
         if np.ndarray in key:             # specialised on array shapes too
@@ -449,6 +458,7 @@ def jacfwd(f, argnums=0):
                                    arg_shapes=array_shapes(args), batched=True)
         value, tangent = compiled.combined(*args, _basis_batch(x))
         return _jacobian_from_batch(tangent, value, x)
+    jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacfwd')
     return jacobian_f
 
 
@@ -498,6 +508,7 @@ def jacrev(f, argnums=0):
         if not is_batched(rows, x):
             rows = np.broadcast_to(rows, (size,) + np.shape(x))
         return np.asarray(rows).reshape(np.shape(out) + np.shape(x))
+    jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacrev')
     return jacobian_f
 
 

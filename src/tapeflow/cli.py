@@ -151,7 +151,8 @@ def _export(args):
     from tapeflow import export
     fn, argnums = _target(args)
     text = export.export_source(fn, argnums, args.optimize)
-    output = args.output or f'grad_{fn.__name__}.py'
+    name = export._unwrap(fn).__name__          # what the module names (grad(f): grad_f)
+    output = args.output or f'grad_{name}.py'
     if output == '-':
         sys.stdout.write(text)
         return EXIT_OK
@@ -160,8 +161,8 @@ def _export(args):
             f.write(text)
     except OSError as e:
         raise UsageError(f'cannot write {output}: {e.strerror}') from None
-    print(f'wrote {output}: d{fn.__name__}(...) returns (value, gradient), '
-          f'grad_{fn.__name__}(...) the gradient')
+    print(f'wrote {output}: d{name}(...) returns (value, gradient), '
+          f'grad_{name}(...) the gradient')
     return EXIT_OK
 
 
@@ -210,6 +211,8 @@ def _target(args):
     """The function named by `args.target`, and the argnums `--wrt` names."""
     fn = _load_function(args.target)
     params = _parameters(fn)
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in _signature(fn).parameters.values()):
+        _fence(fn)                  # `def wrapper(*args, **kwargs)`: the located rejection
     if not params:
         raise UsageError(f'{fn.__name__}() takes no parameters: there is nothing to differentiate')
     if not args.wrt:
@@ -225,15 +228,29 @@ def _target(args):
     return fn, positions[0] if len(positions) == 1 else tuple(positions)
 
 
-def _parameters(fn):
+def _fence(fn):
+    """Raise the compiler's located error if the function compiled for `fn` is outside the subset."""
     from tapeflow.export import _unwrap
-    fn = _unwrap(fn)
+    from tapeflow.syntax import fence, parse
+    fence.check(parse.parse_function(_unwrap(fn)))
+
+
+def _parameters(fn):
+    return [p.name for p in _signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _signature(fn):
+    """The signature of the function compiled for `fn` (a wrapper's own, not the wrapped one's)."""
+    from tapeflow.export import _unwrap
     try:
-        signature = inspect.signature(fn)
+        fn = _unwrap(fn)
+    except TypeError as e:                           # not a Python function
+        raise UsageError(str(e)) from None
+    try:
+        return inspect.signature(fn, follow_wrapped=False)
     except (TypeError, ValueError):
         raise UsageError(f'{fn!r} has no signature tapeflow can read') from None
-    return [p.name for p in signature.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _load_function(target):
@@ -307,7 +324,7 @@ def _evaluate_args(text, fn):
     except Exception as e:                           # noqa: BLE001
         raise UsageError(f'--args {text!r}: {type(e).__name__}: {e}') from None
     params = _parameters(fn)
-    required = [p for p in inspect.signature(fn).parameters.values()
+    required = [p for p in _signature(fn).parameters.values()
                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not len(required) <= len(values) <= len(params):
         expected = str(len(params)) if len(required) == len(params) else \
