@@ -7,13 +7,14 @@ the type and shape of their argument.
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 import types
 import weakref
 
 import numpy as np
 
-from tapeflow import cache
+from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules.batching import is_batched
 from tapeflow.rules.registry import MissingRule
@@ -177,20 +178,27 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), 
 
 
 def _unwrap(fn, kinds=()):
-    """The Python function the compiler reads for `fn` (called with arguments of `kinds`).
+    """The Python function the compiler reads for `fn` (see `wrappers`), called with
+    arguments of `kinds`.
 
-    A function made by `grad` or `value_and_grad` is read as a small function
-    that calls its generated code, so derivatives of derivatives transform
-    the generated code itself.
+    A function made by `grad` or `value_and_grad` (or a `vjp` pullback) is read
+    as a small function that calls its generated code, so derivatives of
+    derivatives transform the generated code itself; a wrapper is read as
+    written unless it only compiles, caches or passes on (`wrappers.inner_function`).
     """
-    transform = getattr(fn, '__tapeflow_transform__', None)
-    if transform is not None:
-        return _generated_caller(fn, *transform, kinds=kinds)
-    pullback = getattr(fn, '__tapeflow_pullback__', None)
-    if pullback is not None:
-        return _pullback_caller(fn, *pullback)
-    inner = getattr(fn, '__tapeflow_python__', None)
-    fn = inner if inner is not None else fn
+    seen = set()
+    while id(fn) not in seen:
+        seen.add(id(fn))
+        transform = wrappers.own(fn, '__tapeflow_transform__')
+        if transform is not None:
+            return _generated_caller(fn, *transform, kinds=kinds)
+        pullback = wrappers.own(fn, '__tapeflow_pullback__')
+        if pullback is not None:
+            return _pullback_caller(fn, *pullback)
+        inner = wrappers.inner_function(fn)
+        if inner is None:
+            break
+        fn = inner
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f'tapeflow differentiates Python functions (def ...), not {fn!r}; '
                         f'call it from a def')
@@ -308,10 +316,12 @@ def _differentiated(f, argnums, has_aux, kind):
 
     nparams = python_fn.__code__.co_argcount
     defaults = python_fn.__defaults__ or ()
+    if python_fn.__code__.co_flags & inspect.CO_VARARGS:
+        nparams = None              # compiling says where: the fence rejects *args
 
     @functools.wraps(f)
     def differentiated(*args):
-        if len(args) != nparams:
+        if len(args) != nparams and nparams is not None:
             args = _complete(args, nparams, defaults, fname)
         key = tuple(map(type, args))
         if np.ndarray in key:             # specialised on array shapes too
@@ -370,16 +380,36 @@ def jvp(f, primals, tangents):
     wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
                 np.issubdtype(_dtype_of(p), np.inexact))
     for i in wrt:
-        if np.shape(tangents[i]) != np.shape(primals[i]):
-            raise ValueError(f'jvp: the tangent of argument {i} has shape {np.shape(tangents[i])}, '
-                             f'its primal {np.shape(primals[i])}')
+        _check_tangent(primals[i], tangents[i], f'argument {i}')
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     return value, _tangent_like(tangent, value)
 
 
+def _check_tangent(primal, tangent, where):
+    """A tangent has its primal's structure, and each leaf its primal's shape."""
+    if isinstance(primal, dict):
+        if not isinstance(tangent, dict) or set(tangent) != set(primal):
+            raise ValueError(f'jvp: the tangent of {where} must be a dict with the keys '
+                             f'{sorted(map(repr, primal))} of its primal')
+        for key, p in primal.items():
+            _check_tangent(p, tangent[key], f'{where}[{key!r}]')
+    elif isinstance(primal, (list, tuple)):
+        if not isinstance(tangent, (list, tuple)) or len(tangent) != len(primal):
+            raise ValueError(f'jvp: the tangent of {where} must be a sequence of {len(primal)} '
+                             f'like its primal, not {type(tangent).__name__} {tangent!r}')
+        for key, (p, t) in enumerate(zip(primal, tangent)):
+            _check_tangent(p, t, f'{where}[{key}]')
+    elif np.shape(tangent) != np.shape(primal):
+        raise ValueError(f'jvp: the tangent of {where} has shape {np.shape(tangent)}, '
+                         f'its primal {np.shape(primal)}')
+
+
 def _tangent_like(tangent, value):
+    if isinstance(value, dict):
+        return {k: _tangent_like(0.0 if is_zero(tangent) else tangent[k], v)
+                for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         parts = [_tangent_like(0.0 if is_zero(tangent) else t, v) for t, v in
                  zip(tangent if not is_zero(tangent) else [0.0] * len(value), value)]
@@ -444,6 +474,7 @@ def jacfwd(f, argnums=0):
                                    kinds=argument_kinds(args))
         value, tangent = compiled.combined(*args, _basis_batch(x))
         return _jacobian_from_batch(tangent, value, x)
+    jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacfwd')
     return jacobian_f
 
 
@@ -494,6 +525,7 @@ def jacrev(f, argnums=0):
         if not is_batched(rows, x):
             rows = np.broadcast_to(rows, (size,) + np.shape(x))
         return np.asarray(rows).reshape(np.shape(out) + np.shape(x))
+    jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacrev')
     return jacobian_f
 
 
@@ -519,46 +551,3 @@ vjp.__tapeflow_fold_pullback__ = lambda f, n: _adjoint_caller(f, tuple(range(n))
 def hvp(f, primals, vectors):
     """Hessian-vector product without forming the Hessian: `jvp` of the gradient."""
     return jvp(grad(f), primals, vectors)[1]
-
-
-# ------------------------------------------------------------------ checking
-
-def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
-    """Check `f`'s compiled derivatives against central differences, up to `order`.
-
-    Order 1: the gradient along random directions. Order 2: the Hessian-vector
-    product (forward over reverse) against differences of the gradient. Raises
-    `AssertionError` with both numbers on a mismatch; returns None.
-    """
-    rng = np.random.default_rng(seed)
-    args = tuple(args)
-    positions = tuple(i for i, a in enumerate(args) if _dtype_of(a) is None and
-                      isinstance(a, (float, np.ndarray)) or
-                      (isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)))
-    if not positions:
-        raise TypeError('check_grads: no float argument to differentiate')
-
-    def moved(k, v, step):
-        out = list(args)
-        out[k] = args[k] + step * v
-        return out
-
-    for k in positions:
-        v = rng.standard_normal(np.shape(args[k]))
-        v = float(v) if isinstance(args[k], float) else v
-        g = grad(f, k)(*args)
-        numeric = (float(np.sum(f(*moved(k, v, eps)))) - float(np.sum(f(*moved(k, v, -eps))))) / (2 * eps)
-        analytic = float(np.sum(np.asarray(g) * v))
-        if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
-            raise AssertionError(f'first derivative of {f.__name__} wrt argument {k}: '
-                                 f'{analytic!r} (compiled) vs {numeric!r} (differences)')
-        if order >= 2:
-            tangents = [v if j == k else (np.zeros_like(a) if isinstance(a, np.ndarray) else
-                                          (0.0 if isinstance(a, float) else a))
-                        for j, a in enumerate(args)]
-            _, hv = jvp(grad(f, k), args, tangents)
-            numeric2 = (np.asarray(grad(f, k)(*moved(k, v, eps))) -
-                        np.asarray(grad(f, k)(*moved(k, v, -eps)))) / (2 * eps)
-            if not np.allclose(hv, numeric2, rtol=100 * rtol, atol=100 * atol):
-                raise AssertionError(f'second derivative of {f.__name__} wrt argument {k}: '
-                                     f'{hv!r} (compiled) vs {numeric2!r} (differences)')

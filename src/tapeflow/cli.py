@@ -151,7 +151,8 @@ def _export(args):
     from tapeflow import export
     fn, argnums = _target(args)
     text = export.export_source(fn, argnums, args.optimize)
-    output = args.output or f'grad_{fn.__name__}.py'
+    name = export._unwrap(fn).__name__          # what the module names (grad(f): grad_f)
+    output = args.output or f'grad_{name}.py'
     if output == '-':
         sys.stdout.write(text)
         return EXIT_OK
@@ -160,8 +161,8 @@ def _export(args):
             f.write(text)
     except OSError as e:
         raise UsageError(f'cannot write {output}: {e.strerror}') from None
-    print(f'wrote {output}: d{fn.__name__}(...) returns (value, gradient), '
-          f'grad_{fn.__name__}(...) the gradient')
+    print(f'wrote {output}: d{name}(...) returns (value, gradient), '
+          f'grad_{name}(...) the gradient')
     return EXIT_OK
 
 
@@ -174,7 +175,8 @@ def _check(args):
     for i in positions:
         if not _checkable(values[i]):
             raise UsageError(f'--args: {params[i]} is {_kind(values[i])}; check differentiates '
-                             f'with respect to floats and float arrays (write 2.0, not 2)')
+                             f'with respect to floats and float arrays, and lists, tuples and '
+                             f'dicts of them (write 2.0, not 2)')
     try:
         value, grads = tapeflow.value_and_grad(fn, argnums)(*values)
     except (tapeflow.TapeflowError, UsageError, tapeflow.MissingRule):
@@ -187,8 +189,9 @@ def _check(args):
     print(f'{fn.__name__}({shown_args}) = {_short(value)}')
     worst = 0.0
     for i, g in zip(positions, grads):
+        _check_structure(values[i], g, f'd{fn.__name__}/d{params[i]}')
         numeric = _finite_differences(fn, values, i, args.eps)
-        error = _relative_error(g, numeric)
+        error = _relative_error(g, numeric, values[i])
         worst = max(worst, error)
         label = f'd{fn.__name__}/d{params[i]}'
         pad = ' ' * len(label)
@@ -208,6 +211,8 @@ def _target(args):
     """The function named by `args.target`, and the argnums `--wrt` names."""
     fn = _load_function(args.target)
     params = _parameters(fn)
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in _signature(fn).parameters.values()):
+        _fence(fn)                  # `def wrapper(*args, **kwargs)`: the located rejection
     if not params:
         raise UsageError(f'{fn.__name__}() takes no parameters: there is nothing to differentiate')
     if not args.wrt:
@@ -223,15 +228,29 @@ def _target(args):
     return fn, positions[0] if len(positions) == 1 else tuple(positions)
 
 
-def _parameters(fn):
+def _fence(fn):
+    """Raise the compiler's located error if the function compiled for `fn` is outside the subset."""
     from tapeflow.export import _unwrap
-    fn = _unwrap(fn)
+    from tapeflow.syntax import fence, parse
+    fence.check(parse.parse_function(_unwrap(fn)))
+
+
+def _parameters(fn):
+    return [p.name for p in _signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _signature(fn):
+    """The signature of the function compiled for `fn` (a wrapper's own, not the wrapped one's)."""
+    from tapeflow.export import _unwrap
     try:
-        signature = inspect.signature(fn)
+        fn = _unwrap(fn)
+    except TypeError as e:                           # not a Python function
+        raise UsageError(str(e)) from None
+    try:
+        return inspect.signature(fn, follow_wrapped=False)
     except (TypeError, ValueError):
         raise UsageError(f'{fn!r} has no signature tapeflow can read') from None
-    return [p.name for p in signature.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _load_function(target):
@@ -305,7 +324,7 @@ def _evaluate_args(text, fn):
     except Exception as e:                           # noqa: BLE001
         raise UsageError(f'--args {text!r}: {type(e).__name__}: {e}') from None
     params = _parameters(fn)
-    required = [p for p in inspect.signature(fn).parameters.values()
+    required = [p for p in _signature(fn).parameters.values()
                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not len(required) <= len(values) <= len(params):
         expected = str(len(params)) if len(required) == len(params) else \
@@ -316,11 +335,12 @@ def _evaluate_args(text, fn):
 
 
 def _checkable(value):
-    if isinstance(value, float):
-        return True
-    if isinstance(value, (np.ndarray, np.generic)):
-        return np.issubdtype(value.dtype, np.floating)
-    return False
+    """Whether `value` holds a real float leaf (ints, strings... inside it are left alone)."""
+    from tapeflow.checking import has_float_leaf
+    try:
+        return has_float_leaf(value)
+    except TypeError:                                # a complex leaf
+        return False
 
 
 def _kind(value):
@@ -329,13 +349,40 @@ def _kind(value):
     return f'{type(value).__name__} {value!r}'
 
 
+def _check_structure(arg, gradient, label):
+    from tapeflow.checking import mismatch_message
+    message = mismatch_message(arg, gradient, f'{label}: the gradient')
+    if message is not None:
+        raise CheckFailed(message)
+
+
 def _finite_differences(fn, values, i, eps):
-    """Central differences of `fn` along each element of argument `i` (float64)."""
+    """Central differences of `fn` along each element of each float leaf of argument `i`
+    (float64), in the argument's structure; None at the leaves left alone."""
+    from tapeflow.checking import float_leaves, replace_leaf
     x = values[i]
+    leaves = float_leaves(x)
+    numeric = _none_leaves(x)
+    for path, leaf in leaves:
+        numeric = replace_leaf(numeric, path, _leaf_differences(fn, values, i, path, leaf, eps))
+    return numeric
+
+
+def _none_leaves(tree):
+    if isinstance(tree, dict):
+        return {k: _none_leaves(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        parts = [_none_leaves(v) for v in tree]
+        return type(tree)(*parts) if hasattr(tree, '_fields') else type(tree)(parts)
+    return None
+
+
+def _leaf_differences(fn, values, i, path, x, eps):
+    from tapeflow.checking import replace_leaf
 
     def at(point):
         args = list(values)
-        args[i] = point
+        args[i] = replace_leaf(values[i], path, point)
         return float(np.asarray(fn(*args), dtype=np.float64))
 
     if isinstance(x, float):
@@ -354,9 +401,12 @@ def _finite_differences(fn, values, i, eps):
     return out if isinstance(x, np.ndarray) else float(out)
 
 
-def _relative_error(analytic, numeric):
-    a = np.asarray(analytic, dtype=np.float64)
-    n = np.asarray(numeric, dtype=np.float64)
+def _relative_error(analytic, numeric, arg):
+    """|analytic - numeric| / max(|analytic|, |numeric|), norms over the float leaves of `arg`."""
+    from tapeflow.checking import float_leaves, leaf_at
+    paths = [path for path, _ in float_leaves(arg)]
+    a = np.concatenate([np.ravel(np.asarray(leaf_at(analytic, p), dtype=np.float64)) for p in paths])
+    n = np.concatenate([np.ravel(np.asarray(leaf_at(numeric, p), dtype=np.float64)) for p in paths])
     scale = max(np.linalg.norm(a), np.linalg.norm(n))
     if scale == 0.0:
         return 0.0
@@ -370,6 +420,8 @@ def _short(value):
         return np.array2string(value, separator=', ', precision=6)
     if isinstance(value, (float, np.floating)):
         return _number(value, 10)
+    if isinstance(value, (list, tuple, dict)):
+        return _structure(value, _short)
     return repr(value)
 
 
@@ -377,7 +429,25 @@ def _show_value(value, indent):
     if isinstance(value, np.ndarray):
         text = np.array2string(value, separator=', ', precision=8, max_line_width=79 - indent)
         return text.replace('\n', '\n' + ' ' * indent)
+    if isinstance(value, (list, tuple, dict)):
+        return _structure(value, lambda v: _show_value(v, indent))
     return _number(value, 12) if isinstance(value, (float, np.floating)) else repr(value)
+
+
+def _structure(value, show):
+    """A list, tuple or dict as Python writes it, its items written by `show`
+    (an array inside as `array([...])`, not to be read as a list)."""
+    def item(v):
+        return f'array({show(v)})' if isinstance(v, np.ndarray) else show(v)
+
+    if isinstance(value, dict):
+        return '{' + ', '.join(f'{k!r}: {item(v)}' for k, v in value.items()) + '}'
+    items = ', '.join(item(v) for v in value)
+    if isinstance(value, list):
+        return f'[{items}]'
+    if hasattr(value, '_fields'):
+        return f'{type(value).__name__}({items})'
+    return f'({items},)' if len(value) == 1 else f'({items})'
 
 
 def _number(value, digits):

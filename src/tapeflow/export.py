@@ -108,8 +108,9 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
 
 
 def _unwrap(fn):
-    inner = getattr(fn, '__tapeflow_python__', None)
-    return inner if inner is not None else inspect.unwrap(fn)
+    """The Python function compiled for `fn`: what `tapeflow.grad` reads (`api._unwrap`)."""
+    from tapeflow.api import _unwrap as read_as
+    return read_as(fn)
 
 
 # ------------------------------------------------------------------ rendering with origins

@@ -85,6 +85,10 @@ def custom_gradient(f=None):
         record_node(inputs + variables, outputs, backward)
         return pack_sequence_as(result, outputs)
 
+    decorated.__tapeflow_opaque__ = (
+        'a @custom_gradient function gives its gradient to the eager tape (GradientTape) '
+        'only; the compiler (grad, function, source) cannot read it: give the function its '
+        'rule with tapeflow.defvjp instead')
     return decorated
 
 

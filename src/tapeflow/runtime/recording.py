@@ -37,6 +37,7 @@ from tapeflow.rules import ATTRIBUTES, METHODS, RULES, MissingRule, lookup
 from tapeflow.runtime.tensor import Tensor
 
 __all__ = ['apply', 'record', 'record_node', 'record_fused', 'variable_accessed', 'is_watched',
+           'is_tracked',
            'is_recording', 'active_tapes', 'CUSTOM', 'describe']
 
 _new = object.__new__
@@ -83,6 +84,19 @@ def is_watched(x):
     """True when an active tape of this thread would differentiate through `x`."""
     key = id(x)
     return any(key in tape._live for tape in _state.tapes)
+
+
+def is_tracked(x):
+    """True when an active recorder of this thread would differentiate through the Tensor
+    `x`: it watches `x` or recorded its producer, or `x` is a trainable Variable that
+    a tape watching the Variables it reads would watch."""
+    for tape in _state.tapes:
+        live = tape._live
+        if live is not None and id(x) in live:
+            return True
+        if x._is_variable and x._trainable and tape._watch_accessed:
+            return True
+    return False
 
 
 def describe(fn):

@@ -137,6 +137,8 @@ class Tensor:
         return format(self._value, spec)
 
     def __array__(self, dtype=None, copy=None):
+        if _state.tapes and is_tracked(self):
+            raise TypeError(_DROPPED_FROM_TAPE)
         value = np.asarray(self._value)
         if dtype is not None and value.dtype != dtype:
             return value.astype(dtype)
@@ -506,9 +508,19 @@ def _install_operators():
 
 _SEQUENCES = frozenset((list, tuple))   # `cls in` a set: no __eq__ calls
 
+# NumPy converts each Tensor of `np.array([x, y])` or `np.asarray(x)` with
+# `__array__`, which no dispatch can record: the array would silently carry
+# no gradient.
+_DROPPED_FROM_TAPE = (
+    'converting a Tensor that a recording GradientTape tracks to a NumPy array '
+    '(np.array([...]), np.asarray(...), a NumPy function given a list of Tensors) would '
+    'drop it from the tape, and its gradient '
+    'would be None: build the array with tf.stack([...]) or np.stack([...]), which are '
+    'recorded, or take the value on purpose with .numpy()')
+
 # The recording machinery needs Tensor; import it once Tensor exists.
 from tapeflow.rules import ATTRIBUTES, METHODS  # noqa: E402
 from tapeflow.runtime.recording import (  # noqa: E402
-    _NO_KWARGS, _attribute, _method, _state, apply, record)
+    _NO_KWARGS, _attribute, _method, _state, apply, is_tracked, record)
 
 _install_operators()

@@ -1,7 +1,11 @@
 """Read a function's source and parse it with gast.
 
 Guarantees: the returned FunctionDef carries `Key.ORIGIN` (line and column in
-the user's file) on every node, and `Source` says which file that is.
+the user's file) on every node, and `Source` says which file that is. The
+source read is the function's own, never that of a function it wraps
+(`__wrapped__`, which `inspect` follows): a decorator's wrapper is what a
+call runs. `pass_through_target` says when a wrapper only passes its
+arguments on, so that the wrapped function may be read in its place.
 """
 from __future__ import annotations
 
@@ -10,11 +14,14 @@ import dataclasses
 import inspect
 import linecache
 import textwrap
+import types
+import weakref
 
 import gast
 
 from tapeflow.syntax.anno import Key, setanno
-from tapeflow.syntax.errors import SourceUnavailableError, UnsupportedError
+from tapeflow.syntax.errors import SourceUnavailableError, TapeflowError, UnsupportedError
+from tapeflow.syntax.resolve import bindings_of
 
 
 @dataclasses.dataclass
@@ -42,9 +49,11 @@ def parse_function(fn) -> Source:
     lifted = getattr(fn, '__tapeflow_source__', None)
     if lifted is not None:                 # a nested def, lifted by desugar
         return dataclasses.replace(lifted, node=copy.deepcopy(lifted.node))
+    code = getattr(fn, '__code__', None)
+    own = code if isinstance(code, types.CodeType) else fn     # getsourcelines(fn) unwraps
     try:
-        lines, first_line = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        lines, first_line = inspect.getsourcelines(own)
+        filename = inspect.getsourcefile(own) or code.co_filename
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f'cannot read the source of {getattr(fn, "__qualname__", fn)!r}: {e}') from None
@@ -68,6 +77,72 @@ def parse_function(fn) -> Source:
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset + indent))
     node.decorator_list = []
     return Source(node, filename, first_line, text)
+
+
+# ------------------------------------------------------------------ wrappers
+
+_PASS_THROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # code -> name or None
+
+
+def pass_through_target(fn):
+    """`fn.__wrapped__` when `fn` only passes its arguments on to it, else None.
+
+    A pass-through is exactly
+
+        def wrapper(*args, **kwargs):
+            '''a docstring'''                    # optional
+            return wrapped(*args, **kwargs)
+
+    where `wrapped`, from the wrapper's closure or globals, is `fn.__wrapped__`.
+    Calling such a wrapper is calling the wrapped function; any other wrapper
+    may do something of its own (clip, scale, cache under a condition), so it
+    is differentiated as written.
+    """
+    wrapped = getattr(fn, '__wrapped__', None)
+    if wrapped is None or not isinstance(fn, types.FunctionType):
+        return None
+    code = fn.__code__
+    try:
+        name = _PASS_THROUGH[code]
+    except KeyError:
+        name = _PASS_THROUGH[code] = _pass_through_name(fn)
+    if name is None:
+        return None
+    return wrapped if bindings_of(fn).lookup(name) is wrapped else None
+
+
+def _pass_through_name(fn):
+    """The name `fn`'s body calls with `*args, **kwargs` when that is all it does."""
+    try:
+        node = parse_function(fn).node
+    except TapeflowError:
+        return None
+    a = node.args
+    if a.args or a.posonlyargs or a.kwonlyargs or a.vararg is None:
+        return None
+    body = node.body
+    if len(body) == 2 and isinstance(body[0], gast.Expr) and \
+            isinstance(body[0].value, gast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], gast.Return):
+        return None
+    call = body[0].value
+    if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
+        return None
+    star = call.args
+    if len(star) != 1 or not isinstance(star[0], gast.Starred) or \
+            not isinstance(star[0].value, gast.Name) or star[0].value.id != a.vararg.id:
+        return None
+    if a.kwarg is None:
+        if call.keywords:
+            return None
+    elif len(call.keywords) != 1 or call.keywords[0].arg is not None or \
+            not isinstance(call.keywords[0].value, gast.Name) or \
+            call.keywords[0].value.id != a.kwarg.id:
+        return None
+    if call.func.id in (a.vararg.id, getattr(a.kwarg, 'id', None)):
+        return None
+    return call.func.id
 
 
 def parse_source_text(text: str, filename: str = '<string>', first_line: int = 1) -> gast.Module:

@@ -1,0 +1,265 @@
+"""Numeric checks of derivatives, for users' tests: `check_grads`, and the leaves it moves.
+
+An argument is a pytree: lists, tuples (namedtuples included) and dicts of
+pytrees, down to leaves. Real floating leaves (Python floats, NumPy floating
+scalars and arrays) are differentiated; every other leaf (ints, bools,
+strings, None) is left alone. A complex leaf is refused: the conventions for
+complex derivatives differ between libraries, and a check that picked one
+silently could pass a wrong gradient.
+
+`check_grads` moves each argument along a random direction of its own
+structure and compares `grad(f, k)` (first order) and the Hessian-vector
+product `jvp(grad(f, k))` (second order) with central differences.
+The command line's `tapeflow check` reuses the leaf helpers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ['check_grads', 'float_leaves', 'has_float_leaf', 'replace_leaf', 'map_float_leaves',
+           'zero_tangent', 'path_text', 'structure_mismatch', 'mismatch_message']
+
+
+# ------------------------------------------------------------------ leaves of a pytree
+
+def _is_float(leaf) -> bool:
+    if isinstance(leaf, bool):
+        return False
+    if isinstance(leaf, float):
+        return True
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        if np.issubdtype(leaf.dtype, np.complexfloating):
+            raise TypeError(f'check_grads checks real-valued arguments; a complex '
+                            f'{"array" if isinstance(leaf, np.ndarray) else "number"} '
+                            f'({leaf.dtype}) has no single convention for its derivative')
+        return np.issubdtype(leaf.dtype, np.floating)
+    if isinstance(leaf, complex):
+        raise TypeError('check_grads checks real-valued arguments; a complex number has no '
+                        'single convention for its derivative')
+    return False
+
+
+def _children(tree):
+    """(key, child) pairs of a list, tuple or dict (dicts in insertion order); None for a leaf."""
+    if isinstance(tree, dict):
+        return list(tree.items())
+    if isinstance(tree, (list, tuple)):
+        return list(enumerate(tree))
+    return None
+
+
+def _rebuild(tree, values):
+    """A container of `tree`'s class holding `values` (in the order of `_children`)."""
+    if isinstance(tree, dict):           # a copy keeps a dict subclass's own state
+        out = tree.copy()
+        out.update(zip(list(tree), values))
+        return out
+    if hasattr(tree, '_fields'):                   # a namedtuple
+        return type(tree)(*values)
+    return type(tree)(values)
+
+
+def float_leaves(tree, path=()):
+    """[(path, leaf)] of the real floating leaves of `tree`; a path is a tuple of keys."""
+    children = _children(tree)
+    if children is None:
+        return [(path, tree)] if _is_float(tree) else []
+    out = []
+    for key, child in children:
+        out.extend(float_leaves(child, path + (key,)))
+    return out
+
+
+def has_float_leaf(tree) -> bool:
+    return bool(float_leaves(tree))
+
+
+def map_float_leaves(fn, tree):
+    """`tree` with each real floating leaf replaced by `fn(leaf)`, other leaves kept."""
+    children = _children(tree)
+    if children is None:
+        return fn(tree) if _is_float(tree) else tree
+    return _rebuild(tree, [map_float_leaves(fn, child) for _, child in children])
+
+
+def replace_leaf(tree, path, value):
+    """A copy of `tree` with the leaf at `path` replaced by `value` (the rest shared)."""
+    if not path:
+        return value
+    children = _children(tree)
+    return _rebuild(tree, [replace_leaf(child, path[1:], value) if key == path[0] else child
+                           for key, child in children])
+
+
+def leaf_at(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def zero_tangent(tree):
+    """The tangent that does not move `tree`: zeros at float leaves, 0 at other numbers.
+
+    An int inside a structure is a number the forward sweep may multiply by
+    its tangent, so it gets 0 (never itself); strings and None are kept.
+    """
+    children = _children(tree)
+    if children is None:
+        if _is_float(tree):
+            return np.zeros_like(tree) if isinstance(tree, np.ndarray) else 0.0
+        if isinstance(tree, (int, np.integer, np.bool_)):      # bool is an int
+            return 0
+        return tree
+    return _rebuild(tree, [zero_tangent(child) for _, child in children])
+
+
+def path_text(name, path):
+    """`xs[1]['w']`: where a leaf is, for messages."""
+    return name + ''.join(f'[{key!r}]' for key in path)
+
+
+def mismatch_message(arg, value, what):
+    """'`what` at [1] is a tuple of 2, where the argument has a list of 2', or None
+    when `value` has the structure of `arg` (see `structure_mismatch`)."""
+    mismatch = structure_mismatch(arg, value)
+    if mismatch is None:
+        return None
+    path, expected, got = mismatch
+    return f'{what}{_at(path)} is {got}, where the argument has {expected}'
+
+
+def _at(path):
+    return f' at {path_text("", path)}' if path else ''
+
+
+def _describe(value):
+    if isinstance(value, (list, tuple, dict)):
+        return f'a {type(value).__name__} of {len(value)}'
+    if isinstance(value, np.ndarray):
+        return f'an array of shape {value.shape}'
+    return f'{type(value).__name__} {value!r}' if not isinstance(value, float) else 'a float'
+
+
+def structure_mismatch(arg, value, path=()):
+    """Where `value` (a gradient or tangent) does not have the structure and the float
+    leaves' shapes of `arg`: `(path, expected, got)`, or None when it does."""
+    children = _children(arg)
+    if children is None:
+        if _is_float(arg):
+            if isinstance(value, (list, tuple, dict)) or value is None or \
+                    np.shape(value) != np.shape(arg):
+                return path, _describe(arg), _describe(value)
+        return None
+    same_kind = isinstance(value, dict) if isinstance(arg, dict) else \
+        (type(value) is type(arg) or (hasattr(arg, '_fields') and isinstance(value, (list, tuple))))
+    if not same_kind or len(value) != len(arg) or \
+            (isinstance(arg, dict) and set(value) != set(arg)):
+        return path, _describe(arg), _describe(value)
+    for key, child in children:
+        found = structure_mismatch(child, value[key], path + (key,))
+        if found is not None:
+            return found
+    return None
+
+
+def _random_direction(tree, rng):
+    """A standard normal direction of `tree`'s structure; other leaves do not move."""
+    children = _children(tree)
+    if children is None:
+        if not _is_float(tree):
+            return zero_tangent(tree)
+        if isinstance(tree, np.ndarray):
+            return rng.standard_normal(tree.shape)
+        return float(rng.standard_normal())
+    return _rebuild(tree, [_random_direction(child, rng) for _, child in children])
+
+
+def _moved(tree, direction, step):
+    """`tree + step * direction` at its float leaves."""
+    out = tree
+    for path, leaf in float_leaves(tree):
+        out = replace_leaf(out, path, leaf + step * leaf_at(direction, path))
+    return out
+
+
+def _inner(tree, a, b):
+    """Sum over the float leaves of `tree` of <a leaf, b leaf> (float64)."""
+    return sum(float(np.sum(np.asarray(leaf_at(a, p), dtype=np.float64) *
+                            np.asarray(leaf_at(b, p), dtype=np.float64)))
+               for p, _ in float_leaves(tree))
+
+
+# ------------------------------------------------------------------ check_grads
+
+def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
+    """Check `f`'s compiled derivatives against central differences, up to `order` (1 or 2).
+
+    `args` are the positional arguments, each a float, a float array, or a list,
+    tuple or dict of them (nested); ints, bools and strings inside are left alone.
+    For each argument holding a float: order 1 compares `grad(f, k)` (a list for
+    a list argument, a dict for a dict...) with differences of `f` along a random
+    direction of the argument's structure; order 2 compares the Hessian-vector
+    product (forward over reverse: `jvp(grad(f, k))`) with differences of the
+    gradient. Raises `AssertionError` naming the argument and both numbers on a
+    mismatch, `NotImplementedError` when forward over reverse is not available
+    for `f`; returns None.
+    """
+    from tapeflow.api import grad, jvp
+    from tapeflow.rules.registry import MissingRule
+    from tapeflow.syntax.errors import UnsupportedError
+
+    if order not in (1, 2):
+        raise ValueError(f'check_grads checks order 1 or 2, not {order!r}')
+    rng = np.random.default_rng(seed)
+    args = tuple(args)
+    name = getattr(f, '__name__', 'f')
+    positions = tuple(i for i, a in enumerate(args) if has_float_leaf(a))
+    if not positions:
+        raise TypeError(f'check_grads: no argument of {name}() holds a float to differentiate '
+                        f'(write 2.0, not 2)')
+
+    def moved(k, v, step):
+        out = list(args)
+        out[k] = _moved(args[k], v, step)
+        return out
+
+    def value(point):
+        return float(np.sum(f(*point)))
+
+    for k in positions:
+        arg, where = args[k], f'argument {k}'
+        v = _random_direction(arg, rng)
+        grad_k = grad(f, k)
+        g = grad_k(*args)
+        _assert_structure(arg, g, f'the gradient of {name} wrt {where}')
+        numeric = (value(moved(k, v, eps)) - value(moved(k, v, -eps))) / (2 * eps)
+        analytic = _inner(arg, g, v)
+        if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
+            raise AssertionError(f'first derivative of {name} wrt {where} along a random '
+                                 f'direction: {analytic!r} (compiled) vs {numeric!r} (differences)')
+        if order < 2:
+            continue
+        tangents = [v if j == k else zero_tangent(a) for j, a in enumerate(args)]
+        try:
+            _, hv = jvp(grad_k, args, tangents)
+        except (UnsupportedError, MissingRule, NotImplementedError) as e:
+            raise NotImplementedError(
+                f'check_grads(order=2): the second derivative of {name} wrt {where} '
+                f'({_describe(arg)}) needs forward over reverse (jvp of its gradient), which '
+                f'is not available: {e}. Pass order=1 to check the first derivative only.') from e
+        _assert_structure(arg, hv, f'the Hessian-vector product of {name} wrt {where}')
+        plus, minus = grad_k(*moved(k, v, eps)), grad_k(*moved(k, v, -eps))
+        for path, _ in float_leaves(arg):
+            numeric2 = (np.asarray(leaf_at(plus, path), dtype=np.float64) -
+                        np.asarray(leaf_at(minus, path), dtype=np.float64)) / (2 * eps)
+            compiled = leaf_at(hv, path)
+            numeric2 = float(numeric2) if numeric2.ndim == 0 else numeric2
+            if not np.allclose(compiled, numeric2, rtol=100 * rtol, atol=100 * atol):
+                raise AssertionError(f'second derivative of {name} wrt {where}{_at(path)}: '
+                                     f'{compiled!r} (compiled) vs {numeric2!r} (differences)')
+
+
+def _assert_structure(arg, value, what):
+    message = mismatch_message(arg, value, what)
+    if message is not None:
+        raise AssertionError(message)
