@@ -18,6 +18,7 @@ from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules.batching import is_batched
 from tapeflow.rules.registry import MissingRule
+from tapeflow.rules.sequences import dense
 from tapeflow.syntax.errors import UnsupportedError
 from tapeflow.runtime import support
 from tapeflow.runtime.support import is_zero
@@ -250,7 +251,7 @@ def _like(g, arg):
         return arg.dtype.type(0 if is_zero(g) else g)
     if isinstance(arg, complex):
         return complex(g)
-    return g
+    return dense(g)
 
 
 def _check_scalar(value, fname):
@@ -357,10 +358,10 @@ def vjp(f, *primals):
     compiled = compile_adjoint(f, wrt, kinds=argument_kinds(primals))
     tape = []
     out = compiled.forward(tape, *primals)
-    saved = tuple(tape)
+    tapes = backward_tapes(compiled, primals, tape)
 
     def vjp_fn(cotangent):
-        grads = compiled.backward(list(saved), cotangent)
+        grads = compiled.backward(tapes(), cotangent)
         if len(wrt) == 1:
             grads = (grads,)
         result = [None] * len(primals)
@@ -370,6 +371,26 @@ def vjp(f, *primals):
 
     vjp_fn.__tapeflow_pullback__ = (f, primals, wrt)
     return out, vjp_fn
+
+
+def backward_tapes(compiled, values, tape):
+    """The tape each call of `compiled`'s backward sweep pops.
+
+    The forward's own, copied, while the reverse sweep leaves memory alone.
+    One that restores memory in place (its function writes into arrays or
+    lists) undoes the forward's writes, so a second pullback could not read
+    them: from the second call on, the forward runs again on `values`.
+    """
+    saved, used = tuple(tape), [False]
+
+    def fresh():
+        if not (compiled.in_place and used[0]):
+            used[0] = True
+            return list(saved)
+        again = []
+        compiled.forward(again, *values)
+        return again
+    return fresh
 
 
 def jvp(f, primals, tangents):
@@ -384,6 +405,7 @@ def jvp(f, primals, tangents):
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+    value = dense(value)               # a gradient read as a function may be a list's `Items`
     return value, _tangent_like(tangent, value)
 
 

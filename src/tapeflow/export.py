@@ -253,6 +253,9 @@ def _free_globals(text) -> list:
     return found
 
 
+_NOT_BUILTIN = object()
+
+
 class _ModuleWriter:
     """Gives each object the generated code reaches a name in the module, and its source."""
 
@@ -299,7 +302,7 @@ class _ModuleWriter:
 
     def name_for(self, preferred, obj, user):
         """The name `obj` has in the module, writing it there first if needed."""
-        if getattr(builtins, preferred, None) is obj and preferred not in self.names:
+        if getattr(builtins, preferred, _NOT_BUILTIN) is obj and preferred not in self.names:
             return preferred
         if id(obj) in self.named:
             return self.named[id(obj)]
@@ -314,7 +317,7 @@ class _ModuleWriter:
         return name
 
     def _define(self, name, obj, user):
-        if getattr(builtins, name, None) is obj:
+        if getattr(builtins, name, _NOT_BUILTIN) is obj:
             return
         self.names[name] = obj
         self._keep.append(obj)
@@ -336,6 +339,11 @@ class _ModuleWriter:
         if isinstance(obj, types.FunctionType):
             self.named[id(obj)] = name             # before its source: it may be recursive
             self.definitions.append(self._function_source(name, obj, user))   # after its dependencies
+            return
+        if isinstance(obj, type) and (obj.__module__ or '').split('.')[0] == 'tapeflow' \
+                and obj.__bases__ == (object,):
+            self.named[id(obj)] = name             # a runtime value class (rules.sequences.Items)
+            self.definitions.append(self._class_source(name, obj, user))
             return
         importable = _importable(obj)
         if importable:
@@ -406,6 +414,27 @@ class _ModuleWriter:
         return (f'def {maker}({", ".join(freevars)}):\n'
                 + textwrap.indent(body, '    ') + f'\n    return {name}\n\n\n'
                 + f'{name} = {maker}({", ".join(cells)})')
+
+
+    def _class_source(self, name, cls, user):
+        """The source of one of tapeflow's own classes, its globals named in this module."""
+        where = f'{cls.__module__}.{cls.__qualname__}'
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+        except (OSError, TypeError, SyntaxError):
+            raise ExportError(f'cannot export {name!r}: the source of {where} is not available') \
+                from None
+        namespace = sys.modules[cls.__module__].__dict__
+        renames = {}
+        for free in _free_globals(ast.unparse(tree)):
+            if free == cls.__name__ or free not in namespace:
+                continue
+            target = self.name_for(free, namespace[free], where)
+            if target != free:
+                renames[free] = target
+        tree = _Rename(renames).visit(tree) if renames else tree
+        tree.name = name
+        return ast.unparse(tree)
 
 
 class _Rename(ast.NodeTransformer):

@@ -174,7 +174,7 @@ class CompiledFunction:
             output = _new(Tensor)     # recording.wrap(out), inlined
             output._value = out[()] if out.__class__ is np.ndarray and not out.shape else out
         elif isinstance(out, tuple):
-            return self._record(compiled, saved, _wrap(out), True, args, wrt, lifted, tape)
+            return self._record(compiled, saved, values, _wrap(out), True, args, wrt, lifted, tape)
         else:
             output = _wrap(out)
         if lifted:
@@ -183,12 +183,13 @@ class CompiledFunction:
             inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
         one = len(inputs) == 1
         backward_sweep = compiled.backward
+        tapes = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
 
         def backward(cotangents):
             ct = cotangents[0]
             if isinstance(ct, Tensor):
                 ct = ct._value
-            grads = backward_sweep(list(saved), ct)
+            grads = backward_sweep(list(saved) if tapes is None else tapes(), ct)
             return (grads,) if one else tuple(grads)
 
         # record_node(inputs, (output,), backward), inlined: the inputs are
@@ -291,14 +292,15 @@ class CompiledFunction:
         out = compiled.forward(saved, *values)
         # `saved` is the forward sweep's tape: each backward pops a copy of it.
         if isinstance(out, tuple):
-            return self._record(compiled, saved, _wrap(out), True, args, wrt, lifted, tape)
-        return self._record(compiled, saved, (_wrap(out),), False, args, wrt, lifted, tape)
+            return self._record(compiled, saved, values, _wrap(out), True, args, wrt, lifted, tape)
+        return self._record(compiled, saved, values, (_wrap(out),), False, args, wrt, lifted, tape)
 
-    def _record(self, compiled, saved, outputs, many, args, wrt, lifted, tape):
+    def _record(self, compiled, saved, values, outputs, many, args, wrt, lifted, tape):
         """Record the fused node on `tape`; the call's result."""
         inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
         one = len(inputs) == 1
         backward_sweep = compiled.backward
+        tapes = api.backward_tapes(compiled, values, saved)
 
         def backward(cotangents):
             if many:
@@ -307,7 +309,7 @@ class CompiledFunction:
                 ct = cotangents[0]
                 if isinstance(ct, Tensor):
                     ct = ct._value
-            grads = backward_sweep(list(saved), ct)
+            grads = backward_sweep(tapes(), ct)
             return (grads,) if one else tuple(grads)
 
         recording.record_fused(tape, inputs, outputs, backward)
@@ -321,14 +323,14 @@ class CompiledFunction:
         tape = []
         with inner.stop_recording():
             out = compiled.forward(tape, *values)
-        saved = tuple(tape)
+        tapes = api.backward_tapes(compiled, values, tape)
         outputs = _wrap(out) if not isinstance(out, Tensor) else +out
         inputs = [args[i] for i in wrt] + [v for _, v in lifted]
         n = len(inputs)
 
         def backward(cotangents):
             ct = cotangents[0] if not isinstance(outputs, tuple) else tuple(cotangents)
-            grads = compiled.backward(list(saved), ct)
+            grads = compiled.backward(tapes(), ct)
             return (grads,) if n == 1 else tuple(grads)
 
         # On the inner tape alone: the outer tapes recorded the sweep itself.

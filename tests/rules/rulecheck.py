@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from tapeflow.rules.sequences import Items
+
 from tapeflow.rules import RULES
 from tapeflow.rules.registry import ATTRIBUTES, METHODS
 
@@ -106,7 +108,7 @@ def realize(marker, rng):
 
 def leaves(x):
     """The arrays (and scalars) of a (nested) structure, as complex-or-real arrays."""
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, tuple, Items)):
         return [leaf for item in x for leaf in leaves(item)]
     if x is None:
         return []
@@ -244,7 +246,7 @@ def wrap(x):
 def unwrap(x):
     if isinstance(x, FakeTensor):
         return x.value
-    if isinstance(x, list):
+    if isinstance(x, (list, Items)):
         return [unwrap(i) for i in x]
     if isinstance(x, tuple):
         return tuple(unwrap(i) for i in x)
@@ -275,6 +277,8 @@ def _float32(x):
 
 
 def _structure_matches(cot, arg, what):
+    if isinstance(arg, list) and isinstance(cot, Items):
+        cot = list(cot)                     # a list's cotangent in sparse form
     if isinstance(arg, (list, tuple)):
         assert isinstance(cot, type(arg)), \
             f'{what}: cotangent {type(cot).__name__} of a {type(arg).__name__}'

@@ -14,6 +14,7 @@ the zeros of `diag`), and the adjoint is a scatter-add of `g` there.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -22,6 +23,7 @@ from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, posi
                                       scatter_add, scatter_add_batch)
 from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
 
 __all__ = ['untake', 'def_gather', 'untake_batch']
@@ -30,12 +32,19 @@ __all__ = ['untake', 'def_gather', 'untake_batch']
 # ---------------------------------------------------------------- x[idx]
 
 def untake(g, x, idx):
-    """The cotangent of `x` from the cotangent `g` of `x[idx]`."""
+    """The cotangent of `x` from the cotangent `g` of `x[idx]`.
+
+    For one element of a list, a sparse `Items` (O(1), whatever the length);
+    of a tuple (a fixed, small structure, often a function's results), a tuple.
+    """
     if isinstance(x, dict):
         out = zeros_like_value(x)
         out[idx] = g
         return out
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, Items)) and isinstance(idx, (int, np.integer)) \
+            and not isinstance(idx, bool):
+        return Items(len(x)).added(int(idx), g)
+    if isinstance(x, (list, tuple, Items)):
         return _untake_sequence(g, x, idx)
     shape = np.shape(x)
     if type(g) in (np.ndarray, float, int) or isinstance(g, np.generic):
@@ -52,14 +61,15 @@ def untake(g, x, idx):
 
 def _untake_sequence(g, x, idx):
     out = [zeros_like_value(item) for item in x]
+    rebuilt = list if isinstance(x, Items) else functools.partial(rebuild, x)
     if g.__class__ is float and g == 0.0:      # the symbolic zero of generated code
-        return rebuild(x, out)
+        return rebuilt(out)
     if isinstance(idx, slice):
         for k, i in enumerate(range(len(x))[idx]):
             out[i] = g[k]
     else:
         out[idx] = g
-    return rebuild(x, out)
+    return rebuilt(out)
 
 
 def untake_vjp(h, ans, g, x, idx):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.rules.sequences import Items
+
 from tapeflow.rules import registry
 from tapeflow.rules.batching import batch_size, defjvp_batched, lift_tangent, unbatched_as_batch
 
@@ -117,6 +119,8 @@ def zeros_like_value(x):
     """A zero cotangent with the structure of `x` (array, scalar, list, tuple, dict)."""
     if isinstance(x, dict):
         return {k: zeros_like_value(v) for k, v in x.items()}
+    if isinstance(x, Items):
+        return Items(len(x))
     if isinstance(x, (list, tuple)):
         return rebuild(x, [zeros_like_value(v) for v in x])
     if isinstance(x, np.ndarray):

@@ -16,6 +16,7 @@ from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch,
                                      rows_at, set_rows_at)
 from tapeflow.rules.array_ops import add_at, written
 from tapeflow.rules.indexing import untake
+from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, shares)
 from tapeflow.rules.shapes import (broadcast_tangent, unbroadcast, unbroadcast_batch,
@@ -75,6 +76,8 @@ def add_adjoint(a, b):
         return b
     if is_zero(b):
         return a
+    if a.__class__ is Items or b.__class__ is Items:
+        return a + b
     if isinstance(a, dict):
         return {k: add_adjoint(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
     if isinstance(a, (list, tuple)):
@@ -116,7 +119,9 @@ def setitem_clear_adjoint(adjoint, index):
     """The cotangent of `y` before `y[index] = v`: the overwritten part gets none."""
     if is_zero(adjoint):
         return adjoint
-    if isinstance(adjoint, list):
+    if adjoint.__class__ is Items and isinstance(index, (int, np.integer)):
+        return adjoint.cleared(index)
+    if isinstance(adjoint, (list, Items)):
         cleared = list(adjoint)
         cleared[index] = 0.0
         return cleared
@@ -136,6 +141,8 @@ def drop_last_adjoint(adjoint):
     """The cotangent of `ys` before `ys.append(v)`."""
     if is_zero(adjoint):
         return adjoint
+    if adjoint.__class__ is Items:
+        return adjoint.without_last()
     return adjoint[:-1]
 
 
@@ -209,6 +216,8 @@ def insert_adjoint(adjoint, index):
     """The cotangent of a list before `pop(index)` removed an element nothing read after."""
     if is_zero(adjoint):
         return adjoint
+    if adjoint.__class__ is Items:
+        return adjoint.inserted(index)
     out = list(adjoint)
     out.insert(index, 0.0)
     return out
