@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench fuzz clean
 
 install: $(STAMP)
 
@@ -22,6 +22,15 @@ test: install
 
 demo: install
 	$(PY) examples/logistic_regression.py
+
+# The mutation fuzzer: COUNT random programs with aliases, views and in-place
+# writes, checked against finite differences; reproducers of failures in FUZZ_OUT.
+SEED     ?= 0
+COUNT    ?= 2000
+FUZZ_OUT ?= build/fuzz
+
+fuzz: install
+	$(PY) -m tests.fuzz.run --seed $(SEED) --count $(COUNT) --out $(FUZZ_OUT)
 
 # autograd and JAX give the benchmarks their comparison columns; without them
 # (no index reachable) those columns read n/a and the rest still runs.
