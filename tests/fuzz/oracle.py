@@ -6,7 +6,7 @@
   not return a finite scalar; or central differences with two step sizes
   disagree (the function is not smooth there);
 - refused:   `value_and_grad` raised `UnsupportedError` located in the
-  program's file, on a line with code, at a column within it;
+  program's file, on a line of a function, at a column within it;
 - crash:     any other exception, or a refusal that is not so located;
 - wrong:     the value differs from the plain call's, a gradient has the
   wrong structure or is not finite, or a directional derivative differs
@@ -144,6 +144,7 @@ def refusal(program, path, error, plain) -> Outcome:
     lineno, offset = getattr(error, 'lineno', None), getattr(error, 'offset', None)
     located = (os.path.realpath(str(getattr(error, 'filename', ''))) == os.path.realpath(path)
                and isinstance(lineno, int) and 1 <= lineno <= len(lines) and lines[lineno - 1].strip()
+               and program.tags[lineno - 1] != 'module'
                and isinstance(offset, int) and 1 <= offset <= len(lines[lineno - 1]) + 1)
     if not located:
         return Outcome('crash', f'refusal not located in the program: {error} '

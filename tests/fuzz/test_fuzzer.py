@@ -91,6 +91,7 @@ def test_a_located_refusal_is_a_refusal_of_the_construct_on_that_line(loader):
     lambda path: tf.UnsupportedError('elsewhere', 'other.py', 6, 4),
     lambda path: tf.UnsupportedError('past the end', path, 99, 0),
     lambda path: tf.UnsupportedError('on a blank line', path, 2, 0),
+    lambda path: tf.UnsupportedError('on the import', path, 1, 0),
     lambda path: ValueError('shapes do not match'),
 ])
 def test_other_errors_and_unlocated_refusals_are_crashes(loader, error):
