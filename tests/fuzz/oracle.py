@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import importlib.util
 import itertools
+import linecache
 import os
 import sys
 import traceback
@@ -32,6 +33,7 @@ import warnings
 import numpy as np
 
 import tapeflow as tf
+from tapeflow import cache as tf_cache
 from tests.gradcheck import inner, numeric_directional, random_direction
 
 CLASSES = ('ok', 'refused', 'wrong', 'crash', 'discarded')
@@ -70,13 +72,20 @@ class Outcome:
 
 
 class Loader:
-    """Writes programs as .py files in `directory` and imports each under a new name."""
+    """Writes programs as .py files in `directory` and imports each under a new name.
+
+    `unload` forgets a program and all that compiling it left behind (the module,
+    tapeflow's cache, the sources of generated code in `linecache`): each program
+    is compiled once, and a run of 20 000 must stay in bounded memory.
+    """
 
     def __init__(self, directory, prefix='fuzzprog'):
         self.directory, self.prefix = directory, prefix
         self.counter = itertools.count()
+        self.lines_before = set()
 
     def load(self, program):
+        self.lines_before = set(linecache.cache)
         name = f'{self.prefix}_{os.getpid()}_{next(self.counter)}'
         path = os.path.join(self.directory, name + '.py')
         with open(path, 'w') as handle:
@@ -88,9 +97,11 @@ class Loader:
         exec(code, module.__dict__)
         return module, path
 
-    @staticmethod
-    def unload(module):
+    def unload(self, module):
         sys.modules.pop(module.__name__, None)
+        for filename in set(linecache.cache) - self.lines_before:
+            linecache.cache.pop(filename, None)
+        tf_cache.clear()
 
 
 def check(program, loader, value_and_grad=None) -> Outcome:
