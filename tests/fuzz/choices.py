@@ -13,10 +13,23 @@ import random
 
 
 class Choices:
-    """Derived choices on top of `integer`; subclasses say where integers come from."""
+    """Derived choices on top of `integer`; subclasses say where integers come from.
+
+    Streams that keep a record also note the span of choices each statement
+    used (`spans`), so a shrinker can delete one statement whole.
+    """
+
+    spans: list = []
 
     def integer(self, lo: int, hi: int) -> int:
         raise NotImplementedError
+
+    def position(self):
+        """How many choices were made so far (None where no record is kept)."""
+        return None
+
+    def note_span(self, start):
+        """The choices from `start` to here made one statement."""
 
     def chance(self, p: float) -> bool:
         """True with probability `p` (to 5%); the choice 0 is False.
@@ -46,12 +59,26 @@ class Choices:
         return [item for item in items if item in chosen]
 
 
-class RandomChoices(Choices):
-    """Integers from a seeded `random.Random`; keeps the record a replay needs."""
+class Recording(Choices):
+    """A stream that keeps the record of its choices (offsets from each range's low end)."""
+
+    def __init__(self):
+        self.record: list[int] = []
+        self.spans: list[tuple] = []
+
+    def position(self):
+        return len(self.record)
+
+    def note_span(self, start):
+        self.spans.append((start, len(self.record)))
+
+
+class RandomChoices(Recording):
+    """Integers from a seeded `random.Random`."""
 
     def __init__(self, seed):
+        super().__init__()
         self.rng = random.Random(seed)
-        self.record: list[int] = []
 
     def integer(self, lo, hi):
         value = self.rng.randint(lo, hi)
@@ -59,12 +86,12 @@ class RandomChoices(Choices):
         return value
 
 
-class ReplayChoices(Choices):
+class ReplayChoices(Recording):
     """Integers replayed from a record of offsets, clamped to each range; 0 past its end."""
 
     def __init__(self, record):
+        super().__init__()
         self.source = list(record)
-        self.record: list[int] = []
 
     def integer(self, lo, hi):
         position = len(self.record)

@@ -34,7 +34,8 @@ class Program:
     value_seed: int
     tags: tuple             # the construct that wrote each line (line n: tags[n - 1])
     used: collections.Counter
-    record: list | None = None
+    record: list | None = None   # the choices that made it (seeded and replayed programs)
+    spans: list = ()             # (start, end) in `record` of each statement's choices
 
     def args(self):
         """Fresh arguments (the same ones every call)."""
@@ -129,7 +130,7 @@ def generate(choices, weights=None) -> Program:
     lines += [Line('', 'module'), Line(f'def f({signature}):', 'def f')] + grammar.indent(body)
     source = '\n'.join(line.text for line in lines) + '\n'
     return Program(source, params, wrt, value_seed, tuple(line.construct for line in lines),
-                   g.used, getattr(c, 'record', None))
+                   g.used, getattr(c, 'record', None), c.spans)
 
 
 def seeded(seed, index, weights=None) -> Program:

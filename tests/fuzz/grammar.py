@@ -94,9 +94,11 @@ def block(g, scope, least, most, more):
     """
     lines = []
     for k in range(most):
+        start = g.c.position()
         if k >= least and not g.c.chance(more):
             break
         lines += statement(g, scope)
+        g.c.note_span(start)
     return lines
 
 
