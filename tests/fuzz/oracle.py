@@ -52,6 +52,7 @@ class Outcome:
     value: object = None
     grads: object = None
     comparisons: list = dataclasses.field(default_factory=list)  # (analytic, fd at each step)
+    numeric_grads: tuple | None = None  # of a wrong program: central differences, coordinatewise
     mutated_args: bool = False   # tapeflow's copies of the arguments differ from the originals after
     plain_mutates: bool = False  # the plain call's copies do
     like_plain: bool = True      # tapeflow's copies end as the plain call's do
@@ -61,6 +62,8 @@ class Outcome:
         lines = [f'class: {self.kind}', f'reason: {self.reason}',
                  f'plain value:    {self.plain!r}', f'tapeflow value: {self.value!r}',
                  f'tapeflow gradients: {self.grads!r}']
+        if self.numeric_grads is not None:
+            lines.append(f'central differences (h={STEPS[0]}): {self.numeric_grads!r}')
         for k, (analytic, *numeric) in enumerate(self.comparisons):
             lines.append(f'direction {k}: tapeflow {analytic!r}, central differences '
                          + ', '.join(f'{v!r} (h={h})' for v, h in zip(numeric, STEPS)))
@@ -135,6 +138,8 @@ def classify(program, f, path, value_and_grad) -> Outcome:
                or derivative_problem(outcome, f, args, program, grads, plain))
     if problem:
         outcome.kind, outcome.reason = problem
+    if outcome.kind == 'wrong':
+        outcome.numeric_grads = tuple(numeric_gradient(f, args, i) for i in program.wrt)
     return outcome
 
 
@@ -220,6 +225,31 @@ def numeric_central(f, args, wrt, directions, h):
             return numeric_directional(lambda *a: f(*copy.deepcopy(a)), args, wrt, directions, h)
     except Exception:  # noqa: BLE001 -- a perturbed call failing: treated as not smooth
         return None
+
+
+def numeric_gradient(f, args, i, h=STEPS[0]):
+    """The gradient in argument `i` by central differences along each coordinate, shaped like it."""
+    return coordinatewise(args[i], lambda direction: numeric_central(f, args, (i,), [direction], h))
+
+
+def coordinatewise(value, along):
+    """`along(unit direction)` for each coordinate of `value`, in `value`'s structure."""
+    if isinstance(value, list):
+        zero = [zero_like(v) for v in value]
+        return [coordinatewise(v, lambda d, k=k: along(zero[:k] + [d] + zero[k + 1:]))
+                for k, v in enumerate(value)]
+    if np.ndim(value) == 0:
+        return along(1.0)
+    grad = np.zeros(np.shape(value))
+    for index in np.ndindex(grad.shape):
+        unit = np.zeros(grad.shape)
+        unit[index] = 1.0
+        grad[index] = along(unit)
+    return grad
+
+
+def zero_like(value):
+    return [zero_like(v) for v in value] if isinstance(value, list) else 0.0 * np.asarray(value) + 0.0
 
 
 def close(a, b, atol) -> bool:

@@ -36,12 +36,16 @@ def handwritten(source=SOURCE):
     return Program(source, (('x', Float()), ('y', Array((3,)))), (0, 1), 3, TAGS, collections.Counter())
 
 
+def gradient(x, y):
+    """The gradient of SOURCE's f, worked out by hand."""
+    return 2 * x * (y[1] ** 2 + y[2] ** 2) + 1.0, np.array([2 * y[0], 2 * x * x * y[1], 2 * x * x * y[2]])
+
+
 def exact(f, argnums):
-    """A stand-in for value_and_grad with the derivative of SOURCE worked out by hand."""
+    """A stand-in for value_and_grad that gets SOURCE right."""
     def run(x, y):
-        gx = 2 * x * (y[1] ** 2 + y[2] ** 2) + 1.0
-        gy = np.array([2 * y[0], 2 * x * x * y[1], 2 * x * x * y[2]])
-        return f(x, y), (gx, gy)
+        grads = gradient(x, y)
+        return f(x, y), grads
     return run
 
 
@@ -79,6 +83,8 @@ def test_the_exact_gradient_is_ok(loader):
 def test_a_changed_result_is_wrong(loader, change, why):
     outcome = classify(loader, lambda f, argnums: changed(f, argnums, **change))
     assert outcome.kind == 'wrong' and why in outcome.reason, outcome.reason
+    for numeric, expected in zip(outcome.numeric_grads, gradient(*handwritten().args())):
+        np.testing.assert_allclose(numeric, expected, rtol=1e-6)
 
 
 def test_a_located_refusal_is_a_refusal_of_the_construct_on_that_line(loader):
