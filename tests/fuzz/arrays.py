@@ -7,9 +7,9 @@ any alias or view of the array stays valid for the statements that follow.
 """
 from __future__ import annotations
 
-from .expressions import (array_expr, constant, expr_of, float_expr, index_for, shape_text,
+from .expressions import (array_expr, constant, expr_of, float_expr, shape_text,
                           subscript, value_for, wrap)
-from .scope import Array, ArrayList, Float, FloatList, Index
+from .scope import Array, ArrayList, Float, FloatList, Index, same_kind
 
 ARG_SHAPES = ((3,), (4,), (2, 3), (3, 3))
 PATHOLOGICAL = 0.1   # rate of forms a careful compiler may well refuse (copy-or-view reshapes)
@@ -20,8 +20,7 @@ def assign(g, scope):
     c = g.c
     shapes = sorted({scope.vars[n].shape for n in scope.of_type(Array)}) or list(ARG_SHAPES)
     t = c.weighted([(Float(), 2), (Array(c.pick(shapes)), 3)])
-    same = [n for n in scope.names(lambda u: type(u) is type(t) and getattr(u, 'shape', None)
-                                   == getattr(t, 'shape', None)) if scope.rebindable(n)]
+    same = [n for n in scope.names(lambda u: same_kind(u, t)) if scope.rebindable(n)]
     target = c.pick(same) if same and c.chance(0.3) else g.fresh(t)
     text = expr_of(c, scope, t)
     scope.bind(target, t)
