@@ -116,8 +116,7 @@ def setitem(g, scope, name):
     c = g.c
     t = scope.vars[name]
     if c.chance(0.05):
-        threshold = c.pick(('1.0', '0.9', '1.2'))
-        text = f'{name}[{name} > {threshold}] = {float_expr(c, scope, 1)}'
+        text = f'{name}[{name} > {constant_threshold(c)}] = {float_expr(c, scope, 1)}'
     else:
         index, shape = subscript(c, scope, t.shape)
         text = f'{name}[{index}] = {value_for(c, scope, shape)}'
