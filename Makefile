@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy demo bench clean
+.PHONY: install test test-numpy demo bench fuzz clean
 
 install: $(STAMP)
 
@@ -48,6 +48,17 @@ test-numpy: $(NUMPY_VENVS:%=%/.installed)
 
 demo: install
 	$(PY) examples/logistic_regression.py
+
+# The mutation fuzzer: COUNT random programs with aliases, views and in-place
+# writes, checked against finite differences; reproducers of failures in FUZZ_OUT
+# (the first SHRINK of them also shrunk to a small program).
+SEED     ?= 0
+COUNT    ?= 2000
+SHRINK   ?= 10
+FUZZ_OUT ?= build/fuzz
+
+fuzz: install
+	$(PY) -m tests.fuzz.run --seed $(SEED) --count $(COUNT) --shrink $(SHRINK) --out $(FUZZ_OUT)
 
 # autograd and JAX give the benchmarks their comparison columns; without them
 # (no index reachable) those columns read n/a and the rest still runs.

@@ -1,0 +1,107 @@
+"""The table of statement constructs and the block generator that draws from it.
+
+Each construct is a row: a name (it tags the lines it writes, so a refusal
+or a failure can be traced to the construct), the function that writes it,
+a weight, and, for constructs that write into a name, the types it can
+write into (the grammar picks the name). The table's order is also the
+shrinking order: the choice 0 picks the first row, the plainest statement.
+Weights can be overridden (`weights={'view': 0}`) to steer a run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, NamedTuple
+
+from . import arrays, calls, flow, lists
+from .scope import Array, ArrayList, FloatList
+
+
+class Line(NamedTuple):
+    text: str
+    construct: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Construct:
+    name: str
+    write: Callable
+    weight: float
+    target: tuple = ()      # types of the name it writes into; () if it picks its own
+
+
+CONSTRUCTS = (
+    Construct('assign', arrays.assign, 10),
+    Construct('augassign', arrays.augassign, 5),
+    Construct('alias', arrays.alias, 4),
+    Construct('copy', arrays.copy, 2),
+    Construct('zeros', arrays.fresh_zeros, 1),
+    Construct('view', arrays.view, 6, (Array,)),
+    Construct('setitem', arrays.setitem, 6, (Array,)),
+    Construct('aug_subscript', arrays.aug_subscript, 5, (Array,)),
+    Construct('loop_index_write', arrays.loop_index_write, 2, (Array,)),
+    Construct('out_argument', arrays.out_argument, 3, (Array,)),
+    Construct('mutating_call', arrays.mutating_call, 4, (Array,)),
+    Construct('or_and', arrays.or_and, 1),
+    Construct('float_list', lists.float_list, 3),
+    Construct('array_list', lists.array_list, 2),
+    Construct('list_mutation', lists.list_mutation, 4, (FloatList, ArrayList)),
+    Construct('list_element_write', lists.element_write, 2, (ArrayList,)),
+    Construct('list_read', lists.list_reads, 2, (FloatList,)),
+    Construct('helper_call', calls.helper_call, 3),
+    Construct('generated_helper', calls.generated_helper, 2),
+    Construct('closure', calls.closure, 2),
+    Construct('rebind_constant_call', calls.rebind_to_constant_call, 1),
+    Construct('if', flow.if_block, 3),
+    Construct('for', flow.for_block, 3),
+)
+NAMES = tuple(construct.name for construct in CONSTRUCTS)
+TRIES = 4
+
+
+def table(weights=None):
+    """The constructs with their weights, `weights` (name -> weight) overriding some."""
+    weights = weights or {}
+    unknown = set(weights) - set(NAMES)
+    if unknown:
+        raise ValueError(f'unknown constructs {sorted(unknown)}; known: {", ".join(NAMES)}')
+    return tuple(dataclasses.replace(c, weight=weights.get(c.name, c.weight)) for c in CONSTRUCTS)
+
+
+def statement(g, scope):
+    """Lines of one statement drawn from the table (a few tries: not every construct applies)."""
+    for _ in range(TRIES):
+        construct = g.c.weighted([(c, round(10 * c.weight)) for c in g.constructs])
+        written = attempt(g, scope, construct)
+        if written:
+            g.used[construct.name] += 1
+            return [Line(item, construct.name) if isinstance(item, str) else item for item in written]
+    return []
+
+
+def attempt(g, scope, construct):
+    if not construct.target:
+        return construct.write(g, scope)
+    names = scope.names(lambda t: isinstance(t, construct.target))
+    if not names:
+        return None
+    return construct.write(g, scope, g.c.pick(names))
+
+
+def block(g, scope, least, most, more):
+    """`least` statements, then another while a coin with chance `more` says so, up to `most`.
+
+    (A coin, not a drawn count: a shrunk record stops where it runs out.)
+    """
+    lines = []
+    for k in range(most):
+        start = g.c.position()
+        if k >= least and not g.c.chance(more):
+            break
+        lines += statement(g, scope)
+        g.c.note_span(start)
+    return lines
+
+
+def indent(lines):
+    return [Line('    ' + item.text, item.construct) if isinstance(item, Line) else '    ' + item
+            for item in lines]

@@ -1,0 +1,270 @@
+"""Whether tapeflow differentiates one generated program exactly, or refuses it properly.
+
+`check(program, loader)` classifies the program:
+
+- discarded: the plain call raises, warns of a floating-point error, or does
+  not return a finite scalar; or central differences with two step sizes
+  disagree (the function is not smooth there);
+- refused:   `value_and_grad` raised `UnsupportedError` located in the
+  program's file, on a line of a function, at a column within it;
+- crash:     any other exception, or a refusal that is not so located;
+- wrong:     the value differs from the plain call's, a gradient has the
+  wrong structure or is not finite, or a directional derivative differs
+  from central differences;
+- ok:        none of these.
+
+Every call gets deep copies of the arguments. Whether tapeflow changes its
+copies, and whether it leaves them as the plain call leaves its own, is
+reported apart (`mutated_args`, `like_plain`): not a failure, the rule for
+it is still open.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib.util
+import itertools
+import linecache
+import os
+import sys
+import traceback
+import warnings
+
+import numpy as np
+
+import tapeflow as tf
+from tapeflow import cache as tf_cache
+from tests.gradcheck import inner, numeric_directional, random_direction
+
+CLASSES = ('ok', 'refused', 'wrong', 'crash', 'discarded')
+STEPS = (1e-5, 1e-6)     # central differences with both must agree, or the program is discarded
+RTOL, ATOL = 1e-5, 1e-7  # ATOL is scaled by max(1, |value|)
+VALUE_RTOL = 1e-10
+DIRECTIONS = 2
+
+
+@dataclasses.dataclass
+class Outcome:
+    kind: str
+    reason: str = ''
+    construct: str = ''         # a refusal's construct (the one that wrote its line)
+    plain: float | None = None
+    value: object = None
+    grads: object = None
+    comparisons: list = dataclasses.field(default_factory=list)  # (analytic, fd at each step)
+    numeric_grads: tuple | None = None  # of a wrong program: central differences, coordinatewise
+    mutated_args: bool = False   # tapeflow's copies of the arguments differ from the originals after
+    plain_mutates: bool = False  # the plain call's copies do
+    like_plain: bool = True      # tapeflow's copies end as the plain call's do
+
+    def details(self) -> list:
+        """The class, the reason, both values, tapeflow's gradients, each direction checked."""
+        lines = [f'class: {self.kind}', f'reason: {self.reason}',
+                 f'plain value:    {self.plain!r}', f'tapeflow value: {self.value!r}',
+                 f'tapeflow gradients: {self.grads!r}']
+        if self.numeric_grads is not None:
+            lines.append(f'central differences (h={STEPS[0]}): {self.numeric_grads!r}')
+        for k, (analytic, *numeric) in enumerate(self.comparisons):
+            lines.append(f'direction {k}: tapeflow {analytic!r}, central differences '
+                         + ', '.join(f'{v!r} (h={h})' for v, h in zip(numeric, STEPS)))
+        return '\n'.join(lines).splitlines()
+
+    def report(self, program) -> str:
+        """A failure report: the program with its arguments, then `details`."""
+        return f'{program}\n' + '\n'.join(self.details()) + '\n'
+
+
+class Loader:
+    """Writes programs as .py files in `directory` and imports each under a new name.
+
+    `unload` forgets a program and all that compiling it left behind (the module,
+    tapeflow's cache, the sources of generated code in `linecache`): each program
+    is compiled once, and a run of 20 000 must stay in bounded memory.
+    """
+
+    def __init__(self, directory, prefix='fuzzprog'):
+        self.directory, self.prefix = directory, prefix
+        self.counter = itertools.count()
+        self.lines_before = set()
+
+    def load(self, program):
+        self.lines_before = set(linecache.cache)
+        name = f'{self.prefix}_{os.getpid()}_{next(self.counter)}'
+        path = os.path.join(self.directory, name + '.py')
+        with open(path, 'w') as handle:
+            handle.write(program.source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        code = compile(program.source, path, 'exec', dont_inherit=True)
+        exec(code, module.__dict__)
+        return module, path
+
+    def unload(self, module):
+        sys.modules.pop(module.__name__, None)
+        for filename in set(linecache.cache) - self.lines_before:
+            linecache.cache.pop(filename, None)
+        tf_cache.clear()
+
+
+def check(program, loader, value_and_grad=None) -> Outcome:
+    value_and_grad = value_and_grad or tf.value_and_grad
+    module, path = loader.load(program)
+    try:
+        return classify(program, module.f, path, value_and_grad)
+    finally:
+        loader.unload(module)
+
+
+def classify(program, f, path, value_and_grad) -> Outcome:
+    args = program.args()
+    plain_args = copy.deepcopy(args)
+    plain = plain_value(f, plain_args)
+    if isinstance(plain, str):
+        return Outcome('discarded', plain)
+    ours = copy.deepcopy(args)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            value, grads = value_and_grad(f, argnums=program.wrt)(*ours)
+    except tf.UnsupportedError as error:
+        return refusal(program, path, error, plain)
+    except Exception as error:  # noqa: BLE001 -- every other exception is a crash, reported
+        return Outcome('crash', summary(error), plain=plain)
+    outcome = Outcome('ok', plain=plain, value=value, grads=grads,
+                      mutated_args=not same_values(ours, args), plain_mutates=not same_values(plain_args, args),
+                      like_plain=same_values(ours, plain_args))
+    problem = (value_problem(value, plain) or structure_problem(grads, args, program.wrt)
+               or derivative_problem(outcome, f, args, program, grads, plain))
+    if problem:
+        outcome.kind, outcome.reason = problem
+    if outcome.kind == 'wrong':
+        outcome.numeric_grads = tuple(numeric_gradient(f, args, i) for i in program.wrt)
+    return outcome
+
+
+def plain_value(f, args):
+    """f(*args) as a float, or a string saying why the program is discarded."""
+    try:
+        with np.errstate(divide='raise', over='raise', invalid='raise'):
+            value = f(*args)
+    except Exception as error:  # noqa: BLE001 -- a program that does not run is discarded
+        return f'plain call raised {summary(error)}'
+    if np.ndim(value) != 0 or not np.isfinite(value) or abs(float(value)) > 1e8:
+        return f'plain value {value!r} is not a finite scalar of moderate size'
+    return float(value)
+
+
+def refusal(program, path, error, plain) -> Outcome:
+    lines = program.source.splitlines()
+    lineno, offset = getattr(error, 'lineno', None), getattr(error, 'offset', None)
+    located = (os.path.realpath(str(getattr(error, 'filename', ''))) == os.path.realpath(path)
+               and isinstance(lineno, int) and 1 <= lineno <= len(lines) and lines[lineno - 1].strip()
+               and program.tags[lineno - 1] != 'module'
+               and isinstance(offset, int) and 1 <= offset <= len(lines[lineno - 1]) + 1)
+    if not located:
+        return Outcome('crash', f'refusal not located in the program: {error} '
+                       f'(filename={getattr(error, "filename", None)!r}, lineno={lineno}, offset={offset})',
+                       plain=plain)
+    return Outcome('refused', getattr(error, 'reason', str(error)),
+                   construct=program.tags[lineno - 1], plain=plain)
+
+
+def value_problem(value, plain):
+    try:
+        ours = float(value)
+    except (TypeError, ValueError):
+        return 'wrong', f'value {value!r} is not a scalar'
+    if not np.isclose(ours, plain, rtol=VALUE_RTOL, atol=VALUE_RTOL * max(1.0, abs(plain))):
+        return 'wrong', f'value {ours!r} differs from the plain call\'s {plain!r}'
+    return None
+
+
+def structure_problem(grads, args, wrt):
+    if not isinstance(grads, tuple) or len(grads) != len(wrt):
+        return 'wrong', f'expected a tuple of {len(wrt)} gradients, got {type(grads).__name__}'
+    for g, i in zip(grads, wrt):
+        why = structure_mismatch(g, args[i])
+        if why:
+            return 'wrong', f'gradient of argument {i}: {why}'
+    return None
+
+
+def structure_mismatch(g, arg):
+    """Why `g` cannot be the gradient of `arg` (structure, shape, finiteness), or ''."""
+    if isinstance(arg, list):
+        if not isinstance(g, (list, tuple)) or len(g) != len(arg):
+            return f'expected a list of {len(arg)}, got {g!r}'
+        return next((why for gi, ai in zip(g, arg) if (why := structure_mismatch(gi, ai))), '')
+    if np.shape(g) != np.shape(arg):
+        return f'shape {np.shape(g)} for an argument of shape {np.shape(arg)}'
+    if not np.all(np.isfinite(np.asarray(g, dtype=float))):
+        return f'not finite: {g!r}'
+    return ''
+
+
+def derivative_problem(outcome, f, args, program, grads, plain):
+    rng = np.random.default_rng(program.value_seed + 1)
+    atol = ATOL * max(1.0, abs(plain))
+    for k in range(DIRECTIONS):
+        directions = [random_direction(args[i], rng) for i in program.wrt]
+        analytic = sum(inner(g, d) for g, d in zip(grads, directions))
+        numeric = [numeric_central(f, args, program.wrt, directions, h) for h in STEPS]
+        outcome.comparisons.append((analytic, *numeric))
+        if any(v is None for v in numeric) or not close(numeric[0], numeric[1], atol):
+            return 'discarded', f'not smooth here: central differences {numeric} along direction {k}'
+        if not close(analytic, numeric[0], atol):
+            return 'wrong', (f'directional derivative {analytic!r} along direction {k}, '
+                             f'central differences give {numeric[0]!r}')
+    return None
+
+
+def numeric_central(f, args, wrt, directions, h):
+    try:
+        with np.errstate(divide='raise', over='raise', invalid='raise'):
+            return numeric_directional(lambda *a: f(*copy.deepcopy(a)), args, wrt, directions, h)
+    except Exception:  # noqa: BLE001 -- a perturbed call failing: treated as not smooth
+        return None
+
+
+def numeric_gradient(f, args, i, h=STEPS[0]):
+    """The gradient in argument `i` by central differences along each coordinate, shaped like it."""
+    return coordinatewise(args[i], lambda direction: numeric_central(f, args, (i,), [direction], h))
+
+
+def coordinatewise(value, along):
+    """`along(unit direction)` for each coordinate of `value`, in `value`'s structure."""
+    if isinstance(value, list):
+        zero = [zero_like(v) for v in value]
+        return [coordinatewise(v, lambda d, k=k: along(zero[:k] + [d] + zero[k + 1:]))
+                for k, v in enumerate(value)]
+    if np.ndim(value) == 0:
+        return along(1.0)
+    grad = np.zeros(np.shape(value))
+    for index in np.ndindex(grad.shape):
+        unit = np.zeros(grad.shape)
+        unit[index] = 1.0
+        grad[index] = along(unit)
+    return grad
+
+
+def zero_like(value):
+    return [zero_like(v) for v in value] if isinstance(value, list) else 0.0 * np.asarray(value) + 0.0
+
+
+def close(a, b, atol) -> bool:
+    return abs(a - b) <= RTOL * max(abs(a), abs(b)) + atol
+
+
+def same_values(a, b) -> bool:
+    if isinstance(a, (list, tuple)):
+        return (isinstance(b, (list, tuple)) and len(a) == len(b)
+                and all(same_values(x, y) for x, y in zip(a, b)))
+    return np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
+
+
+def summary(error) -> str:
+    """`Type: message` and the innermost frame, on one line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f' (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})' if frames else ''
+    return f'{type(error).__name__}: {error}{where}'.replace('\n', ' ')
