@@ -1,7 +1,14 @@
 """Finite-difference checks along random directions, shared by the test suites."""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
+
+
+def seed_of(name: str) -> int:
+    """A random seed fixed by a test's name (`hash` changes from process to process)."""
+    return zlib.crc32(name.encode())
 
 
 def perturb(value, direction, eps):

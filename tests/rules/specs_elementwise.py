@@ -136,6 +136,9 @@ SPECS += [
     Spec(builtins.max, (F(), F(), F()), name='max(a, b, c)', f32=False),
     Spec(builtins.min, (L(F(), F(), F()),), name='min(list)', f32=False),
     Spec(builtins.sum, (L(F(), F()), F()), name='sum(list, start)', f32=False),
+    Spec(builtins.list, (L(F(), F(), F(), tuple_=True),), name='list(tuple)', f32=False,
+         tensor=False),
+    Spec(builtins.tuple, (L(F(), F()),), name='tuple(list)', f32=False, tensor=False),
 ]
 
 

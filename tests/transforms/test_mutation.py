@@ -422,11 +422,33 @@ def test_inactive_writes_run_as_written():
     checked(indices, X3)
 
 
+def add_into(v, w):
+    v += w[:2] * 2.0
+
+
+def add_to(v, w):
+    v += w * w
+
+
+def views_as_arguments(x):
+    y = x * 1.0
+    add_into(y[1:], y)              # the callee sees its first parameter is a view of the second
+    z = x * 1.0
+    add_to(z, z)                    # ... or the same array
+    return np.sum(y * y) + np.sum(z * np.sin(z))
+
+
 def test_helper_writing_into_an_argument_that_shares_memory_with_another():
-    def f(x):
-        y = x * 1.0
-        v = y[:2]
-        scale(v, y)
-        return np.sum(y)
-    with pytest.raises(tf.UnsupportedError, match='shares memory with its argument'):
-        tf.grad(f)(X3)
+    checked(views_as_arguments, X3)
+
+
+def unrelated_views(x, c):
+    y = x * 1.0
+    a = y[1:] if c > 0.0 else y[:2]
+    add_into(a, y)
+    return np.sum(y * y)
+
+
+def test_helper_writing_into_an_argument_that_shares_memory_in_an_unknown_way():
+    with pytest.raises(tf.UnsupportedError, match='shares memory with its argument y in a way'):
+        tf.grad(unrelated_views)(X3, 1.0)

@@ -97,7 +97,8 @@ class Eq:
     (`r = y.reshape(-1)`, `t = y.T`: `view` is its `rules.mutation.View`).
     `container`: the kind of `source` (an array's index is a view, a list's an
     element). `maybe`: whether `derived` shares memory with `source` is only
-    known at run time (`reshape` copies a non-contiguous array).
+    known at run time (`reshape` copies a non-contiguous array), right after
+    the statement `origin` made it.
     """
     derived: str
     source: str
@@ -109,6 +110,7 @@ class Eq:
     view: object = dataclasses.field(compare=False, hash=False, default=None)
     maybe: bool = dataclasses.field(compare=False, hash=False, default=False)
     length: object = dataclasses.field(compare=False, hash=False, default=None)  # of a tuple display
+    origin: object = dataclasses.field(compare=False, hash=False, default=None)  # id of its statement
 
     def mentions(self, name) -> bool:
         return name == self.derived or name in self.names
@@ -132,7 +134,13 @@ class State:
                for n in self.pts.keys() | other.pts.keys()}
         contents = {o: self.contents.get(o, frozenset()) | other.contents.get(o, frozenset())
                     for o in self.contents.keys() | other.contents.keys()}
-        return State(kinds, pts, contents, self.eqs & other.eqs)
+        # An equation holds after the join where it held on both paths, or on one path
+        # only if the other never bound its derived name (there, nothing reads it).
+        eqs = (self.eqs & other.eqs) | frozenset(
+            e for mine, theirs in ((self, other), (other, self)) for e in mine.eqs
+            if e.derived not in theirs.kinds and all(n in theirs.kinds or n not in mine.kinds
+                                                     for n in e.names))
+        return State(kinds, pts, contents, eqs)
 
     def same(self, other: 'State') -> bool:
         return (self.kinds == other.kinds and self.pts == other.pts
@@ -171,6 +179,7 @@ class Summary:
     result: object = None                      # positions the result may reference (None: all)
     result_is: object = None                   # position the result is (`return v`), or None
     result_kind: object = None
+    outer: bool = False                        # it may write into globals or closure values
 
 
 OPAQUE_SUMMARY = Summary(frozenset(), None, None, None)
@@ -238,8 +247,9 @@ class Aliasing:
         if recording:
             self.before[id(stmt)] = head
             self.block(stmt.body, self.loop_head(stmt, head))
-        # The loop may run no trip, or leave after any (a break)
-        return head
+        # The loop may run no trip, or leave after any (a break), unless it surely runs
+        # all of a range of constant, non-zero length: then it ends after a whole trip.
+        return end if _runs_whole_trips(stmt) else head
 
     def loop_head(self, stmt, state):
         if isinstance(stmt, gast.For):
@@ -254,7 +264,10 @@ class Aliasing:
     def simple(self, stmt, state):
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
-            if isinstance(target, gast.Name):
+            if isinstance(target, gast.Name) and getanno(stmt, Key.IN_PLACE) \
+                    and may_be_mutable(state.kinds.get(target.id)) and target.id in state.kinds:
+                self.in_place(target.id, stmt.value, state)
+            elif isinstance(target, gast.Name):
                 self.assign(stmt, target.id, stmt.value, state)
             elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
                 self.store_item(target.value.id, target.slice, stmt.value, state)
@@ -280,6 +293,7 @@ class Aliasing:
         if isinstance(value, gast.Call):
             self.call_effects(value, state, stmt)
         kind, objects, eqs = self.value(value, target, site, state)
+        eqs = [dataclasses.replace(e, origin=id(stmt)) if e.maybe else e for e in eqs]
         self.bind(state, target, kind, objects, eqs)
 
     def atom(self, node, state):
@@ -321,6 +335,8 @@ class Aliasing:
             if ka in _NUMBERS and kb in _NUMBERS:
                 kind = SCALAR if ka == kb == SCALAR else (ARRAY if ARRAY in (ka, kb) else NUMERIC)
                 return kind, self.fresh(state, site, kind), []
+            if _arithmetic(v, ka, kb):
+                return NUMERIC, self.fresh(state, site, NUMERIC), []
             kind = ka if ka == kb and ka in (LIST, TUPLE) else (
                 ka if ka in (LIST, TUPLE) and kb == SCALAR else None)
             inside = _elements(state, oa | ob)
@@ -490,6 +506,19 @@ class Aliasing:
             if state.kinds.get(name) != ARRAY:
                 kill_items(state, name, keep_appended=position == 'append')
 
+    def in_place(self, name, binop, state):
+        """`name <op>= value` on what may be an array or a list: written, not rebound
+        (if it is a number after all, the mutation pass rebinds it, and the equations
+        that then no longer hold were `maybe` ones, checked at run time)."""
+        kind = state.kinds.get(name)
+        if kind in _NUMBERS:
+            return
+        _, objects = self.atom(binop.right, state)
+        added = reach_objects(state, objects)
+        for obj in state.pts.get(name, frozenset()):
+            state.contents[obj] = state.contents.get(obj, frozenset()) | added
+        kill_items(state, name, keep_appended=True)
+
     def store_item(self, name, index, value, state):
         """`name[index] = value`."""
         if name not in state.kinds:
@@ -500,7 +529,13 @@ class Aliasing:
         _, objects = self.atom(value, state)
         for obj in state.pts.get(name, frozenset()):
             state.contents[obj] = state.contents.get(obj, frozenset()) | objects
-        kill_items(state, name, keep_appended=False)
+        kill_items(state, name, keep_appended=False, stored=index)
+        if isinstance(value, gast.Name) and value.id in state.kinds and value.id != name \
+                and kind in (LIST, DICT) and isinstance(index, (gast.Constant, gast.Name)):
+            from tapeflow.syntax import nodes
+            read = nodes.subscript(name, nodes.clone(index))
+            state.eqs = state.eqs | {Eq(value.id, name, 'index', text(read), read,
+                                        names_of(read), kind)}
 
 
 _MISSING = object()
@@ -583,18 +618,24 @@ def kill(state: State, name: str):
     state.eqs = frozenset(kept)
 
 
-def kill_items(state: State, name: str, keep_appended: bool):
+def kill_items(state: State, name: str, keep_appended: bool, stored=None):
     """The slots of the list (dict) `name` changed: its element equations are gone.
 
-    After an append, an element read at a constant index >= 0 stays where it was.
+    After an append, an element read at a constant index >= 0 stays where it was;
+    after a store at a constant index (or dict key), the other constant ones do.
     """
+    def constant(index):
+        return isinstance(index, gast.Constant) and (
+            isinstance(index.value, int) and index.value >= 0 or isinstance(index.value, str))
+
     def survives(e):
         if e.source != name or e.op != 'index' or e.container == ARRAY:
             return True
-        if not keep_appended:
-            return False
         index = e.value.slice
-        return isinstance(index, gast.Constant) and isinstance(index.value, int) and index.value >= 0
+        if keep_appended:
+            return constant(index) and not isinstance(index.value, str)
+        return stored is not None and constant(stored) and constant(index) \
+            and stored.value != index.value
     state.eqs = frozenset(e for e in state.eqs if survives(e))
 
 
@@ -631,6 +672,31 @@ def _everything(state, node) -> frozenset:
     objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in gast.walk(node)
                                   if isinstance(n, gast.Name)))
     return reach_objects(state, objects)
+
+
+def _runs_whole_trips(loop) -> bool:
+    """`for ... in range(<constants>)` of at least one trip, with no way out of a trip."""
+    if not isinstance(loop, gast.For) or not isinstance(loop.iter, gast.Call) \
+            or getanno(loop.iter.func, Key.RESOLVED) is not builtins.range:
+        return False
+    if not all(isinstance(a, gast.Constant) and isinstance(a.value, int) for a in loop.iter.args):
+        return False
+    exits = any(getanno(s, Key.LOOP_EXIT) for s in loop.body)
+    return not exits and len(range(*(a.value for a in loop.iter.args))) > 0
+
+
+def _arithmetic(binop, ka, kb) -> bool:
+    """Whether `a <op> b` is arithmetic (a number or a new array), whatever the unknown operand:
+    only `+` of two sequences and `*` of a sequence by an int make sequences."""
+    if isinstance(binop.op, gast.Add):
+        return ka in _NUMBERS or kb in _NUMBERS
+    if isinstance(binop.op, gast.Mult):
+        for side, kind in ((binop.left, ka), (binop.right, kb)):
+            if kind in (ARRAY, NUMERIC) or isinstance(side, gast.Constant) \
+                    and isinstance(side.value, float):
+                return True
+        return False
+    return not isinstance(binop.op, gast.Mod)          # `%` formats strings
 
 
 def _constant_tuple(value) -> bool:

@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
+from tapeflow.rules.sequences import Items
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, nondifferentiable,
                                      version_dependent)
 
@@ -303,6 +304,33 @@ defjvp_batched(builtins.pow, pow_jvp_x, pow_jvp_y)       # scalars: a batch as i
 defjvp_batched(float, float_jvp)
 
 _variadic(math.hypot, _hypot_vjp, _hypot_jvp)
+def _sequence_vjp(g, ans, x):
+    """`list(x)` / `tuple(x)`: the cotangent of the items, in `x`'s structure."""
+    if g.__class__ is float and g == 0.0:
+        return 0.0
+    if isinstance(x, np.ndarray):
+        out = np.zeros(x.shape, np.result_type(x, float))
+        for k, item in enumerate(g):
+            out[k] = item
+        return out
+    if isinstance(x, list) and isinstance(g, Items):
+        return g
+    return list(g) if isinstance(x, list) else tuple(g)
+
+
+def _list_jvp(t, ans, x):
+    return list(t)
+
+
+def _tuple_jvp(t, ans, x):
+    return tuple(t)
+
+
+defvjp(builtins.list, _sequence_vjp)
+defjvp(builtins.list, _list_jvp)
+defvjp(builtins.tuple, _sequence_vjp)
+defjvp(builtins.tuple, _tuple_jvp)
+describe('a list, tuple or array (its rows) made a list / tuple', builtins.list, builtins.tuple)
 _variadic(builtins.max, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched)
 _variadic(builtins.min, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched)
 _variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2, batched=_sum_jvp_seq_batched)

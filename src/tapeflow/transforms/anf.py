@@ -186,6 +186,7 @@ class _ANF:
 
     def atom(self, expr, pre, hint):
         """An atom holding the value of `expr`; its statements go to `pre`."""
+        expr = _folded(expr)
         if is_atom(expr):
             return expr
         value = self.operation(expr, pre, None)
@@ -336,6 +337,17 @@ class _ANF:
         return nodes.name(result)
 
     expr_GeneratorExp = expr_ListComp
+
+
+def _folded(expr):
+    """`-1` (a negated number literal) as the constant it is."""
+    if isinstance(expr, gast.UnaryOp) and isinstance(expr.op, (gast.USub, gast.UAdd)) \
+            and isinstance(expr.operand, gast.Constant) \
+            and type(expr.operand.value) in (int, float, complex):
+        value = expr.operand.value
+        return nodes.copy_location(nodes.const(-value if isinstance(expr.op, gast.USub)
+                                               else value), expr)
+    return expr
 
 
 def _temp_name(expr, hint):

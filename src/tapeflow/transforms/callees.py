@@ -71,15 +71,28 @@ class Summaries:
         params = [a.id for a in node.args.args]
         param_kinds = {p: k for p, k in zip(params, kinds) if k is not None}
         facts = al.Aliasing(node, param_kinds, self)
-        written = set()
+        written, outer = set(), False
         for stmt in nodes.statements(node.body):
             state = facts.before.get(id(stmt))
             if state is not None:
                 for name in written_names(stmt, state, self):
                     written |= state.pts.get(name, frozenset())
+                outer = outer or _calls_writing_outer(stmt, state, self)
         writes = frozenset(i for i, p in enumerate(params)
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
-        return _result(node, facts, params, writes)
+        outer = outer or any(o[0] == al.OUTER for o in written)
+        return dataclasses.replace(_result(node, facts, params, writes), outer=outer)
+
+
+def _calls_writing_outer(stmt, state, summary) -> bool:
+    """A call in `stmt` of a user function that writes into globals or closure values."""
+    from tapeflow.transforms.operations import user_function
+    call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
+    fn = user_function(call) if isinstance(call, gast.Call) else None
+    if fn is None:
+        return False
+    kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else None for a in call.args)
+    return summary(fn, kinds).outer
 
 
 def written_names(stmt, state, summary) -> list:
@@ -152,20 +165,32 @@ def _identical(state, a, b) -> bool:
 _VARIANTS = weakref.WeakKeyDictionary()      # fn -> {positions: variant}
 
 
-def variant(fn, positions, parse):
+def variant(fn, positions, parse, derived=()):
     """`fn` returning `(its result, *its arguments at positions)` as they are when it returns.
 
-    `parse(fn)`: its `syntax.parse.Source`.
+    `parse(fn)`: its `syntax.parse.Source`. `derived`: ((j, i, steps), ...), parameters
+    the caller passes views of others (`transforms.mutation._derivations`): the variant
+    starts by deriving parameter j from parameter i through `steps`.
     """
     table = _VARIANTS.setdefault(fn, {})
-    if positions in table:
-        return table[positions]
+    key = (positions, derived)
+    if key in table:
+        return table[key]
     source = parse(fn)
     node = source.node
     params = [a.id for a in node.args.args]
     namer = Namer.for_function(node)
+    prologue = []
+    for j, i, steps in derived:
+        current = params[i]
+        for step in steps:
+            name = namer.new('_view')
+            prologue.append(nodes.assign(name, nodes.substitute(
+                nodes.parse_expression(step), {'__source__': current})))
+            current = name
+        prologue.append(nodes.assign(params[j], current))
     entries = [namer.new(f'_entry_{params[i]}') for i in positions]
-    prologue = [nodes.assign(e, params[i]) for e, i in zip(entries, positions)]
+    prologue += [nodes.assign(e, params[i]) for e, i in zip(entries, positions)]
     nodes.located(prologue, node)
     node.body = prologue + _with_entries(node.body, entries)
     if not (node.body and isinstance(node.body[-1], gast.Return)):
@@ -175,7 +200,7 @@ def variant(fn, positions, parse):
     made = _function(fn, node)
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
     made.__tapeflow_variant_of__ = (fn, positions)
-    table[positions] = made
+    table[key] = made
     return made
 
 

@@ -70,13 +70,14 @@ class Context:
     param_kinds: dict
     summary: object = None           # (fn, kinds) -> aliasing.Summary
     variant: object = None           # (fn, positions written) -> the function returning them
+    bind: object = None              # (name, object): generated code may call it by that name
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> Result:
     facts = al.Aliasing(node, ctx.param_kinds, ctx.summary)
     live = Liveness(node.body)
     rewriter = _Rewriter(ctx, facts, live, node)
-    node.body = rewriter.block(node.body)
+    node.body = rewriter.views_decided(rewriter.block(node.body))
     return Result(rewriter.pending, frozenset(rewriter.written_params), rewriter.aliased,
                   _kinds(facts), dict(ctx.param_kinds))
 
@@ -124,9 +125,39 @@ class _Rewriter:
         self.written_params = set()
         self.aliased = []
         self.params = [a.id for a in fdef.args.args]
+        self.flags = {}           # id(statement making a view) -> {(derived, source): flag}
 
     def new(self, base):
         return self.ctx.namer.new(base)
+
+    def view_flag(self, e) -> str:
+        """The name holding whether `e.derived` was made a view of `e.source` (NumPy decides,
+        at run time); set right after the statement that made it (`views_decided`)."""
+        flags = self.flags.setdefault(e.origin, {})
+        key = (e.derived, e.source)
+        if key not in flags:
+            flags[key] = self.new('_is_view')
+        return flags[key]
+
+    def views_decided(self, body):
+        """`body` with each flag of `view_flag` set after its statement (False before)."""
+        if not self.flags:
+            return body
+        def insert(stmts):
+            out = []
+            for stmt in stmts:
+                for field in ('body', 'orelse'):
+                    inner = getattr(stmt, field, None)
+                    if isinstance(inner, list) and inner and not isinstance(stmt, gast.FunctionDef):
+                        setattr(stmt, field, insert(inner))
+                out.append(stmt)
+                for (derived, source), flag in self.flags.get(id(stmt), {}).items():
+                    out.append(nodes.located(nodes.assign(flag, nodes.call(
+                        _runtime('shares'), derived, source)), stmt))
+            return out
+        prologue = [nodes.located(nodes.assign(flag, False), self.fdef)
+                    for flags in self.flags.values() for flag in flags.values()]
+        return prologue + insert(body)
 
     def error(self, node, reason):
         return self.ctx.source.error(node, reason)
@@ -153,6 +184,18 @@ class _Rewriter:
                                                else _atom_kind(a) for a in call.args))
         return self.write(stmt, state)
 
+    def discarded_call(self, stmt, call, state):
+        """`h(x)` as a statement: nothing flows from its result; if `h` writes into a global,
+        a derivative that flows through it would be lost."""
+        fn = user_function(call)
+        kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else _atom_kind(a)
+                      for a in call.args)
+        if self.ctx.summary is not None and self.ctx.summary(fn, kinds).outer:
+            self.pending.append(Pending(stmt, frozenset(nodes.load_names(call)),
+                                        f'{fn.__name__}() writes into a global or closure value; '
+                                        f'a derivative through it is not followed -- return the '
+                                        f'value instead'))
+
     def write(self, stmt, state):
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
@@ -170,6 +213,8 @@ class _Rewriter:
                 return self.concatenation(target.id, stmt.value)
             return [stmt]
         if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+            if user_function(stmt.value) is not None:
+                self.discarded_call(stmt, stmt.value, state)
             return self.call(stmt, stmt.value, None, state)
         return [stmt]
 
@@ -435,15 +480,15 @@ class _Rewriter:
                                    f'{fn.__name__}() writes into its argument {i} '
                                    f'({_text(arg)}), which is not a local variable; '
                                    f'pass a local copy')
-            mine = al.reach(state, arg.id)
-            for j, other in enumerate(call.args):
-                if j != i and isinstance(other, gast.Name) and al.reach(state, other.id) & mine:
-                    raise self.error(stmt, f'{fn.__name__}() writes into its argument {arg.id}, '
-                                           f'which shares memory with its argument {other.id}; '
-                                           f'pass a copy of one of them')
-        variant = self.ctx.variant(fn, tuple(positions))
+        derived = _derivations(state, call.args, positions)
+        if isinstance(derived, tuple) and len(derived) == 2 and isinstance(derived[0], str):
+            raise self.error(stmt, f'{fn.__name__}() writes into its argument {derived[0]}, '
+                                   f'which shares memory with its argument {derived[1]} in a way '
+                                   f'not known here; pass a copy of one of them')
+        variant = self.ctx.variant(fn, tuple(positions), derived)
         result = self.new('_' + fn.__name__)
-        func = nodes.name(variant.__name__)
+        func = nodes.name(self.new(variant.__name__))
+        self.ctx.bind(func.id, variant)
         setanno(func, Key.RESOLVED, variant)
         new_call = nodes.copy_location(gast.Call(func=func, args=list(call.args),
                                                  keywords=list(call.keywords)), call)
@@ -552,9 +597,7 @@ class _Propagation:
             _, direction, e = parent[child]
             body = self.edge(direction, e) + self.emit(child, parent, needed)
             if e.maybe:
-                flag = self.rw.new('_shares')
-                out += [nodes.assign(flag, nodes.call(_runtime('shares'), e.derived, e.source)),
-                        nodes.if_(flag, body)]
+                out.append(nodes.if_(self.rw.view_flag(e), body))
             else:
                 out += body
         return out
@@ -617,6 +660,59 @@ class _Propagation:
                                                     keywords=[nodes.clone(k) for k in
                                                               e.value.keywords])))
         return out + [nodes.assign(nodes.subscript(e.source, _whole(), store=True), back)]
+
+
+SOURCE = '__source__'     # the name a derivation step reads, in `_derivations`
+
+
+def _derivations(state, args, written):
+    """How arguments that share memory with a written one follow from one of them.
+
+    A callee is compiled as if its parameters were apart. Where the caller
+    passes `x` and `x[::-1]` (or `x` twice), the callee's variant starts by
+    deriving the second parameter from the first (`q = p[::-1]`), so its own
+    analysis sees the sharing. Returns ((j, i, steps), ...): parameter j is
+    parameter i through `steps`, expressions of `SOURCE` (() for the same
+    object); or (name, other) when two shared arguments are not related so.
+    """
+    names = [a.id if isinstance(a, gast.Name) and a.id in state.kinds else None for a in args]
+    sharing = set()
+    for i in written:
+        mine = al.reach(state, names[i])
+        sharing |= {j for j, n in enumerate(names) if n is not None and j != i
+                    and al.reach(state, n) & mine}
+        if sharing:
+            sharing.add(i)
+    if not sharing:
+        return ()
+    group = sorted(sharing)
+    for root in group:
+        steps = {j: _steps_from(state, names[root], names[j]) for j in group if j != root}
+        if all(s is not None for s in steps.values()):
+            return tuple((j, root, s) for j, s in sorted(steps.items()))
+    first = next(i for i in group if i in written)
+    return names[first], next(names[j] for j in group if j != first)
+
+
+def _steps_from(state, root, name):
+    """`name` as a chain of views of `root` reading nothing else: the chain, or None."""
+    if root == name:
+        return ()
+    paths, todo = {root: ()}, [root]
+    while todo:
+        current = todo.pop(0)
+        for e in state.eqs:
+            if e.op == 'ident' and current in (e.derived, e.source):
+                other, step = (e.source if current == e.derived else e.derived), None
+            elif e.source == current and e.names <= {current} and e.op in ('index', 'view'):
+                other = e.derived
+                step = al.text(nodes.substitute(e.value, {current: SOURCE}))
+            else:
+                continue
+            if other not in paths:
+                paths[other] = paths[current] + ((step,) if step else ())
+                todo.append(other)
+    return paths.get(name)
 
 
 def _invertible(e) -> bool:

@@ -247,7 +247,9 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes, kind
         summaries = callees.Summaries(anf_of)
         written = mutation.transform(node, mutation.Context(
             source, namer, param_kinds, summaries,
-            lambda f, positions: callees.variant(f, positions, parse.parse_function)))
+            lambda f, positions, derived=(): callees.variant(f, positions, parse.parse_function,
+                                                              derived),
+            bindings.computed.__setitem__))
         record('mutation', node)
     active = activity.active_names(node, set(wrt_names))                # activity
     if generated:

@@ -455,9 +455,8 @@ class _Reverse(Sweep):
             if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
                 raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
                                        f'only .append() is supported on differentiated lists')
-        if isinstance(call, gast.Call) and (any(self.is_active(a) for a in call.args) and
-                                            self._user_function(call) is not None):
-            raise self.error(stmt, 'the result of this call is discarded; assign it to a name')
+        # A user call whose result is dropped: nothing flows from it (what it writes into
+        # its arguments, or globals, transforms.mutation made explicit or refused).
         return [stmt], []
 
     def pop_item(self, stmt, ys, call):
