@@ -510,6 +510,15 @@ def c_int_bool_args(x, n, flag):
     return s
 
 
+@case(args(vec((2, 3))))
+def c_loop_overwrites_a_reshape(x):
+    # only the last trip's `a` and `t` are read: the others' cotangents are the symbolic zero
+    for i in range(3):
+        a = x.reshape(3, 2)
+        t = x.T
+    return np.sum(a * a) + np.sum(np.sin(t))
+
+
 @case(args(vec(4), 'sum'))
 def c_string_arg(x, mode):
     if mode == 'sum':

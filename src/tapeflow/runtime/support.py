@@ -19,7 +19,7 @@ from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, shares)
-from tapeflow.rules.shapes import (broadcast_tangent, unbroadcast, unbroadcast_batch,
+from tapeflow.rules.shapes import (broadcast_tangent, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
@@ -270,7 +270,7 @@ def generated_namespace() -> dict:
     """What generated code may refer to besides the user's own globals."""
     import math
     names = {name: globals()[name] for name in __all__}
-    names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch)
+    names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
     names.update(np=np, math=math, range=range, slice=slice, len=len)
     return names
 

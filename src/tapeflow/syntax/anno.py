@@ -40,6 +40,9 @@ class Key(enum.Enum):
     # On a call of a user function: the kinds of its arguments, as far as the
     # caller knows them (`analysis.aliasing`), to compile the callee for them.
     ARG_KINDS = 'arg_kinds'
+    # On `bx = bx + rule(g, ...)` of the reverse sweep, where the rule does not
+    # take the symbolic zero for `g`: (g's name, the contribution node).
+    COTANGENT = 'cotangent'
 
 
 _ATTR = '_tapeflow_anno'

@@ -108,6 +108,11 @@ class RuleEmitter:
         same = same_shapes if callable(same_shapes) else (lambda name: bool(same_shapes))
         return _rewrite(expr, {k: _as_node(v) for k, v in subs.items()}, globals_, same)
 
+    def zero_safe(self, rule) -> bool:
+        """Whether `rule` takes the symbolic zero 0.0 for its cotangent: an inlined rule
+        whose cotangent only meets arithmetic on its way to `unbroadcast`/`fit`."""
+        return _zero_safe(rule)
+
     def constant(self, value, hint='value'):
         """An expression for `value` in generated code: a literal, or a bound name."""
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -126,6 +131,33 @@ class RuleEmitter:
             self.namespace[name] = rule
             self.called[rule] = name
         return self.called[rule]
+
+
+_ZERO_SAFE_CALLS = frozenset({'unbroadcast', 'fit', 'broadcast_tangent', 'match_complex'})
+
+
+@functools.lru_cache(maxsize=None)
+def _zero_safe(rule) -> bool:
+    template = _rule_template(rule)
+    if template is _NOT_INLINABLE or not template[1]:
+        return False
+    g, expr = template[1][0], template[3]
+
+    def safe(node):
+        """Every `g` under `node` reaches the result through arithmetic only."""
+        if isinstance(node, gast.Name):
+            return True
+        if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult,
+                                                                 gast.Div)):
+            return safe(node.left) and safe(node.right)
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+            return safe(node.operand)
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id in _ZERO_SAFE_CALLS and node.args:
+            return safe(node.args[0]) and all(
+                g not in nodes.names_in(a) for a in node.args[1:] + [k.value for k in node.keywords])
+        return g not in nodes.names_in(node)
+    return safe(expr)
 
 
 def _rewrite(node, subs, globals_, same):

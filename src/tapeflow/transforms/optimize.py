@@ -35,6 +35,105 @@ def transform(forward, reverse, live_out, params):
     return forward, reverse, _undefined_at_push(forward, set(params))
 
 
+# ------------------------------------------------------------------ rules given the symbolic zero
+
+ZERO, MAYBE = 'zero', 'maybe'      # a name surely is / may be the symbolic zero 0.0 (else: not)
+
+
+def zero_cotangents(stmts):
+    """Rules that do not take the symbolic zero for their cotangent (`Key.COTANGENT`)
+    never get it: where the cotangent surely is 0.0 the term is dropped (it adds zero),
+    where it may be (a variable overwritten on some trips of a loop), it is guarded."""
+    _zero_flow(stmts, {}, rewrite=True)
+    return stmts
+
+
+def _zero_flow(stmts, state, rewrite):
+    """Update `state` (name -> ZERO or MAYBE; absent: not zero) across `stmts`."""
+    kept = []
+    for stmt in stmts:
+        if isinstance(stmt, gast.If):
+            a, b = dict(state), dict(state)
+            stmt.body = _zero_flow(stmt.body, a, rewrite) or [nodes.pass_()]
+            stmt.orelse = _zero_flow(stmt.orelse, b, rewrite)
+            state.clear()
+            state.update(_zero_join(a, b))
+        elif isinstance(stmt, (gast.For, gast.While)):
+            head = dict(state)
+            while True:
+                end = dict(head)
+                _zero_flow([nodes.clone(s) for s in stmt.body], end, rewrite=False)
+                joined = _zero_join(head, end)
+                if joined == head:
+                    break
+                head = joined
+            stmt.body = _zero_flow(stmt.body, dict(head), rewrite) or [nodes.pass_()]
+            state.clear()
+            state.update(head)
+        elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            marked = getanno(stmt, Key.COTANGENT)
+            if marked is not None and state.get(marked[0]) == ZERO:
+                continue                          # a rule of the zero cotangent: adds nothing
+            if marked is not None and state.get(marked[0]) == MAYBE and rewrite:
+                _guard(stmt, *marked)
+            state_of = _zero_of(stmt.value, state)
+            target = stmt.targets[0].id
+            if state_of is None:
+                state.pop(target, None)
+            else:
+                state[target] = state_of
+        kept.append(stmt)
+    return kept
+
+
+def _zero_of(value, state):
+    """ZERO, MAYBE or None (not the symbolic zero) for an assigned value of the reverse sweep."""
+    if _is_zero(value):
+        return ZERO
+    if isinstance(value, gast.Name):
+        return state.get(value.id)
+    parts = _summands(value)
+    if parts is not None:                       # b + e: the symbolic zero only if both are
+        found = [_zero_of(p, state) for p in parts]
+        if any(f is None for f in found):
+            return None
+        return ZERO if all(f == ZERO for f in found) else MAYBE
+    # a rule or helper: given a (maybe) zero cotangent, it may give back 0.0
+    return MAYBE if any(state.get(n) is not None for n in nodes.load_names(value)) else None
+
+
+def _summands(value):
+    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
+        return [value.left, value.right]
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+            and value.func.id == 'add_adjoint' and len(value.args) == 2:
+        return list(value.args)
+    return None
+
+
+def _zero_join(a, b):
+    out = {}
+    for name in a.keys() | b.keys():
+        x, y = a.get(name), b.get(name)
+        out[name] = ZERO if x == y == ZERO else MAYBE
+    return {n: v for n, v in out.items() if not (a.get(n) is None and b.get(n) is None)}
+
+
+def _guard(stmt, g, ans, contribution):
+    """In `contribution` (within `stmt`), `g` becomes `dense(g, ans)`: zeros of the result's
+    shape where it is the symbolic zero (linear in `g`, so derivatives of the reverse
+    sweep, which may move a zero cotangent, stay right)."""
+    for node in gast.walk(contribution):
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, gast.Name) and value.id == g and isinstance(value.ctx, gast.Load):
+                setattr(node, field, nodes.call('dense', g, ans))
+            elif isinstance(value, list):
+                setattr(node, field, [nodes.call('dense', g, ans) if isinstance(v, gast.Name)
+                                      and v.id == g and isinstance(v.ctx, gast.Load) else v
+                                      for v in value])
+
+
 # ------------------------------------------------------------------ forward mode
 
 def drop_dead_tangents(body, tail):

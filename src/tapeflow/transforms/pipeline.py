@@ -49,7 +49,7 @@ RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint'
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
                  'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack',
-                 'lift_tangent', 'jvp_over_batch', 'setitem_batched',
+                 'lift_tangent', 'jvp_over_batch', 'setitem_batched', 'dense',
                  # the forms of the mutation pass
                  'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index', 'insert_adjoint',
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
@@ -138,6 +138,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record('reverse', nodes.function_def(fn.__name__, params, adjoint.forward + rev_body))
 
     forward = adjoint.forward
+    rev_body = optimize.zero_cotangents(rev_body)       # rules never given 0.0 they cannot take
     if optimize_code:                                                   # optimize
         forward, rev_body, undefined = optimize.transform(
             forward, rev_body, set(grad_names) | {names.value}, params)

@@ -318,11 +318,20 @@ class _Reverse(Sweep):
         def same(name):               # `unbroadcast(g, name)` does nothing: drop it
             return target_shape is not None and self.ctx.shapes.get(name) == target_shape
         rules = rules_for(op, self.is_active, 'vjp', lambda reason: self.error(stmt, reason))
-        return [lambda g, ans, i=i, rule=rule, entry=entry: self.accumulate(
-                    op.args[i].id, self.ctx.emitter.emit(rule, g, ans, op.args, op.keywords,
-                                                         same_shapes=same,
-                                                         label=rule_label(entry, i, 'vjp')))
+        return [lambda g, ans, i=i, rule=rule, entry=entry: self.rule_term(
+                    op.args[i].id, g, ans, rule, self.ctx.emitter.emit(
+                        rule, g, ans, op.args, op.keywords, same_shapes=same,
+                        label=rule_label(entry, i, 'vjp')))
                 for i, rule, entry in rules]
+
+    def rule_term(self, name, g, ans, rule, contribution):
+        """`bname += rule(g, ...)`; marked (`Key.COTANGENT`) where the rule does not take
+        the symbolic zero 0.0 for `g` (`np.reshape(g, shape)`): `optimize` drops it where
+        `g` is surely zero and gives it `dense(g, ans)` where it may be."""
+        stmt = self.accumulate(name, contribution)
+        if not self.ctx.emitter.zero_safe(rule):
+            setanno(stmt, Key.COTANGENT, (g, ans, contribution))
+        return stmt
 
     # ---------------------------------------------------------------- user calls
 
