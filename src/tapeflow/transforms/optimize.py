@@ -76,7 +76,9 @@ def _zero_flow(stmts, state, rewrite):
                 continue                          # a rule of the zero cotangent: adds nothing
             if marked is not None and state.get(marked[0]) == MAYBE and rewrite:
                 _guard(stmt, *marked)
-            state_of = _zero_of(stmt.value, state)
+            # a primal value put back from the tape is no cotangent
+            state_of = None if getanno(stmt, Key.TAPE_PAIR) is not None \
+                else _zero_of(stmt.value, state)
             target = stmt.targets[0].id
             if state_of is None:
                 state.pop(target, None)
@@ -98,8 +100,13 @@ def _zero_of(value, state):
         if any(f is None for f in found):
             return None
         return ZERO if all(f == ZERO for f in found) else MAYBE
-    # a rule or helper: given a (maybe) zero cotangent, it may give back 0.0
-    return MAYBE if any(state.get(n) is not None for n in nodes.load_names(value)) else None
+    # a rule or helper: given a (maybe) zero cotangent, it may give back 0.0; and what
+    # a pop takes off a stack of cotangents (higher order) may be 0.0
+    read = nodes.load_names(value) - ({value.func.id} if isinstance(value, gast.Call)
+                                      and isinstance(value.func, gast.Name) else set())
+    if isinstance(value, gast.Call) and not read:
+        return MAYBE
+    return MAYBE if any(state.get(n) is not None for n in read) else None
 
 
 def _summands(value):
