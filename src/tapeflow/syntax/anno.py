@@ -34,8 +34,9 @@ class Key(enum.Enum):
     # Set by `transforms.mutation`.
     MUTATES = 'mutates'
     # On a statement that writes memory in place (and on the restore the
-    # reverse sweep makes of it): the other names that may share that memory
-    # (a frozenset). The restore is needed while any of them is live.
+    # reverse sweep makes of it): the other names that may have held that
+    # memory (a frozenset). The restore stays: what the tape gives back to
+    # them may be that memory.
     SHARES = 'shares'
     # On a call of a user function: the kinds of its arguments, as far as the
     # caller knows them (`analysis.aliasing`), to compile the callee for them.

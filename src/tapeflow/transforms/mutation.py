@@ -126,6 +126,7 @@ class _Rewriter:
         self.aliased = []
         self.params = [a.id for a in fdef.args.args]
         self.flags = {}           # id(statement making a view) -> {(derived, source): flag}
+        self._holders = None      # object -> names that may reach it somewhere (`holders`)
 
     def new(self, base):
         return self.ctx.namer.new(base)
@@ -530,13 +531,24 @@ class _Rewriter:
         return out
 
     def mark_shared(self, lowered, name, state):
-        """Tell the reverse sweep which other names share the memory `lowered` writes:
-        its restore of that memory is needed while any of them is (`Key.SHARES`)."""
+        """Tell the reverse sweep which other names held the memory `lowered` writes
+        (`Key.SHARES`): its restore of that memory then stays, since a value the tape
+        gives back to one of them may be that memory."""
         objects = state.pts.get(name, frozenset())
-        shared = frozenset(n for n in state.kinds if n != name and al.reach(state, n) & objects)
+        shared = frozenset(n for n in self.holders(objects) if n != name)
         if shared:
             for s in nodes.statements(lowered):
                 setanno(s, Key.SHARES, shared)
+
+    def holders(self, objects) -> set:
+        """Every name that, somewhere in the function, may reach one of `objects`."""
+        if self._holders is None:
+            self._holders = {}
+            for state in list(self.facts.before.values()) + list(self.facts.after.values()):
+                for n in state.kinds:
+                    for o in al.reach(state, n):
+                        self._holders.setdefault(o, set()).add(n)
+        return set().union(*(self._holders.get(o, set()) for o in objects)) if objects else set()
 
     def opaque(self, stmt, lowered, name, state, values, reason, mark=True):
         """Run `lowered` as written, undone in the reverse sweep; refused if derivatives flow."""

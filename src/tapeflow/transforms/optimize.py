@@ -184,10 +184,11 @@ def _empty(body) -> bool:
 def _dead(stmt, live_after) -> bool:
     """A reverse-sweep statement whose effect nothing reads (pops: with their pairs).
 
-    A restore of memory other names share (`Key.SHARES`) lives while any of
-    them does; one of memory written as the user wrote it (`Key.MUTATES`), always.
+    A restore of memory other names held (`Key.SHARES`: a value the tape gives
+    back may be that memory), or of memory written as the user wrote it
+    (`Key.MUTATES`), always stays.
     """
-    if getanno(stmt, Key.MUTATES) is not None or (getanno(stmt, Key.SHARES) or set()) & live_after:
+    if getanno(stmt, Key.MUTATES) is not None or getanno(stmt, Key.SHARES):
         return False
     pair = getanno(stmt, Key.TAPE_PAIR)
     if isinstance(stmt, gast.Assign):

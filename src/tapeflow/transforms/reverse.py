@@ -430,10 +430,16 @@ class _Reverse(Sweep):
         if y in self.ctx.active:
             by = self.adj[y]
             v = stmt.value
-            if self.is_active(v):
-                rev.append(self.accumulate(v.id, nodes.call('setitem_value_adjoint', by,
-                                                            index_value(index), v)))
+            written = nodes.call('setitem_value_adjoint', by, index_value(index), v)
+            if self.is_active(v) and v.id == y:      # `y[i] = y` (np.copyto(y, y)): both from the old by
+                part = self.ctx.namer.new('_' + by)
+                rev += [nodes.assign(part, written)]
+                written = nodes.name(part)
+            elif self.is_active(v):
+                rev.append(self.accumulate(v.id, written))
             rev.append(nodes.assign(by, nodes.call('setitem_clear_adjoint', by, index_value(index))))
+            if self.is_active(v) and v.id == y:
+                rev.append(self.accumulate(y, written))
         rev.append(pop)
         return [push, stmt], rev
 
