@@ -4,8 +4,8 @@ import operator
 import numpy as np
 
 from rulecheck import A, F, L, Spec
-from tapeflow.rules import (array_ops, indexing, numpy_binary, numpy_methods, numpy_reductions,
-                            numpy_shape, operators, shapes)
+from tapeflow.rules import (array_ops, indexing, mutation, numpy_binary, numpy_methods,
+                            numpy_reductions, numpy_shape, operators, shapes)
 from tapeflow.rules.registry import available
 
 X3 = A((2, 3, 4))
@@ -214,6 +214,9 @@ SPECS += [
     Spec(array_ops.assign, (A((3, 4)), (slice(None), 2), F()), name='assign(slice, float)'),
     Spec(array_ops.assign, (A((3, 4)), MASK, A(())), name='assign(mask)'),
     Spec(array_ops.add_at, (A((3, 4)), (np.array([0, 2, 0]), np.array([1, 1, 1])), A((3,))), name='add_at(repeated)'),
+    # the item is not one of the list's own objects here: the identity, item unused
+    Spec(mutation.refresh_items, (L(A((2,)), A((3,))), A((2,))), name='refresh_items',
+         tensor=False, f32=False),
     Spec(array_ops.add_at, (A((5,)), np.array([4, 4, 4, 0]), A(())), name='add_at(broadcast)'),
     Spec(shapes.unbroadcast, (A((2, 4, 3)), np.zeros((4, 1))), name='unbroadcast'),
     Spec(shapes.unbroadcast, (A((2, 3)), 1.5), name='unbroadcast(to float)'),

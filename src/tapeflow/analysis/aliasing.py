@@ -122,9 +122,11 @@ class State:
     pts: dict = dataclasses.field(default_factory=dict)
     contents: dict = dataclasses.field(default_factory=dict)
     eqs: frozenset = frozenset()
+    views: dict = dataclasses.field(default_factory=dict)   # view object -> objects it may view
 
     def copy(self) -> 'State':
-        return State(dict(self.kinds), dict(self.pts), dict(self.contents), self.eqs)
+        return State(dict(self.kinds), dict(self.pts), dict(self.contents), self.eqs,
+                     dict(self.views))
 
     def join(self, other: 'State') -> 'State':
         kinds = {n: join_kinds(self.kinds.get(n, other.kinds.get(n)),
@@ -134,22 +136,40 @@ class State:
                for n in self.pts.keys() | other.pts.keys()}
         contents = {o: self.contents.get(o, frozenset()) | other.contents.get(o, frozenset())
                     for o in self.contents.keys() | other.contents.keys()}
+        views = {o: self.views.get(o, frozenset()) | other.views.get(o, frozenset())
+                 for o in self.views.keys() | other.views.keys()}
         # An equation holds after the join where it held on both paths, or on one path
         # only if the other never bound its derived name (there, nothing reads it).
         eqs = (self.eqs & other.eqs) | frozenset(
             e for mine, theirs in ((self, other), (other, self)) for e in mine.eqs
             if e.derived not in theirs.kinds and all(n in theirs.kinds or n not in mine.kinds
                                                      for n in e.names))
-        return State(kinds, pts, contents, eqs)
+        return State(kinds, pts, contents, eqs, views)
 
     def same(self, other: 'State') -> bool:
         return (self.kinds == other.kinds and self.pts == other.pts
-                and self.contents == other.contents and self.eqs == other.eqs)
+                and self.contents == other.contents and self.eqs == other.eqs
+                and self.views == other.views)
 
 
 def reach(state: State, name: str) -> frozenset:
     """Every object `name` may reference, directly or through the elements it holds."""
     return reach_objects(state, state.pts.get(name, frozenset()))
+
+
+def overlapping(state: State, objects) -> frozenset:
+    """Every object whose memory may overlap that of one of `objects`: views of them, what
+    they view, and the other views of that."""
+    def roots(obj, seen=()):
+        bases = state.views.get(obj)
+        if not bases or obj in seen:
+            return {obj}
+        return set().union(*(roots(b, seen + (obj,)) for b in bases))
+    if not state.views or not objects:
+        return frozenset(objects)
+    mine = set().union(*(roots(o) for o in objects))
+    candidates = set(state.views).union(*state.views.values()) | set(objects)
+    return frozenset(o for o in candidates if roots(o) & mine) | frozenset(objects)
 
 
 def reach_objects(state: State, objects) -> frozenset:
@@ -294,6 +314,10 @@ class Aliasing:
             self.call_effects(value, state, stmt)
         kind, objects, eqs = self.value(value, target, site, state)
         eqs = [dataclasses.replace(e, origin=id(stmt)) if e.maybe else e for e in eqs]
+        twin = _same_slot(state, eqs, target)
+        if twin is not None:              # `e = xs[0]` where `a = xs[0]` still holds: e is a
+            kind, objects = state.kinds.get(twin), state.pts.get(twin, frozenset())
+            eqs.append(Eq(target, twin, 'ident', twin, nodes_name(twin), frozenset({twin})))
         self.bind(state, target, kind, objects, eqs)
 
     def atom(self, node, state):
@@ -322,6 +346,13 @@ class Aliasing:
         state.contents[new] = frozenset(inside)
         return frozenset({new})
 
+    def view(self, state, site, objects):
+        """A new object made at `site` that may share the memory of `objects` (a view)."""
+        made = self.fresh(state, site, ARRAY)
+        if objects:
+            state.views[next(iter(made))] = frozenset(objects)
+        return made
+
     def value(self, v, target, site, state):
         """(kind, objects, equations) of the value of an ANF assignment to `target`."""
         if isinstance(v, (gast.Name, gast.Constant)) or (
@@ -339,7 +370,7 @@ class Aliasing:
                 return NUMERIC, self.fresh(state, site, NUMERIC), []
             kind = ka if ka == kb and ka in (LIST, TUPLE) else (
                 ka if ka in (LIST, TUPLE) and kb == SCALAR else None)
-            inside = _elements(state, oa | ob)
+            inside = elements(state, oa | ob)
             return kind, self.fresh(state, site, kind or LIST, inside), []
         if isinstance(v, gast.UnaryOp):
             kind, _ = self.atom(v.operand, state)
@@ -384,17 +415,16 @@ class Aliasing:
             basic = _basic_index(index, state)
             if basic is False:
                 return ARRAY, self.fresh(state, site, ARRAY), []
-            made = self.fresh(state, site, ARRAY) if basic is None else frozenset()
-            return NUMERIC, objects | made, [eq(ARRAY, True)]
+            return NUMERIC, self.view(state, site, objects), [eq(ARRAY, True)]
         if kind in (LIST, TUPLE, DICT):
-            items = _elements(state, objects)
+            items = elements(state, objects)
             if isinstance(index, gast.Slice):
                 return kind, self.fresh(state, site, kind, items), []
             if kind != DICT and _index_kind(index, state) != SCALAR:
                 return None, items | self.fresh(state, site, None, items), []
             return None, items, [eq(kind, False)]
         everything = reach_objects(state, objects)
-        return None, everything | self.fresh(state, site, None, everything), [eq(None, True)]
+        return None, everything | self.view(state, site, objects), [eq(None, True)]
 
     def attribute(self, v, target, site, state):
         kind, objects = self.atom(v.value, state)
@@ -402,8 +432,7 @@ class Aliasing:
             return (TUPLE if v.attr in ('shape', 'strides') else SCALAR), frozenset(), []
         view = table.VIEW_ATTRIBUTES.get(v.attr)
         if view is not None and isinstance(v.value, gast.Name) and v.value.id in state.kinds:
-            made = frozenset() if view.always and kind == ARRAY else self.fresh(state, site, ARRAY)
-            return NUMERIC if v.attr in ('real', 'imag') else ARRAY, objects | made, [
+            return NUMERIC if v.attr in ('real', 'imag') else ARRAY, self.view(state, site, objects), [
                 Eq(target, v.value.id, 'view', text(v), v, names_of(v), kind, view,
                    not (view.always and kind == ARRAY))]
         everything = reach_objects(state, objects)
@@ -431,12 +460,12 @@ class Aliasing:
         view = _lookup(table.VIEW_FUNCTIONS, fn)
         if view is not None and args and isinstance(args[0], gast.Name) and args[0].id in state.kinds:
             kind, objects = arg_facts[0]
-            made = frozenset() if view.always and kind == ARRAY else self.fresh(state, site, ARRAY)
             maybe = not (view.always and kind == ARRAY)
-            return ARRAY, objects | made, [Eq(target, args[0].id, 'view', text(v), v, names_of(v),
+            return ARRAY, self.view(state, site, objects), [Eq(target, args[0].id, 'view', text(v), v, names_of(v),
                                               kind, view, maybe)]
-        if _lookup(_LIST_OF_VIEWS, fn) is not None:
-            return LIST, self.fresh(state, site, LIST, everything), []
+        if _lookup(_LIST_OF_VIEWS, fn) is not None:          # a list of views of the arguments
+            pieces = self.view(state, site + ('pieces',), everything)
+            return LIST, self.fresh(state, site, LIST, pieces), []
         if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
             return self.user_call(fn, v, target, site, state, arg_facts)
         if _lookup(_CONTAINER_BUILTINS, fn) is not None:
@@ -474,21 +503,20 @@ class Aliasing:
                 | everything | reach_objects(state, objects), []
         view = table.VIEW_METHODS.get(name)
         if view is not None and kind in (ARRAY, NUMERIC, None):
-            made = frozenset() if view.always and kind == ARRAY else self.fresh(state, site, ARRAY)
-            return ARRAY, objects | made, [Eq(target, receiver.id, 'view', text(v), v, names_of(v),
+            return ARRAY, self.view(state, site, objects), [Eq(target, receiver.id, 'view', text(v), v, names_of(v),
                                               kind, view, not (view.always and kind == ARRAY))]
         if kind in (LIST, DICT) and name in ('pop', 'get', 'setdefault', 'popitem'):
-            return None, _elements(state, objects), []
+            return None, elements(state, objects), []
         if kind in (LIST, DICT) and name == 'copy':
-            return kind, self.fresh(state, site, kind, _elements(state, objects)), []
+            return kind, self.fresh(state, site, kind, elements(state, objects)), []
         if kind in (LIST, TUPLE) and name in ('index', 'count'):
             return SCALAR, frozenset(), []
         if name == 'copy' and kind != ARRAY:
-            return kind, self.fresh(state, site, kind or LIST, _elements(state, objects)), []
+            return kind, self.fresh(state, site, kind or LIST, elements(state, objects)), []
         if kind in (ARRAY, NUMERIC, None) and (name in registry.METHODS or name in table.ARRAY_METHODS):
             return NUMERIC, self.fresh(state, site, NUMERIC), []
         if kind == DICT and name in ('keys', 'values', 'items'):
-            return None, self.fresh(state, site, None, _elements(state, objects)), []
+            return None, self.fresh(state, site, None, elements(state, objects)), []
         refs = everything | reach_objects(state, objects)
         return None, self.fresh(state, site, None, refs) | refs, []
 
@@ -566,7 +594,7 @@ def writes_of_call(call, state, summary):
             added = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in call.args
                                         if isinstance(a, gast.Name)))
             if name == 'extend':
-                added = _elements(state, added) | added
+                added = elements(state, added) | added
             return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
         if kind in (DICT, None) and name in table.DICT_METHODS:
             return out + [('opaque', receiver, _everything_of(state, call.args))]
@@ -639,6 +667,22 @@ def kill_items(state: State, name: str, keep_appended: bool, stored=None):
     state.eqs = frozenset(e for e in state.eqs if survives(e))
 
 
+def _same_slot(state, eqs, target):
+    """A name the equations say already is the element `target` is read from, or None."""
+    for e in eqs:
+        if e.op == 'index' and e.container in (LIST, TUPLE, DICT) and e.derived == target:
+            for other in state.eqs:
+                if other.op == 'index' and other.source == e.source and other.key == e.key \
+                        and other.derived != target:
+                    return other.derived
+    return None
+
+
+def nodes_name(identifier):
+    from tapeflow.syntax import nodes
+    return nodes.name(identifier)
+
+
 def _renamed(e: Eq, old: str, new: str) -> Eq:
     from tapeflow.syntax import nodes
     value = nodes.substitute(e.value, {old: new})
@@ -661,9 +705,15 @@ def _age(state, new, old):
     merged = state.contents.pop(new, frozenset())
     state.contents = {k: rename(o) for k, o in state.contents.items()}
     state.contents[old] = rename(state.contents.get(old, frozenset()) | merged)
+    if state.views:
+        viewed = state.views.pop(new, None)
+        state.views = {k: rename(o) for k, o in state.views.items()}
+        if viewed is not None:
+            state.views[old] = rename(state.views.get(old, frozenset()) | viewed)
 
 
-def _elements(state, objects) -> frozenset:
+def elements(state, objects) -> frozenset:
+    """The objects the slots of `objects` may hold (one level)."""
     return frozenset().union(*(state.contents.get(o, frozenset()) for o in objects)) \
         if objects else frozenset()
 

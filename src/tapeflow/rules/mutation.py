@@ -26,12 +26,12 @@ import dataclasses
 
 import numpy as np
 
-from tapeflow.rules.registry import nondifferentiable
+from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable
 
 __all__ = ['Mutator', 'View', 'FUNCTIONS', 'ARRAY_METHODS', 'LIST_METHODS', 'DICT_METHODS',
            'UFUNC_METHODS', 'VIEW_FUNCTIONS', 'VIEW_METHODS', 'VIEW_ATTRIBUTES',
            'put_index', 'diagonal_index', 'mutator_of_function', 'is_array',
-           'is_list', 'shares', 'inplace_op', 'index_size', 'as_mask']
+           'is_list', 'shares', 'inplace_op', 'index_size', 'as_mask', 'refresh_items']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +210,67 @@ def as_mask(mask, shape):
     """`mask` as a boolean array of `shape` (NumPy's `place`/`putmask` read it flat)."""
     return np.reshape(np.asarray(mask, dtype=bool), shape)
 
+
+# ---------------------------------------------------------------- a container sees a write
+
+def refresh_items(container, item):
+    """`container` (a list, tuple or dict) after a write into `item`, which some of its slots hold.
+
+    The same object (nothing moves); as a value, the slots that are `item` now
+    hold its written value: their cotangents are `item`'s, the others the old
+    container's. The mutation pass assigns `ys = refresh_items(ys, x)` after a
+    write into `x` for every container `ys` that may hold it, in any slots.
+    """
+    return container
+
+
+def _slots(container, item):
+    keys = container.keys() if isinstance(container, dict) else range(len(container))
+    return [k for k in keys if container[k] is item]
+
+
+def _refresh_vjp_container(g, ans, container, item):
+    if g.__class__ is float and g == 0.0:
+        return g
+    from tapeflow.rules.sequences import Items
+    slots = _slots(container, item)
+    if isinstance(g, Items):
+        for k in slots:
+            g = g.cleared(k)
+        return g
+    out = dict(g) if isinstance(g, dict) else list(g)
+    for k in slots:
+        out[k] = 0.0
+    return out if not isinstance(container, tuple) else tuple(out)
+
+
+def _refresh_vjp_item(g, ans, container, item):
+    from tapeflow.rules.shapes import zeros_like_value
+    total = zeros_like_value(item)
+    if g.__class__ is float and g == 0.0:
+        return total
+    for k in _slots(container, item):
+        total = total + g[k]
+    return total
+
+
+def _refresh_jvp_container(t, ans, container, item):
+    return _refresh_vjp_container(t, ans, container, item)
+
+
+def _refresh_jvp_item(t, ans, container, item):
+    from tapeflow.rules.shapes import zeros_like_value
+    slots = set(_slots(container, item))
+    keys = container.keys() if isinstance(container, dict) else range(len(container))
+    parts = {k: t if k in slots else zeros_like_value(container[k]) for k in keys}
+    if isinstance(container, dict):
+        return parts
+    out = [parts[k] for k in keys]
+    return tuple(out) if isinstance(container, tuple) else out
+
+
+defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
+defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 
 nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size,
                   as_mask)

@@ -18,7 +18,7 @@ from tapeflow.rules.array_ops import add_at, written
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
-                                     is_list, put_index, shares)
+                                     is_list, put_index, refresh_items, shares)
 from tapeflow.rules.shapes import (broadcast_tangent, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
@@ -26,7 +26,7 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
-           'restore_contents', 'add_at', 'put_index', 'diagonal_index']
+           'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items']
 
 
 class Tape(list):

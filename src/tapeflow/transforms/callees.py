@@ -76,7 +76,7 @@ class Summaries:
             state = facts.before.get(id(stmt))
             if state is not None:
                 for name in written_names(stmt, state, self):
-                    written |= state.pts.get(name, frozenset())
+                    written |= al.overlapping(state, state.pts.get(name, frozenset()))
                 outer = outer or _calls_writing_outer(stmt, state, self)
         writes = frozenset(i for i, p in enumerate(params)
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})

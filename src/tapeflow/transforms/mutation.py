@@ -222,7 +222,8 @@ class _Rewriter:
     # ---------------------------------------------------------------- who else sees a write
 
     def written_objects(self, name, state):
-        objects = state.pts.get(name, frozenset())
+        """The objects whose memory a write into `name` changes (views and viewed ones too)."""
+        objects = al.overlapping(state, state.pts.get(name, frozenset()))
         for p in self.params:
             if objects & {(al.PARAM, p), (al.PARAM_ITEMS, p)}:
                 self.written_params.add(p)
@@ -534,7 +535,7 @@ class _Rewriter:
         """Tell the reverse sweep which other names held the memory `lowered` writes
         (`Key.SHARES`): its restore of that memory then stays, since a value the tape
         gives back to one of them may be that memory."""
-        objects = state.pts.get(name, frozenset())
+        objects = al.overlapping(state, state.pts.get(name, frozenset()))
         shared = frozenset(n for n in self.holders(objects) if n != name)
         if shared:
             for s in nodes.statements(lowered):
@@ -580,21 +581,36 @@ class _Propagation:
         self.state = state
         self.start = name
         self.affected = affected
+        self.written = al.overlapping(state, state.pts.get(name, frozenset()))
 
     def run(self):
+        """(statements, names not brought up to date) for the write to `self.start`.
+
+        Views and aliases follow their equations; a list, tuple or dict that
+        holds written memory (in slots of its own, however many) is refreshed
+        from the name holding it (`refresh_items`), then its elements followed.
+        """
         edges = {}
         for e in self.state.eqs:
             edges.setdefault(e.source, []).append(('down', e))
-            edges.setdefault(e.derived, []).append(('up', e))
+            if not (e.op == 'index' and e.container in (al.LIST, al.TUPLE, al.DICT)):
+                edges.setdefault(e.derived, []).append(('up', e))
         parent = {self.start: None}
-        order = [self.start]
-        for node in order:
-            for direction, e in edges.get(node, ()):
-                other = e.derived if direction == 'down' else e.source
-                if other in parent or (direction == 'up' and not _invertible(e)):
-                    continue
-                parent[other] = (node, direction, e)
-                order.append(other)
+        order, done = [self.start], 0
+        while done < len(order):
+            for node in order[done:]:
+                done += 1
+                for direction, e in edges.get(node, ()):
+                    other = e.derived if direction == 'down' else e.source
+                    if other in parent or (direction == 'up' and not _invertible(e)):
+                        continue
+                    parent[other] = (node, direction, e)
+                    order.append(other)
+            for container in sorted(self.affected - set(parent)):
+                holders = self.held_in(container, order)
+                if holders:
+                    parent[container] = (holders[-1], 'refresh', holders)
+                    order.append(container)
         needed = set()
         for n in self.affected:
             while n in parent and n not in needed and n != self.start:
@@ -603,10 +619,27 @@ class _Propagation:
         unresolved = {n for n in self.affected if n not in parent}
         return self.emit(self.start, parent, needed), unresolved
 
+    def held_in(self, container, reached):
+        """The names among `reached` whose objects are what `container` holds of the memory
+        written, slot for slot (a slot holding a view of it is not one of them), or None."""
+        if self.state.kinds.get(container) not in (al.LIST, al.TUPLE, al.DICT, None):
+            return None
+        slots = al.elements(self.state, self.state.pts.get(container, frozenset())) & self.written
+        holders = {}
+        for n in reached:
+            mine = self.state.pts.get(n, frozenset())
+            if len(mine) == 1 and mine <= slots:
+                holders.setdefault(next(iter(mine)), n)
+        return [holders[o] for o in sorted(slots, key=repr)] if set(holders) == slots else None
+
     def emit(self, node, parent, needed):
         out = []
         for child in [c for c, p in parent.items() if p is not None and p[0] == node and c in needed]:
-            _, direction, e = parent[child]
+            holder, direction, e = parent[child]
+            if direction == 'refresh':
+                out += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h))
+                        for h in e] + self.emit(child, parent, needed)
+                continue
             body = self.edge(direction, e) + self.emit(child, parent, needed)
             if e.maybe:
                 out.append(nodes.if_(self.rw.view_flag(e), body))
@@ -690,7 +723,7 @@ def _derivations(state, args, written):
     names = [a.id if isinstance(a, gast.Name) and a.id in state.kinds else None for a in args]
     sharing = set()
     for i in written:
-        mine = al.reach(state, names[i])
+        mine = al.overlapping(state, al.reach(state, names[i]))
         sharing |= {j for j, n in enumerate(names) if n is not None and j != i
                     and al.reach(state, n) & mine}
         if sharing:

@@ -53,7 +53,7 @@ RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint'
                  # the forms of the mutation pass
                  'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index', 'insert_adjoint',
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
-                 'add_at', 'put_index', 'diagonal_index')
+                 'add_at', 'put_index', 'diagonal_index', 'refresh_items')
 
 
 @dataclasses.dataclass
