@@ -357,7 +357,7 @@ def vjp(f, *primals):
                 np.issubdtype(_dtype_of(p), np.inexact))
     compiled = compile_adjoint(f, wrt, kinds=argument_kinds(primals))
     tape = []
-    out = compiled.forward(tape, *primals)
+    out = forward_value(compiled, tape, primals)
     tapes = backward_tapes(compiled, primals, tape)
 
     def vjp_fn(cotangent):
@@ -371,6 +371,13 @@ def vjp(f, *primals):
 
     vjp_fn.__tapeflow_pullback__ = (f, primals, wrt)
     return out, vjp_fn
+
+
+def forward_value(compiled, tape, values):
+    """`compiled`'s forward sweep on `values`, its value kept apart from memory the reverse
+    sweep will restore in place (a callee's forward hands its caller the objects themselves)."""
+    out = compiled.forward(tape, *values)
+    return support.snapshot(out) if compiled.in_place else out
 
 
 def backward_tapes(compiled, values, tape):

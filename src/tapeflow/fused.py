@@ -168,7 +168,7 @@ class CompiledFunction:
 
         # self._fused(compiled, args, values, wrt, lifted, tape), inlined:
         saved = []
-        out = compiled.forward(saved, *values)
+        out = api.forward_value(compiled, saved, values)
         # `saved` is the forward sweep's tape: each backward pops a copy of it.
         if out.__class__ is np.ndarray or isinstance(out, np.generic):
             output = _new(Tensor)     # recording.wrap(out), inlined
@@ -289,7 +289,7 @@ class CompiledFunction:
     def _fused(self, compiled, args, values, wrt, lifted, tape):
         """Run the forward sweep on `values`; record one node on `tape`."""
         saved = []
-        out = compiled.forward(saved, *values)
+        out = api.forward_value(compiled, saved, values)
         # `saved` is the forward sweep's tape: each backward pops a copy of it.
         if isinstance(out, tuple):
             return self._record(compiled, saved, values, _wrap(out), True, args, wrt, lifted, tape)
@@ -322,7 +322,7 @@ class CompiledFunction:
         values = list(args) + [v for _, v in lifted]
         tape = []
         with inner.stop_recording():
-            out = compiled.forward(tape, *values)
+            out = api.forward_value(compiled, tape, values)
         tapes = api.backward_tapes(compiled, values, tape)
         outputs = _wrap(out) if not isinstance(out, Tensor) else +out
         inputs = [args[i] for i in wrt] + [v for _, v in lifted]

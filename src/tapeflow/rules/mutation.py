@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable
+from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable, static
 
 __all__ = ['Mutator', 'View', 'FUNCTIONS', 'ARRAY_METHODS', 'LIST_METHODS', 'DICT_METHODS',
            'UFUNC_METHODS', 'VIEW_FUNCTIONS', 'VIEW_METHODS', 'VIEW_ATTRIBUTES',
@@ -213,15 +213,24 @@ def as_mask(mask, shape):
 
 # ---------------------------------------------------------------- a container sees a write
 
-def refresh_items(container, item):
-    """`container` (a list, tuple or dict) after a write into `item`, which some of its slots hold.
+def refresh_items(container, item, held=None):
+    """`container` (a list, tuple or dict) after a write into memory some of its slots hold.
 
-    The same object (nothing moves); as a value, the slots that are `item` now
-    hold its written value: their cotangents are `item`'s, the others the old
-    container's. The mutation pass assigns `ys = refresh_items(ys, x)` after a
-    write into `x` for every container `ys` that may hold it, in any slots.
+    The slots holding `held` (by default `item`) now hold `item`: the written
+    object (`held is item`: the same container comes back, nothing moves), or
+    a view of it made anew (a new container whose slots hold it). As a value,
+    those slots' cotangents are `item`'s, the others the old container's. The
+    mutation pass assigns `ys = refresh_items(ys, x)` after a write into `x`
+    for every container `ys` that holds `x`, in any slots.
     """
-    return container
+    held = item if held is None else held
+    if held is item:
+        return container
+    slots = _slots(container, held)
+    if isinstance(container, dict):
+        return {k: (item if k in slots else v) for k, v in container.items()}
+    out = [item if k in slots else v for k, v in enumerate(container)]
+    return tuple(out) if isinstance(container, tuple) else out
 
 
 def _slots(container, item):
@@ -229,11 +238,11 @@ def _slots(container, item):
     return [k for k in keys if container[k] is item]
 
 
-def _refresh_vjp_container(g, ans, container, item):
+def _refresh_vjp_container(g, ans, container, item, held=None):
     if g.__class__ is float and g == 0.0:
         return g
     from tapeflow.rules.sequences import Items
-    slots = _slots(container, item)
+    slots = _slots(container, item if held is None else held)
     if isinstance(g, Items):
         for k in slots:
             g = g.cleared(k)
@@ -244,23 +253,23 @@ def _refresh_vjp_container(g, ans, container, item):
     return out if not isinstance(container, tuple) else tuple(out)
 
 
-def _refresh_vjp_item(g, ans, container, item):
+def _refresh_vjp_item(g, ans, container, item, held=None):
     from tapeflow.rules.shapes import zeros_like_value
     total = zeros_like_value(item)
     if g.__class__ is float and g == 0.0:
         return total
-    for k in _slots(container, item):
+    for k in _slots(container, item if held is None else held):
         total = total + g[k]
     return total
 
 
-def _refresh_jvp_container(t, ans, container, item):
-    return _refresh_vjp_container(t, ans, container, item)
+def _refresh_jvp_container(t, ans, container, item, held=None):
+    return _refresh_vjp_container(t, ans, container, item, held)
 
 
-def _refresh_jvp_item(t, ans, container, item):
+def _refresh_jvp_item(t, ans, container, item, held=None):
     from tapeflow.rules.shapes import zeros_like_value
-    slots = set(_slots(container, item))
+    slots = set(_slots(container, item if held is None else held))
     keys = container.keys() if isinstance(container, dict) else range(len(container))
     parts = {k: t if k in slots else zeros_like_value(container[k]) for k in keys}
     if isinstance(container, dict):
@@ -271,6 +280,7 @@ def _refresh_jvp_item(t, ans, container, item):
 
 defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
+static(refresh_items, 2)
 
 nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size,
                   as_mask)

@@ -195,8 +195,11 @@ def append_tangent(tangent, value_tangent, container):
 
 
 def old_value(container, index):
-    """What `container[index] = v` overwrites, copied so the write cannot change it."""
+    """What `container[index] = v` overwrites: an array's elements, copied so the write cannot
+    change them; a list's or dict's slot, the object it held (the write changes the slot)."""
     value = container[index]
+    if isinstance(container, (list, dict)):
+        return value
     return value.copy() if isinstance(value, np.ndarray) else value
 
 

@@ -518,9 +518,9 @@ class _Rewriter:
                                f'({name} = {name}.copy())', mark=False)
         if not affected:
             return lowered
-        updates, unresolved = _Propagation(self, state, name, affected).run()
+        captures, updates, unresolved = _Propagation(self, state, name, affected).run()
         self.aliased.append(stmt)
-        out = lowered + updates
+        out = captures + lowered + updates
         if unresolved:
             alias = sorted(unresolved)[0]
             reason = (f'{name} may share memory with {alias}{self.made_at(alias, stmt)}, '
@@ -617,7 +617,15 @@ class _Propagation:
                 needed.add(n)
                 n = parent[n][0]
         unresolved = {n for n in self.affected if n not in parent}
-        return self.emit(self.start, parent, needed), unresolved
+        self.held = {}                 # holder -> the name keeping its object from before the write
+        updates = self.emit(self.start, parent, needed)
+        captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()]
+        return captures, updates, unresolved
+
+    def kept(self, holder):
+        if holder not in self.held:
+            self.held[holder] = self.rw.new('_held_' + holder.lstrip('_'))
+        return self.held[holder]
 
     def held_in(self, container, reached):
         """The names among `reached` whose objects are what `container` holds of the memory
@@ -637,7 +645,9 @@ class _Propagation:
         for child in [c for c, p in parent.items() if p is not None and p[0] == node and c in needed]:
             holder, direction, e = parent[child]
             if direction == 'refresh':
-                out += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h))
+                # the slots hold the objects from before the write (a view made anew is another)
+                out += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
+                                                       self.kept(h)))
                         for h in e] + self.emit(child, parent, needed)
                 continue
             body = self.edge(direction, e) + self.emit(child, parent, needed)

@@ -175,7 +175,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         [nodes.assign(names.push, nodes.attribute(names.tape, 'append'))]
         + split_prologue + forward
         + ([nodes.expr_stmt(nodes.call(names.push, nodes.tuple_(*entry_live)))] if entry_live else [])
-        + [nodes.return_(capture)], defaults=user_defaults)
+        + [nodes.return_(output)], defaults=user_defaults)
     if len(entry_live) > 1:
         restore = [nodes.assign(nodes.tuple_(*entry_live, store=True), nodes.call(names.pop))]
     elif entry_live:
