@@ -492,7 +492,8 @@ class Aliasing:
                 kind, objects = arg_facts[summary.result_is]
                 return kind, objects, [Eq(target, arg.id, 'ident', arg.id, arg, frozenset({arg.id}))]
         kind = summary.result_kind
-        return kind, self.fresh(state, site, kind or LIST, refs) | refs, []
+        views = self.view(state, site + ('view',), refs) if refs else frozenset()
+        return kind, self.fresh(state, site, kind or LIST, refs) | refs | views, []
 
     def method(self, v, target, site, state, everything):
         receiver = v.func.value

@@ -124,6 +124,7 @@ def _result(node, facts, params, writes):
     atoms = value.elts if isinstance(value, gast.Tuple) else [value]
     reached = frozenset().union(*(al.reach(state, a.id) for a in atoms
                                   if isinstance(a, gast.Name))) if atoms else frozenset()
+    reached = al.overlapping(state, reached)          # a view of a parameter is one of its
     result = frozenset(i for i, p in enumerate(params)
                        if reached & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
     kind = None
