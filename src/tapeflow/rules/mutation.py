@@ -221,10 +221,13 @@ def refresh_items(container, item, held=None):
     a view of it made anew (a new container whose slots hold it). As a value,
     those slots' cotangents are `item`'s, the others the old container's. The
     mutation pass assigns `ys = refresh_items(ys, x)` after a write into `x`
-    for every container `ys` that holds `x`, in any slots.
+    for every name `ys` that may hold `x`, in any slots; where `ys` turns out to
+    be `x` itself (its kind was not known), it is `item`, and takes all of it.
     """
     held = item if held is None else held
-    if held is item:
+    if container is held:
+        return item
+    if held is item or not _is_container(container):
         return container
     slots = _slots(container, held)
     if isinstance(container, dict):
@@ -233,16 +236,26 @@ def refresh_items(container, item, held=None):
     return tuple(out) if isinstance(container, tuple) else out
 
 
+def _is_container(value) -> bool:
+    return isinstance(value, (list, tuple, dict))
+
+
 def _slots(container, item):
+    """The keys of `container`'s slots that hold `item` (none unless a list, tuple or dict)."""
+    if not _is_container(container):
+        return []
     keys = container.keys() if isinstance(container, dict) else range(len(container))
     return [k for k in keys if container[k] is item]
 
 
 def _refresh_vjp_container(g, ans, container, item, held=None):
-    if g.__class__ is float and g == 0.0:
+    held = item if held is None else held
+    if container is held:
+        return 0.0                                # the container was the item itself
+    slots = _slots(container, held)
+    if not slots or (g.__class__ is float and g == 0.0):
         return g
     from tapeflow.rules.sequences import Items
-    slots = _slots(container, item if held is None else held)
     if isinstance(g, Items):
         for k in slots:
             g = g.cleared(k)
@@ -255,6 +268,8 @@ def _refresh_vjp_container(g, ans, container, item, held=None):
 
 def _refresh_vjp_item(g, ans, container, item, held=None):
     from tapeflow.rules.shapes import zeros_like_value
+    if container is (item if held is None else held):
+        return g                                  # the container was the item itself
     total = zeros_like_value(item)
     if g.__class__ is float and g == 0.0:
         return total
@@ -269,6 +284,10 @@ def _refresh_jvp_container(t, ans, container, item, held=None):
 
 def _refresh_jvp_item(t, ans, container, item, held=None):
     from tapeflow.rules.shapes import zeros_like_value
+    if container is (item if held is None else held):
+        return t
+    if not _is_container(container):
+        return zeros_like_value(container)
     slots = set(_slots(container, item if held is None else held))
     keys = container.keys() if isinstance(container, dict) else range(len(container))
     parts = {k: t if k in slots else zeros_like_value(container[k]) for k in keys}

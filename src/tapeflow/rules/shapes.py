@@ -112,7 +112,8 @@ def dense(g, like):
     For rules that apply something other than arithmetic to a cotangent
     (`g @ b`, `np.sum(g, axis=1)`), which the float 0.0 would not survive.
     """
-    if g.__class__ is float and g == 0.0 and np.ndim(like):
+    if g.__class__ is float and g == 0.0 and (isinstance(like, (list, tuple, dict, Items))
+                                             or np.ndim(like)):
         return zeros_like_value(like)
     return g
 
@@ -211,11 +212,18 @@ def fit(g, x):
     if g.__class__ is np.ndarray and g.ndim < np.ndim(x) and not g.any():
         return 0.0         # a symbolic zero a rule turned into an array (np.transpose(0.0))
     if isinstance(x, (list, tuple)):
+        if _is_sequence_cotangent(g) and len(g) == len(x):   # item by item (items may differ in shape)
+            return rebuild(x, [fit(gi, xi) for gi, xi in zip(g, x)])
         return unpack(unbroadcast_to(match_complex(g, x), structure_shape(x)), x)
     g = unbroadcast(match_complex(g, x), x)
     if x.__class__ in _SCALARS and getattr(g, 'ndim', None) == 0 and isinstance(g, np.ndarray):
         return g[()]
     return g
+
+
+def _is_sequence_cotangent(g) -> bool:
+    """A list's cotangent kept as a sequence: a list, a tuple, or `Items`."""
+    return isinstance(g, (list, tuple, Items))
 
 
 def fit_batch(t, x):

@@ -42,7 +42,8 @@ class Key(enum.Enum):
     # caller knows them (`analysis.aliasing`), to compile the callee for them.
     ARG_KINDS = 'arg_kinds'
     # On `bx = bx + rule(g, ...)` of the reverse sweep, where the rule does not
-    # take the symbolic zero for `g`: (g's name, the contribution node).
+    # take the symbolic zero for `g`: (g's name, the primal result, the contribution
+    # node); on a callee's backward call, (g's name or None, the result, the call, 'keep').
     COTANGENT = 'cotangent'
 
 

@@ -44,8 +44,7 @@ def zero_cotangents(stmts):
     """Rules that do not take the symbolic zero for their cotangent (`Key.COTANGENT`)
     never get it: where the cotangent surely is 0.0 the term is dropped (it adds zero),
     where it may be (a variable overwritten on some trips of a loop), it is guarded."""
-    _zero_flow(stmts, {}, rewrite=True)
-    return stmts
+    return _zero_flow(stmts, {}, rewrite=True)
 
 
 def _zero_flow(stmts, state, rewrite):
@@ -72,10 +71,13 @@ def _zero_flow(stmts, state, rewrite):
             state.update(head)
         elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
             marked = getanno(stmt, Key.COTANGENT)
-            if marked is not None and state.get(marked[0]) == ZERO:
+            if marked is not None and len(marked) > 3:    # a callee's backward: always runs
+                if rewrite:
+                    _guard_call(stmt, marked, state)
+            elif marked is not None and state.get(marked[0]) == ZERO:
                 continue                          # a rule of the zero cotangent: adds nothing
-            if marked is not None and state.get(marked[0]) == MAYBE and rewrite:
-                _guard(stmt, *marked)
+            elif marked is not None and state.get(marked[0]) == MAYBE and rewrite:
+                _guard(stmt, *marked[:3])
             # a primal value put back from the tape is no cotangent
             state_of = None if getanno(stmt, Key.TAPE_PAIR) is not None \
                 else _zero_of(stmt.value, state)
@@ -124,6 +126,16 @@ def _zero_join(a, b):
         x, y = a.get(name), b.get(name)
         out[name] = ZERO if x == y == ZERO else MAYBE
     return {n: v for n, v in out.items() if not (a.get(n) is None and b.get(n) is None)}
+
+
+def _guard_call(stmt, marked, state):
+    """A callee's backward given `g` (or 0.0 where the result is inactive): `dense(g, y)`
+    where `g` may be the symbolic zero, zeros shaped like the result `y`."""
+    g, y, call = marked[0], marked[1], marked[2]
+    if g is None:
+        call.args[1] = nodes.call('dense', nodes.const(0.0), y)
+    elif state.get(g) is not None:
+        call.args[1] = nodes.call('dense', g, y)
 
 
 def _guard(stmt, g, ans, contribution):

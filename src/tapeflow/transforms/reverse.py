@@ -122,7 +122,9 @@ def _seed(output, ctx):
         for k, elt in enumerate(output.elts):
             if isinstance(elt, gast.Name) and elt.id in ctx.active:
                 b = ctx.adjoints[elt.id]
-                out.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.subscript(SEED, nodes.const(k)))))
+                # the seed may be the symbolic zero 0.0 (a caller that reads nothing back)
+                out.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.call(
+                    'getitem_adjoint', SEED, nodes.const(k)))))
         return out
     return []
 
@@ -358,7 +360,12 @@ class _Reverse(Sweep):
         forward = [push, nodes.assign(y, call_fwd)]
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
         grads = self.ctx.namer.new('_b' + fn.__name__)
-        rev = [nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))]
+        backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
+        # the callee's rules do not all take the symbolic zero: where `by` may be it,
+        # `optimize.zero_cotangents` gives it `dense(by, y)` (the call is never dropped)
+        setanno(backward, Key.COTANGENT, (by if isinstance(by, str) else None, y,
+                                          backward.value, 'keep'))
+        rev = [backward]
         rev += [nodes.assign(by, 0.0)] * isinstance(by, str) + [pop]
         for k, i in enumerate(active):
             part = nodes.subscript(grads, nodes.const(k)) if len(active) > 1 else nodes.name(grads)
