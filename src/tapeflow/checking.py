@@ -14,6 +14,8 @@ The command line's `tapeflow check` reuses the leaf helpers.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 __all__ = ['check_grads', 'float_leaves', 'has_float_leaf', 'replace_leaf', 'map_float_leaves',
@@ -89,6 +91,21 @@ def replace_leaf(tree, path, value):
     children = _children(tree)
     return _rebuild(tree, [replace_leaf(child, path[1:], value) if key == path[0] else child
                            for key, child in children])
+
+
+def _zeros_where_symbolic(tangent, like):
+    """`tangent` with each symbolic zero (the float 0.0) where `like` has an array made
+    zeros of that shape: a gradient read as a function carries no shapes of its own for
+    the items it is zero in, and neither does its tangent there."""
+    if tangent.__class__ is float and tangent == 0.0 and isinstance(like, np.ndarray):
+        return np.zeros(like.shape, np.result_type(like, float))
+    children = _children(like)
+    if children is None or _children(tangent) is None:
+        return tangent
+    keys = [k for k, _ in children]
+    if keys != [k for k, _ in _children(tangent)]:
+        return tangent
+    return _rebuild(tangent, [_zeros_where_symbolic(tangent[k], child) for k, child in children])
 
 
 def leaf_at(tree, path):
@@ -218,19 +235,22 @@ def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
         raise TypeError(f'check_grads: no argument of {name}() holds a float to differentiate '
                         f'(write 2.0, not 2)')
 
+    def fresh(point):                   # `f` may write into its arguments: each call its own
+        return copy.deepcopy(list(point))
+
     def moved(k, v, step):
         out = list(args)
         out[k] = _moved(args[k], v, step)
         return out
 
     def value(point):
-        return float(np.sum(f(*point)))
+        return float(np.sum(f(*fresh(point))))
 
     for k in positions:
         arg, where = args[k], f'argument {k}'
         v = _random_direction(arg, rng)
         grad_k = grad(f, k)
-        g = grad_k(*args)
+        g = grad_k(*fresh(args))
         _assert_structure(arg, g, f'the gradient of {name} wrt {where}')
         numeric = (value(moved(k, v, eps)) - value(moved(k, v, -eps))) / (2 * eps)
         analytic = _inner(arg, g, v)
@@ -241,14 +261,15 @@ def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
             continue
         tangents = [v if j == k else zero_tangent(a) for j, a in enumerate(args)]
         try:
-            _, hv = jvp(grad_k, args, tangents)
+            _, hv = jvp(grad_k, fresh(args), tangents)
         except (UnsupportedError, MissingRule, NotImplementedError) as e:
             raise NotImplementedError(
                 f'check_grads(order=2): the second derivative of {name} wrt {where} '
                 f'({_describe(arg)}) needs forward over reverse (jvp of its gradient), which '
                 f'is not available: {e}. Pass order=1 to check the first derivative only.') from e
+        hv = _zeros_where_symbolic(hv, arg)
         _assert_structure(arg, hv, f'the Hessian-vector product of {name} wrt {where}')
-        plus, minus = grad_k(*moved(k, v, eps)), grad_k(*moved(k, v, -eps))
+        plus, minus = grad_k(*fresh(moved(k, v, eps))), grad_k(*fresh(moved(k, v, -eps)))
         for path, _ in float_leaves(arg):
             numeric2 = (np.asarray(leaf_at(plus, path), dtype=np.float64) -
                         np.asarray(leaf_at(minus, path), dtype=np.float64)) / (2 * eps)

@@ -217,6 +217,14 @@ SPECS += [
     # the item is not one of the list's own objects here: the identity, item unused
     Spec(mutation.refresh_items, (L(A((2,)), A((3,))), A((2,))), name='refresh_items',
          tensor=False, f32=False),
+    # an item not held before the write, and a number no slot holds: itself, the list unused
+    Spec(mutation.reread_item, (L(A((2,)), A((3,))), A((2,)), False, 'why', 'f.py', 1, 0),
+         name='reread_item', tensor=False, f32=False),
+    Spec(mutation.reread_item, (L(A((2,)), F()), F(), True, 'why', 'f.py', 1, 0),
+         name='reread_item(number)', tensor=False, f32=False),
+    Spec(mutation.like_layout, (A((2, 3)), np.zeros((2, 3))), name='like_layout'),
+    Spec(mutation.like_layout, (A((2, 3)), np.asfortranarray(np.zeros((2, 3)))),
+         name='like_layout(Fortran order)'),
     Spec(array_ops.add_at, (A((5,)), np.array([4, 4, 4, 0]), A(())), name='add_at(broadcast)'),
     Spec(shapes.unbroadcast, (A((2, 4, 3)), np.zeros((4, 1))), name='unbroadcast'),
     Spec(shapes.unbroadcast, (A((2, 3)), 1.5), name='unbroadcast(to float)'),

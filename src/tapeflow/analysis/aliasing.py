@@ -309,6 +309,8 @@ class Aliasing:
             state.eqs = state.eqs | frozenset(eqs)
 
     def assign(self, stmt, target, value, state):
+        if isinstance(value, gast.Name) and value.id == target and target in state.kinds:
+            return                            # `p = p`: the same object, every fact still holds
         site = ('site', id(stmt))
         if isinstance(value, gast.Call):
             self.call_effects(value, state, stmt)
@@ -473,8 +475,10 @@ class Aliasing:
             return kind, self.fresh(state, site, LIST if kind == TUPLE else kind, everything), []
         if _lookup(_FRESH_BUILTINS, fn) is not None or fn in (math.fsum,):
             return SCALAR, frozenset(), []
-        if fn is builtins.max or fn is builtins.min:
-            return None, everything, []
+        if fn is builtins.max or fn is builtins.min:       # one of the items, or arguments
+            if len(arg_facts) != 1 or arg_facts[0][0] not in (LIST, TUPLE, DICT):
+                return None, everything, []          # of an array, maybe a view of a row
+            return None, reach_objects(state, elements(state, arg_facts[0][1]) | kw_objects), []
         if registry.lookup(fn) is not None or _is_numpy(fn):
             kind = SCALAR if getattr(fn, '__module__', None) == 'math' else NUMERIC
             return kind, self.fresh(state, site, kind), []
@@ -528,7 +532,7 @@ class Aliasing:
                 continue
             name = written.id
             objects = state.pts.get(name, frozenset())
-            if elements:
+            if elements and state.kinds.get(name) not in _NUMBERS:    # an array holds numbers
                 added = reach_objects(state, elements)
                 for obj in objects:
                     state.contents[obj] = state.contents.get(obj, frozenset()) | added
@@ -590,7 +594,7 @@ def writes_of_call(call, state, summary):
             return out + [('at', call.args[0], frozenset())]
         if kind in (LIST, None) and name in table.LIST_METHODS:
             form = table.LIST_METHODS[name].form
-            if form == 'pop' and kind != LIST:
+            if form in ('pop', 'insert') and kind != LIST:
                 form = 'opaque'
             added = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in call.args
                                         if isinstance(a, gast.Name)))

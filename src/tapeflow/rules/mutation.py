@@ -23,9 +23,14 @@ they carry no derivative. Generated code calls them (`runtime.support`).
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 import numpy as np
 
+from tapeflow.errors import UnsupportedError
+from tapeflow.rules.indexing import untake
+from tapeflow.rules.sequences import Items
+from tapeflow.rules.shapes import zeros_like_value
 from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable, static
 
 __all__ = ['Mutator', 'View', 'FUNCTIONS', 'ARRAY_METHODS', 'LIST_METHODS', 'DICT_METHODS',
@@ -80,13 +85,13 @@ ARRAY_METHODS = {
     'shuffle': Mutator(0, 'opaque', ('x',)),          # numpy.random.Generator.shuffle(x)
 }
 
-# List methods that change the list. `append`, `extend` and `pop` are
+# List methods that change the list. `append`, `extend`, `pop` and `insert` are
 # differentiated; the others are run as written where no derivative is involved.
 LIST_METHODS = {
     'append': Mutator('receiver', 'append', ('object',)),
     'extend': Mutator('receiver', 'extend', ('iterable',)),
     'pop': Mutator('receiver', 'pop', ('index',)),
-    'insert': Mutator('receiver', 'opaque', ('index', 'object')),
+    'insert': Mutator('receiver', 'insert', ('index', 'object')),
     'remove': Mutator('receiver', 'opaque', ('value',)),
     'sort': Mutator('receiver', 'opaque', ('key', 'reverse')),
     'reverse': Mutator('receiver', 'opaque'),
@@ -195,7 +200,6 @@ _IN_PLACE = {'+': '__iadd__', '-': '__isub__', '*': '__imul__', '/': '__itruediv
 
 def inplace_op(value, operand, op):
     """`value <op>= operand` as Python runs it (in place where `value` allows), its result."""
-    import operator
     return getattr(operator, _IN_PLACE[op].strip('_'))(value, operand)
 
 
@@ -212,6 +216,156 @@ def as_mask(mask, shape):
 
 
 # ---------------------------------------------------------------- a container sees a write
+
+def insert_index(container, index) -> int:
+    """The position `container.insert(index, v)` puts `v` at, counted from the start
+    (Python clips an index past either end)."""
+    size = len(container)
+    index = operator.index(index)
+    if index < 0:
+        index += size
+    return min(max(index, 0), size)
+
+
+def check_apart(value, other, deep, reason, filename, lineno, col):
+    """The located refusal `reason` where `value` (with `deep`, what it holds too) shares
+    memory with `other` or anything `other` holds: the mutation pass asks this before a
+    write where it could not tell how the two are related."""
+    mine = _parts(value, deep)
+    if mine and any(_overlap(a, b) for a in mine for b in _parts(other, True)):
+        raise UnsupportedError(reason, filename, lineno, col)
+
+
+def _parts(value, deep) -> list:
+    """The arrays and lists, tuples and dicts `value` is, and with `deep` holds at any depth."""
+    out, stack, seen = [], [value], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, np.ndarray):
+            out.append(v)
+        elif isinstance(v, (list, tuple, dict)):
+            out.append(v)
+            if deep or v is value:
+                stack.extend(v.values() if isinstance(v, dict) else v)
+    return out
+
+
+def _overlap(a, b) -> bool:
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return a is b
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=10 ** 6))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def overlap_value(y, value):
+    """A copy of `value` where it may share memory with the array `y` it is written into,
+    else None (what `check_overlap` compares the write with)."""
+    if isinstance(value, np.ndarray) and isinstance(y, np.ndarray) \
+            and np.may_share_memory(y, value):
+        return value.copy()
+    return None
+
+
+def check_overlap(y, index, expected, reason, filename, lineno, col):
+    """After `y[index] = value` with `expected` from `overlap_value`: the located refusal
+    `reason` unless what landed is `value`'s old value (NumPy copies element by element,
+    and an element written before it is read changes what is read)."""
+    if expected is None:
+        return
+    landed = y[index]
+    if not np.array_equal(landed, np.broadcast_to(expected, np.shape(landed)), equal_nan=True):
+        raise UnsupportedError(reason, filename, lineno, col)
+
+
+def like_layout(value, like):
+    """`value`, what `like <op>= v` wrote, as a new array: in `like`'s dtype and memory
+    layout (a Fortran-ordered `like` keeps its order, so a later `reshape` copies where
+    the write in place would have made it copy)."""
+    if value.__class__ is not np.ndarray or like.__class__ is not np.ndarray \
+            or (value.dtype == like.dtype and value.strides == like.strides):
+        return value
+    out = np.empty_like(like)
+    np.copyto(out, value, casting='same_kind')
+    return out
+
+
+def _like_layout_vjp(g, ans, value, like):
+    return g
+
+
+def _like_layout_jvp(t, ans, value, like):
+    return t
+
+
+defvjp(like_layout, _like_layout_vjp)
+defjvp(like_layout, _like_layout_jvp)
+static(like_layout, 1)
+
+
+def holds(container, item) -> bool:
+    """Whether `item` shares memory with anything `container` holds, at any depth."""
+    mine = _parts(item, False)
+    return any(_overlap(a, b) for a in mine for b in _parts(container, True) if b is not container)
+
+
+def reread_item(container, item, inside, reason, filename, lineno, col):
+    """`item` after a write into what `container` holds (a callee may have moved its
+    slots): where `item` was inside it before (`inside`, from `holds`), read back from the
+    slot holding that very object (as a value, `container[k]`), else `item` itself. An
+    array inside that no slot holds any more: what it became is not known, the located
+    refusal `reason`."""
+    if inside and _slot_of(container, item) is None and _mutable(item):
+        raise UnsupportedError(reason, filename, lineno, col)
+    return item
+
+
+def _slot_of(container, item):
+    keys = container.keys() if isinstance(container, dict) else range(len(container))
+    for k in keys:
+        if container[k] is item:
+            return k
+    return None
+
+
+def _reread_slot(container, item, inside):
+    return _slot_of(container, item) if inside else None
+
+
+def _mutable(value) -> bool:
+    return isinstance(value, (np.ndarray, list, dict))
+
+
+def _reread_vjp_container(g, ans, container, item, inside, reason, filename, lineno, col):
+    k = _reread_slot(container, item, inside)
+    return zeros_like_value(container) if k is None else untake(g, container, k)
+
+
+def _reread_vjp_item(g, ans, container, item, inside, reason, filename, lineno, col):
+    return g if _reread_slot(container, item, inside) is None else 0.0
+
+
+def _reread_jvp_container(t, ans, container, item, inside, reason, filename, lineno, col):
+    k = _reread_slot(container, item, inside)
+    if k is None:
+        return zeros_like_value(item)
+    return t if t.__class__ is float and t == 0.0 else t[k]
+
+
+def _reread_jvp_item(t, ans, container, item, inside, reason, filename, lineno, col):
+    return t if _reread_slot(container, item, inside) is None else zeros_like_value(item)
+
+
+defvjp(reread_item, _reread_vjp_container, _reread_vjp_item)
+defjvp(reread_item, _reread_jvp_container, _reread_jvp_item)
+static(reread_item, 2, 3, 4, 5, 6)
+
 
 def refresh_items(container, item, held=None):
     """`container` (a list, tuple or dict) after a write into memory some of its slots hold.
@@ -255,7 +409,6 @@ def _refresh_vjp_container(g, ans, container, item, held=None):
     slots = _slots(container, held)
     if not slots or (g.__class__ is float and g == 0.0):
         return g
-    from tapeflow.rules.sequences import Items
     if isinstance(g, Items):
         for k in slots:
             g = g.cleared(k)
@@ -267,7 +420,6 @@ def _refresh_vjp_container(g, ans, container, item, held=None):
 
 
 def _refresh_vjp_item(g, ans, container, item, held=None):
-    from tapeflow.rules.shapes import zeros_like_value
     if container is (item if held is None else held):
         return g                                  # the container was the item itself
     total = zeros_like_value(item)
@@ -283,7 +435,6 @@ def _refresh_jvp_container(t, ans, container, item, held=None):
 
 
 def _refresh_jvp_item(t, ans, container, item, held=None):
-    from tapeflow.rules.shapes import zeros_like_value
     if container is (item if held is None else held):
         return t
     if not _is_container(container):
@@ -297,9 +448,23 @@ def _refresh_jvp_item(t, ans, container, item, held=None):
     return tuple(out) if isinstance(container, tuple) else out
 
 
+def _linear_in_cotangent(rule, statics):
+    """`rule` (a VJP rule: linear in its cotangent) as a primitive of its own, for
+    derivatives of the reverse sweep (forward over reverse): its JVP is itself."""
+    def jvp(t, ans, g, *args):
+        return rule(t, *args)
+    defjvp(rule, jvp)
+    static(rule, *range(1, statics))
+
+
+for _rule in (_refresh_vjp_container, _refresh_vjp_item):
+    _linear_in_cotangent(_rule, 5)
+for _rule in (_reread_vjp_container, _reread_vjp_item):
+    _linear_in_cotangent(_rule, 9)
+
 defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
 
 nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size,
-                  as_mask)
+                  as_mask, _slots, _slot_of, _reread_slot, _mutable, holds, _is_container, overlap_value, check_overlap, insert_index, check_apart)

@@ -112,9 +112,10 @@ def dense(g, like):
     For rules that apply something other than arithmetic to a cotangent
     (`g @ b`, `np.sum(g, axis=1)`), which the float 0.0 would not survive.
     """
-    if g.__class__ is float and g == 0.0 and (isinstance(like, (list, tuple, dict, Items))
-                                             or np.ndim(like)):
-        return zeros_like_value(like)
+    if g.__class__ is float or (isinstance(g, (np.generic, np.ndarray)) and np.ndim(g) == 0):
+        # the symbolic zero, or what arithmetic made of it (0.0 / np.float64(2.0))
+        if g == 0.0 and (isinstance(like, (list, tuple, dict, Items)) or np.ndim(like)):
+            return zeros_like_value(like)
     return g
 
 
@@ -212,6 +213,8 @@ def fit(g, x):
     if g.__class__ is np.ndarray and g.ndim < np.ndim(x) and not g.any():
         return 0.0         # a symbolic zero a rule turned into an array (np.transpose(0.0))
     if isinstance(x, (list, tuple)):
+        if is_symbolic_zero(g):
+            return g
         if _is_sequence_cotangent(g) and len(g) == len(x):   # item by item (items may differ in shape)
             return rebuild(x, [fit(gi, xi) for gi, xi in zip(g, x)])
         return unpack(unbroadcast_to(match_complex(g, x), structure_shape(x)), x)

@@ -18,7 +18,9 @@ from tapeflow.rules.array_ops import add_at, written
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
-                                     is_list, put_index, refresh_items, shares)
+                                     is_list, put_index, refresh_items, shares, reread_item,
+                                     overlap_value, check_overlap, insert_index, check_apart,
+                                     holds, like_layout)
 from tapeflow.rules.shapes import (broadcast_tangent, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
@@ -26,7 +28,9 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
-           'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items']
+           'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
+           'reread_item', 'overlap_value', 'check_overlap', 'insert_index',
+           'check_apart', 'holds', 'like_layout']
 
 
 class Tape(list):

@@ -1,29 +1,4 @@
-"""Errors that point at the user's code: file, line, column and one reason."""
-from __future__ import annotations
+"""The located errors of `tapeflow.errors`, where the syntax layer raises them."""
+from tapeflow.errors import SourceUnavailableError, TapeflowError, UnsupportedError
 
-
-class TapeflowError(Exception):
-    """Base class of tapeflow's own errors."""
-
-
-class UnsupportedError(TapeflowError, SyntaxError):
-    """A construct tapeflow does not differentiate, located in the user's file.
-
-    Subclasses SyntaxError so tools that print `file:line:col` understand it.
-    """
-
-    def __init__(self, reason: str, filename: str = '<unknown>', lineno: int = 0,
-                 col: int = 0, line_text: str | None = None):
-        self.reason = reason
-        where = f'{filename}:{lineno}:{col + 1}'
-        super().__init__(f'{where}: {reason}')
-        self.filename, self.lineno, self.offset = filename, lineno, col + 1
-        self.text = line_text
-        self.msg = f'{where}: {reason}'
-
-    def __str__(self):
-        return self.msg
-
-
-class SourceUnavailableError(TapeflowError):
-    """The function's source cannot be read (built in, defined in a REPL...)."""
+__all__ = ['SourceUnavailableError', 'TapeflowError', 'UnsupportedError']

@@ -136,11 +136,33 @@ def _result(node, facts, params, writes):
         kind = al.kind_of_value(value.value)
     same = None
     if isinstance(value, gast.Name):
-        rebound = nodes.store_names(node.body)
+        rebound = _rebound(node, facts)
         for i, p in enumerate(params):
             if p not in rebound and _identical(state, value.id, p):
                 same = i
     return al.Summary(writes, result, same, kind)
+
+
+def _rebound(node, facts) -> set:
+    """Names assigned a new object somewhere in `node` (`v *= c` of an array or list
+    writes into it, and keeps it)."""
+    out = set()
+    for stmt in nodes.statements(node.body):
+        if isinstance(stmt, gast.Assign) and getanno(stmt, Key.IN_PLACE) is True \
+                and id(stmt) in facts.before:
+            name = stmt.targets[0].id
+            kind = facts.before[id(stmt)].kinds.get(name)
+            if kind == al.ARRAY or (kind == al.LIST and isinstance(stmt.value.op, gast.Add)):
+                continue
+        out |= nodes.store_names([stmt]) if not isinstance(stmt, (gast.If, gast.For, gast.While)) \
+            else _own_stores(stmt)
+    return out
+
+
+def _own_stores(stmt) -> set:
+    """The names a compound statement's own header binds (a for loop's target)."""
+    return nodes.store_names([gast.Assign(targets=[stmt.target], value=None)]) \
+        if isinstance(stmt, gast.For) else set()
 
 
 def _identical(state, a, b) -> bool:

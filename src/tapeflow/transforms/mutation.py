@@ -43,15 +43,18 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.rules import mutation as table
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
-from tapeflow.transforms.operations import user_function
+from tapeflow.transforms.operations import index_value, user_function
 
 
 @dataclasses.dataclass
 class Pending:
-    """A refusal raised after activity if any of `names` carries a derivative."""
+    """A refusal raised after activity if any of `names` carries a derivative; with
+    `runtime`, a check statement in the code that raises it there only where the memory
+    is shared when it runs (dropped where no derivative flows)."""
     node: object
     names: frozenset
     reason: str
+    runtime: object = None
 
 
 @dataclasses.dataclass
@@ -82,11 +85,27 @@ def transform(node: gast.FunctionDef, ctx: Context) -> Result:
                   _kinds(facts), dict(ctx.param_kinds))
 
 
-def check(result: Result, active: set, source) -> None:
-    """Raise the first pending refusal a derivative flows through."""
+def check(result: Result, active: set, source, node) -> None:
+    """Raise the first pending refusal a derivative flows through; keep the run-time
+    checks a derivative flows through, and drop the others from `node`."""
+    unneeded = set()
     for pending in result.pending:
-        if pending.names & active:
+        if pending.runtime is not None:
+            if not pending.names & active:
+                unneeded.add(id(pending.runtime))
+        elif pending.names & active:
             raise source.error(pending.node, pending.reason)
+    if unneeded:
+        _drop(node, unneeded)
+
+
+def _drop(node, ids):
+    for stmt in [node] + list(nodes.statements(node.body)):
+        for field in ('body', 'orelse'):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and any(id(s) in ids for s in block):
+                setattr(stmt, field, [s for s in block if id(s) not in ids]
+                        or ([] if field == 'orelse' else [nodes.pass_()]))
 
 
 def _kinds(facts) -> dict:
@@ -127,6 +146,21 @@ class _Rewriter:
         self.params = [a.id for a in fdef.args.args]
         self.flags = {}           # id(statement making a view) -> {(derived, source): flag}
         self._holders = None      # object -> names that may reach it somewhere (`holders`)
+        self.passed = self._passed_to_callees(fdef)
+
+    def _passed_to_callees(self, fdef) -> set:
+        """Objects the arguments of a user call may reach: its forward may keep them on the
+        tape, and its backward reads them then, as the memory holds them."""
+        passed = set()
+        for stmt in nodes.statements(fdef.body):
+            call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
+            state = self.facts.before.get(id(stmt))
+            if state is None or not isinstance(call, gast.Call) or user_function(call) is None:
+                continue
+            for a in call.args:
+                if isinstance(a, gast.Name):
+                    passed |= set(al.reach(state, a.id))
+        return passed
 
     def new(self, base):
         return self.ctx.namer.new(base)
@@ -221,17 +255,19 @@ class _Rewriter:
 
     # ---------------------------------------------------------------- who else sees a write
 
-    def written_objects(self, name, state):
-        """The objects whose memory a write into `name` changes (views and viewed ones too)."""
-        objects = al.overlapping(state, state.pts.get(name, frozenset()))
+    def written_objects(self, name, state, deep=False):
+        """The objects whose memory a write into `name` changes (views and viewed ones too);
+        `deep`: into what its slots hold too (a callee writing into a list's arrays)."""
+        objects = al.overlapping(state, al.reach(state, name) if deep
+                                 else state.pts.get(name, frozenset()))
         for p in self.params:
             if objects & {(al.PARAM, p), (al.PARAM_ITEMS, p)}:
                 self.written_params.add(p)
         return objects
 
-    def affected(self, stmt, name, state):
+    def affected(self, stmt, name, state, deep=False):
         """Names read after `stmt` that may see the memory `name` holds (besides `name`)."""
-        objects = self.written_objects(name, state)
+        objects = self.written_objects(name, state, deep)
         if not objects:
             return set(), False
         after = self.live.live_after.get(id(stmt), set())
@@ -248,7 +284,34 @@ class _Rewriter:
             return self.outer_write(stmt, name, stmt, state)
         if state.kinds.get(name) == al.TUPLE:
             return [stmt]
-        return self.after_write(stmt, [stmt], name, state, values=nodes.load_names(stmt.value))
+        return self.after_write(stmt, self.overlap_checked(stmt, stmt, state), name, state,
+                                values=nodes.load_names(stmt.value))
+
+    def overlap_checked(self, stmt, write, state):
+        """`y[i] = v` where `v` may share memory with `y`: NumPy copies element by element,
+        so what it writes is `v`'s old value only where no element read was written
+        before; checked at run time (`check_overlap`), a located refusal where it is not."""
+        value, target = write.value, write.targets[0]
+        if not isinstance(target, gast.Subscript) or not isinstance(value, gast.Name):
+            return [write]
+        name = target.value.id
+        if state.kinds.get(name) not in (al.ARRAY, al.NUMERIC, None):
+            return [write]
+        mine = al.overlapping(state, state.pts.get(name, frozenset()))
+        if not mine & al.overlapping(state, state.pts.get(value.id, frozenset())):
+            return [write]
+        expected = self.new('_expected')
+        into = name if not name.startswith('_') else 'the array it writes into'
+        where = self.error(stmt, f'the value this writes shares memory with {into}, and NumPy '
+                                 f'changed elements of it before reading them -- write a .copy() '
+                                 f'of the value')
+        index = index_value(nodes.clone(target.slice))
+        return [nodes.assign(expected, nodes.call(_runtime('overlap_value'), name, value.id)),
+                write,
+                nodes.expr_stmt(nodes.call(_runtime('check_overlap'), name, index, expected,
+                                           nodes.const(where.reason), nodes.const(where.filename),
+                                           nodes.const(where.lineno),
+                                           nodes.const(where.offset - 1)))]
 
     def in_place(self, stmt, name, state):
         """`name = name <op> value`, written `name <op>= value`."""
@@ -263,7 +326,11 @@ class _Rewriter:
         adds = isinstance(binop.op, gast.Add)
         affected, outer = self.affected(stmt, name, state)
         if not affected and not outer and kind != al.LIST:
-            return [stmt]                            # nothing else sees it: value semantics are exact
+            # nothing else sees it: value semantics are exact, in the dtype and memory
+            # layout the write would have kept (a later reshape views it, or copies, as then)
+            computed = self.new('_' + name)
+            return [nodes.assign(computed, binop),
+                    nodes.assign(name, nodes.call(_runtime('like_layout'), computed, name))]
         if kind == al.LIST:
             if adds:
                 return self.after_write(stmt, self.extend(name, binop.right), name, state, values)
@@ -333,6 +400,8 @@ class _Rewriter:
         lowered = self.lowering(form, call, name, target, state)
         if lowered is None:
             return self.opaque(stmt, [stmt], name, state, values, _opaque_reason(call, name))
+        if form == 'copyto':                 # `np.copyto(y, x)`: `y[...] = x`, as NumPy copies
+            lowered = self.overlap_checked(stmt, lowered[0], state) + lowered[1:]
         return self.after_write(stmt, lowered, name, state, values)
 
     def lowering(self, form, call, name, target, state):
@@ -467,6 +536,14 @@ class _Rewriter:
         return lambda target: ([nodes.assign(target, nodes.subscript(name, nodes.clone(index)))]
                                if target is not None else []) + [removal]
 
+    def lower_insert(self, call, name, args):
+        """`ys.insert(i, v)` at the position counted from the start (the reverse sweep pops it)."""
+        if call.keywords or 'index' not in args or 'object' not in args:
+            return None
+        at = self.new('_at')
+        return [nodes.assign(at, nodes.call(_runtime('insert_index'), name, args['index'])),
+                nodes.expr_stmt(nodes.call(nodes.attribute(name, 'insert'), at, args['object']))]
+
     def write_all(self, name, value):
         return nodes.assign(nodes.subscript(name, _whole(), store=True), value)
 
@@ -482,11 +559,12 @@ class _Rewriter:
                                    f'{fn.__name__}() writes into its argument {i} '
                                    f'({_text(arg)}), which is not a local variable; '
                                    f'pass a local copy')
-        derived = _derivations(state, call.args, positions)
-        if isinstance(derived, tuple) and len(derived) == 2 and isinstance(derived[0], str):
-            raise self.error(stmt, f'{fn.__name__}() writes into its argument {derived[0]}, '
-                                   f'which shares memory with its argument {derived[1]} in a way '
-                                   f'not known here; pass a copy of one of them')
+        derived, unrelated = _derivations(state, call.args, positions)
+        checks = [self.apart(stmt, first, other,      # compiled as apart: checked when it runs
+                             f'{fn.__name__}() writes into its arguments, and its argument '
+                             f'{first} shares memory with its argument {other} in a way not '
+                             f'known here; pass a copy of one of them', deep=True)
+                  for first, other in unrelated]
         variant = self.ctx.variant(fn, tuple(positions), derived)
         result = self.new('_' + fn.__name__)
         func = nodes.name(self.new(variant.__name__))
@@ -495,20 +573,22 @@ class _Rewriter:
         new_call = nodes.copy_location(gast.Call(func=func, args=list(call.args),
                                                  keywords=list(call.keywords)), call)
         setanno(new_call, Key.ARG_KINDS, getanno(call, Key.ARG_KINDS))
-        out = [nodes.assign(result, new_call)]
+        out = checks + [nodes.assign(result, new_call)]
         if target is not None:
             out.append(nodes.assign(target, nodes.subscript(result, nodes.const(0))))
         for k, i in enumerate(positions):
             name = call.args[i].id
             rebind = [nodes.assign(name, nodes.subscript(result, nodes.const(k + 1)))]
-            out += self.after_write(stmt, rebind, name, state, frozenset(), exclude={target})
+            out += self.after_write(stmt, rebind, name, state, frozenset(), exclude={target},
+                                    deep=True)
         return out
 
     # ---------------------------------------------------------------- bringing the others up to date
 
-    def after_write(self, stmt, lowered, name, state, values, exclude=()):
-        """`lowered` writes the memory of `name`: add what brings every other reader up to date."""
-        affected, outer = self.affected(stmt, name, state)
+    def after_write(self, stmt, lowered, name, state, values, exclude=(), deep=False):
+        """`lowered` writes the memory of `name` (`deep`: and of what its slots hold): add
+        what brings every other reader up to date."""
+        affected, outer = self.affected(stmt, name, state, deep)
         affected -= set(exclude)
         self.mark_shared(lowered, name, state)
         if outer:
@@ -518,18 +598,27 @@ class _Rewriter:
                                f'({name} = {name}.copy())', mark=False)
         if not affected:
             return lowered
-        captures, updates, unresolved = _Propagation(self, state, name, affected).run()
+        captures, updates, unresolved = _Propagation(self, state, name, affected, stmt,
+                                                     deep).run()
         self.aliased.append(stmt)
-        out = captures + lowered + updates
-        if unresolved:
-            alias = sorted(unresolved)[0]
-            reason = (f'{name} may share memory with {alias}{self.made_at(alias, stmt)}, '
-                      f'and how is not known here; writing into {name} would change {alias} -- '
-                      f'write {name} = {name}.copy() before writing, or avoid the in-place write')
+        checks = []
+        for alias in sorted(unresolved):      # apart when it runs: nothing to bring up to date
+            reason = (f'{name} shares memory with {alias}{self.made_at(alias, stmt)} in a way '
+                      f'not known here; writing into {name} changes {alias} -- write '
+                      f'{name} = {name}.copy() before writing, or avoid the in-place write')
+            checks.append(self.apart(stmt, name, alias, reason, deep))
             self.pending.append(Pending(stmt, frozenset({name}) | frozenset(values)
-                                        | frozenset(unresolved), reason))
-            setanno(lowered[-1], Key.MUTATES, name)
-        return out
+                                        | frozenset(unresolved), reason, checks[-1]))
+        return checks + captures + lowered + updates
+
+    def apart(self, stmt, name, other, reason, deep=False):
+        """A statement raising the located refusal `reason` where, when it runs, `name` (or
+        with `deep`, what it holds too) shares memory with `other`."""
+        where = self.error(stmt, reason)
+        return nodes.located(nodes.expr_stmt(nodes.call(
+            _runtime('check_apart'), name, other, nodes.const(bool(deep)),
+            nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
+            nodes.const(where.offset - 1))), stmt)
 
     def mark_shared(self, lowered, name, state):
         """Tell the reverse sweep which other names held the memory `lowered` writes
@@ -537,6 +626,8 @@ class _Rewriter:
         gives back to one of them may be that memory."""
         objects = al.overlapping(state, state.pts.get(name, frozenset()))
         shared = frozenset(n for n in self.holders(objects) if n != name)
+        if self.passed & set(objects):
+            shared |= {'<callee>'}                 # a callee's tape may hold it
         if shared:
             for s in nodes.statements(lowered):
                 setanno(s, Key.SHARES, shared)
@@ -576,12 +667,14 @@ class _Rewriter:
 class _Propagation:
     """The statements that re-derive every affected name from the one written, along equations."""
 
-    def __init__(self, rewriter, state, name, affected):
+    def __init__(self, rewriter, state, name, affected, stmt, deep=False):
         self.rw = rewriter
         self.state = state
         self.start = name
         self.affected = affected
-        self.written = al.overlapping(state, state.pts.get(name, frozenset()))
+        self.stmt = stmt
+        self.deep = deep
+        self.written = rewriter.written_objects(name, state, deep)
 
     def run(self):
         """(statements, names not brought up to date) for the write to `self.start`.
@@ -592,13 +685,16 @@ class _Propagation:
         """
         edges = {}
         for e in self.state.eqs:
+            if self.deep and e.op == 'index' and e.container in (al.LIST, al.DICT, None):
+                continue        # a callee may have moved the slots: read again by identity
             edges.setdefault(e.source, []).append(('down', e))
             if not (e.op == 'index' and e.container in (al.LIST, al.TUPLE, al.DICT)):
                 edges.setdefault(e.derived, []).append(('up', e))
         parent = {self.start: None}
         order, done = [self.start], 0
-        while done < len(order):
-            for node in order[done:]:
+        while True:
+            while done < len(order):                  # equations first, as far as they go
+                node = order[done]
                 done += 1
                 for direction, e in edges.get(node, ()):
                     other = e.derived if direction == 'down' else e.source
@@ -611,6 +707,18 @@ class _Propagation:
                 if holders:
                     parent[container] = (holders[-1], 'refresh', holders)
                     order.append(container)
+            if done < len(order):
+                continue
+            for item in sorted(self.affected - set(parent)):
+                holder = self.holding(item, order)
+                if holder is not None:                # read again from the slot holding it
+                    parent[item] = (holder, 'reread', None)
+                    order.append(item)
+            if done == len(order):
+                return self.finish(parent)
+
+    def finish(self, parent):
+        """The statements that bring the names reached up to date, in the order reached."""
         needed = set()
         for n in self.affected:
             while n in parent and n not in needed and n != self.start:
@@ -618,8 +726,9 @@ class _Propagation:
                 n = parent[n][0]
         unresolved = {n for n in self.affected if n not in parent}
         self.held = {}                 # holder -> the name keeping its object from before the write
+        self.inside = []               # whether an item was held, from before the write
         updates = self.emit(self.start, parent, needed)
-        captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()]
+        captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()] + self.inside
         return captures, updates, unresolved
 
     def kept(self, holder):
@@ -633,17 +742,49 @@ class _Propagation:
         if self.state.kinds.get(container) not in (al.LIST, al.TUPLE, al.DICT, None):
             return None
         slots = al.elements(self.state, self.state.pts.get(container, frozenset())) & self.written
-        holders = {}
-        for n in reached:
+        holders, covered = [], set()
+        for n in reached:    # each is one object when it runs, whichever of its `pts`
             mine = self.state.pts.get(n, frozenset())
-            if len(mine) == 1 and mine <= slots:
-                holders.setdefault(next(iter(mine)), n)
-        return [holders[o] for o in sorted(slots, key=repr)] if set(holders) == slots else None
+            if mine and mine <= slots and not mine <= covered and self.distinct(mine):
+                holders.append(n)
+                covered |= mine
+        return holders if slots and covered == slots else None
+
+    def distinct(self, objects) -> bool:
+        """No two of `objects` share memory: a name that may be any of them is one when
+        it runs, and the others are untouched by a write into it."""
+        return all(al.overlapping(self.state, {o}) & objects == {o} for o in objects)
+
+    def holding(self, item, reached):
+        """A name among `reached` holding a list, tuple or dict one of whose slots surely
+        holds the very object `item` names (written memory), or None."""
+        mine = self.state.pts.get(item, frozenset())
+        if not mine:
+            return None
+        for n in reached:
+            if self.state.kinds.get(n) in (al.LIST, al.TUPLE, al.DICT) \
+                    and mine <= al.elements(self.state, self.state.pts.get(n, frozenset())):
+                return n
+        return None
+
+    def reread(self, item, holder):
+        """`item = holder[k]`, `k` the slot holding that very object now (`reread_item`)."""
+        where = self.rw.error(self.stmt, f'no slot of {holder} holds {item} after this write, '
+                                         f'so what {item} became is not known -- pass a copy')
+        inside = self.rw.new('_inside')            # held in `holder` before the write?
+        self.inside.append(nodes.assign(inside, nodes.call(_runtime('holds'), holder, item)))
+        return [nodes.assign(item, nodes.call(
+            _runtime('reread_item'), holder, item, inside, nodes.const(where.reason),
+            nodes.const(where.filename), nodes.const(where.lineno),
+            nodes.const(where.offset - 1)))]
 
     def emit(self, node, parent, needed):
         out = []
         for child in [c for c, p in parent.items() if p is not None and p[0] == node and c in needed]:
             holder, direction, e = parent[child]
+            if direction == 'reread':
+                out += self.reread(child, holder) + self.emit(child, parent, needed)
+                continue
             if direction == 'refresh':
                 # the slots hold the objects from before the write (a view made anew is another)
                 out += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
@@ -728,25 +869,35 @@ def _derivations(state, args, written):
     deriving the second parameter from the first (`q = p[::-1]`), so its own
     analysis sees the sharing. Returns ((j, i, steps), ...): parameter j is
     parameter i through `steps`, expressions of `SOURCE` (() for the same
-    object); or (name, other) when two shared arguments are not related so.
+    object), and [(a name, another)]: arguments not related so, to be checked
+    apart when the call runs (the variant is compiled as if they were).
     """
     names = [a.id if isinstance(a, gast.Name) and a.id in state.kinds else None for a in args]
     sharing = set()
     for i in written:
         mine = al.overlapping(state, al.reach(state, names[i]))
-        sharing |= {j for j, n in enumerate(names) if n is not None and j != i
-                    and al.reach(state, n) & mine}
-        if sharing:
-            sharing.add(i)
+        others = {j for j, n in enumerate(names) if n is not None and j != i
+                  and al.reach(state, n) & mine}
+        if others:
+            sharing |= others | {i}
     if not sharing:
-        return ()
-    group = sorted(sharing)
-    for root in group:
-        steps = {j: _steps_from(state, names[root], names[j]) for j in group if j != root}
-        if all(s is not None for s in steps.values()):
-            return tuple((j, root, s) for j, s in sorted(steps.items()))
-    first = next(i for i in group if i in written)
-    return names[first], next(names[j] for j in group if j != first)
+        return (), []
+    remaining, derived, components = set(sharing), [], []
+    while remaining:                  # a root each, deriving as many of the others as it can
+        best = None
+        for root in sorted(remaining):
+            steps = {j: _steps_from(state, names[root], names[j]) for j in sorted(remaining)
+                     if j != root}
+            found = {j: s for j, s in steps.items() if s is not None}
+            if best is None or len(found) > len(best[1]):
+                best = root, found
+        root, found = best
+        derived += [(j, root, s) for j, s in found.items()]
+        components.append((root, {root} | set(found)))
+        remaining -= {root} | set(found)
+    unrelated = [(names[a], names[b]) for k, (a, mine) in enumerate(components)
+                 for b, theirs in components[k + 1:] if (mine | theirs) & set(written)]
+    return tuple(derived), unrelated
 
 
 def _steps_from(state, root, name):
@@ -828,7 +979,7 @@ def _arguments(call, form):
         params = table.UFUNC_METHODS['at'].params
         args = call.args
     elif isinstance(call.func, gast.Attribute) and getanno(call.func, Key.RESOLVED) is None:
-        mutator = (table.LIST_METHODS.get(call.func.attr) if form in ('append', 'pop') else
+        mutator = (table.LIST_METHODS.get(call.func.attr) if form in ('append', 'pop', 'insert') else
                    table.ARRAY_METHODS.get(call.func.attr))
         params, args = mutator.params, call.args
     else:

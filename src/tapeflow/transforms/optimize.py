@@ -81,6 +81,8 @@ def _zero_flow(stmts, state, rewrite):
             # a primal value put back from the tape is no cotangent
             state_of = None if getanno(stmt, Key.TAPE_PAIR) is not None \
                 else _zero_of(stmt.value, state)
+            if marked is not None and len(marked) > 3:
+                state_of = MAYBE                  # a callee's cotangents may be the symbolic zero
             target = stmt.targets[0].id
             if state_of is None:
                 state.pop(target, None)

@@ -53,7 +53,9 @@ RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint'
                  # the forms of the mutation pass
                  'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index', 'insert_adjoint',
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
-                 'add_at', 'put_index', 'diagonal_index', 'refresh_items')
+                 'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item',
+                 'overlap_value', 'check_overlap', 'insert_index', 'check_apart',
+                 'holds', 'like_layout')
 
 
 @dataclasses.dataclass
@@ -259,7 +261,7 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes, kind
         outputs = activity.output_names(node.body) | pushed
         active = activity.active_names(node, set(wrt_names) | popped, outputs)
     else:
-        mutation.check(written, active, source)
+        mutation.check(written, active, source, node)
     param_shapes = {params[i]: () for i in scalar_args if i < len(params)}
     param_shapes.update({params[i]: tuple(shape) for i, shape in arg_shapes if i < len(params)})
     shapes = shape_analysis.infer(node, param_shapes)

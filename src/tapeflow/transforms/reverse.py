@@ -255,6 +255,28 @@ class _Reverse(Sweep):
             raise self.error(stmt, 'return is only supported as the last statement here')
         return [stmt], []                 # pass, assert, nested def, loop exit
 
+    def saved_arguments(self, fn, call):
+        """The pushes saving the arguments a variant (`transforms.callees.variant`) writes
+        into, and the restores that put them back, in reverse-sweep order."""
+        saves, restores = [], []
+        for i in getattr(fn, '__tapeflow_variant_of__', (None, ()))[1]:
+            arg = call.args[i] if i < len(call.args) else None
+            if isinstance(arg, gast.Name):
+                push, restore = self.contents_pair(arg.id)
+                saves.append(push)
+                restores.insert(0, restore)
+        return saves, restores
+
+    def contents_pair(self, name):
+        """Save the contents of `name`'s memory, and put them back in the reverse sweep."""
+        push, pop = self.pair(nodes.call('saved_contents', name))
+        restore = nodes.expr_stmt(nodes.call('restore_contents', name, pop.value))
+        for key in (Key.TAPE_PAIR, Key.SYNTHETIC):
+            setanno(restore, key, getanno(pop, key))
+        setanno(restore, Key.MUTATES, name)
+        setanno(restore, Key.RESTORES_IN_PLACE, True)
+        return push, restore
+
     def restored(self, stmt, name):
         """A write run as written (`transforms.mutation`): its memory is saved before it and
         put back in the reverse sweep (no derivative flows through it: the pass checked)."""
@@ -264,12 +286,7 @@ class _Reverse(Sweep):
             setanno(stmt, Key.MUTATES, None)
             forward, reverse = self.statement(stmt)
             setanno(stmt, Key.MUTATES, name)
-        push, pop = self.pair(nodes.call('saved_contents', name))
-        restore = nodes.expr_stmt(nodes.call('restore_contents', name, pop.value))
-        for key in (Key.TAPE_PAIR, Key.SYNTHETIC):
-            setanno(restore, key, getanno(pop, key))
-        setanno(restore, Key.MUTATES, name)
-        setanno(restore, Key.RESTORES_IN_PLACE, True)
+        push, restore = self.contents_pair(name)
         return [push] + forward, reverse + [restore]
 
     # ---------------------------------------------------------------- assignment
@@ -282,7 +299,9 @@ class _Reverse(Sweep):
                 and self._user_function(value) is not None:
             return self.user_call(stmt, y, value, push, pop)
         if y not in self.ctx.active:
-            return [push, stmt], [pop]
+            fn = self._user_function(value) if isinstance(value, gast.Call) else None
+            saves, restores = self.saved_arguments(fn, value) if fn is not None else ([], [])
+            return [push] + saves + [stmt], restores + [pop]
         contributions = self.contributions(stmt, y, value)
         if contributions is None:           # a call to a user function: it pushes too
             return self.user_call(stmt, y, value, push, pop)
@@ -351,9 +370,11 @@ class _Reverse(Sweep):
                 raise self.error(stmt, f'differentiating {fn.__name__}() with respect to the keyword '
                                        f'argument {k.arg!r} is not supported; pass it by position')
         if not active and not self._carries_inner_tape(call):
-            # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here
+            # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here;
+            # what it writes into its arguments (a variant) the reverse sweep puts back
             kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
-            return [push, stmt], kill + [pop]
+            saves, restores = self.saved_arguments(fn, call)
+            return [push] + saves + [stmt], kill + restores + [pop]
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)
