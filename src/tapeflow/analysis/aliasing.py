@@ -111,6 +111,7 @@ class Eq:
     maybe: bool = dataclasses.field(compare=False, hash=False, default=False)
     length: object = dataclasses.field(compare=False, hash=False, default=None)  # of a tuple display
     origin: object = dataclasses.field(compare=False, hash=False, default=None)  # id of its statement
+    made: object = dataclasses.field(compare=False, hash=False, default=None)    # (derived, source) there
 
     def mentions(self, name) -> bool:
         return name == self.derived or name in self.names
@@ -315,7 +316,8 @@ class Aliasing:
         if isinstance(value, gast.Call):
             self.call_effects(value, state, stmt)
         kind, objects, eqs = self.value(value, target, site, state)
-        eqs = [dataclasses.replace(e, origin=id(stmt)) if e.maybe else e for e in eqs]
+        eqs = [dataclasses.replace(e, origin=id(stmt), made=(e.derived, e.source)) if e.maybe else e
+               for e in eqs]
         twin = _same_slot(state, eqs, target)
         if twin is not None:              # `e = xs[0]` where `a = xs[0]` still holds: e is a
             kind, objects = state.kinds.get(twin), state.pts.get(twin, frozenset())

@@ -169,7 +169,7 @@ class _Rewriter:
         """The name holding whether `e.derived` was made a view of `e.source` (NumPy decides,
         at run time); set right after the statement that made it (`views_decided`)."""
         flags = self.flags.setdefault(e.origin, {})
-        key = (e.derived, e.source)
+        key = e.made or (e.derived, e.source)      # the names at the statement that made it
         if key not in flags:
             flags[key] = self.new('_is_view')
         return flags[key]
@@ -285,7 +285,8 @@ class _Rewriter:
         if state.kinds.get(name) == al.TUPLE:
             return [stmt]
         return self.after_write(stmt, self.overlap_checked(stmt, stmt, state), name, state,
-                                values=nodes.load_names(stmt.value))
+                                values=nodes.load_names(stmt.value),
+                                structural=state.kinds.get(name) in (al.LIST, al.DICT))
 
     def overlap_checked(self, stmt, write, state):
         """`y[i] = v` where `v` may share memory with `y`: NumPy copies element by element,
@@ -333,7 +334,8 @@ class _Rewriter:
                     nodes.assign(name, nodes.call(_runtime('like_layout'), computed, name))]
         if kind == al.LIST:
             if adds:
-                return self.after_write(stmt, self.extend(name, binop.right), name, state, values)
+                return self.after_write(stmt, self.extend(name, binop.right), name, state, values,
+                                        structural=True)
             run = nodes.assign(name, nodes.call(_runtime('inplace_op'), name, binop.right,
                                                 _symbol(binop.op)))
             return self.opaque(stmt, [run], name, state, values,
@@ -348,7 +350,7 @@ class _Rewriter:
         if kind is None and adds:
             is_list = self.new('_is_list')
             extended = self.after_write(stmt, self.extend(name, nodes.clone(binop.right)), name,
-                                        state, values)
+                                        state, values, structural=True)
             other = [nodes.assign(is_list, nodes.call(_runtime('is_list'), name)),
                      nodes.if_(is_list, extended, other)]
         flag = self.new('_is_array')
@@ -402,7 +404,8 @@ class _Rewriter:
             return self.opaque(stmt, [stmt], name, state, values, _opaque_reason(call, name))
         if form == 'copyto':                 # `np.copyto(y, x)`: `y[...] = x`, as NumPy copies
             lowered = self.overlap_checked(stmt, lowered[0], state) + lowered[1:]
-        return self.after_write(stmt, lowered, name, state, values)
+        return self.after_write(stmt, lowered, name, state, values,
+                                structural=form in ('append', 'extend', 'insert', 'pop'))
 
     def lowering(self, form, call, name, target, state):
         """The statements of a known write, as subscript writes and appends; None: run as written."""
@@ -585,9 +588,11 @@ class _Rewriter:
 
     # ---------------------------------------------------------------- bringing the others up to date
 
-    def after_write(self, stmt, lowered, name, state, values, exclude=(), deep=False):
-        """`lowered` writes the memory of `name` (`deep`: and of what its slots hold): add
-        what brings every other reader up to date."""
+    def after_write(self, stmt, lowered, name, state, values, exclude=(), deep=False,
+                    structural=False):
+        """`lowered` writes the memory of `name` (`deep`: and of what its slots hold;
+        `structural`: its slots, of a list or dict): add what brings every other reader up
+        to date."""
         affected, outer = self.affected(stmt, name, state, deep)
         affected -= set(exclude)
         self.mark_shared(lowered, name, state)
@@ -599,7 +604,7 @@ class _Rewriter:
         if not affected:
             return lowered
         captures, updates, unresolved = _Propagation(self, state, name, affected, stmt,
-                                                     deep).run()
+                                                     deep, structural).run()
         self.aliased.append(stmt)
         checks = []
         for alias in sorted(unresolved):      # apart when it runs: nothing to bring up to date
@@ -667,13 +672,14 @@ class _Rewriter:
 class _Propagation:
     """The statements that re-derive every affected name from the one written, along equations."""
 
-    def __init__(self, rewriter, state, name, affected, stmt, deep=False):
+    def __init__(self, rewriter, state, name, affected, stmt, deep=False, structural=False):
         self.rw = rewriter
         self.state = state
         self.start = name
         self.affected = affected
         self.stmt = stmt
         self.deep = deep
+        self.structural = structural
         self.written = rewriter.written_objects(name, state, deep)
 
     def run(self):
@@ -687,6 +693,9 @@ class _Propagation:
         for e in self.state.eqs:
             if self.deep and e.op == 'index' and e.container in (al.LIST, al.DICT, None):
                 continue        # a callee may have moved the slots: read again by identity
+            if self.structural and e.source == self.start and e.op == 'index' \
+                    and e.container in (al.LIST, al.DICT):
+                continue        # its slots moved or were replaced: what was read stays
             edges.setdefault(e.source, []).append(('down', e))
             if not (e.op == 'index' and e.container in (al.LIST, al.TUPLE, al.DICT)):
                 edges.setdefault(e.derived, []).append(('up', e))
