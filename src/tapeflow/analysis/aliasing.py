@@ -4,21 +4,11 @@ Runs on ANF (`transforms.anf`), before activity; models the program as it is
 written (Python's reference semantics: names share lists and arrays, slices
 and reshapes are views, calls write into their arguments). For every
 statement, `Aliasing.before[id(stmt)]` holds a `State` with three kinds of
-facts, each true whenever that statement runs:
-
-- `kinds`: what a name holds, as far as known (`SCALAR`, `ARRAY`, `LIST`,
-  `TUPLE`, `DICT`, `NUMERIC` -- an array or a scalar --, or None: unknown);
-- points-to, *may* facts: `pts[name]` is the set of abstract objects the name
-  may reference, and `contents[obj]` the objects its elements may reference.
-  Objects are allocation sites, split by recency (the site's most recent
-  object, and all older ones: a loop that allocates each trip keeps this
-  trip's array apart from the last one's), the parameters (and, for each,
-  whatever it contains), and the objects of globals and closures (`OUTER`).
-  Immutable values (numbers, strings, None) reference nothing;
-- equations, *must* facts (`Eq`): `v = y[1:]`, `a = b`, `r = y.reshape(-1)`,
-  `e = xs[0]`: the value of one name is that operation applied to another's,
-  sharing its memory. An equation holds until a name in it is rebound (or,
-  for list elements, the list's slots change).
+facts, each true whenever that statement runs: `kinds` (what a name holds),
+points-to *may* facts (`pts`, `contents`: the abstract objects a name, and
+an object's elements, may reference) and equations, *must* facts (`Eq`).
+What they mean, and the operations on them, are in `analysis.memory`; what
+each call writes is in `analysis.call_writes`. This module re-exports both.
 
 `reach(state, name)` is every object a name can reach; two names may share
 memory when their reaches meet. The mutation pass (`transforms.mutation`)
@@ -27,7 +17,7 @@ bring each of them up to date.
 
 Callees: `summaries(fn, kinds)` says which parameters a user function may
 write into and which its result may reference; the analysis uses it at
-calls (see `transforms.mutation.summarize`).
+calls (see `transforms.callees.Summaries`).
 """
 from __future__ import annotations
 
@@ -39,16 +29,16 @@ import types
 import gast
 import numpy as np
 
+from tapeflow.analysis.call_writes import (  # noqa: F401  (re-exported)
+    _everything_of, out_arguments, writes_of_call)
+from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
+    ARRAY, DICT, LIST, MUTABLE, NUMERIC, OPAQUE_SUMMARY, OUTER, PARAM, PARAM_ITEMS, SCALAR,
+    TUPLE, _NUMBERS, Eq, State, Summary, _age, _element_eq, _renamed, elements, join_kinds,
+    kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
+    reach_objects, text)
 from tapeflow.rules import mutation as table
 from tapeflow.rules import registry
 from tapeflow.syntax.anno import Key, getanno
-
-SCALAR, ARRAY, LIST, TUPLE, DICT, NUMERIC = 'scalar', 'array', 'list', 'tuple', 'dict', 'numeric'
-MUTABLE = frozenset({ARRAY, LIST, DICT})
-_NUMBERS = frozenset({SCALAR, ARRAY, NUMERIC})
-
-OUTER = 'outer'
-PARAM, PARAM_ITEMS = 'param', 'param-items'
 
 # Builtins whose result is a fresh immutable value (or a fresh number).
 _FRESH_BUILTINS = frozenset({builtins.len, builtins.int, builtins.float, builtins.bool,
@@ -63,147 +53,6 @@ _CONTAINER_BUILTINS = {builtins.list: LIST, builtins.tuple: TUPLE, builtins.sort
 _LIST_OF_VIEWS = frozenset(f for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
                                        np.broadcast_arrays, np.meshgrid,
                                        getattr(np, 'unstack', None)) if f is not None)
-
-
-def kind_of_value(value):
-    """The kind of a Python object known while compiling (a constant, a global)."""
-    if isinstance(value, (bool, int, float, complex, str, bytes, np.generic)) or value is None:
-        return SCALAR
-    if isinstance(value, np.ndarray):
-        return ARRAY
-    for cls, kind in ((list, LIST), (tuple, TUPLE), (dict, DICT)):
-        if isinstance(value, cls):
-            return kind
-    return None
-
-
-def join_kinds(a, b):
-    if a == b:
-        return a
-    if a in _NUMBERS and b in _NUMBERS:
-        return NUMERIC
-    return None
-
-
-def may_be_mutable(kind) -> bool:
-    return kind not in (SCALAR, TUPLE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Eq:
-    """`derived` is `value` computed from `source` (and the names in `names`), and shares memory with it.
-
-    `op`: 'ident' (`a = b`), 'index' (`v = y[idx]`, `e = xs[k]`) or 'view'
-    (`r = y.reshape(-1)`, `t = y.T`: `view` is its `rules.mutation.View`).
-    `container`: the kind of `source` (an array's index is a view, a list's an
-    element). `maybe`: whether `derived` shares memory with `source` is only
-    known at run time (`reshape` copies a non-contiguous array), right after
-    the statement `origin` made it.
-    """
-    derived: str
-    source: str
-    op: str
-    key: str                                   # the value, as text: what makes two equations one
-    value: object = dataclasses.field(compare=False, hash=False, default=None)
-    names: frozenset = dataclasses.field(compare=False, hash=False, default=frozenset())
-    container: object = dataclasses.field(compare=False, hash=False, default=None)
-    view: object = dataclasses.field(compare=False, hash=False, default=None)
-    maybe: bool = dataclasses.field(compare=False, hash=False, default=False)
-    length: object = dataclasses.field(compare=False, hash=False, default=None)  # of a tuple display
-    origin: object = dataclasses.field(compare=False, hash=False, default=None)  # id of its statement
-    made: object = dataclasses.field(compare=False, hash=False, default=None)    # (derived, source) there
-
-    def mentions(self, name) -> bool:
-        return name == self.derived or name in self.names
-
-
-@dataclasses.dataclass
-class State:
-    kinds: dict = dataclasses.field(default_factory=dict)
-    pts: dict = dataclasses.field(default_factory=dict)
-    contents: dict = dataclasses.field(default_factory=dict)
-    eqs: frozenset = frozenset()
-    views: dict = dataclasses.field(default_factory=dict)   # view object -> objects it may view
-
-    def copy(self) -> 'State':
-        return State(dict(self.kinds), dict(self.pts), dict(self.contents), self.eqs,
-                     dict(self.views))
-
-    def join(self, other: 'State') -> 'State':
-        kinds = {n: join_kinds(self.kinds.get(n, other.kinds.get(n)),
-                               other.kinds.get(n, self.kinds.get(n)))
-                 for n in self.kinds.keys() | other.kinds.keys()}
-        pts = {n: self.pts.get(n, frozenset()) | other.pts.get(n, frozenset())
-               for n in self.pts.keys() | other.pts.keys()}
-        contents = {o: self.contents.get(o, frozenset()) | other.contents.get(o, frozenset())
-                    for o in self.contents.keys() | other.contents.keys()}
-        views = {o: self.views.get(o, frozenset()) | other.views.get(o, frozenset())
-                 for o in self.views.keys() | other.views.keys()}
-        # An equation holds after the join where it held on both paths, or on one path
-        # only if the other never bound its derived name (there, nothing reads it).
-        eqs = (self.eqs & other.eqs) | frozenset(
-            e for mine, theirs in ((self, other), (other, self)) for e in mine.eqs
-            if e.derived not in theirs.kinds and all(n in theirs.kinds or n not in mine.kinds
-                                                     for n in e.names))
-        return State(kinds, pts, contents, eqs, views)
-
-    def same(self, other: 'State') -> bool:
-        return (self.kinds == other.kinds and self.pts == other.pts
-                and self.contents == other.contents and self.eqs == other.eqs
-                and self.views == other.views)
-
-
-def reach(state: State, name: str) -> frozenset:
-    """Every object `name` may reference, directly or through the elements it holds."""
-    return reach_objects(state, state.pts.get(name, frozenset()))
-
-
-def overlapping(state: State, objects) -> frozenset:
-    """Every object whose memory may overlap that of one of `objects`: views of them, what
-    they view, and the other views of that."""
-    def roots(obj, seen=()):
-        bases = state.views.get(obj)
-        if not bases or obj in seen:
-            return {obj}
-        return set().union(*(roots(b, seen + (obj,)) for b in bases))
-    if not state.views or not objects:
-        return frozenset(objects)
-    mine = set().union(*(roots(o) for o in objects))
-    candidates = set(state.views).union(*state.views.values()) | set(objects)
-    return frozenset(o for o in candidates if roots(o) & mine) | frozenset(objects)
-
-
-def reach_objects(state: State, objects) -> frozenset:
-    seen, stack = set(objects), list(objects)
-    while stack:
-        for inner in state.contents.get(stack.pop(), ()):
-            if inner not in seen:
-                seen.add(inner)
-                stack.append(inner)
-    return frozenset(seen)
-
-
-def text(node) -> str:
-    from tapeflow.syntax.unparse import unparse
-    return unparse(gast.Expr(value=node)).strip()
-
-
-def names_of(node) -> frozenset:
-    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-                     and not getanno(n, Key.RESOLVED))
-
-
-@dataclasses.dataclass(frozen=True)
-class Summary:
-    """What a call of a user function does to its arguments."""
-    writes: frozenset = frozenset()            # positions of arguments it may write into
-    result: object = None                      # positions the result may reference (None: all)
-    result_is: object = None                   # position the result is (`return v`), or None
-    result_kind: object = None
-    outer: bool = False                        # it may write into globals or closure values
-
-
-OPAQUE_SUMMARY = Summary(frozenset(), None, None, None)
 
 
 class Aliasing:
@@ -231,6 +80,15 @@ class Aliasing:
                 state.contents[items] = frozenset({items})
         self.entry = state
         self.exit = self.block(node.body, state)
+
+    def states(self) -> list:
+        """The distinct states recorded (a statement that changes nothing shares its state)."""
+        if getattr(self, '_states', None) is None:
+            unique = {}
+            for state in list(self.before.values()) + list(self.after.values()):
+                unique.setdefault(id(state), state)
+            self._states = list(unique.values())
+        return self._states
 
     # ---------------------------------------------------------------- control flow
 
@@ -576,104 +434,6 @@ class Aliasing:
 _MISSING = object()
 
 
-def writes_of_call(call, state, summary):
-    """[(how, the written atom, the objects now also held in it)] for a call that writes.
-
-    `how`: 'append' for writes that only add slots at the end of a list, the
-    mutator's form otherwise. An `out=` keyword writes its array.
-    """
-    out = [('out', value, frozenset()) for value in out_arguments(call)]
-    fn = getanno(call.func, Key.RESOLVED)
-    mutator = table.mutator_of_function(fn) if fn is not None else None
-    if mutator is not None and call.args:
-        return out + [(mutator.form, call.args[0], frozenset())]
-    if fn is None and isinstance(call.func, gast.Attribute):
-        receiver = call.func.value
-        name = call.func.attr
-        kind = state.kinds.get(receiver.id) if isinstance(receiver, gast.Name) else None
-        owner = getanno(receiver, Key.RESOLVED, None)
-        if name == 'at' and isinstance(owner, np.ufunc) and call.args:
-            return out + [('at', call.args[0], frozenset())]
-        if kind in (LIST, None) and name in table.LIST_METHODS:
-            form = table.LIST_METHODS[name].form
-            if form in ('pop', 'insert') and kind != LIST:
-                form = 'opaque'
-            added = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in call.args
-                                        if isinstance(a, gast.Name)))
-            if name == 'extend':
-                added = elements(state, added) | added
-            return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
-        if kind in (DICT, None) and name in table.DICT_METHODS:
-            return out + [('opaque', receiver, _everything_of(state, call.args))]
-        if kind in (ARRAY, NUMERIC, None) and name in table.ARRAY_METHODS:
-            mutator = table.ARRAY_METHODS[name]
-            if mutator.writes == 'receiver':
-                return out + [(mutator.form, receiver, frozenset())]
-            if call.args:
-                return out + [(mutator.form, call.args[mutator.writes], frozenset())]
-    if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
-        kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else None for a in call.args)
-        written = summary(fn, kinds).writes
-        everything = _everything_of(state, call.args)
-        out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
-    return out
-
-
-def out_arguments(call) -> list:
-    """The arrays a call writes its result into: `out=` (or a ufunc's extra positional arguments)."""
-    out = []
-    for k in call.keywords:
-        if k.arg == 'out':
-            out += k.value.elts if isinstance(k.value, gast.Tuple) else [k.value]
-    fn = getanno(call.func, Key.RESOLVED)
-    if isinstance(fn, np.ufunc) and len(call.args) > fn.nin:
-        out += call.args[fn.nin:]
-    return out
-
-
-def _everything_of(state, atoms):
-    objects = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in atoms
-                                  if isinstance(a, gast.Name))) if atoms else frozenset()
-    return reach_objects(state, objects)
-
-
-def kill(state: State, name: str):
-    """Forget the equations `name` is in, keeping those an identical name can stand in for."""
-    if not any(e.mentions(name) for e in state.eqs):
-        return
-    twins = [e.source if e.derived == name else e.derived for e in state.eqs
-             if e.op == 'ident' and name in (e.derived, e.source)]
-    twin = next((t for t in twins if t != name), None)
-    kept = set()
-    for e in state.eqs:
-        if not e.mentions(name):
-            kept.add(e)
-        elif twin is not None and e.derived != name and e.op != 'ident' and twin not in e.names:
-            kept.add(_renamed(e, name, twin))
-    state.eqs = frozenset(kept)
-
-
-def kill_items(state: State, name: str, keep_appended: bool, stored=None):
-    """The slots of the list (dict) `name` changed: its element equations are gone.
-
-    After an append, an element read at a constant index >= 0 stays where it was;
-    after a store at a constant index (or dict key), the other constant ones do.
-    """
-    def constant(index):
-        return isinstance(index, gast.Constant) and (
-            isinstance(index.value, int) and index.value >= 0 or isinstance(index.value, str))
-
-    def survives(e):
-        if e.source != name or e.op != 'index' or e.container == ARRAY:
-            return True
-        index = e.value.slice
-        if keep_appended:
-            return constant(index) and not isinstance(index.value, str)
-        return stored is not None and constant(stored) and constant(index) \
-            and stored.value != index.value
-    state.eqs = frozenset(e for e in state.eqs if survives(e))
-
-
 def _same_slot(state, eqs, target):
     """A name the equations say already is the element `target` is read from, or None."""
     for e in eqs:
@@ -683,46 +443,6 @@ def _same_slot(state, eqs, target):
                         and other.derived != target:
                     return other.derived
     return None
-
-
-def nodes_name(identifier):
-    from tapeflow.syntax import nodes
-    return nodes.name(identifier)
-
-
-def _renamed(e: Eq, old: str, new: str) -> Eq:
-    from tapeflow.syntax import nodes
-    value = nodes.substitute(e.value, {old: new})
-    return dataclasses.replace(e, source=new if e.source == old else e.source, key=text(value),
-                               value=value, names=(e.names - {old}) | {new})
-
-
-def _element_eq(element, container, key, kind, length):
-    from tapeflow.syntax import nodes
-    value = nodes.subscript(container, nodes.const(key))
-    return Eq(element, container, 'index', text(value), value, frozenset({container}),
-              kind, None, False, length)
-
-
-def _age(state, new, old):
-    """Merge a site's most recent object into its older ones (the site allocates again)."""
-    def rename(objects):
-        return (objects - {new}) | {old} if new in objects else objects
-    state.pts = {n: rename(o) for n, o in state.pts.items()}
-    merged = state.contents.pop(new, frozenset())
-    state.contents = {k: rename(o) for k, o in state.contents.items()}
-    state.contents[old] = rename(state.contents.get(old, frozenset()) | merged)
-    if state.views:
-        viewed = state.views.pop(new, None)
-        state.views = {k: rename(o) for k, o in state.views.items()}
-        if viewed is not None:
-            state.views[old] = rename(state.views.get(old, frozenset()) | viewed)
-
-
-def elements(state, objects) -> frozenset:
-    """The objects the slots of `objects` may hold (one level)."""
-    return frozenset().union(*(state.contents.get(o, frozenset()) for o in objects)) \
-        if objects else frozenset()
 
 
 def _everything(state, node) -> frozenset:

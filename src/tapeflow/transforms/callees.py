@@ -192,7 +192,7 @@ def variant(fn, positions, parse, derived=()):
     """`fn` returning `(its result, *its arguments at positions)` as they are when it returns.
 
     `parse(fn)`: its `syntax.parse.Source`. `derived`: ((j, i, steps), ...), parameters
-    the caller passes views of others (`transforms.mutation._derivations`): the variant
+    the caller passes views of others (`transforms.propagation.derivations`): the variant
     starts by deriving parameter j from parameter i through `steps`.
     """
     table = _VARIANTS.setdefault(fn, {})

@@ -1,0 +1,82 @@
+"""What a call writes: which atoms' memory a call changes, and what they may hold after.
+
+`writes_of_call(call, state, summary)` lists the writes of the calls known
+to write: into `out=` arrays (and a ufunc's extra positional arguments,
+`out_arguments`), through the mutators of `rules.mutation` (NumPy functions,
+array, list and dict methods, `ufunc.at`), and into the arguments a user
+function's `Summary` says it writes. A write into a list or dict whose form
+is not known exactly is listed as 'opaque'. `analysis.aliasing` applies
+these writes to its facts; `transforms.mutation` rewrites them.
+"""
+from __future__ import annotations
+
+import types
+
+import gast
+import numpy as np
+
+from tapeflow.analysis.memory import ARRAY, DICT, LIST, NUMERIC, elements, reach_objects
+from tapeflow.rules import mutation as table
+from tapeflow.rules import registry
+from tapeflow.syntax.anno import Key, getanno
+
+
+def writes_of_call(call, state, summary):
+    """[(how, the written atom, the objects now also held in it)] for a call that writes.
+
+    `how`: 'append' for writes that only add slots at the end of a list, the
+    mutator's form otherwise. An `out=` keyword writes its array.
+    """
+    out = [('out', value, frozenset()) for value in out_arguments(call)]
+    fn = getanno(call.func, Key.RESOLVED)
+    mutator = table.mutator_of_function(fn) if fn is not None else None
+    if mutator is not None and call.args:
+        return out + [(mutator.form, call.args[0], frozenset())]
+    if fn is None and isinstance(call.func, gast.Attribute):
+        receiver = call.func.value
+        name = call.func.attr
+        kind = state.kinds.get(receiver.id) if isinstance(receiver, gast.Name) else None
+        owner = getanno(receiver, Key.RESOLVED, None)
+        if name == 'at' and isinstance(owner, np.ufunc) and call.args:
+            return out + [('at', call.args[0], frozenset())]
+        if kind in (LIST, None) and name in table.LIST_METHODS:
+            form = table.LIST_METHODS[name].form
+            if form in ('pop', 'insert') and kind != LIST:
+                form = 'opaque'
+            added = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in call.args
+                                        if isinstance(a, gast.Name)))
+            if name == 'extend':
+                added = elements(state, added) | added
+            return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
+        if kind in (DICT, None) and name in table.DICT_METHODS:
+            return out + [('opaque', receiver, _everything_of(state, call.args))]
+        if kind in (ARRAY, NUMERIC, None) and name in table.ARRAY_METHODS:
+            mutator = table.ARRAY_METHODS[name]
+            if mutator.writes == 'receiver':
+                return out + [(mutator.form, receiver, frozenset())]
+            if call.args:
+                return out + [(mutator.form, call.args[mutator.writes], frozenset())]
+    if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
+        kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else None for a in call.args)
+        written = summary(fn, kinds).writes
+        everything = _everything_of(state, call.args)
+        out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
+    return out
+
+
+def out_arguments(call) -> list:
+    """The arrays a call writes its result into: `out=` (or a ufunc's extra positional arguments)."""
+    out = []
+    for k in call.keywords:
+        if k.arg == 'out':
+            out += k.value.elts if isinstance(k.value, gast.Tuple) else [k.value]
+    fn = getanno(call.func, Key.RESOLVED)
+    if isinstance(fn, np.ufunc) and len(call.args) > fn.nin:
+        out += call.args[fn.nin:]
+    return out
+
+
+def _everything_of(state, atoms):
+    objects = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in atoms
+                                  if isinstance(a, gast.Name))) if atoms else frozenset()
+    return reach_objects(state, objects)

@@ -1,0 +1,260 @@
+"""Memory: the facts known of what names hold, and the operations that keep them true.
+
+A `State` is what is known at one point of a function (`analysis.aliasing`
+computes one before every statement); its three kinds of facts hold
+whenever the program is there:
+
+- `kinds`: what a name holds, as far as known (`SCALAR`, `ARRAY`, `LIST`,
+  `TUPLE`, `DICT`, `NUMERIC` -- an array or a scalar --, or None: unknown);
+- points-to, *may* facts: `pts[name]` is the set of abstract objects the name
+  may reference, and `contents[obj]` the objects its elements may reference.
+  Objects are allocation sites, split by recency (the site's most recent
+  object, and all older ones: a loop that allocates each trip keeps this
+  trip's array apart from the last one's), the parameters (and, for each,
+  whatever it contains), and the objects of globals and closures (`OUTER`).
+  Immutable values (numbers, strings, None) reference nothing;
+- equations, *must* facts (`Eq`): `v = y[1:]`, `a = b`, `r = y.reshape(-1)`,
+  `e = xs[0]`: the value of one name is that operation applied to another's,
+  sharing its memory. An equation holds until a name in it is rebound (or,
+  for list elements, the list's slots change).
+
+`reach(state, name)` is every object a name can reach; two names may share
+memory when their reaches meet (`overlapping` adds what views them, and what
+they view). `State.join` is what holds after either of two paths; `kill` and
+`kill_items` drop the equations a rebinding, or a change of a list's slots,
+makes false. `Summary` is what a call of a user function does to its
+arguments. Nothing here walks a program.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+import numpy as np
+
+from tapeflow.syntax.anno import Key, getanno
+
+SCALAR, ARRAY, LIST, TUPLE, DICT, NUMERIC = 'scalar', 'array', 'list', 'tuple', 'dict', 'numeric'
+MUTABLE = frozenset({ARRAY, LIST, DICT})
+_NUMBERS = frozenset({SCALAR, ARRAY, NUMERIC})
+
+OUTER = 'outer'
+PARAM, PARAM_ITEMS = 'param', 'param-items'
+
+
+def kind_of_value(value):
+    """The kind of a Python object known while compiling (a constant, a global)."""
+    if isinstance(value, (bool, int, float, complex, str, bytes, np.generic)) or value is None:
+        return SCALAR
+    if isinstance(value, np.ndarray):
+        return ARRAY
+    for cls, kind in ((list, LIST), (tuple, TUPLE), (dict, DICT)):
+        if isinstance(value, cls):
+            return kind
+    return None
+
+
+def join_kinds(a, b):
+    if a == b:
+        return a
+    if a in _NUMBERS and b in _NUMBERS:
+        return NUMERIC
+    return None
+
+
+def may_be_mutable(kind) -> bool:
+    return kind not in (SCALAR, TUPLE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Eq:
+    """`derived` is `value` computed from `source` (and the names in `names`), and shares memory with it.
+
+    `op`: 'ident' (`a = b`), 'index' (`v = y[idx]`, `e = xs[k]`) or 'view'
+    (`r = y.reshape(-1)`, `t = y.T`: `view` is its `rules.mutation.View`).
+    `container`: the kind of `source` (an array's index is a view, a list's an
+    element). `maybe`: whether `derived` shares memory with `source` is only
+    known at run time (`reshape` copies a non-contiguous array), right after
+    the statement `origin` made it.
+    """
+    derived: str
+    source: str
+    op: str
+    key: str                                   # the value, as text: what makes two equations one
+    value: object = dataclasses.field(compare=False, hash=False, default=None)
+    names: frozenset = dataclasses.field(compare=False, hash=False, default=frozenset())
+    container: object = dataclasses.field(compare=False, hash=False, default=None)
+    view: object = dataclasses.field(compare=False, hash=False, default=None)
+    maybe: bool = dataclasses.field(compare=False, hash=False, default=False)
+    length: object = dataclasses.field(compare=False, hash=False, default=None)  # of a tuple display
+    origin: object = dataclasses.field(compare=False, hash=False, default=None)  # id of its statement
+    made: object = dataclasses.field(compare=False, hash=False, default=None)    # (derived, source) there
+
+    def mentions(self, name) -> bool:
+        return name == self.derived or name in self.names
+
+
+@dataclasses.dataclass
+class State:
+    kinds: dict = dataclasses.field(default_factory=dict)
+    pts: dict = dataclasses.field(default_factory=dict)
+    contents: dict = dataclasses.field(default_factory=dict)
+    eqs: frozenset = frozenset()
+    views: dict = dataclasses.field(default_factory=dict)   # view object -> objects it may view
+
+    def copy(self) -> 'State':
+        return State(dict(self.kinds), dict(self.pts), dict(self.contents), self.eqs,
+                     dict(self.views))
+
+    def join(self, other: 'State') -> 'State':
+        kinds = {n: join_kinds(self.kinds.get(n, other.kinds.get(n)),
+                               other.kinds.get(n, self.kinds.get(n)))
+                 for n in self.kinds.keys() | other.kinds.keys()}
+        pts = {n: self.pts.get(n, frozenset()) | other.pts.get(n, frozenset())
+               for n in self.pts.keys() | other.pts.keys()}
+        contents = {o: self.contents.get(o, frozenset()) | other.contents.get(o, frozenset())
+                    for o in self.contents.keys() | other.contents.keys()}
+        views = {o: self.views.get(o, frozenset()) | other.views.get(o, frozenset())
+                 for o in self.views.keys() | other.views.keys()}
+        # An equation holds after the join where it held on both paths, or on one path
+        # only if the other never bound its derived name (there, nothing reads it).
+        eqs = (self.eqs & other.eqs) | frozenset(
+            e for mine, theirs in ((self, other), (other, self)) for e in mine.eqs
+            if e.derived not in theirs.kinds and all(n in theirs.kinds or n not in mine.kinds
+                                                     for n in e.names))
+        return State(kinds, pts, contents, eqs, views)
+
+    def same(self, other: 'State') -> bool:
+        return (self.kinds == other.kinds and self.pts == other.pts
+                and self.contents == other.contents and self.eqs == other.eqs
+                and self.views == other.views)
+
+
+def reach(state: State, name: str) -> frozenset:
+    """Every object `name` may reference, directly or through the elements it holds."""
+    return reach_objects(state, state.pts.get(name, frozenset()))
+
+
+def overlapping(state: State, objects) -> frozenset:
+    """Every object whose memory may overlap that of one of `objects`: views of them, what
+    they view, and the other views of that."""
+    def roots(obj, seen=()):
+        bases = state.views.get(obj)
+        if not bases or obj in seen:
+            return {obj}
+        return set().union(*(roots(b, seen + (obj,)) for b in bases))
+    if not state.views or not objects:
+        return frozenset(objects)
+    mine = set().union(*(roots(o) for o in objects))
+    candidates = set(state.views).union(*state.views.values()) | set(objects)
+    return frozenset(o for o in candidates if roots(o) & mine) | frozenset(objects)
+
+
+def reach_objects(state: State, objects) -> frozenset:
+    seen, stack = set(objects), list(objects)
+    while stack:
+        for inner in state.contents.get(stack.pop(), ()):
+            if inner not in seen:
+                seen.add(inner)
+                stack.append(inner)
+    return frozenset(seen)
+
+
+def text(node) -> str:
+    from tapeflow.syntax.unparse import unparse
+    return unparse(gast.Expr(value=node)).strip()
+
+
+def names_of(node) -> frozenset:
+    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                     and not getanno(n, Key.RESOLVED))
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What a call of a user function does to its arguments."""
+    writes: frozenset = frozenset()            # positions of arguments it may write into
+    result: object = None                      # positions the result may reference (None: all)
+    result_is: object = None                   # position the result is (`return v`), or None
+    result_kind: object = None
+    outer: bool = False                        # it may write into globals or closure values
+
+
+OPAQUE_SUMMARY = Summary(frozenset(), None, None, None)
+
+
+def kill(state: State, name: str):
+    """Forget the equations `name` is in, keeping those an identical name can stand in for."""
+    if not any(e.mentions(name) for e in state.eqs):
+        return
+    twins = [e.source if e.derived == name else e.derived for e in state.eqs
+             if e.op == 'ident' and name in (e.derived, e.source)]
+    twin = next((t for t in twins if t != name), None)
+    kept = set()
+    for e in state.eqs:
+        if not e.mentions(name):
+            kept.add(e)
+        elif twin is not None and e.derived != name and e.op != 'ident' and twin not in e.names:
+            kept.add(_renamed(e, name, twin))
+    state.eqs = frozenset(kept)
+
+
+def kill_items(state: State, name: str, keep_appended: bool, stored=None):
+    """The slots of the list (dict) `name` changed: its element equations are gone.
+
+    After an append, an element read at a constant index >= 0 stays where it was;
+    after a store at a constant index (or dict key), the other constant ones do.
+    """
+    def constant(index):
+        return isinstance(index, gast.Constant) and (
+            isinstance(index.value, int) and index.value >= 0 or isinstance(index.value, str))
+
+    def survives(e):
+        if e.source != name or e.op != 'index' or e.container == ARRAY:
+            return True
+        index = e.value.slice
+        if keep_appended:
+            return constant(index) and not isinstance(index.value, str)
+        return stored is not None and constant(stored) and constant(index) \
+            and stored.value != index.value
+    state.eqs = frozenset(e for e in state.eqs if survives(e))
+
+
+def nodes_name(identifier):
+    from tapeflow.syntax import nodes
+    return nodes.name(identifier)
+
+
+def _renamed(e: Eq, old: str, new: str) -> Eq:
+    from tapeflow.syntax import nodes
+    value = nodes.substitute(e.value, {old: new})
+    return dataclasses.replace(e, source=new if e.source == old else e.source, key=text(value),
+                               value=value, names=(e.names - {old}) | {new})
+
+
+def _element_eq(element, container, key, kind, length):
+    from tapeflow.syntax import nodes
+    value = nodes.subscript(container, nodes.const(key))
+    return Eq(element, container, 'index', text(value), value, frozenset({container}),
+              kind, None, False, length)
+
+
+def _age(state, new, old):
+    """Merge a site's most recent object into its older ones (the site allocates again)."""
+    def rename(objects):
+        return (objects - {new}) | {old} if new in objects else objects
+    state.pts = {n: rename(o) for n, o in state.pts.items()}
+    merged = state.contents.pop(new, frozenset())
+    state.contents = {k: rename(o) for k, o in state.contents.items()}
+    state.contents[old] = rename(state.contents.get(old, frozenset()) | merged)
+    if state.views:
+        viewed = state.views.pop(new, None)
+        state.views = {k: rename(o) for k, o in state.views.items()}
+        if viewed is not None:
+            state.views[old] = rename(state.views.get(old, frozenset()) | viewed)
+
+
+def elements(state, objects) -> frozenset:
+    """The objects the slots of `objects` may hold (one level)."""
+    return frozenset().union(*(state.contents.get(o, frozenset()) for o in objects)) \
+        if objects else frozenset()

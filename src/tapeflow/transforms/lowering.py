@@ -1,0 +1,267 @@
+"""Lowering: the calls known to write, as the writes the sweeps differentiate.
+
+`Lowerings.lowering(form, call, name, target, state)` gives the statements
+of a known writing call (`analysis.call_writes`) in forms the reverse and
+forward passes handle exactly: subscript writes of what NumPy computes
+(`out=`, `np.copyto`, `np.put`, `np.place`, `np.putmask`,
+`np.fill_diagonal`, `ufunc.at`, `.fill()`, `.sort()`, `.partition()`),
+`ys.append(v)`, `ys.pop(i)` (its value read first), `ys.insert(i, v)` at a
+position counted from the start, and `ys.extend(xs)` as one append per
+item. The statements compute what the call computes, and bind `target` to
+what it returns; None where there is no lowering (a form without one,
+arguments that cannot be read, an option such as `where=` not lowered):
+the call is then run as written. `Lowerings` is a mixin of the rewriter of
+`transforms.mutation`, whose `new(base)` makes fresh names. The helpers
+emitted code calls (`_runtime`, `_numpy`, `_builtin`) are here too.
+"""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from tapeflow.analysis import aliasing as al
+from tapeflow.rules import mutation as table
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno, setanno
+
+
+# ---------------------------------------------------------------- helpers for emitted code
+
+def _runtime(name):
+    """A helper of generated code the rewrites call, resolved (its rules are found)."""
+    from tapeflow.rules import array_ops
+    ref = nodes.name(name)
+    setanno(ref, Key.RESOLVED, getattr(table, name, None) or getattr(array_ops, name))
+    return ref
+
+
+def _whole():
+    return nodes.const(Ellipsis)
+
+
+class Lowerings:
+    """The statements of the known writes (a mixin: `self.new(base)` makes a fresh name)."""
+
+    def concatenation(self, name, binop):
+        """`name = a + b` of two lists: a new list, each item appended (and differentiated)."""
+        made = self.new('_list')
+        out = [nodes.assign(made, nodes.list_())]
+        for part in (binop.left, binop.right):
+            out += self.extend(made, part)
+        return out + [nodes.assign(name, made)]
+
+    def array_update(self, name, binop):
+        tmp = self.new('_' + name)
+        return [nodes.assign(tmp, binop),
+                nodes.assign(nodes.subscript(name, _whole(), store=True), tmp)]
+
+    def extend(self, name, items):
+        """`name.extend(items)`, one append per item (each is differentiated)."""
+        if not isinstance(items, gast.Name):
+            seq = self.new('_items')
+            head = [nodes.assign(seq, items)]
+        else:
+            seq, head = items.id, []
+        index, item = self.new('_i'), self.new('_item')
+        length = nodes.call(_builtin('len'), seq)
+        loop = nodes.for_(index, nodes.call(_builtin('range'), length),
+                          [nodes.assign(item, nodes.subscript(seq, index)),
+                           nodes.expr_stmt(nodes.call(nodes.attribute(name, 'append'), item))])
+        return head + [loop]
+
+    def lowering(self, form, call, name, target, state):
+        """The statements of a known write, as subscript writes and appends; None: run as written."""
+        build = getattr(self, 'lower_' + form, None)
+        if build is None:
+            return None
+        args = _arguments(call, form)
+        if args is None:
+            return None
+        out = build(call, name, args)
+        if out is None or form == 'pop':
+            return out if out is None else out(target)
+        if target is not None:
+            out.append(nodes.assign(target, name))      # the call returns what it wrote
+        return out
+
+    # Each lower_<form>(call, written name, arguments by parameter name) -> statements.
+
+    def lower_out(self, call, name, args):
+        keywords = [k for k in call.keywords if k.arg != 'out']
+        if any(k.arg == 'where' for k in keywords):
+            return None
+        value = self.new('_' + _callee_label(call))
+        fn = getanno(call.func, Key.RESOLVED)
+        args = call.args[:fn.nin] if isinstance(fn, np.ufunc) else call.args
+        if len(al.out_arguments(call)) != 1:
+            return None
+        computed = gast.Call(func=call.func, args=list(args), keywords=keywords)
+        return [nodes.assign(value, computed), self.write_all(name, value)]
+
+    def lower_copyto(self, call, name, args):
+        src = args.get('src')
+        if src is None or args.get('casting') is not None and not _is_const(args['casting']):
+            return None
+        where = args.get('where')
+        if where is None or _is_const(where, True):
+            return [nodes.assign(nodes.subscript(name, _whole(), store=True), src)]
+        chosen = self.new('_where')
+        return [nodes.assign(chosen, nodes.call(_numpy('where'), where, src, name)),
+                self.write_all(name, chosen)]
+
+    def lower_put(self, call, name, args):
+        if 'ind' not in args or 'v' not in args:
+            return None
+        index = self.new('_index')
+        mode = args.get('mode', nodes.const('raise'))
+        return [nodes.assign(index, nodes.call(_runtime('put_index'), name, args['ind'], mode))
+                ] + self.write_cycled(name, index, args['v'])
+
+    def lower_place(self, call, name, args):
+        if 'mask' not in args or 'vals' not in args:
+            return None
+        shape, mask = self.new('_shape'), self.new('_mask')
+        return [nodes.assign(shape, nodes.call(_numpy('shape'), name)),
+                nodes.assign(mask, nodes.call(_runtime('as_mask'), args['mask'], shape))
+                ] + self.write_cycled(name, mask, args['vals'])
+
+    def write_cycled(self, name, where, values):
+        """`name[where] = values`, `values` repeated or cut to as many as `where` selects
+        (how `np.put`, `np.place` and `np.fill_diagonal` read their values)."""
+        count, cycled = self.new('_count'), self.new('_values')
+        return [nodes.assign(count, nodes.call(_runtime('index_size'), where)),
+                nodes.assign(cycled, nodes.call(_numpy('resize'), values, count)),
+                nodes.assign(nodes.subscript(name, where, store=True), cycled)]
+
+    def lower_putmask(self, call, name, args):
+        if 'mask' not in args or 'values' not in args:
+            return None
+        shape, mask, values, chosen = (self.new('_shape'), self.new('_mask'), self.new('_values'),
+                                       self.new('_where'))
+        return [nodes.assign(shape, nodes.call(_numpy('shape'), name)),
+                nodes.assign(mask, nodes.call(_runtime('as_mask'), args['mask'], shape)),
+                nodes.assign(values, nodes.call(_numpy('resize'), args['values'], shape)),
+                nodes.assign(chosen, nodes.call(_numpy('where'), mask, values, name)),
+                self.write_all(name, chosen)]
+
+    def lower_fill_diagonal(self, call, name, args):
+        if 'val' not in args:
+            return None
+        index = self.new('_index')
+        wrap = args.get('wrap', nodes.const(False))
+        return [nodes.assign(index, nodes.call(_runtime('diagonal_index'), name, wrap))
+                ] + self.write_cycled(name, index, args['val'])
+
+    def lower_at(self, call, name, args):
+        ufunc = getanno(call.func.value, Key.RESOLVED)
+        if ufunc not in (np.add, np.subtract) or 'b' not in args or 'indices' not in args:
+            return None
+        out, value = [], args['b']
+        if ufunc is np.subtract:
+            negated = self.new('_neg')
+            out.append(nodes.assign(negated, nodes.call(_numpy('negative'), value)))
+            value = nodes.name(negated)
+        added = self.new('_add_at')
+        return out + [nodes.assign(added, nodes.call(_runtime('add_at'), name, args['indices'], value)),
+                      self.write_all(name, added)]
+
+    def lower_fill(self, call, name, args):
+        if 'value' not in args:
+            return None
+        return [nodes.assign(nodes.subscript(name, _whole(), store=True), args['value'])]
+
+    def lower_sort(self, call, name, args):
+        return self.lower_reorder('sort', call, name, args, ())
+
+    def lower_partition(self, call, name, args):
+        if 'kth' not in args:
+            return None
+        return self.lower_reorder('partition', call, name, args, (args['kth'],))
+
+    def lower_reorder(self, fn, call, name, args, leading):
+        if args.get('order') is not None:
+            return None
+        result = self.new('_' + fn)
+        keywords = [(k, args[k]) for k in ('axis', 'kind') if k in args]
+        return [nodes.assign(result, nodes.call(_numpy(fn), name, *leading, keywords=keywords)),
+                self.write_all(name, result)]
+
+    def lower_append(self, call, name, args):
+        if call.func.attr == 'extend':
+            return self.extend(name, args['iterable']) if 'iterable' in args else None
+        return [nodes.expr_stmt(call)] if len(call.args) == 1 and not call.keywords else None
+
+    def lower_pop(self, call, name, args):
+        """`v = ys.pop(i)`: `v = ys[i]` then the removal (the reverse sweep puts it back)."""
+        index = args.get('index', nodes.const(-1))
+        if call.keywords or not _is_int_atom(index):
+            return None
+        removal = nodes.expr_stmt(nodes.call(nodes.attribute(name, 'pop'), *(
+            [index] if 'index' in args else [])))
+        return lambda target: ([nodes.assign(target, nodes.subscript(name, nodes.clone(index)))]
+                               if target is not None else []) + [removal]
+
+    def lower_insert(self, call, name, args):
+        """`ys.insert(i, v)` at the position counted from the start (the reverse sweep pops it)."""
+        if call.keywords or 'index' not in args or 'object' not in args:
+            return None
+        at = self.new('_at')
+        return [nodes.assign(at, nodes.call(_runtime('insert_index'), name, args['index'])),
+                nodes.expr_stmt(nodes.call(nodes.attribute(name, 'insert'), at, args['object']))]
+
+    def write_all(self, name, value):
+        return nodes.assign(nodes.subscript(name, _whole(), store=True), value)
+
+
+# ---------------------------------------------------------------- reading calls
+
+def _arguments(call, form):
+    """The arguments of a known writing call by parameter name, or None if they cannot be read."""
+    if form == 'out':
+        return {}
+    if form == 'at':
+        params = table.UFUNC_METHODS['at'].params
+        args = call.args
+    elif isinstance(call.func, gast.Attribute) and getanno(call.func, Key.RESOLVED) is None:
+        mutator = (table.LIST_METHODS.get(call.func.attr) if form in ('append', 'pop', 'insert') else
+                   table.ARRAY_METHODS.get(call.func.attr))
+        params, args = mutator.params, call.args
+    else:
+        mutator = table.mutator_of_function(getanno(call.func, Key.RESOLVED))
+        params, args = mutator.params[1:], call.args[1:]
+    if len(args) > len(params):
+        return None
+    out = dict(zip(params, args))
+    for k in call.keywords:
+        if k.arg not in params or k.arg in out:
+            return None
+        out[k.arg] = k.value
+    return out
+
+
+def _is_const(node, value=None) -> bool:
+    return isinstance(node, gast.Constant) and (value is None or node.value is value)
+
+
+def _is_int_atom(node) -> bool:
+    return isinstance(node, gast.Name) or (isinstance(node, gast.Constant)
+                                           and isinstance(node.value, int))
+
+
+def _numpy(name):
+    ref = nodes.attribute(nodes.name('np'), name)
+    setanno(ref.value, Key.RESOLVED, np)
+    setanno(ref, Key.RESOLVED, getattr(np, name))
+    return ref
+
+
+def _builtin(name):
+    import builtins
+    ref = nodes.name(name)
+    setanno(ref, Key.RESOLVED, getattr(builtins, name))
+    return ref
+
+
+def _callee_label(call):
+    func = call.func
+    return func.attr if isinstance(func, gast.Attribute) else getattr(func, 'id', 'out')
