@@ -145,7 +145,7 @@ class Aliasing:
             target = stmt.targets[0]
             if isinstance(target, gast.Name) and getanno(stmt, Key.IN_PLACE) \
                     and may_be_mutable(state.kinds.get(target.id)) and target.id in state.kinds:
-                self.in_place(target.id, stmt.value, state)
+                self.in_place(target.id, stmt.value, state, stmt)
             elif isinstance(target, gast.Name):
                 self.assign(stmt, target.id, stmt.value, state)
             elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
@@ -277,7 +277,14 @@ class Aliasing:
             basic = _basic_index(index, state)
             if basic is False:
                 return ARRAY, self.fresh(state, site, ARRAY), []
-            return NUMERIC, self.view(state, site, objects), [eq(ARRAY, True)]
+            # a slice (or None, ...) in a basic index makes a view; integers alone may
+            # pick one number, a copy
+            sliced = basic is True and any(
+                isinstance(p, gast.Slice) or (isinstance(p, gast.Constant) and p.value in
+                                             (None, Ellipsis))
+                for p in (index.elts if isinstance(index, gast.Tuple) else [index]))
+            return (ARRAY if sliced else NUMERIC), self.view(state, site, objects), \
+                [eq(ARRAY, not sliced)]
         if kind in (LIST, TUPLE, DICT):
             items = elements(state, objects)
             if isinstance(index, gast.Slice):
@@ -376,7 +383,7 @@ class Aliasing:
             return kind, self.fresh(state, site, kind, elements(state, objects)), []
         if kind in (LIST, TUPLE) and name in ('index', 'count'):
             return SCALAR, frozenset(), []
-        if name == 'copy' and kind != ARRAY:
+        if name == 'copy' and kind not in _NUMBERS:          # a list's copy shares its items
             return kind, self.fresh(state, site, kind or LIST, elements(state, objects)), []
         if kind in (ARRAY, NUMERIC, None) and (name in registry.METHODS or name in table.ARRAY_METHODS):
             return NUMERIC, self.fresh(state, site, NUMERIC), []
@@ -399,11 +406,21 @@ class Aliasing:
             if state.kinds.get(name) != ARRAY:
                 kill_items(state, name, keep_appended=position == 'append')
 
-    def in_place(self, name, binop, state):
-        """`name <op>= value` on what may be an array or a list: written, not rebound
-        (if it is a number after all, the mutation pass rebinds it, and the equations
-        that then no longer hold were `maybe` ones, checked at run time)."""
+    def in_place(self, name, binop, state, stmt):
+        """`name <op>= value` on what may be an array or a list: written, not rebound.
+        What may be a number (NUMERIC, unknown) may be rebound as well: the equations
+        relating it hold after `stmt` only if it is still the object it was (decided at
+        run time, right after it: `maybe`); those it is only read in are forgotten."""
         kind = state.kinds.get(name)
+        if kind in (NUMERIC, None):
+            kept = set()
+            for e in state.eqs:
+                if not e.mentions(name) and e.source != name:
+                    kept.add(e)
+                elif name in (e.derived, e.source) and not e.maybe:
+                    kept.add(dataclasses.replace(e, maybe=True, origin=id(stmt),
+                                                 made=(e.derived, e.source)))
+            state.eqs = frozenset(kept)
         if kind in _NUMBERS:
             return
         _, objects = self.atom(binop.right, state)

@@ -189,9 +189,10 @@ def is_list(value) -> bool:
 
 
 def shares(part, whole) -> bool:
-    """Whether `part`, made from `whole` by a view NumPy may make or not (`reshape`...), is one."""
-    return part.__class__ is np.ndarray and isinstance(whole, np.ndarray) \
-        and np.may_share_memory(part, whole)
+    """Whether `part`, made from `whole` by a view NumPy may make or not (`reshape`...), is
+    one; or, after `whole <op>= v` on what may be a number, whether it is still `part`."""
+    return part is whole or (part.__class__ is np.ndarray and isinstance(whole, np.ndarray)
+                             and np.may_share_memory(part, whole))
 
 
 _IN_PLACE = {'+': '__iadd__', '-': '__isub__', '*': '__imul__', '/': '__itruediv__',
@@ -233,6 +234,16 @@ def check_apart(value, other, deep, reason, filename, lineno, col):
     write where it could not tell how the two are related."""
     mine = _parts(value, deep)
     if mine and any(_overlap(a, b) for a in mine for b in _parts(other, True)):
+        raise UnsupportedError(reason, filename, lineno, col)
+
+
+def check_refresh(container, written, holders, reason, filename, lineno, col):
+    """Before a write into `written`: `container`, whose kind the mutation pass did not
+    know and refreshes as a list holding `holders` after the write, is, if an array, one
+    of `holders` (the refresh makes it the written object) or apart from `written`;
+    else the located refusal `reason`."""
+    if isinstance(container, np.ndarray) and isinstance(written, np.ndarray) \
+            and not any(container is h for h in holders) and _overlap(container, written):
         raise UnsupportedError(reason, filename, lineno, col)
 
 
@@ -466,5 +477,6 @@ defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
 
-nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size,
-                  as_mask, _slots, _slot_of, _reread_slot, _mutable, holds, _is_container, overlap_value, check_overlap, insert_index, check_apart)
+nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size, as_mask,
+                  insert_index, holds, overlap_value, check_overlap, check_apart, check_refresh,
+                  _slots, _slot_of, _reread_slot, _mutable, _is_container)

@@ -37,7 +37,7 @@ def unbroadcast(g, x):
     if g.shape == shape:
         return _as_dtype_of(g, x)
     if g.ndim < len(shape) and not np.any(g):
-        return g            # the symbolic zero through arithmetic (0.0 / np.float64(2.0))
+        return 0.0          # the symbolic zero through arithmetic (0.0 / np.float64(2.0))
     return _as_dtype_of(unbroadcast_to(g, shape), x)
 
 

@@ -131,6 +131,8 @@ class _Rewriter(Lowerings):
         self.written_params = set()
         self.aliased = []
         self.params = [a.id for a in fdef.args.args]
+        self.checked = set()      # names a run-time check or capture reads (maybe unbound)
+        self.lowered_as = {}      # id(last statement of a lowering) -> id(statement lowered)
         self.flags = {}           # id(statement making a view) -> {(derived, source): flag}
         self.passed = self._passed_to_callees(fdef)
 
@@ -162,8 +164,9 @@ class _Rewriter(Lowerings):
 
     def views_decided(self, body):
         """`body` with each flag of `view_flag` set after its statement (False before)."""
-        if not self.flags:
+        if not self.flags and not self.checked:
             return body
+
         def insert(stmts):
             out = []
             for stmt in stmts:
@@ -172,12 +175,18 @@ class _Rewriter(Lowerings):
                     if isinstance(inner, list) and inner and not isinstance(stmt, gast.FunctionDef):
                         setattr(stmt, field, insert(inner))
                 out.append(stmt)
-                for (derived, source), flag in self.flags.get(id(stmt), {}).items():
+                made = self.flags.get(id(stmt), {}) or self.flags.get(
+                    self.lowered_as.get(id(stmt)), {})
+                for (derived, source), flag in made.items():
                     out.append(nodes.located(nodes.assign(flag, nodes.call(
                         _runtime('shares'), derived, source)), stmt))
             return out
         prologue = [nodes.located(nodes.assign(flag, False), self.fdef)
                     for flags in self.flags.values() for flag in flags.values()]
+        # a run-time check may read a local a loop binds only later: unbound, it shares nothing
+        local = nodes.store_names(self.fdef.body) - set(self.params)
+        prologue += [nodes.located(nodes.assign(n, None), self.fdef)
+                     for n in sorted(self.checked & local)]
         return prologue + insert(body)
 
     def error(self, node, reason):
@@ -194,6 +203,8 @@ class _Rewriter(Lowerings):
                     setattr(stmt, field, self.block(inner))
             new = self.statement(stmt) if id(stmt) in self.facts.before else [stmt]
             nodes.located(new, stmt)
+            if new and not any(n is stmt for n in new):
+                self.lowered_as[id(new[-1])] = id(stmt)    # its flags go after what replaced it
             out.extend(new)
         return out
 
@@ -436,6 +447,7 @@ class _Rewriter(Lowerings):
         """A statement raising the located refusal `reason` where, when it runs, `name` (or
         with `deep`, what it holds too) shares memory with `other`."""
         where = self.error(stmt, reason)
+        self.checked.update({name, other})
         return nodes.located(nodes.expr_stmt(nodes.call(
             _runtime('check_apart'), name, other, nodes.const(bool(deep)),
             nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),

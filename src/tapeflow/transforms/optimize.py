@@ -110,7 +110,13 @@ def _zero_of(value, state):
                                       and isinstance(value.func, gast.Name) else set())
     if isinstance(value, gast.Call) and not read:
         return MAYBE
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+            and value.func.id in _ITEM_OF_CONTAINER:
+        return MAYBE                 # an item of a list's cotangent may be the symbolic zero
     return MAYBE if any(state.get(n) is not None for n in read) else None
+
+
+_ITEM_OF_CONTAINER = frozenset({'getitem_adjoint', 'last_adjoint', 'setitem_value_adjoint'})
 
 
 def _summands(value):

@@ -47,8 +47,9 @@ class Propagation:
         for e in self.state.eqs:
             if self.deep and e.op == 'index' and e.container in (al.LIST, al.DICT, None):
                 continue        # a callee may have moved the slots: read again by identity
-            if self.structural and e.source == self.start and e.op == 'index' \
-                    and e.container in (al.LIST, al.DICT):
+            if self.structural and e.op == 'index' and e.container in (al.LIST, al.DICT) \
+                    and not self.state.pts.get(e.source, frozenset()).isdisjoint(
+                        self.state.pts.get(self.start, frozenset())):
                 continue        # its slots moved or were replaced: what was read stays
             edges.setdefault(e.source, []).append(('down', e))
             if not (e.op == 'index' and e.container in (al.LIST, al.TUPLE, al.DICT)):
@@ -92,6 +93,7 @@ class Propagation:
         self.inside = []               # whether an item was held, from before the write
         updates = self.emit(self.start, parent, needed)
         captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()] + self.inside
+        self.rw.checked.update(self.held)      # read before the write: maybe not bound yet
         return captures, updates, unresolved
 
     def kept(self, holder):
@@ -135,11 +137,25 @@ class Propagation:
         where = self.rw.error(self.stmt, f'no slot of {holder} holds {item} after this write, '
                                          f'so what {item} became is not known -- pass a copy')
         inside = self.rw.new('_inside')            # held in `holder` before the write?
+        self.rw.checked.update({holder, item})
         self.inside.append(nodes.assign(inside, nodes.call(_runtime('holds'), holder, item)))
         return [nodes.assign(item, nodes.call(
             _runtime('reread_item'), holder, item, inside, nodes.const(where.reason),
             nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1)))]
+
+    def refresh_check(self, child, holders):
+        """Before the write: `child`, of a kind not known, refreshed as a list holding
+        `holders`, must, if an array, be one of them or apart from the memory written."""
+        where = self.rw.error(self.stmt, (
+            f'{self.start} shares memory with {child}{self.rw.made_at(child, self.stmt)} in a way '
+            f'not known here; writing into {self.start} changes {child} -- write {self.start} = '
+            f'{self.start}.copy() before writing, or avoid the in-place write'))
+        self.rw.checked.update({child, self.start})
+        return nodes.located(nodes.expr_stmt(nodes.call(
+            _runtime('check_refresh'), child, self.start, nodes.tuple_(*holders),
+            nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
+            nodes.const(where.offset - 1))), self.stmt)
 
     def emit(self, node, parent, needed):
         out = []
@@ -150,6 +166,8 @@ class Propagation:
                 continue
             if direction == 'refresh':
                 # the slots hold the objects from before the write (a view made anew is another)
+                if self.state.kinds.get(child) is None:     # an array after all: checked
+                    self.inside.append(self.refresh_check(child, e))
                 out += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
                                                        self.kept(h)))
                         for h in e] + self.emit(child, parent, needed)
@@ -273,7 +291,10 @@ def _steps_from(state, root, name):
         for e in state.eqs:
             if e.op == 'ident' and current in (e.derived, e.source):
                 other, step = (e.source if current == e.derived else e.derived), None
-            elif e.source == current and e.names <= {current} and e.op in ('index', 'view'):
+            elif e.source == current and e.names <= {current} and e.op in ('index', 'view') \
+                    and not e.maybe and not (e.container in (al.LIST, al.TUPLE, al.DICT)
+                                             and state.kinds.get(e.derived) not in al.MUTABLE):
+                # not a copy NumPy may have made, nor a number `+=` may have made anew
                 other = e.derived
                 step = al.text(nodes.substitute(e.value, {current: SOURCE}))
             else:
