@@ -185,8 +185,9 @@ class _Rewriter(Lowerings):
                     for flags in self.flags.values() for flag in flags.values()]
         # a run-time check may read a local a loop binds only later: unbound, it shares nothing
         local = nodes.store_names(self.fdef.body) - set(self.params)
+        read = self.checked.union(*(pair for flags in self.flags.values() for pair in flags))
         prologue += [nodes.located(nodes.assign(n, None), self.fdef)
-                     for n in sorted(self.checked & local)]
+                     for n in sorted(read & local)]
         return prologue + insert(body)
 
     def error(self, node, reason):

@@ -83,15 +83,26 @@ class Propagation:
 
     def finish(self, parent):
         """The statements that bring the names reached up to date, in the order reached."""
-        needed = set()
-        for n in self.affected:
-            while n in parent and n not in needed and n != self.start:
-                needed.add(n)
-                n = parent[n][0]
+        needed, todo = set(), list(self.affected)
+        while todo:
+            n = todo.pop()
+            if n not in parent or n in needed or n == self.start:
+                continue
+            needed.add(n)
+            holder, direction, e = parent[n]
+            todo.append(holder)
+            if direction == 'refresh':
+                todo.extend(e)                # every holder it is refreshed from is brought up to date
         unresolved = {n for n in self.affected if n not in parent}
         self.held = {}                 # holder -> the name keeping its object from before the write
         self.inside = []               # whether an item was held, from before the write
+        self.deferred = []             # containers refreshed once the names are up to date
         updates = self.emit(self.start, parent, needed)
+        while self.deferred:
+            child = self.deferred.pop(0)
+            updates += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
+                                                       self.kept(h)))
+                        for h in parent[child][2]] + self.emit(child, parent, needed)
         captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()] + self.inside
         self.rw.checked.update(self.held)      # read before the write: maybe not bound yet
         return captures, updates, unresolved
@@ -165,12 +176,11 @@ class Propagation:
                 out += self.reread(child, holder) + self.emit(child, parent, needed)
                 continue
             if direction == 'refresh':
-                # the slots hold the objects from before the write (a view made anew is another)
+                # the slots hold the objects from before the write (a view made anew is
+                # another); after every holder is brought up to date, wherever it was reached
                 if self.state.kinds.get(child) is None:     # an array after all: checked
                     self.inside.append(self.refresh_check(child, e))
-                out += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
-                                                       self.kept(h)))
-                        for h in e] + self.emit(child, parent, needed)
+                self.deferred.append(child)
                 continue
             body = self.edge(direction, e) + self.emit(child, parent, needed)
             if e.maybe:
