@@ -419,7 +419,7 @@ class Aliasing:
                     kept.add(e)
                 elif name in (e.derived, e.source) and not e.maybe:
                     kept.add(dataclasses.replace(e, maybe=True, origin=id(stmt),
-                                                 made=(e.derived, e.source)))
+                                                 made=(name, None)))   # holds if still it
             state.eqs = frozenset(kept)
         if kind in _NUMBERS:
             return

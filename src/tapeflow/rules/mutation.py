@@ -332,7 +332,7 @@ def reread_item(container, item, inside, reason, filename, lineno, col):
     slot holding that very object (as a value, `container[k]`), else `item` itself. An
     array inside that no slot holds any more: what it became is not known, the located
     refusal `reason`."""
-    if inside and _slot_of(container, item) is None and _mutable(item):
+    if inside and _slot_of(container, item) is None and is_mutable(item):
         raise UnsupportedError(reason, filename, lineno, col)
     return item
 
@@ -349,8 +349,11 @@ def _reread_slot(container, item, inside):
     return _slot_of(container, item) if inside else None
 
 
-def _mutable(value) -> bool:
+def is_mutable(value) -> bool:
+    """Whether `value <op>= v` writes into `value` (an array, list or dict) rather than
+    making a new object (a number)."""
     return isinstance(value, (np.ndarray, list, dict))
+
 
 
 def _reread_vjp_container(g, ans, container, item, inside, reason, filename, lineno, col):
@@ -478,5 +481,5 @@ defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
 
 nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size, as_mask,
-                  insert_index, holds, overlap_value, check_overlap, check_apart, check_refresh,
-                  _slots, _slot_of, _reread_slot, _mutable, _is_container)
+                  insert_index, holds, is_mutable, overlap_value, check_overlap, check_apart,
+                  check_refresh, _slots, _slot_of, _reread_slot, _is_container)

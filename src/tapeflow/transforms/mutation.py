@@ -178,14 +178,16 @@ class _Rewriter(Lowerings):
                 made = self.flags.get(id(stmt), {}) or self.flags.get(
                     self.lowered_as.get(id(stmt)), {})
                 for (derived, source), flag in made.items():
-                    out.append(nodes.located(nodes.assign(flag, nodes.call(
-                        _runtime('shares'), derived, source)), stmt))
+                    test = nodes.call(_runtime('shares'), derived, source) if source is not None \
+                        else nodes.call(_runtime('is_mutable'), derived)  # `+=` kept it the same
+                    out.append(nodes.located(nodes.assign(flag, test), stmt))
             return out
         prologue = [nodes.located(nodes.assign(flag, False), self.fdef)
                     for flags in self.flags.values() for flag in flags.values()]
         # a run-time check may read a local a loop binds only later: unbound, it shares nothing
         local = nodes.store_names(self.fdef.body) - set(self.params)
-        read = self.checked.union(*(pair for flags in self.flags.values() for pair in flags))
+        read = self.checked.union(*(set(pair) - {None} for flags in self.flags.values()
+                                    for pair in flags))
         prologue += [nodes.located(nodes.assign(n, None), self.fdef)
                      for n in sorted(read & local)]
         return prologue + insert(body)

@@ -55,7 +55,7 @@ RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint'
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
                  'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item',
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart',
-                 'holds', 'like_layout', 'check_refresh')
+                 'holds', 'like_layout', 'check_refresh', 'is_mutable')
 
 
 @dataclasses.dataclass
