@@ -338,11 +338,9 @@ def reread_item(container, item, inside, reason, filename, lineno, col):
 
 
 def _slot_of(container, item):
-    keys = container.keys() if isinstance(container, dict) else range(len(container))
-    for k in keys:
-        if container[k] is item:
-            return k
-    return None
+    """The first key of `container` whose slot holds the very object `item`, or None."""
+    found = _slots(container, item)
+    return found[0] if found else None
 
 
 def _reread_slot(container, item, inside):
@@ -353,7 +351,6 @@ def is_mutable(value) -> bool:
     """Whether `value <op>= v` writes into `value` (an array, list or dict) rather than
     making a new object (a number)."""
     return isinstance(value, (np.ndarray, list, dict))
-
 
 
 def _reread_vjp_container(g, ans, container, item, inside, reason, filename, lineno, col):

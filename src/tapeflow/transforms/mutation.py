@@ -446,15 +446,18 @@ class _Rewriter(Lowerings):
                                         | frozenset(unresolved), reason, checks[-1]))
         return checks + captures + lowered + updates
 
-    def apart(self, stmt, name, other, reason, deep=False):
+    def apart(self, stmt, name, other, reason, deep=False, unless=None):
         """A statement raising the located refusal `reason` where, when it runs, `name` (or
-        with `deep`, what it holds too) shares memory with `other`."""
+        with `deep`, what it holds too) shares memory with `other` (and the flag named
+        `unless` is false)."""
         where = self.error(stmt, reason)
         self.checked.update({name, other})
-        return nodes.located(nodes.expr_stmt(nodes.call(
+        check = nodes.located(nodes.expr_stmt(nodes.call(
             _runtime('check_apart'), name, other, nodes.const(bool(deep)),
             nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1))), stmt)
+        return check if unless is None else nodes.located(
+            nodes.if_(gast.UnaryOp(op=gast.Not(), operand=nodes.name(unless)), [check]), stmt)
 
     def mark_shared(self, lowered, name, state):
         """Tell the reverse sweep which other names held the memory `lowered` writes

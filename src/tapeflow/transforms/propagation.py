@@ -95,7 +95,7 @@ class Propagation:
                 todo.extend(e)                # every holder it is refreshed from is brought up to date
         unresolved = {n for n in self.affected if n not in parent}
         self.held = {}                 # holder -> the name keeping its object from before the write
-        self.inside = []               # whether an item was held, from before the write
+        self.before = []               # run before the write: was an item held, may it share
         self.deferred = []             # containers refreshed once the names are up to date
         updates = self.emit(self.start, parent, needed)
         while self.deferred:
@@ -103,7 +103,7 @@ class Propagation:
             updates += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
                                                        self.kept(h)))
                         for h in parent[child][2]] + self.emit(child, parent, needed)
-        captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()] + self.inside
+        captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()] + self.before
         self.rw.checked.update(self.held)      # read before the write: maybe not bound yet
         return captures, updates, unresolved
 
@@ -149,7 +149,14 @@ class Propagation:
                                          f'so what {item} became is not known -- pass a copy')
         inside = self.rw.new('_inside')            # held in `holder` before the write?
         self.rw.checked.update({holder, item})
-        self.inside.append(nodes.assign(inside, nodes.call(_runtime('holds'), holder, item)))
+        self.before.append(nodes.assign(inside, nodes.call(_runtime('holds'), holder, item)))
+        # not held there, it is itself only where the write did not reach it some other way
+        self.before.append(self.rw.apart(
+            self.stmt, self.start, item,
+            f'{self.start} shares memory with {item}{self.rw.made_at(item, self.stmt)} in a way '
+            f'not known here; writing into {self.start} changes {item} -- write {self.start} = '
+            f'{self.start}.copy() before writing, or avoid the in-place write', self.deep,
+            unless=inside))
         return [nodes.assign(item, nodes.call(
             _runtime('reread_item'), holder, item, inside, nodes.const(where.reason),
             nodes.const(where.filename), nodes.const(where.lineno),
@@ -179,7 +186,7 @@ class Propagation:
                 # the slots hold the objects from before the write (a view made anew is
                 # another); after every holder is brought up to date, wherever it was reached
                 if self.state.kinds.get(child) is None:     # an array after all: checked
-                    self.inside.append(self.refresh_check(child, e))
+                    self.before.append(self.refresh_check(child, e))
                 self.deferred.append(child)
                 continue
             body = self.edge(direction, e) + self.emit(child, parent, needed)
