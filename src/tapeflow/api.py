@@ -277,6 +277,8 @@ def grad(f, argnums=0, has_aux=False):
 
 def _differentiated(f, argnums, has_aux, kind):
     """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
+    if hasattr(f, '__tapeflow_jacobian__') and isinstance(argnums, int) and not has_aux:
+        return _gradient_of_jacobian(f, argnums, kind)
     single = isinstance(argnums, int)
     wrt = (argnums,) if single else tuple(argnums)
     fname = getattr(f, '__name__', 'f')
@@ -340,6 +342,23 @@ def _differentiated(f, argnums, has_aux, kind):
 
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
+    return differentiated
+
+
+def _gradient_of_jacobian(jacobian_f, argnums, kind):
+    """`grad` of a Jacobian function whose value is a scalar (a scalar function of a
+    scalar argument): the second derivative, forward over reverse."""
+    fname = getattr(jacobian_f, '__name__', 'f')
+
+    @functools.wraps(jacobian_f)
+    def differentiated(*args):
+        value = jacobian_f(*args)
+        _check_scalar(value, fname)
+        _check_differentiable(args[argnums], argnums, fname)
+        grads = _jacobian_of_jacobian(*jacobian_f.__tapeflow_jacobian__, argnums, args)
+        grads = _like(grads.reshape(np.shape(args[argnums])), args[argnums])
+        return (value, grads) if kind == 'value_and_grad' else grads
+    differentiated.__dict__.pop('__tapeflow_jacobian__', None)   # wraps copied it
     return differentiated
 
 
@@ -496,6 +515,8 @@ def jacfwd(f, argnums=0):
     """
     @functools.wraps(f)
     def jacobian_f(*args):
+        if hasattr(f, '__tapeflow_jacobian__'):
+            return _jacobian_of_jacobian(*f.__tapeflow_jacobian__, argnums, args)
         x = args[argnums]
         wrt = (argnums,)
         compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(args),
@@ -504,6 +525,7 @@ def jacfwd(f, argnums=0):
         value, tangent = compiled.combined(*args, _basis_batch(x))
         return _jacobian_from_batch(tangent, value, x)
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacfwd')
+    jacobian_f.__tapeflow_jacobian__ = (f, argnums)
     return jacobian_f
 
 
@@ -529,6 +551,12 @@ def jacrev(f, argnums=0):
     """
     @functools.wraps(f)
     def jacobian_f(*args):
+        if hasattr(f, '__tapeflow_jacobian__'):
+            return _jacobian_of_jacobian(*f.__tapeflow_jacobian__, argnums, args)
+        kind, inner_f, inner_wrt, has_aux = getattr(f, '__tapeflow_transform__', (None,) * 4)
+        if kind == 'grad' and len(inner_wrt) == 1 and not has_aux:
+            # the Jacobian of a gradient: forward over reverse, as `hessian`
+            return _jacobian_of_jacobian(inner_f, inner_wrt[0], argnums, args)
         wrt = tuple(i for i, p in enumerate(args) if _dtype_of(p) is None or
                     np.issubdtype(_dtype_of(p), np.inexact))
         out = f(*args)
@@ -555,10 +583,52 @@ def jacrev(f, argnums=0):
             rows = np.broadcast_to(rows, (size,) + np.shape(x))
         return np.asarray(rows).reshape(np.shape(out) + np.shape(x))
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacrev')
+    jacobian_f.__tapeflow_jacobian__ = (f, argnums)
     return jacobian_f
 
 
 jacobian = jacrev
+
+
+def _row_caller(f, wrt, nprimals, position, kinds=()):
+    """`row_f(*primals, cotangent)`: the gradient of `<cotangent, f(*primals)>` in the
+    argument at `position`, as a function the compiler reads (and sweeps forward)."""
+    python_fn = _unwrap(f, kinds)
+    callers = _CALLERS.setdefault(python_fn, {})
+    key = ('row', wrt, nprimals, position, kinds)
+    if _fits(callers.get(key)):
+        return callers[key]
+    compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
+    result = '_out[1]' if len(wrt) == 1 else f'_out[1][{wrt.index(position)}]'
+    params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
+    name = f'row_{python_fn.__name__}'
+    text = (f'def {name}({params}):\n'
+            f'    _out = {compiled.combined.__name__}({params})\n'
+            f'    return {result}\n')
+    caller = callers[key] = _make_caller(name, text, compiled, python_fn)
+    return caller
+
+
+def _jacobian_of_jacobian(f, inner, outer, args):
+    """The Jacobian, in `args[outer]`, of the Jacobian of `f` in `args[inner]`; shape
+    `out.shape + inner.shape + outer.shape`, whichever modes were asked for (they
+    agree): forward over reverse, one sweep per element of `f`'s output, each
+    carrying every direction of `args[outer]` at once."""
+    out = f(*args)
+    if isinstance(out, (tuple, list, dict)):
+        raise TypeError('a Jacobian of a Jacobian: the function must return one array or scalar')
+    for position in (inner, outer):
+        dtype = _dtype_of(args[position])
+        if dtype is not None and not np.issubdtype(dtype, np.inexact):
+            raise TypeError(f'a Jacobian of a Jacobian in argument {position}, which holds '
+                            f'{dtype} values: only float and complex arguments are differentiated')
+    wrt = tuple(sorted({inner, outer}))
+    row = _row_caller(f, wrt, len(args), inner, argument_kinds(args))
+    column = jacfwd(row, argnums=outer)
+    seeds = _basis_batch(out) if np.ndim(out) else [np.ones((), np.result_type(out, float))[()]]
+    rows = [np.asarray(column(*args, seed)) for seed in seeds]
+    shape = np.shape(out) + np.shape(args[inner]) + np.shape(args[outer])
+    return np.stack(rows).reshape(shape)
 
 
 def hessian(f, argnums=0):
