@@ -30,8 +30,8 @@ __all__ = ['own', 'inner_function', 'JACOBIAN_OPAQUE']
 
 # A Jacobian function has no generated caller (as `grad`'s has): the compiler
 # cannot read it, and reading the function it wraps instead would be wrong.
-JACOBIAN_OPAQUE = ('its Jacobian function (made by {} or hessian) cannot be differentiated '
-                   'again, nor called inside a function that is differentiated; there, write the '
+JACOBIAN_OPAQUE = ('its Jacobian function (made by {} or hessian) cannot be called inside a '
+                   'function that is differentiated (jacfwd, jacrev and grad of it can); there, write the '
                    'derivative with grad, value_and_grad or jvp (a Hessian-vector product '
                    'is jvp(grad(f), (x,), (v,)))')
 
