@@ -34,6 +34,7 @@ one VJP and one JVP per argument, so the compiler (`grad`, `vjp`, `jvp`,
 from __future__ import annotations
 
 import inspect
+import threading
 
 import numpy as np
 
@@ -178,11 +179,16 @@ class _Primitive:
     def __init__(self, owner):
         self.owner = owner
         self.__name__ = owner.__name__
+        self.running = threading.local()     # inside its own rule on the tape (fwd calls f)
 
     def __call__(self, *args):
         owner = self.owner
-        if _on_tape(args):
-            return owner._eager(args)
+        if _on_tape(args) and not getattr(self.running, 'depth', 0):
+            self.running.depth = 1
+            try:
+                return owner._eager(args)
+            finally:
+                self.running.depth = 0
         return owner.fun(*args)
 
     def __repr__(self):
