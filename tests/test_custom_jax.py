@@ -337,3 +337,74 @@ def test_old_api_still_works():
         return cube(x) + 1.0
 
     assert tf.grad(uses_cube)(2.0) == 12.0
+
+
+# ------------------------------------------------------------------ linearize
+
+def poly_sin(x, y):
+    return np.sin(x) * y + np.sum(x ** 2)
+
+
+def test_linearize_value_and_jvp_closed_form():
+    rng = np.random.default_rng(seed_of('linearize'))
+    x, y = rng.standard_normal(3), 2.0
+    out, f_jvp = tf.linearize(poly_sin, x, y)
+    assert np.allclose(out, poly_sin(x, y))
+    for _ in range(3):                   # the same linear map, call after call
+        t, s = rng.standard_normal(3), float(rng.standard_normal())
+        expected = np.cos(x) * y * t + 2 * np.sum(x * t) + np.sin(x) * s
+        assert np.allclose(f_jvp(t, s), expected)
+        assert np.allclose(f_jvp(t, s), tf.jvp(poly_sin, (x, y), (t, s))[1])
+
+
+def test_linearize_keeps_its_point_when_the_primal_is_written():
+    x = np.array([0.1, 0.7])
+    _, f_jvp = tf.linearize(poly_sin, x, 1.0)
+    t = np.array([1.0, -1.0])
+    before = f_jvp(t, 0.0)
+    x[:] = 5.0
+    assert np.allclose(f_jvp(t, 0.0), before)
+    assert np.allclose(before, np.cos([0.1, 0.7]) * t + 2 * np.sum(np.array([0.1, 0.7]) * t))
+
+
+def test_linearize_f_jvp_is_differentiable_its_transpose():
+    x = np.array([0.3, -0.4, 1.1])
+    _, f_jvp = tf.linearize(poly_sin, x, 1.5)
+    jac = tf.jacfwd(poly_sin)(x, 1.5)
+
+    def energy(t):
+        return np.sum(f_jvp(t, 0.0) ** 2)
+
+    t = np.array([1.0, 2.0, -0.5])
+    assert np.allclose(tf.grad(energy)(t), 2 * jac.T @ (jac @ t))
+
+
+def test_linearize_with_a_structured_primal_and_vmap_of_tangents():
+    def f(p):
+        return np.tanh(p['w'] * p['b'])
+
+    p = {'w': np.array([0.5, -1.0]), 'b': 0.8}
+    out, f_jvp = tf.linearize(f, p)
+    assert np.allclose(out, f(p))
+    sech2 = 1.0 - np.tanh(p['w'] * p['b']) ** 2
+    t = {'w': np.array([1.0, 0.0]), 'b': 1.0}
+    assert np.allclose(f_jvp(t), sech2 * (t['w'] * p['b'] + p['w'] * t['b']))
+    ws = np.eye(2)
+    batch = tf.vmap(lambda w: f_jvp({'w': w, 'b': 0.0}))(ws)
+    assert np.allclose(batch, np.diag(sech2 * p['b']))
+
+
+# ------------------------------------------------------------------ higher order on the tape
+
+def test_custom_rules_second_order_on_the_eager_tape():
+    x = tf.constant(np.array([-1.0, 0.0, 2.0]))
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = tf.reduce_sum(log1pexp(x)) + tf.reduce_sum(weighted(x, 2.0))
+        g = inner.gradient(y, x)
+    h = outer.gradient(g, x)
+    s = 1.0 / (1.0 + np.exp(-x.numpy()))
+    assert np.allclose(g.numpy(), s + 2.0 * np.cos(x.numpy()))
+    assert np.allclose(h.numpy(), s * (1 - s) - 2.0 * np.sin(x.numpy()))
