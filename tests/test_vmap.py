@@ -183,3 +183,22 @@ def test_vmap_on_the_eager_tape():
     assert np.allclose(y.numpy(), np.sum(_loop(sq_tanh, xs, w)))
     expected = sum(tf.grad(sq_tanh, 1)(x, w) for x in xs)
     assert np.allclose(g.numpy(), expected)
+
+
+def test_function_with_a_default_and_grad_through_it():
+    def f(x, scale=2.0):
+        return np.sum(x ** 2) * scale
+
+    xs = np.arange(6.0).reshape(3, 2)
+    assert np.allclose(tf.vmap(f)(xs), 2.0 * np.sum(xs ** 2, axis=1))
+    assert np.allclose(tf.vmap(f, in_axes=(0, None))(xs, 3.0), 3.0 * np.sum(xs ** 2, axis=1))
+
+    def total(xs):
+        return np.sum(tf.vmap(f)(xs))
+
+    assert np.allclose(tf.grad(total)(xs), 4.0 * xs)
+
+
+def test_vmap_of_the_same_function_is_made_once():
+    assert tf.vmap(sq_tanh, (0, None)) is tf.vmap(sq_tanh, (0, None))
+    assert tf.vmap(sq_tanh, (0, None)) is not tf.vmap(sq_tanh, (None, 0))

@@ -222,16 +222,21 @@ def _batched_jvp(f, in_axes, out_axes, argnum, t, ans, *args):
 
 
 def _positional_count(f, in_axes):
-    """How many positional arguments `vmap(f)` takes, where that can be known."""
+    """(how many positional arguments `vmap(f)` may take, whether always that many);
+    (None, False) where that cannot be known."""
     if isinstance(in_axes, (tuple, list)):
-        return len(in_axes)
+        return len(in_axes), True
     try:
         params = inspect.signature(f).parameters.values()
     except (TypeError, ValueError):
-        return None
+        return None, False
     if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        return None, False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional), all(p.default is p.empty for p in positional)
+
+
+_MAPPED = {}        # (f, in_axes, out_axes) -> the function vmap made (its rules are in the table)
 
 
 def vmap(f, in_axes=0, out_axes=0):
@@ -255,19 +260,29 @@ def vmap(f, in_axes=0, out_axes=0):
     if not (isinstance(out_axes, (int, tuple, list, dict)) or out_axes is None):
         raise TypeError(f'vmap: out_axes is an int, None or a structure of them, not {out_axes!r}')
 
+    try:
+        key = (f, repr(in_axes), repr(out_axes))
+        made = _MAPPED.get(key)
+    except TypeError:           # an unhashable callable
+        key = made = None
+    if made is not None:
+        return made
+
     def batched(*args):
         return _apply(f, in_axes, out_axes, args)
 
     name = getattr(f, '__name__', 'f')
     batched.__name__ = batched.__qualname__ = f'vmap_{name}' if name.isidentifier() else 'vmapped'
     batched.__doc__ = f'vmap of {name}: {f.__doc__ or ""}'
-    count = _positional_count(f, in_axes)
+    count, fixed = _positional_count(f, in_axes)
     for argnum in range(count if count is not None else 16):
         registry.defvjp(batched, functools.partial(_batched_vjp, f, in_axes, out_axes, argnum),
                         argnums=[argnum], name=batched.__name__)
         registry.defjvp(batched, functools.partial(_batched_jvp, f, in_axes, out_axes, argnum),
                         argnums=[argnum])
-    if count is None:
+    if not fixed:
+        if key is not None:
+            _MAPPED[key] = batched
         return batched
     # a def of fixed arity that calls the primitive: what the compiler reads when
     # the mapped function is itself differentiated (`jvp(vmap(f), ...)`)
@@ -279,6 +294,8 @@ def vmap(f, in_axes=0, out_axes=0):
     caller = namespace[batched.__name__]
     caller.__doc__ = batched.__doc__
     caller.__tapeflow_vmapped__ = (f, in_axes, out_axes)
+    if key is not None:
+        _MAPPED[key] = caller
     return caller
 
 
