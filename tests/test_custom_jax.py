@@ -408,3 +408,47 @@ def test_custom_rules_second_order_on_the_eager_tape():
     s = 1.0 / (1.0 + np.exp(-x.numpy()))
     assert np.allclose(g.numpy(), s + 2.0 * np.cos(x.numpy()))
     assert np.allclose(h.numpy(), s * (1 - s) - 2.0 * np.sin(x.numpy()))
+
+
+# ------------------------------------------------------------------ structured arguments and outputs
+
+@tf.custom_vjp
+def dense_layer(p, x):
+    return np.tanh(p['w'] @ x + p['b']), np.sum(x)
+
+
+def dense_layer_fwd(p, x):
+    h = np.tanh(p['w'] @ x + p['b'])
+    return (h, np.sum(x)), (p, x, h)
+
+
+def dense_layer_bwd(res, g):
+    p, x, h = res
+    gh, gs = g
+    d = gh * (1 - h ** 2)
+    return {'w': np.outer(d, x), 'b': d}, p['w'].T @ d + gs
+
+
+dense_layer.defvjp(dense_layer_fwd, dense_layer_bwd)
+
+
+def test_custom_vjp_with_a_dict_argument_and_a_tuple_output():
+    def loss(p, x):
+        h, s = dense_layer(p, x)
+        return np.sum(h ** 2) + 2.0 * s
+
+    def plain(p, x):
+        h = np.tanh(p['w'] @ x + p['b'])
+        return np.sum(h ** 2) + 2.0 * np.sum(x)
+
+    rng = np.random.default_rng(seed_of('dense_layer'))
+    p = {'w': rng.standard_normal((2, 3)), 'b': rng.standard_normal(2)}
+    x = rng.standard_normal(3)
+    (gp, gx), (ep, ex) = tf.grad(loss, (0, 1))(p, x), tf.grad(plain, (0, 1))(p, x)
+    assert np.allclose(gp['w'], ep['w']) and np.allclose(gp['b'], ep['b'])
+    assert np.allclose(gx, ex)
+    # forward mode, both arguments moving: the tangents of the two add leaf by leaf
+    tp = {'w': rng.standard_normal((2, 3)), 'b': rng.standard_normal(2)}
+    v = rng.standard_normal(3)
+    expected = np.sum(ep['w'] * tp['w']) + ep['b'] @ tp['b'] + ex @ v
+    assert np.isclose(tf.jvp(loss, (p, x), (tp, v))[1], expected)

@@ -202,3 +202,23 @@ def test_function_with_a_default_and_grad_through_it():
 def test_vmap_of_the_same_function_is_made_once():
     assert tf.vmap(sq_tanh, (0, None)) is tf.vmap(sq_tanh, (0, None))
     assert tf.vmap(sq_tanh, (0, None)) is not tf.vmap(sq_tanh, (None, 0))
+
+
+def test_jvp_through_vmap_with_a_tuple_output_and_two_moving_arguments():
+    def f(x, w):
+        return np.sin(x) * w, np.sum(x * w)
+
+    def loss(xs, w):
+        a, b = tf.vmap(f, in_axes=(0, None))(xs, w)
+        return np.sum(a ** 2) + np.sum(b)
+
+    def looped(xs, w):
+        rows = [f(x, w) for x in xs]
+        return float(sum(np.sum(r[0] ** 2) + r[1] for r in rows))
+
+    rng = np.random.default_rng(8)
+    xs, w = rng.random((3, 2)), rng.random(2)
+    gx, gw = tf.grad(loss, (0, 1))(xs, w)
+    check_gradient(looped, [gx, gw], (xs, w), [0, 1], rng)
+    vx, vw = rng.standard_normal(xs.shape), rng.standard_normal(w.shape)
+    assert np.isclose(tf.jvp(loss, (xs, w), (vx, vw))[1], np.sum(gx * vx) + gw @ vw)

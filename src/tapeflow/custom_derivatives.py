@@ -171,6 +171,55 @@ def _check_shape(ct, arg, who, position):
                              f'{position}, whose shape is {np.shape(a)}: they must be equal')
 
 
+class _SummedTuple(tuple):
+    """A tangent of a tuple output that adds leaf by leaf: the compiler sums the
+    contributions of a primitive's arguments with `+`, which on plain tuples would
+    concatenate them."""
+
+    def __add__(self, other):
+        if is_zero(other):
+            return self
+        if not isinstance(other, (tuple, list)):
+            return NotImplemented
+        return _SummedTuple(_rebuild(tuple(self), iter(
+            [a if is_zero(b) else b if is_zero(a) else a + b
+             for a, b in zip(_leaves(tuple(self)), _leaves(tuple(other)))])))
+
+    def __radd__(self, other):
+        if is_zero(other):
+            return self
+        return NotImplemented
+
+
+class _SummedDict(dict):
+    """A tangent of a dict output that adds key by key (see `_SummedTuple`)."""
+
+    def __add__(self, other):
+        if is_zero(other):
+            return self
+        if not isinstance(other, dict):
+            return NotImplemented
+        return _SummedDict(_rebuild(dict(self), iter(
+            [a if is_zero(b) else b if is_zero(a) else a + b
+             for a, b in zip(_leaves(dict(self)), _leaves(dict(other)))])))
+
+    def __radd__(self, other):
+        if is_zero(other):
+            return self
+        return NotImplemented
+
+
+def summable(tangent):
+    """`tangent`, a primitive's output tangent, in a form the compiler may add to another."""
+    if tangent.__class__ is tuple:
+        return _SummedTuple(tangent)
+    if tangent.__class__ is list:
+        return _SummedTuple(tangent)
+    if tangent.__class__ is dict:
+        return _SummedDict(tangent)
+    return tangent
+
+
 # ------------------------------------------------------------------ the primitive
 
 class _Primitive:
@@ -283,11 +332,12 @@ class _Rule:
     """A rule of the table for one argument (a callable object: the compiler calls it)."""
 
     def __init__(self, method, argnum, kind):
-        self.method, self.argnum = method, argnum
+        self.method, self.argnum, self.kind = method, argnum, kind
         self.__name__ = f'{method.__self__.__name__}_{kind}{argnum or ""}'
 
     def __call__(self, g, ans, *args):
-        return self.method(self.argnum, g, ans, *args)
+        out = self.method(self.argnum, g, ans, *args)
+        return summable(out) if self.kind == 'jvp' else out
 
 
 # ------------------------------------------------------------------ custom_vjp

@@ -218,7 +218,8 @@ def _batched_jvp(f, in_axes, out_axes, argnum, t, ans, *args):
         tangents = [_zeros_like(p) for p in primals]
         tangents[argnum] = _slices(tangent_plan, k)[argnum]
         rows.append(api.jvp(f, primals, tangents)[1])
-    return _stack(rows, out_axes, 'the output tangent')
+    from tapeflow.custom_derivatives import summable
+    return summable(_stack(rows, out_axes, 'the output tangent'))
 
 
 def _positional_count(f, in_axes):
