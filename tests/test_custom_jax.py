@@ -452,3 +452,24 @@ def test_custom_vjp_with_a_dict_argument_and_a_tuple_output():
     v = rng.standard_normal(3)
     expected = np.sum(ep['w'] * tp['w']) + ep['b'] @ tp['b'] + ex @ v
     assert np.isclose(tf.jvp(loss, (p, x), (tp, v))[1], expected)
+
+
+def test_a_differentiated_value_in_nondiff_argnums_is_refused():
+    @functools.partial(tf.custom_vjp, nondiff_argnums=(1,))
+    def scale(x, k):
+        return x * k
+
+    scale.defvjp(lambda x, k: (x * k, None), lambda k, res, g: (g * k,))
+
+    def loss(x, k):
+        return np.sum(scale(x, k))
+
+    x = np.array([1.0, 2.0])
+    assert np.allclose(tf.grad(loss)(x, 3.0), [3.0, 3.0])       # k not differentiated: fine
+    with pytest.raises(tf.TapeflowError, match='nondiff_argnums'):
+        tf.grad(loss, 1)(x, 3.0)
+    k = tf.constant(3.0)
+    with pytest.raises(tf.TapeflowError, match='nondiff_argnums'):
+        with tf.GradientTape() as tape:
+            tape.watch(k)
+            scale(tf.constant(x), k)

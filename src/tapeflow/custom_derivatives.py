@@ -81,6 +81,16 @@ def _inner(a, b) -> float:
                if x is not None and y is not None)
 
 
+def _has_float(tree) -> bool:
+    for leaf in _leaves(tree):
+        if isinstance(leaf, (float, complex)):
+            return True
+        dtype = getattr(leaf, 'dtype', None)
+        if dtype is not None and np.dtype(dtype).kind in 'fc':
+            return True
+    return False
+
+
 def _inner_abs(a, b) -> float:
     return sum(float(np.sum(np.abs(np.asarray(x) * np.asarray(y))))
                for x, y in zip(_leaves(a), _leaves(b)) if x is not None and y is not None)
@@ -262,10 +272,7 @@ class _Custom:
         self.nondiff_argnums = tuple(sorted(nondiff_argnums))
         self.__name__ = getattr(fun, '__name__', 'f')
         self.primitive = _Primitive(self)
-        entry = registry.primitive(self.primitive, name=self.__name__)
-        if self.nondiff_argnums:
-            registry.static(self.primitive, *self.nondiff_argnums)
-        entry.vjps.clear()
+        registry.primitive(self.primitive, name=self.__name__)
         self.caller = self._make_caller()
         self._register()
 
@@ -308,11 +315,33 @@ class _Custom:
         for argnum in self.diff_positions(self.nargs):
             registry.defvjp(self.primitive, _Rule(self._vjp, argnum, 'vjp'), argnums=[argnum])
             registry.defjvp(self.primitive, _Rule(self._jvp, argnum, 'jvp'), argnums=[argnum])
+        for argnum in self.nondiff_argnums:
+            # called only where the argument depends on a differentiated input: a
+            # derivative would be lost there, so it is refused (as JAX refuses a tracer)
+            registry.defvjp(self.primitive, _Rule(self._nondiff, argnum, 'vjp'), argnums=[argnum])
+            registry.defjvp(self.primitive, _Rule(self._nondiff, argnum, 'jvp'), argnums=[argnum])
+
+    def _nondiff(self, argnum, g, ans, *args):
+        if is_zero(g) or not _has_float(args[argnum]):
+            return 0.0
+        raise TapeflowError(f'argument {argnum} of {self.__name__} is in nondiff_argnums, but it '
+                            f'depends on a differentiated input: its derivative would be lost. '
+                            f'Pass it as an ordinary argument (and return its cotangent from the '
+                            f'rule), or wrap it in tf.stop_gradient')
+
+    def _check_nondiff_on_tape(self, args):
+        from tapeflow.runtime.recording import is_tracked
+        from tapeflow.runtime.tensor import Tensor
+        for i in self.nondiff_argnums:
+            if i < len(args) and any(isinstance(leaf, Tensor) and is_tracked(leaf)
+                                     for leaf in _leaves(args[i])):
+                self._nondiff(i, 1.0, None, *args)
 
     def _eager(self, args):
         """The call on Tensors under a GradientTape: one node (see `custom_gradient`)."""
         from tapeflow.runtime.custom import custom_gradient
         from tapeflow.runtime.structure import pack_sequence_as
+        self._check_nondiff_on_tape(args)
 
         def run(*args):
             out, backward = self._eager_forward(args)
