@@ -410,7 +410,7 @@ def test_custom_rules_second_order_on_the_eager_tape():
     assert np.allclose(h.numpy(), s * (1 - s) - 2.0 * np.sin(x.numpy()))
 
 
-# ------------------------------------------------------------------ structured arguments and outputs
+# ------------------------------------------------------------------ structured arguments, outputs
 
 @tf.custom_vjp
 def dense_layer(p, x):

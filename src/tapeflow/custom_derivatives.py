@@ -36,198 +36,14 @@ from __future__ import annotations
 import inspect
 import threading
 
-import numpy as np
-
+from tapeflow.linear_maps import (check_shape, checked_transpose, has_float, leaves_of, rebuild,
+                                  summable, zero_leaf, zeros_like)
 from tapeflow.rules import registry
 from tapeflow.rules.registry import MissingRule
 from tapeflow.runtime.support import is_zero
-from tapeflow.syntax.errors import TapeflowError, UnsupportedError
+from tapeflow.syntax.errors import TapeflowError
 
 __all__ = ['custom_vjp', 'custom_jvp']
-
-
-# ------------------------------------------------------------------ small tree helpers
-
-def _leaves(tree):
-    if isinstance(tree, dict):
-        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])]
-    if isinstance(tree, (list, tuple)):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    return [tree]
-
-
-def _rebuild(tree, leaves):
-    if isinstance(tree, dict):
-        return type(tree)((key, _rebuild(tree[key], leaves)) for key in sorted(tree))
-    if isinstance(tree, (list, tuple)):
-        items = [_rebuild(item, leaves) for item in tree]
-        return type(tree)(*items) if hasattr(tree, '_fields') else type(tree)(items)
-    return next(leaves)
-
-
-def _zero_leaf(leaf):
-    if isinstance(leaf, float):
-        return 0.0
-    return np.zeros(np.shape(leaf), np.result_type(np.asarray(leaf).dtype, float))
-
-
-def _zeros_like(tree):
-    return _rebuild(tree, iter([_zero_leaf(leaf) for leaf in _leaves(tree)]))
-
-
-def _inner(a, b) -> float:
-    """The inner product of two trees of one structure (None: a zero)."""
-    return sum(float(np.sum(np.asarray(x) * np.asarray(y))) for x, y in zip(_leaves(a), _leaves(b))
-               if x is not None and y is not None)
-
-
-def _has_float(tree) -> bool:
-    for leaf in _leaves(tree):
-        if isinstance(leaf, (float, complex)):
-            return True
-        dtype = getattr(leaf, 'dtype', None)
-        if dtype is not None and np.dtype(dtype).kind in 'fc':
-            return True
-    return False
-
-
-def _inner_abs(a, b) -> float:
-    return sum(float(np.sum(np.abs(np.asarray(x) * np.asarray(y))))
-               for x, y in zip(_leaves(a), _leaves(b)) if x is not None and y is not None)
-
-
-def _basis(tree):
-    """Every unit direction of the float leaves of `tree`, one tree per direction."""
-    leaves = _leaves(tree)
-    zeros = [_zero_leaf(leaf) for leaf in leaves]
-    for j, leaf in enumerate(leaves):
-        for k in range(int(np.size(leaf))):
-            parts = list(zeros)
-            if isinstance(leaf, float):
-                parts[j] = 1.0
-            else:
-                unit = np.zeros(np.size(leaf), zeros[j].dtype)
-                unit[k] = 1.0
-                parts[j] = unit.reshape(np.shape(leaf))
-            yield _rebuild(tree, iter(parts)), j, k
-
-
-def _transpose(linear, x_like, y, args, position):
-    """`L^T y` for the linear map `L(x) = linear(*args)` with `x` at `args[position]`.
-
-    Tapeflow's reverse mode over `linear` (exact: the VJP of a linear map at any
-    point is its transpose); where the compiler cannot read `linear`, one call
-    of it per element of `x`: `(L^T y)_k = <L(e_k), y>`.
-    """
-    from tapeflow import api
-    args = list(args)
-    args[position] = _zeros_like(x_like)
-    try:
-        compiled = api.compile_adjoint(linear, (position,), kinds=api.argument_kinds(args))
-    except (UnsupportedError, MissingRule, TapeflowError, TypeError):
-        compiled = None
-    if compiled is not None:
-        tape = []
-        api.forward_value(compiled, tape, args)
-        return api._like(compiled.backward(tape, y), x_like)
-    leaves = [_zero_leaf(leaf) for leaf in _leaves(x_like)]
-    for unit, j, k in _basis(x_like):
-        args[position] = unit
-        value = _inner(linear(*args), y)
-        if isinstance(leaves[j], float):
-            leaves[j] = value
-        else:
-            leaves[j].reshape(-1)[k] = value
-    return _rebuild(x_like, iter(leaves))
-
-
-def _probe(tree, scale):
-    """A fixed pseudo-random direction in the space of `tree`, times `scale`."""
-    rng = np.random.default_rng(20240611)
-    leaves = []
-    for leaf in _leaves(tree):
-        if isinstance(leaf, float):
-            leaves.append(float(rng.standard_normal()) * scale)
-        else:
-            dtype = np.result_type(np.asarray(leaf).dtype, float)
-            leaves.append((rng.standard_normal(np.shape(leaf)) * scale).astype(dtype))
-    return _rebuild(tree, iter(leaves))
-
-
-def _checked_transpose(linear, x_like, y, args, position, rule, reason):
-    """`_transpose`, and a check that `linear` is linear: the transpose of a map that is
-    not would be a plausible wrong number. The check is the adjoint identity
-    `<L(p), y> = <p, L^T y>` along two fixed directions `p` of different sizes (a
-    clip or a square breaks it): two more calls of `linear`."""
-    r = _transpose(linear, x_like, y, args, position)
-    for scale in (1.0, 1e3):
-        p = _probe(x_like, scale)
-        args = list(args)
-        args[position] = p
-        lp = linear(*args)
-        lhs, rhs = _inner(lp, y), _inner(p, r)
-        scale_of = max(_inner_abs(lp, y), _inner_abs(p, r))
-        low = any(np.asarray(leaf).dtype.kind in 'fc' and np.asarray(leaf).dtype.itemsize < 8
-                  for leaf in _leaves((lp, r)) if leaf is not None)
-        if abs(lhs - rhs) > (1e-3 if low else 1e-8) * scale_of:
-            raise _located(rule, reason)
-    return r
-
-
-def _check_shape(ct, arg, who, position):
-    for c, a in zip(_leaves(ct), _leaves(arg)):
-        if c is not None and np.shape(c) != np.shape(a):
-            raise ValueError(f'{who} returned a cotangent of shape {np.shape(c)} for argument '
-                             f'{position}, whose shape is {np.shape(a)}: they must be equal')
-
-
-class _SummedTuple(tuple):
-    """A tangent of a tuple output that adds leaf by leaf: the compiler sums the
-    contributions of a primitive's arguments with `+`, which on plain tuples would
-    concatenate them."""
-
-    def __add__(self, other):
-        if is_zero(other):
-            return self
-        if not isinstance(other, (tuple, list)):
-            return NotImplemented
-        return _SummedTuple(_rebuild(tuple(self), iter(
-            [a if is_zero(b) else b if is_zero(a) else a + b
-             for a, b in zip(_leaves(tuple(self)), _leaves(tuple(other)))])))
-
-    def __radd__(self, other):
-        if is_zero(other):
-            return self
-        return NotImplemented
-
-
-class _SummedDict(dict):
-    """A tangent of a dict output that adds key by key (see `_SummedTuple`)."""
-
-    def __add__(self, other):
-        if is_zero(other):
-            return self
-        if not isinstance(other, dict):
-            return NotImplemented
-        return _SummedDict(_rebuild(dict(self), iter(
-            [a if is_zero(b) else b if is_zero(a) else a + b
-             for a, b in zip(_leaves(dict(self)), _leaves(dict(other)))])))
-
-    def __radd__(self, other):
-        if is_zero(other):
-            return self
-        return NotImplemented
-
-
-def summable(tangent):
-    """`tangent`, a primitive's output tangent, in a form the compiler may add to another."""
-    if tangent.__class__ is tuple:
-        return _SummedTuple(tangent)
-    if tangent.__class__ is list:
-        return _SummedTuple(tangent)
-    if tangent.__class__ is dict:
-        return _SummedDict(tangent)
-    return tangent
 
 
 # ------------------------------------------------------------------ the primitive
@@ -257,7 +73,7 @@ class _Primitive:
 def _on_tape(args) -> bool:
     from tapeflow.runtime.recording import _state
     from tapeflow.runtime.tensor import Tensor
-    return bool(_state.tapes) and any(isinstance(leaf, Tensor) for leaf in _leaves(args))
+    return bool(_state.tapes) and any(isinstance(leaf, Tensor) for leaf in leaves_of(args))
 
 
 class _Custom:
@@ -322,7 +138,7 @@ class _Custom:
             registry.defjvp(self.primitive, _Rule(self._nondiff, argnum, 'jvp'), argnums=[argnum])
 
     def _nondiff(self, argnum, g, ans, *args):
-        if is_zero(g) or not _has_float(args[argnum]):
+        if is_zero(g) or not has_float(args[argnum]):
             return 0.0
         raise TapeflowError(f'argument {argnum} of {self.__name__} is in nondiff_argnums, but it '
                             f'depends on a differentiated input: its derivative would be lost. '
@@ -334,7 +150,7 @@ class _Custom:
         from tapeflow.runtime.tensor import Tensor
         for i in self.nondiff_argnums:
             if i < len(args) and any(isinstance(leaf, Tensor) and is_tracked(leaf)
-                                     for leaf in _leaves(args[i])):
+                                     for leaf in leaves_of(args[i])):
                 self._nondiff(i, 1.0, None, *args)
 
     def _eager(self, args):
@@ -351,7 +167,7 @@ class _Custom:
                 full = []
                 for i, arg in enumerate(args):
                     ct = cts.get(i)
-                    full.extend([None] * len(_leaves(arg)) if ct is None else _leaves(ct))
+                    full.extend([None] * len(leaves_of(arg)) if ct is None else leaves_of(ct))
                 return full
             return out, grad_fn
         return custom_gradient(run)(*args)
@@ -417,8 +233,8 @@ class custom_vjp(_Custom):
         out = {}
         for i, ct in zip(positions, cts):
             if ct is None:
-                ct = _zeros_like(args[i])
-            _check_shape(ct, args[i], f'the bwd rule of {self.__name__}', i)
+                ct = zeros_like(args[i])
+            check_shape(ct, args[i], f'the bwd rule of {self.__name__}', i)
             out[i] = ct
         return out
 
@@ -427,23 +243,23 @@ class custom_vjp(_Custom):
             raise MissingRule(f'{self.__name__} is a custom_vjp function with no rule: '
                               f'call {self.__name__}.defvjp(fwd, bwd)')
         if is_zero(g):
-            return _zeros_like(args[argnum])
+            return zeros_like(args[argnum])
         return self._cotangents(g, args)[argnum]
 
     def _jvp(self, argnum, t, ans, *args):
         """`J t`: `bwd` is the linear map `g -> J^T g`, so `J t` is its transpose applied
-        to `t` (tapeflow's reverse mode over `bwd`; see `_transpose`). A `bwd` that is
+        to `t` (tapeflow's reverse mode over `bwd`; see `transpose`). A `bwd` that is
         not linear in `g` (a clip) has no such `J`: refused."""
         if self.bwd is None:
             raise MissingRule(f'{self.__name__} is a custom_vjp function with no rule: '
                               f'call {self.__name__}.defvjp(fwd, bwd)')
         if is_zero(t):
-            return _zeros_like(ans)
+            return zeros_like(ans)
         nondiff, _ = self.split(args)
         res = self.fwd(*args)[1]
         positions = self.diff_positions(len(args))
-        t_all = tuple(t if i == argnum else _zeros_like(args[i]) for i in positions)
-        return _checked_transpose(
+        t_all = tuple(t if i == argnum else zeros_like(args[i]) for i in positions)
+        return checked_transpose(
             self._linear_bwd, ans, t_all, [*nondiff, res, ans], len(nondiff) + 1, self.bwd,
             f'the bwd rule of {self.__name__} is not linear in the cotangent g, so forward '
             f'mode (jvp, jacfwd) cannot transpose it: give {self.__name__} a custom_jvp, or '
@@ -518,12 +334,12 @@ class custom_jvp(_Custom):
             nondiff = args[:-2]
             full = _merge(self, nondiff, primals)
             out = self.fun(*full)
-            total = _zeros_like(out)
+            total = zeros_like(out)
             for rule, t in zip(rules, tangents):
                 if rule is not None:
                     part = rule(t, out, *primals)
-                    total = _rebuild(total, iter([a + b for a, b in
-                                                  zip(_leaves(total), _leaves(part))]))
+                    total = rebuild(total, iter([a + b for a, b in
+                                                  zip(leaves_of(total), leaves_of(part))]))
             return out, total
         jvp.__name__ = f'{self.__name__}_jvps'
         return self.defjvp(jvp)
@@ -531,7 +347,7 @@ class custom_jvp(_Custom):
     def _tangent_out(self, argnum, t, args):
         nondiff, primals = self.split(args)
         positions = self.diff_positions(len(args))
-        tangents = tuple(t if i == argnum else _zeros_like(args[i]) for i in positions)
+        tangents = tuple(t if i == argnum else zeros_like(args[i]) for i in positions)
         return self.jvp(*nondiff, tuple(primals), tangents)[1]
 
     def _jvp(self, argnum, t, ans, *args):
@@ -539,7 +355,7 @@ class custom_jvp(_Custom):
             raise MissingRule(f'{self.__name__} is a custom_jvp function with no rule: '
                               f'decorate its rule with @{self.__name__}.defjvp')
         if is_zero(t):
-            return _zeros_like(ans)
+            return zeros_like(ans)
         return self._tangent_out(argnum, t, args)
 
     def _vjp(self, argnum, g, ans, *args):
@@ -548,11 +364,11 @@ class custom_jvp(_Custom):
             raise MissingRule(f'{self.__name__} is a custom_jvp function with no rule: '
                               f'decorate its rule with @{self.__name__}.defjvp')
         if is_zero(g):
-            return _zeros_like(args[argnum])
+            return zeros_like(args[argnum])
         nondiff, primals = self.split(args)
         positions = self.diff_positions(len(args))
-        tangents = tuple(_zeros_like(args[i]) for i in positions)
-        cts = _checked_transpose(
+        tangents = tuple(zeros_like(args[i]) for i in positions)
+        cts = checked_transpose(
             self._linear_jvp, tangents, g, [*nondiff, tuple(primals), tangents],
             len(nondiff) + 1, self.jvp,
             f'the JVP rule of {self.__name__} is not linear in its tangents (reverse mode '
@@ -569,34 +385,26 @@ class custom_jvp(_Custom):
             raise MissingRule(f'{self.__name__} is a custom_jvp function with no rule: '
                               f'decorate its rule with @{self.__name__}.defjvp')
         from tapeflow.runtime.tensor import to_numpy_value
-        raw = [_rebuild(a, iter([to_numpy_value(leaf) if hasattr(leaf, 'numpy') else leaf
-                                 for leaf in _leaves(a)])) for a in args]
+        raw = [rebuild(a, iter([to_numpy_value(leaf) if hasattr(leaf, 'numpy') else leaf
+                                 for leaf in leaves_of(a)])) for a in args]
         out = self.fun(*raw)
         nondiff, primals = self.split(args)
 
         def backward(g):
-            tangents = tuple(_rebuild(p, iter([wrap(_zero_leaf(to_numpy_value(leaf)
+            tangents = tuple(rebuild(p, iter([wrap(zero_leaf(to_numpy_value(leaf)
                                                                 if hasattr(leaf, 'numpy')
                                                                 else leaf))
-                                               for leaf in _leaves(p)])) for p in primals)
+                                               for leaf in leaves_of(p)])) for p in primals)
             with GradientTape(persistent=True) as tape:
-                tape.watch(_leaves(tangents))
+                tape.watch(leaves_of(tangents))
                 t_out = self.jvp(*nondiff, tuple(primals), tangents)[1]
-            flat = tape.gradient(_leaves(t_out), _leaves(tangents),
-                                 output_gradients=_leaves(g),
+            flat = tape.gradient(leaves_of(t_out), leaves_of(tangents),
+                                 output_gradients=leaves_of(g),
                                  unconnected_gradients=UnconnectedGradients.ZERO)
             flat = iter(flat)
-            cts = [_rebuild(t, flat) for t in tangents]
+            cts = [rebuild(t, flat) for t in tangents]
             return dict(zip(self.diff_positions(len(args)), cts))
         return out, backward
-
-
-def _located(fn, reason):
-    """An UnsupportedError at the def of `fn`."""
-    code = getattr(inspect.unwrap(fn), '__code__', None)
-    if code is None:
-        return UnsupportedError(reason)
-    return UnsupportedError(reason, code.co_filename, code.co_firstlineno, 0)
 
 
 def _merge(custom, nondiff, primals):

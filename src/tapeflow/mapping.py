@@ -25,6 +25,8 @@ import inspect
 
 import numpy as np
 
+from tapeflow.linear_maps import leaves_of as _leaves, rebuild as _rebuild, summable
+from tapeflow.linear_maps import zeros_like as _zeros_like
 from tapeflow.rules import registry
 from tapeflow.runtime.support import is_zero
 
@@ -50,24 +52,6 @@ def _leaves_with_axes(tree, spec, where):
         return [pair for k, (t, s) in enumerate(zip(tree, spec))
                 for pair in _leaves_with_axes(t, s, f'{where}[{k}]')]
     raise TypeError(f'vmap: an axis is an int or None, not {spec!r}')
-
-
-def _leaves(tree):
-    if isinstance(tree, dict):
-        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key])]
-    if isinstance(tree, (list, tuple)):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    return [tree]
-
-
-def _rebuild(tree, leaves):
-    """`tree` with its leaves replaced, in order, by those of the iterator `leaves`."""
-    if isinstance(tree, dict):
-        return type(tree)((key, _rebuild(tree[key], leaves)) for key in sorted(tree))
-    if isinstance(tree, (list, tuple)):
-        items = [_rebuild(item, leaves) for item in tree]
-        return type(tree)(*items) if hasattr(tree, '_fields') else type(tree)(items)
-    return next(leaves)
 
 
 def _argument_axes(in_axes, nargs):
@@ -151,12 +135,6 @@ def _apply(f, in_axes, out_axes, args):
 
 # ------------------------------------------------------------------ derivatives
 
-def _zeros_like(tree):
-    return _rebuild(tree, iter([0.0 if isinstance(leaf, float) else
-                                np.zeros(np.shape(leaf), np.result_type(leaf, float))
-                                for leaf in _leaves(tree)]))
-
-
 def _unstack_cotangent(g, ans, out_axes, size):
     """The cotangent of the output, split into the cotangents of each slice's result."""
     pairs = _leaves_with_axes(ans, out_axes, 'the output')
@@ -218,7 +196,6 @@ def _batched_jvp(f, in_axes, out_axes, argnum, t, ans, *args):
         tangents = [_zeros_like(p) for p in primals]
         tangents[argnum] = _slices(tangent_plan, k)[argnum]
         rows.append(api.jvp(f, primals, tangents)[1])
-    from tapeflow.custom_derivatives import summable
     return summable(_stack(rows, out_axes, 'the output tangent'))
 
 
