@@ -473,3 +473,11 @@ def test_a_differentiated_value_in_nondiff_argnums_is_refused():
         with tf.GradientTape() as tape:
             tape.watch(k)
             scale(tf.constant(x), k)
+
+
+def test_second_derivative_through_a_custom_rule_in_compiled_code_is_refused():
+    def loss(x):
+        return np.sum(weighted(x, 2.0) ** 2)
+
+    with pytest.raises(tf.UnsupportedError, match='not differentiated again'):
+        tf.hessian(loss)(np.array([0.1, 0.2]))

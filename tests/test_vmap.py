@@ -222,3 +222,13 @@ def test_jvp_through_vmap_with_a_tuple_output_and_two_moving_arguments():
     check_gradient(looped, [gx, gw], (xs, w), [0, 1], rng)
     vx, vw = rng.standard_normal(xs.shape), rng.standard_normal(w.shape)
     assert np.isclose(tf.jvp(loss, (xs, w), (vx, vw))[1], np.sum(gx * vx) + gw @ vw)
+
+
+def test_second_derivative_through_vmap_in_compiled_code_is_refused():
+    xs = np.random.default_rng(9).random((3, 2))
+
+    def total(xs):
+        return np.sum(tf.vmap(sq_tanh, in_axes=(0, None))(xs, np.ones(2)) ** 2)
+
+    with pytest.raises(tf.UnsupportedError, match='not differentiated again'):
+        tf.hessian(total)(xs)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import inspect
 import threading
 
-from tapeflow.linear_maps import (check_shape, checked_transpose, has_float, leaves_of, rebuild,
+from tapeflow.linear_maps import (Rule, check_shape, checked_transpose, has_float, leaves_of, rebuild,
                                   summable, zero_leaf, zeros_like)
 from tapeflow.rules import registry
 from tapeflow.rules.registry import MissingRule
@@ -129,13 +129,13 @@ class _Custom:
 
     def _register(self):
         for argnum in self.diff_positions(self.nargs):
-            registry.defvjp(self.primitive, _Rule(self._vjp, argnum, 'vjp'), argnums=[argnum])
-            registry.defjvp(self.primitive, _Rule(self._jvp, argnum, 'jvp'), argnums=[argnum])
+            registry.defvjp(self.primitive, Rule(self._vjp, argnum, 'vjp', self.__name__), argnums=[argnum])
+            registry.defjvp(self.primitive, Rule(self._jvp, argnum, 'jvp', self.__name__), argnums=[argnum])
         for argnum in self.nondiff_argnums:
             # called only where the argument depends on a differentiated input: a
             # derivative would be lost there, so it is refused (as JAX refuses a tracer)
-            registry.defvjp(self.primitive, _Rule(self._nondiff, argnum, 'vjp'), argnums=[argnum])
-            registry.defjvp(self.primitive, _Rule(self._nondiff, argnum, 'jvp'), argnums=[argnum])
+            registry.defvjp(self.primitive, Rule(self._nondiff, argnum, 'vjp', self.__name__), argnums=[argnum])
+            registry.defjvp(self.primitive, Rule(self._nondiff, argnum, 'jvp', self.__name__), argnums=[argnum])
 
     def _nondiff(self, argnum, g, ans, *args):
         if is_zero(g) or not has_float(args[argnum]):
@@ -171,18 +171,6 @@ class _Custom:
                 return full
             return out, grad_fn
         return custom_gradient(run)(*args)
-
-
-class _Rule:
-    """A rule of the table for one argument (a callable object: the compiler calls it)."""
-
-    def __init__(self, method, argnum, kind):
-        self.method, self.argnum, self.kind = method, argnum, kind
-        self.__name__ = f'{method.__self__.__name__}_{kind}{argnum or ""}'
-
-    def __call__(self, g, ans, *args):
-        out = self.method(self.argnum, g, ans, *args)
-        return summable(out) if self.kind == 'jvp' else out
 
 
 # ------------------------------------------------------------------ custom_vjp

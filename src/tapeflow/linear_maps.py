@@ -17,7 +17,7 @@ from tapeflow.rules.registry import MissingRule
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax.errors import TapeflowError, UnsupportedError
 
-__all__ = ['leaves_of', 'rebuild', 'zero_leaf', 'zeros_like', 'inner', 'has_float', 'basis',
+__all__ = ['Rule', 'leaves_of', 'rebuild', 'zero_leaf', 'zeros_like', 'inner', 'has_float', 'basis',
            'transpose', 'checked_transpose', 'check_shape', 'summable', 'located']
 
 
@@ -209,3 +209,22 @@ def located(fn, reason):
     if code is None:
         return UnsupportedError(reason)
     return UnsupportedError(reason, code.co_filename, code.co_firstlineno, 0)
+
+
+class Rule:
+    """A rule of the table for one argument, `method(argnum, g, ans, *args)`: a callable
+    object, so the compiler calls it (never inlines it). Its qualified name is what
+    the compiler's error says when asked to differentiate it again."""
+
+    def __init__(self, method, argnum, kind, owner):
+        self.method, self.argnum, self.kind = method, argnum, kind
+        base = ''.join(c if c.isalnum() else '_' for c in owner)
+        self.__name__ = f'{base}_{kind}{argnum or ""}'
+        self.__module__ = 'tapeflow'
+        self.__qualname__ = (f'{owner}\'s {kind.upper()} rule, which is not differentiated '
+                             f'again (no second derivatives through custom_vjp, custom_jvp or '
+                             f'vmap in compiled code: use the eager GradientTape)')
+
+    def __call__(self, g, ans, *args):
+        out = self.method(self.argnum, g, ans, *args)
+        return summable(out) if self.kind == 'jvp' else out

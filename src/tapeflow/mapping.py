@@ -25,7 +25,7 @@ import inspect
 
 import numpy as np
 
-from tapeflow.linear_maps import leaves_of as _leaves, rebuild as _rebuild, summable
+from tapeflow.linear_maps import Rule, leaves_of as _leaves, rebuild as _rebuild
 from tapeflow.linear_maps import zeros_like as _zeros_like
 from tapeflow.rules import registry
 from tapeflow.runtime.support import is_zero
@@ -196,7 +196,7 @@ def _batched_jvp(f, in_axes, out_axes, argnum, t, ans, *args):
         tangents = [_zeros_like(p) for p in primals]
         tangents[argnum] = _slices(tangent_plan, k)[argnum]
         rows.append(api.jvp(f, primals, tangents)[1])
-    return summable(_stack(rows, out_axes, 'the output tangent'))
+    return _stack(rows, out_axes, 'the output tangent')
 
 
 def _positional_count(f, in_axes):
@@ -254,9 +254,11 @@ def vmap(f, in_axes=0, out_axes=0):
     batched.__doc__ = f'vmap of {name}: {f.__doc__ or ""}'
     count, fixed = _positional_count(f, in_axes)
     for argnum in range(count if count is not None else 16):
-        registry.defvjp(batched, functools.partial(_batched_vjp, f, in_axes, out_axes, argnum),
+        rules = functools.partial(_batched_vjp, f, in_axes, out_axes), \
+            functools.partial(_batched_jvp, f, in_axes, out_axes)
+        registry.defvjp(batched, Rule(rules[0], argnum, 'vjp', batched.__name__),
                         argnums=[argnum], name=batched.__name__)
-        registry.defjvp(batched, functools.partial(_batched_jvp, f, in_axes, out_axes, argnum),
+        registry.defjvp(batched, Rule(rules[1], argnum, 'jvp', batched.__name__),
                         argnums=[argnum])
     if not fixed:
         if key is not None:
