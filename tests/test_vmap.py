@@ -232,3 +232,20 @@ def test_second_derivative_through_vmap_in_compiled_code_is_refused():
 
     with pytest.raises(tf.UnsupportedError, match='not differentiated again'):
         tf.hessian(total)(xs)
+
+
+def test_vmap_of_hessian_and_of_jacobians():
+    rng = np.random.default_rng(10)
+    xs = rng.random((3, 2))
+
+    def f(x):
+        return np.sum(np.sin(x) * x[0])
+
+    def closed_form(x):
+        h = np.diag(-np.sin(x) * x[0])
+        h[0, :] += np.cos(x)
+        h[:, 0] += np.cos(x)
+        return h
+
+    assert np.allclose(tf.vmap(tf.hessian(f))(xs), [closed_form(x) for x in xs])
+    assert np.allclose(tf.vmap(tf.jacrev(tf.grad(f)))(xs), [closed_form(x) for x in xs])
