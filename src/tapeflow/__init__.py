@@ -9,3 +9,6 @@ from tapeflow.rules.user import defjvp, defvjp  # noqa: E402,F401
 from tapeflow.runtime import *  # noqa: E402,F401,F403  (Tensor, GradientTape, TF-style ops)
 from tapeflow.runtime import __all__ as _runtime_names  # noqa: E402
 from tapeflow.fused import function  # noqa: E402,F401
+from tapeflow.mapping import vmap  # noqa: E402,F401
+from tapeflow.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402,F401
+from tapeflow.linearization import linearize  # noqa: E402,F401
