@@ -329,27 +329,25 @@ class _Loops(_Rewriter):
         if _resolved(iterable, builtins.enumerate) and not iterable.keywords and \
                 isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2:
             counter, item = node.target.elts
-            seq = self._sequence(iterable.args[0], prologue, node)
+            seq, length = self._sequence(iterable.args[0], prologue, node)
             start = iterable.args[1] if len(iterable.args) > 1 else None
             index = counter if start is None and isinstance(counter, gast.Name) else \
                 nodes.name(self.namer.new('_i'), store=True)
             if index is not counter:
                 heads.append(nodes.assign(counter, nodes.binop(index.id, gast.Add(), start or 0)))
-            heads.append(nodes.assign(item, nodes.subscript(seq, index.id)))
-            length = nodes.call(_builtin('len'), seq)
+            heads.append(nodes.assign(item, seq(index.id)))
         elif _resolved(iterable, builtins.zip) and not iterable.keywords and \
                 isinstance(node.target, gast.Tuple) and len(node.target.elts) == len(iterable.args):
             seqs = [self._sequence(a, prologue, node) for a in iterable.args]
             index = nodes.name(self.namer.new('_i'), store=True)
-            for target, seq in zip(node.target.elts, seqs):
-                heads.append(nodes.assign(target, nodes.subscript(seq, index.id)))
-            lengths = [nodes.call(_builtin('len'), s) for s in seqs]
+            for target, (seq, _) in zip(node.target.elts, seqs):
+                heads.append(nodes.assign(target, seq(index.id)))
+            lengths = [length for _, length in seqs]
             length = lengths[0] if len(lengths) == 1 else nodes.call(_builtin('min'), *lengths)
         else:
-            seq = self._sequence(iterable, prologue, node)
+            seq, length = self._sequence(iterable, prologue, node)
             index = nodes.name(self.namer.new('_i'), store=True)
-            heads.append(nodes.assign(node.target, nodes.subscript(seq, index.id)))
-            length = nodes.call(_builtin('len'), seq)
+            heads.append(nodes.assign(node.target, seq(index.id)))
         loop = nodes.for_(index, nodes.call(_builtin('range'), length), heads + node.body)
         nodes.located(heads, node)
         nodes.located(prologue, node)
@@ -357,6 +355,20 @@ class _Loops(_Rewriter):
         return prologue + [loop]
 
     def _sequence(self, expr, prologue, node):
+        """(item, length): `item(i)` reads the i-th element `expr` iterates, `length`
+        counts them. `reversed(xs)` reads `xs[n - 1 - i]` with `n = len(xs)` taken once,
+        as its iterator does (it has no len() of its own)."""
+        if _resolved(expr, builtins.reversed) and len(expr.args) == 1 and not expr.keywords:
+            seq = self._named(expr.args[0], prologue)
+            count = self.namer.new('_n')
+            prologue.append(nodes.assign(count, nodes.call(_builtin('len'), seq)))
+            return (lambda i: nodes.subscript(
+                seq, nodes.binop(nodes.binop(count, gast.Sub(), 1), gast.Sub(), i))), \
+                nodes.name(count)
+        seq = self._named(expr, prologue)
+        return (lambda i: nodes.subscript(seq, i)), nodes.call(_builtin('len'), seq)
+
+    def _named(self, expr, prologue):
         if isinstance(expr, gast.Name):
             return expr.id
         seq = self.namer.new('_seq')
