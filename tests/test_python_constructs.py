@@ -80,3 +80,60 @@ def test_reversed_range():
 ])
 def test_reversed_sequences(f, arg):
     check(f, arg)
+
+
+# ------------------------------------------------------------------ nested defs with defaults
+
+def default_bound_in_loop(x):
+    s = 0.0
+    for k in range(3):
+        def g(v, k=k):
+            return v * k * x
+        s = s + g(x)
+    return s
+
+
+def defaults_and_keywords(x):
+    def g(v, w=2.0, u=x * x):
+        return v * w * u + x
+    return g(x) + g(x, 3.0) + g(x, u=np.sin(x)) + g(w=x, v=1.0)
+
+
+def default_of_a_global(x):
+    def g(v, w=SCALE):
+        return np.sum(v * w)
+    return g(x) * g(np.cos(x))
+
+
+SCALE = np.array([1.0, -2.0, 0.5])
+
+
+def test_default_bound_in_a_loop_is_each_trips_value():
+    gradient = check(default_bound_in_loop, 1.5)
+    assert np.isclose(gradient, 2 * 1.5 * (0 + 1 + 2))
+
+
+def test_defaults_and_keywords_of_a_nested_def():
+    gradient = check(defaults_and_keywords, 1.5)
+    assert np.isclose(defaults_and_keywords(1.5), tf.value_and_grad(defaults_and_keywords)(1.5)[0])
+    assert np.isfinite(gradient)
+
+
+def test_default_of_a_global():
+    check(default_of_a_global, np.array([0.2, -0.7, 1.1]))
+
+
+def nested_call_with_unknown_keyword(x):
+    def g(v, w=1.0):
+        return v * w
+    return g(x, q=2.0)
+
+
+def test_nested_call_with_an_unknown_keyword_is_refused_where_it_is_written():
+    with pytest.raises(TypeError):
+        nested_call_with_unknown_keyword(1.0)              # as Python does
+    with pytest.raises(UnsupportedError) as error:
+        tf.grad(nested_call_with_unknown_keyword)(1.0)
+    line = line_of(nested_call_with_unknown_keyword, 'return g(x, q=2.0)')
+    assert error.value.lineno == line
+    assert f'test_python_constructs.py:{line}:12: g() got an unexpected' in str(error.value)
