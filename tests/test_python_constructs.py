@@ -137,3 +137,84 @@ def test_nested_call_with_an_unknown_keyword_is_refused_where_it_is_written():
     line = line_of(nested_call_with_unknown_keyword, 'return g(x, q=2.0)')
     assert error.value.lineno == line
     assert f'test_python_constructs.py:{line}:12: g() got an unexpected' in str(error.value)
+
+
+# ------------------------------------------------------------------ np.r_, np.c_, np.mgrid
+
+def c_columns(x):
+    c = np.array([1.0, 2.0])
+    return np.sum(np.c_[x, c, x] ** 2)
+
+
+def c_weighted(x):
+    c = np.array([1.0, 2.0])
+    return np.sum(np.c_[x, c, np.sin(x)] ** 2 * np.arange(6.0).reshape(2, 3))
+
+
+def c_matrix_and_columns(x):
+    return np.sum(np.c_[np.outer(x, x), x, 2.0 * x] ** 3)
+
+
+def r_scalars_and_arrays(x):
+    return np.sum(np.r_[x, 3.0, x * x] ** 2 * np.arange(5.0))
+
+
+def r_matrices(x):
+    m = np.outer(x, x)
+    return np.sum(np.r_[m, np.ones((1, 2)), np.cos(m)] ** 2 * np.arange(10.0).reshape(5, 2))
+
+
+def r_single(x):
+    return np.sum(np.r_[x] * np.r_[2.0] * x)
+
+
+def mgrid_bounds(x):
+    g = np.mgrid[0:x:5j]
+    return np.sum(g * x)
+
+
+def mgrid_count(x, n):
+    g = np.mgrid[0:n]
+    return np.sum(g * x)
+
+
+@pytest.mark.parametrize('f', [c_columns, c_weighted, c_matrix_and_columns,
+                               r_scalars_and_arrays, r_matrices, r_single])
+def test_index_trick_concatenations_are_differentiated(f):
+    x = np.array([0.5, -1.0])
+    gradient = check(f, x)
+    _, pullback = tf.vjp(f, x)
+    assert np.allclose(pullback(1.0)[0], gradient)
+    assert np.any(gradient != 0.0)
+
+
+def test_c_columns_closed_form():
+    x = np.array([0.5, -1.0])
+    assert np.allclose(tf.grad(c_columns)(x), 4 * x)
+
+
+def test_mgrid_from_constant_bounds_is_a_constant():
+    gradient = check(mgrid_count, 1.5, 4)
+    assert np.isclose(gradient, 0 + 1 + 2 + 3)
+
+
+def test_mgrid_with_bounds_that_carry_derivatives_is_refused():
+    line = line_of(mgrid_bounds, 'g = np.mgrid')
+    for differentiate in (lambda: tf.grad(mgrid_bounds)(1.5),
+                          lambda: tf.jvp(mgrid_bounds, (1.5,), (1.0,))):
+        with pytest.raises(UnsupportedError) as error:
+            differentiate()
+        assert f'test_python_constructs.py:{line}:5: ' in str(error.value)
+        assert 'np.mgrid' in str(error.value) and 'np.linspace' in str(error.value)
+
+
+def r_with_a_slice(x):
+    return np.sum(np.r_[x, 0:3] * 2.0)
+
+
+def test_r_with_a_slice_is_refused():
+    line = line_of(r_with_a_slice, 'np.r_[x, 0:3]')
+    with pytest.raises(UnsupportedError) as error:
+        tf.grad(r_with_a_slice)(np.ones(2))
+    assert f'test_python_constructs.py:{line}:' in str(error.value)
+    assert 'np.concatenate' in str(error.value)

@@ -320,11 +320,52 @@ class _LowerNamedOps(gast.NodeTransformer):
                 raise self.source.error(kw.value, f'{fn.__name__}(..., {kw.arg}=...) is not '
                                                   f'supported in compiled code')
             keywords.append(gast.keyword(arg=renames[kw.arg], value=kw.value))
-        np_ref = nodes.name('np')
-        setanno(np_ref, Key.RESOLVED, np)
-        func = nodes.attribute(np_ref, numpy_fn.__name__)
-        setanno(func, Key.RESOLVED, numpy_fn)
-        return nodes.copy_location(gast.Call(func=func, args=node.args, keywords=keywords), node)
+        return nodes.copy_location(gast.Call(func=_numpy(numpy_fn), args=node.args,
+                                             keywords=keywords), node)
+
+    def visit_Subscript(self, node):
+        """`np.r_[a, b]` and `np.c_[a, b]` are concatenations: written as the calls
+        they amount to, they are differentiated like any call (read as an index,
+        they were constants: a zero gradient)."""
+        self.generic_visit(node)
+        maker = getanno(node.value, Key.RESOLVED)
+        if maker is not np.r_ and maker is not np.c_:
+            return node
+        which = 'np.r_' if maker is np.r_ else 'np.c_'
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        for item in items:
+            if isinstance(item, gast.Slice) or (isinstance(item, gast.Constant) and
+                                                 isinstance(item.value, str)):
+                raise self.source.error(item, f'{which}[...] with a slice or a string directive '
+                                              f'is not supported; write np.concatenate, np.arange '
+                                              f'or np.linspace')
+            if isinstance(item, gast.Starred):
+                raise self.source.error(item, f'{which}[*...] is not supported; write '
+                                              f'np.concatenate')
+        if maker is np.r_:
+            # r_: every item at least 1-d, joined along the first axis
+            parts = [nodes.call(_numpy(np.atleast_1d), item) for item in items]
+            axis = 0
+        else:
+            # c_: a 1-d item is a column, a scalar a 1x1 array, other items stay;
+            # transpose(atleast_2d(transpose(a))) is exactly that; joined along the last axis
+            parts = [nodes.call(_numpy(np.transpose),
+                                nodes.call(_numpy(np.atleast_2d),
+                                           nodes.call(_numpy(np.transpose), item)))
+                     for item in items]
+            axis = -1
+        joined = nodes.call(_numpy(np.concatenate), nodes.list_(*parts),
+                            keywords=[('axis', nodes.const(axis))])
+        return nodes.copy_location(joined, node)
+
+
+def _numpy(fn):
+    """`np.<fn>`, resolved."""
+    np_ref = nodes.name('np')
+    setanno(np_ref, Key.RESOLVED, np)
+    func = nodes.attribute(np_ref, fn.__name__)
+    setanno(func, Key.RESOLVED, fn)
+    return func
 
 
 # ------------------------------------------------------------------ x += y

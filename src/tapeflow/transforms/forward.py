@@ -170,7 +170,10 @@ class _Forward(Sweep):
         if op.kind == 'pack':
             if not any(self.is_active(e) for e in op.args):
                 return []
-            tangents = [self.tangent(e) for e in op.args]
+            # an inactive item's tangent is dense zeros of its kind: a rule given the
+            # whole list (concatenate, stack) cannot take the symbolic zero in it
+            tangents = [self.tangent(e) if self.is_active(e) or not isinstance(e, gast.Name)
+                        else nodes.call('zero_tangent', e) for e in op.args]
             if isinstance(value, gast.Dict):
                 return [gast.Dict(keys=[nodes.const(k) for k, _ in op.keywords], values=tangents)]
             make = nodes.tuple_ if isinstance(value, gast.Tuple) else nodes.list_
