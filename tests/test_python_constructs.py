@@ -218,3 +218,100 @@ def test_r_with_a_slice_is_refused():
         tf.grad(r_with_a_slice)(np.ones(2))
     assert f'test_python_constructs.py:{line}:' in str(error.value)
     assert 'np.concatenate' in str(error.value)
+
+
+# ------------------------------------------------------------------ errors at the user's line
+
+def returns_a_tuple(x):
+    return x * 2.0, x
+
+
+def returns_a_list(x):
+    return [x * 2.0]
+
+
+def returns_a_dict(x):
+    return {'y': x}
+
+
+@pytest.mark.parametrize('f, kind', [(returns_a_tuple, 'tuple'), (returns_a_list, 'list'),
+                                     (returns_a_dict, 'dict')])
+def test_grad_of_a_structured_output_is_a_type_error(f, kind):
+    line = f.__code__.co_firstlineno
+    for transform, name in ((tf.grad, 'grad'), (tf.value_and_grad, 'value_and_grad')):
+        with pytest.raises(TypeError) as error:
+            transform(f)(0.7)
+        message = str(error.value)
+        assert message.startswith(f'{__file__}:{line}:1: {name} requires a scalar output')
+        assert f'returned a {kind}' in message and 'has_aux=True' in message
+
+
+def test_a_pair_with_has_aux_is_fine():
+    value, gradient = tf.value_and_grad(returns_a_tuple, has_aux=True)(0.7)
+    assert value == returns_a_tuple(0.7) and gradient == 2.0
+
+
+def max_plus_min(x):
+    return max(x) + min(x)
+
+
+def max_plus_min_of_rows(x):
+    return np.sum(max(x) * 2.0 + min(x))
+
+
+def test_builtin_max_of_an_array_is_pythons_over_the_first_axis():
+    x = np.array([1.0, 3.0, 2.0])
+    assert np.allclose(check(max_plus_min, x), [1.0, 1.0, 0.0])
+    column = np.array([[1.0], [3.0], [2.0]])       # rows of one element compare as numbers
+    assert np.allclose(check(max_plus_min_of_rows, column), [[1.0], [2.0], [0.0]])
+
+
+def test_builtin_max_of_a_matrix_fails_as_in_python_at_the_users_line():
+    x = np.ones((2, 2))
+    with pytest.raises(ValueError) as plain:
+        max_plus_min(x)
+    line = line_of(max_plus_min, 'return max(x)')
+    for differentiate in (lambda: tf.grad(max_plus_min)(x),
+                          lambda: tf.jvp(max_plus_min, (x,), (x,)),
+                          lambda: tf.vjp(max_plus_min, x)):
+        with pytest.raises(ValueError) as error:
+            differentiate()
+        assert isinstance(error.value, TapeflowError)
+        assert str(error.value) == f'{__file__}:{line}:12: {plain.value}'
+
+
+def mismatched_dot(x):
+    y = np.sin(x)
+    return np.dot(y, np.ones(4))
+
+
+def calls_mismatched(x):
+    return mismatched_dot(x) * 2.0
+
+
+def test_an_error_inside_generated_code_names_the_users_line():
+    x = np.ones(3)
+    line = line_of(mismatched_dot, 'return np.dot')
+    for f in (mismatched_dot, calls_mismatched):
+        for differentiate in (lambda: tf.grad(f)(x), lambda: tf.jvp(f, (x,), (x,)),
+                              lambda: tf.jacfwd(f)(x)):
+            with pytest.raises(ValueError) as error:
+                differentiate()
+            assert isinstance(error.value, TapeflowError)
+            assert str(error.value).startswith(f'{__file__}:{line}:12: shapes (3,) and (4,)')
+
+
+def divides(x):
+    y = x * 2.0
+    return 1.0 / (y - y)
+
+
+def test_a_python_error_keeps_its_kind_and_names_the_users_line():
+    line = line_of(divides, 'return 1.0')
+    for differentiate in (lambda: tf.grad(divides)(1.0), lambda: tf.vjp(divides, 1.0),
+                          lambda: tf.jvp(divides, (1.0,), (1.0,))):
+        with pytest.raises(ZeroDivisionError) as error:
+            differentiate()
+        assert isinstance(error.value, TapeflowError)
+        assert str(error.value) == f'{__file__}:{line}:12: float division by zero'
+        assert isinstance(error.value.__cause__, ZeroDivisionError)
