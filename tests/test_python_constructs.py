@@ -315,3 +315,101 @@ def test_a_python_error_keeps_its_kind_and_names_the_users_line():
         assert isinstance(error.value, TapeflowError)
         assert str(error.value) == f'{__file__}:{line}:12: float division by zero'
         assert isinstance(error.value.__cause__, ZeroDivisionError)
+
+
+# ------------------------------------------------------------------ third derivatives
+
+def sin_times(x):
+    return np.sin(x) * x
+
+
+def calls_a_helper(x):
+    return sin_times(x) * x
+
+
+def appends(x):
+    items = []
+    items.append(x * x)
+    items.append(np.sin(x))
+    return items[0] * items[1]
+
+
+def helper_in_a_loop(x):
+    s = 0.0
+    for k in range(3):
+        s = s + sin_times(x * (k + 1.0))
+    return s
+
+
+def third_of_x2_sin(x):
+    """d^3/dx^3 of x^2 sin(x)."""
+    return -x * x * np.cos(x) - 6 * x * np.sin(x) + 6 * np.cos(x)
+
+
+@pytest.mark.parametrize('f', [calls_a_helper, appends])
+def test_third_derivative_through_calls_and_appends(f):
+    x = 0.7
+    assert np.isclose(tf.grad(tf.grad(tf.grad(f)))(x), third_of_x2_sin(x))
+    second = tf.grad(tf.grad(f))
+    numeric = (second(x + 1e-5) - second(x - 1e-5)) / 2e-5
+    assert np.isclose(tf.grad(tf.grad(tf.grad(f)))(x), numeric, rtol=1e-5)
+
+
+def test_third_derivative_of_a_helper_called_in_a_loop():
+    # d^3/dx^3 of g(c x), g(t) = t sin t: c^3 g'''(c x), g'''(t) = -3 sin t - t cos t
+    x = 0.4
+    expected = sum(c ** 3 * (-3 * np.sin(c * x) - c * x * np.cos(c * x)) for c in (1.0, 2.0, 3.0))
+    assert np.isclose(tf.grad(tf.grad(tf.grad(helper_in_a_loop)))(x), expected)
+
+
+# ------------------------------------------------------------------ vjp inside compiled code
+
+def pulled(x):
+    y, pb = tf.vjp(sin_times, x)
+    return pb(1.0)[0] * y
+
+
+def vjp_of_a_ufunc(x):
+    y, pb = tf.vjp(np.sin, x)
+    return pb(1.0)[0]
+
+
+def make_pullback(x):
+    y, pb = tf.vjp(sin_times, x)
+    return pb
+
+
+def uses_a_returned_pullback(x):
+    pb = make_pullback(x)
+    return pb(2.0)[0] * x
+
+
+def returns_vjp(x):
+    return tf.vjp(sin_times, x)
+
+
+def uses_returned_vjp(x):
+    y, pb = returns_vjp(x)
+    return pb(2.0)[0] * y
+
+
+def test_a_pullback_called_where_vjp_is():
+    # (sin x + x cos x) * x sin x
+    gradient = check(pulled, 0.7)
+    assert np.isfinite(gradient)
+
+
+@pytest.mark.parametrize('f, where, text', [
+    (vjp_of_a_ufunc, 'tf.vjp(np.sin', "write `def f(x): return np.sin(x)` and pass f"),
+    (make_pullback, 'return pb', 'return pb(cotangent) instead'),
+    (uses_a_returned_pullback, 'return pb', 'return pb(cotangent) instead'),
+    (uses_returned_vjp, 'return tf.vjp', '`out, pullback = vjp(f, x, ...)`'),
+])
+def test_vjp_forms_that_cannot_be_compiled_are_refused_where_written(f, where, text):
+    fn = make_pullback if f is uses_a_returned_pullback else \
+        returns_vjp if f is uses_returned_vjp else f
+    line = line_of(fn, where)
+    with pytest.raises(UnsupportedError) as error:
+        tf.grad(f)(0.7)
+    assert f'test_python_constructs.py:{line}:' in str(error.value)
+    assert text in str(error.value)

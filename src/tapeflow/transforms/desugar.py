@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+import types
 
 import gast
 import numpy as np
@@ -214,6 +215,10 @@ class _PullbackCalls:
 
     def rewrite(self, fdef):
         fdef.body = self.block(fdef.body)
+        for n in gast.walk(fdef):
+            fn = getanno(n.func, Key.RESOLVED) if isinstance(n, gast.Call) else None
+            if getattr(fn, '__tapeflow_fold_pullback__', None) is not None:
+                raise self._form_error(n, fn)       # returned, passed on, nested: not folded
         if self.pullbacks:
             for n in gast.walk(fdef):
                 if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
@@ -222,7 +227,15 @@ class _PullbackCalls:
             for n in gast.walk(fdef):
                 if isinstance(n, gast.Name) and n.id in self.pullbacks:
                     raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
-                                               f'called in compiled code')
+                                               f'called where vjp() is, in compiled code (not '
+                                               f'returned, stored or passed on); return '
+                                               f'{n.id}(cotangent) instead, or call vjp() '
+                                               f'where the pullback is used')
+
+    def _form_error(self, node, fn):
+        return self.source.error(node, f'{fn.__name__}() in compiled code is written '
+                                       f'`out, pullback = {fn.__name__}(f, x, ...)`, with f '
+                                       f'known when compiling, and the pullback called there')
 
     def block(self, stmts):
         out = []
@@ -244,10 +257,15 @@ class _PullbackCalls:
         if not (isinstance(target, gast.Tuple) and len(target.elts) == 2
                 and all(isinstance(e, gast.Name) for e in target.elts)) \
                 or not call.args or call.keywords or not hasanno(call.args[0], Key.RESOLVED):
-            raise self.source.error(stmt, f'{fn.__name__}() in compiled code is written '
-                                          f'`out, pullback = {fn.__name__}(f, x, ...)`, with f '
-                                          f'known when compiling')
+            raise self._form_error(stmt, fn)
         f = getanno(call.args[0], Key.RESOLVED)
+        if not isinstance(f, types.FunctionType):
+            from tapeflow.syntax.unparse import unparse
+            name = unparse(gast.Expr(value=call.args[0])).strip()
+            raise self.source.error(call.args[0], f'{fn.__name__}() in compiled code takes a '
+                                                  f'function written with def, not {name}; '
+                                                  f'write `def f(x): return {name}(x)` and '
+                                                  f'pass f')
         primals = call.args[1:]
         caller = make_caller(f, len(primals))
         caller_name = self.namer.new(caller.__name__)
