@@ -413,3 +413,65 @@ def test_vjp_forms_that_cannot_be_compiled_are_refused_where_written(f, where, t
         tf.grad(f)(0.7)
     assert f'test_python_constructs.py:{line}:' in str(error.value)
     assert text in str(error.value)
+
+
+# ------------------------------------------------------------------ pass-through decorators
+
+def passes_on(f):
+    @functools.wraps(f)
+    def w(*args, **kw):
+        return f(*args, **kw)
+    return w
+
+
+def passes_on_without_wraps(f):
+    def w(*args, **kw):
+        return f(*args, **kw)
+    return w
+
+
+def scales(f):
+    def w(*args, **kw):
+        return 2.0 * f(*args, **kw)
+    return w
+
+
+@passes_on
+def decorated(x, y=2.0):
+    return np.sin(x) * x * y
+
+
+@passes_on_without_wraps
+def decorated_without_wraps(x):
+    return np.sin(x) * x
+
+
+@scales
+def decorated_scaled(x):
+    return np.sin(x) * x
+
+
+def calls_decorated(x):
+    return decorated(x) + decorated_without_wraps(x * x)
+
+
+@pytest.mark.parametrize('f', [decorated, decorated_without_wraps, calls_decorated])
+def test_pass_through_decorators(f):
+    args = (0.7, 2.0) if f is decorated else (0.7,)    # (jvp takes every primal)
+    gradient = check(f, *args)
+    assert np.isfinite(gradient)
+    assert np.isclose(tf.grad(tf.grad(f))(0.7),
+                      (tf.grad(f)(0.7 + 1e-6) - tf.grad(f)(0.7 - 1e-6)) / 2e-6, rtol=1e-5)
+
+
+def test_decorated_closed_form():
+    x = 0.7
+    assert np.isclose(tf.grad(decorated)(x), 2.0 * (np.sin(x) + x * np.cos(x)))
+    assert np.isclose(tf.grad(decorated_without_wraps)(x), np.sin(x) + x * np.cos(x))
+
+
+def test_a_wrapper_that_does_more_than_pass_on_is_read_as_written():
+    with pytest.raises(UnsupportedError) as error:
+        tf.grad(decorated_scaled)(0.7)
+    assert f'test_python_constructs.py:{line_of(scales, "def w(*args")}:' in str(error.value)
+    assert 'star-arguments' in str(error.value)

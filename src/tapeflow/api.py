@@ -97,10 +97,16 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
         result = '(_out[1], _out[0][1])'
     seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
     name = f'{kind}_{python_fn.__name__}'
-    text = (f'def {name}({params}):\n'
+    # the user's defaults stay defaults (grad(grad(f)) called without them)
+    defaults = python_fn.__defaults__ or ()
+    first = len(compiled.params) - len(defaults)
+    signature = ', '.join(p if i < first else f'{p}=_default{i - first}'
+                          for i, p in enumerate(compiled.params))
+    text = (f'def {name}({signature}):\n'
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
-    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn)
+    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn,
+                                           {f'_default{k}': v for k, v in enumerate(defaults)})
     return caller
 
 
