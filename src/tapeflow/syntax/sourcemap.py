@@ -23,7 +23,12 @@ _MAPS: dict = {}
 _CLASSES: dict = {}
 _LOCK = threading.Lock()
 
-__all__ = ['register', 'located', 'reraise']
+__all__ = ['register', 'located', 'reraise', 'UserCodeError']
+
+
+class UserCodeError(TapeflowError):
+    """Base of the errors `located` makes: the user's code raised (its `__cause__`),
+    not tapeflow; each is also of the original error's kind."""
 
 
 def register(generated_filename: str, user_filename: str, lines: dict) -> None:
@@ -61,7 +66,7 @@ def located(error: BaseException):
         except Exception:
             new = None
     if new is None:
-        new = TapeflowError(message)
+        new = UserCodeError(message)
     new.message, new.filename, new.lineno, new.col = message, filename, line, col + 1
     return new
 
@@ -78,7 +83,7 @@ def _located_class(cls):
     with _LOCK:
         if cls not in _CLASSES:
             try:
-                _CLASSES[cls] = type(cls.__name__, (cls, TapeflowError),
+                _CLASSES[cls] = type(cls.__name__, (cls, UserCodeError),
                                      {'__str__': lambda self: self.message,
                                       '__module__': 'tapeflow.errors',
                                       '__qualname__': cls.__qualname__})
