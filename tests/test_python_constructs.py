@@ -475,3 +475,27 @@ def test_a_wrapper_that_does_more_than_pass_on_is_read_as_written():
         tf.grad(decorated_scaled)(0.7)
     assert f'test_python_constructs.py:{line_of(scales, "def w(*args")}:' in str(error.value)
     assert 'star-arguments' in str(error.value)
+
+
+# ------------------------------------------------------------------ nested Jacobians
+
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+
+
+def reads_globals(x):
+    return np.sum(WEIGHTS * x ** 3) * SCALE[0]
+
+
+def test_hessian_of_a_function_reading_globals():
+    x = np.array([0.1, 0.2, 0.3])
+    assert np.allclose(tf.hessian(reads_globals)(x), np.diag(6 * WEIGHTS * x * SCALE[0]))
+
+
+@pytest.mark.parametrize('outer, inner', [(tf.jacfwd, tf.jacrev), (tf.jacrev, tf.jacfwd),
+                                          (tf.jacfwd, tf.jacfwd)])
+def test_a_jacobian_of_a_jacobian_is_refused_at_the_users_def(outer, inner):
+    with pytest.raises(UnsupportedError) as error:
+        outer(inner(reads_globals))(np.array([0.1, 0.2, 0.3]))
+    assert str(error.value).startswith(
+        f'{__file__}:{reads_globals.__code__.co_firstlineno}:1: reads_globals: its Jacobian')
+    assert 'jvp(grad(f)' in str(error.value)
