@@ -20,6 +20,7 @@ from tapeflow.rules.batching import is_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
 from tapeflow.syntax.errors import UnsupportedError
+from tapeflow.syntax import sourcemap
 from tapeflow.runtime import support
 from tapeflow.runtime.support import is_zero
 from tapeflow.transforms import pipeline
@@ -96,10 +97,16 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
         result = '(_out[1], _out[0][1])'
     seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
     name = f'{kind}_{python_fn.__name__}'
-    text = (f'def {name}({params}):\n'
+    # the user's defaults stay defaults (grad(grad(f)) called without them)
+    defaults = python_fn.__defaults__ or ()
+    first = len(compiled.params) - len(defaults)
+    signature = ', '.join(p if i < first else f'{p}=_default{i - first}'
+                          for i, p in enumerate(compiled.params))
+    text = (f'def {name}({signature}):\n'
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
-    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn)
+    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn,
+                                           {f'_default{k}': v for k, v in enumerate(defaults)})
     return caller
 
 
@@ -254,6 +261,20 @@ def _like(g, arg):
     return dense(g)
 
 
+def _check_not_structured(fn, args, kind):
+    """A seed of 1.0 given to a tuple, list or dict output fails inside generated code;
+    say what JAX says instead, at the user's def (runs `fn` again: an error path only)."""
+    try:
+        out = fn(*args)
+    except Exception:
+        return
+    if isinstance(out, (tuple, list, dict)):
+        code = fn.__code__
+        raise TypeError(f'{code.co_filename}:{code.co_firstlineno}:1: {kind} requires a scalar '
+                        f'output, but {fn.__name__}() returned a {type(out).__name__}; to '
+                        f'return more, use has_aux=True (output, aux) or vjp') from None
+
+
 def _check_scalar(value, fname):
     if np.ndim(value) != 0:
         raise TypeError(f'Gradient only defined for scalar-output functions. Output of {fname}() '
@@ -334,7 +355,12 @@ def _differentiated(f, argnums, has_aux, kind):
             entry = prepare(args, key)
         for i in entry[2]:
             _check_differentiable(args[i], i, fname)
-        value, grads = entry[0].combined(*args, seed)
+        try:
+            value, grads = entry[0].combined(*args, seed)
+        except Exception as error:
+            if not has_aux and isinstance(error, (TypeError, IndexError, KeyError)):
+                _check_not_structured(python_fn, args, kind)
+            sourcemap.reraise(error)
         if value.__class__ is float and grads.__class__ is float and single and not has_aux \
                 and args[argnums].__class__ is float:
             return (value, grads) if with_value else grads      # the scalar fast path
@@ -380,7 +406,10 @@ def vjp(f, *primals):
     tapes = backward_tapes(compiled, primals, tape)
 
     def vjp_fn(cotangent):
-        grads = compiled.backward(tapes(), cotangent)
+        try:
+            grads = compiled.backward(tapes(), cotangent)
+        except Exception as error:
+            sourcemap.reraise(error)
         if len(wrt) == 1:
             grads = (grads,)
         result = [None] * len(primals)
@@ -395,7 +424,10 @@ def vjp(f, *primals):
 def forward_value(compiled, tape, values):
     """`compiled`'s forward sweep on `values`, its value kept apart from memory the reverse
     sweep will restore in place (a callee's forward hands its caller the objects themselves)."""
-    out = compiled.forward(tape, *values)
+    try:
+        out = compiled.forward(tape, *values)
+    except Exception as error:
+        sourcemap.reraise(error)
     return support.snapshot(out) if compiled.in_place else out
 
 
@@ -430,7 +462,10 @@ def jvp(f, primals, tangents):
         _check_tangent(primals[i], tangents[i], f'argument {i}')
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
-    value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+    try:
+        value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+    except Exception as error:
+        sourcemap.reraise(error)
     value = dense(value)               # a gradient read as a function may be a list's `Items`
     return value, _tangent_like(tangent, value)
 
@@ -522,7 +557,10 @@ def jacfwd(f, argnums=0):
         compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), batched=True,
                                    kinds=argument_kinds(args))
-        value, tangent = compiled.combined(*args, _basis_batch(x))
+        try:
+            value, tangent = compiled.combined(*args, _basis_batch(x))
+        except Exception as error:
+            sourcemap.reraise(error)
         return _jacobian_from_batch(tangent, value, x)
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacfwd')
     jacobian_f.__tapeflow_jacobian__ = (f, argnums)
@@ -576,7 +614,10 @@ def jacrev(f, argnums=0):
             _, pullback = vjp(f, *args)
             rows = [np.asarray(pullback(ct)[argnums]) for ct in _basis_batch(out)]
             return np.stack(rows).reshape(np.shape(out) + np.shape(x))
-        _, tangents = compiled.combined(*inputs, _basis_batch(out))
+        try:
+            _, tangents = compiled.combined(*inputs, _basis_batch(out))
+        except Exception as error:
+            sourcemap.reraise(error)
         rows = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
         size = int(np.size(out))
         if not is_batched(rows, x):

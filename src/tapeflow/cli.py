@@ -179,9 +179,12 @@ def _check(args):
                              f'dicts of them (write 2.0, not 2)')
     try:
         value, grads = tapeflow.value_and_grad(fn, argnums)(*values)
-    except (tapeflow.TapeflowError, UsageError, tapeflow.MissingRule):
-        raise
     except Exception as e:                           # noqa: BLE001  (the user's code raised)
+        from tapeflow.syntax.sourcemap import UserCodeError
+        if isinstance(e, UserCodeError) and e.__cause__ is not None:
+            e = e.__cause__                          # told at the user's line: as raised
+        elif isinstance(e, (tapeflow.TapeflowError, UsageError, tapeflow.MissingRule)):
+            raise
         raise CheckFailed(_located(e, fn, positions)) from None
     if isinstance(argnums, int):
         grads = (grads,)

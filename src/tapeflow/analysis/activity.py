@@ -13,6 +13,7 @@ from __future__ import annotations
 
 
 import gast
+import numpy as np
 
 from tapeflow.rules import registry
 from tapeflow.syntax.anno import Key, getanno
@@ -35,6 +36,8 @@ def differentiable_operands(value) -> set:
     if isinstance(value, (gast.Compare, gast.BoolOp, gast.Constant, gast.JoinedStr)):
         return set()
     if isinstance(value, gast.Subscript):
+        if type(getanno(value.value, Key.RESOLVED)) in _VALUE_MAKERS:
+            return _names(value.slice)      # np.mgrid[0:x:5j]: made from its bounds
         return _names(value.value)
     if isinstance(value, gast.Attribute):
         fn = getanno(value, Key.RESOLVED)
@@ -52,6 +55,9 @@ def differentiable_operands(value) -> set:
         return _call_operands(value)
     return set().union(*(_names(n) for n in gast.iter_child_nodes(value))) if list(gast.iter_child_nodes(value)) else set()
 
+
+# Objects whose subscript computes values from the index (`operations._makes_values`).
+_VALUE_MAKERS = (type(np.mgrid), type(np.ogrid))
 
 NONDIFF_ATTRIBUTES = {'shape', 'ndim', 'size', 'dtype', 'itemsize', 'nbytes', 'strides'}
 

@@ -218,6 +218,13 @@ def _hypot_jvp(t, ans, args, i): return t * _hypot_part(args[i], ans)
 
 
 def _choice_vjp(g, ans, args, i):
+    if len(args) == 1 and isinstance(args[0], np.ndarray):
+        # max(x) of an array chooses a row (Python's max over the first axis)
+        out = np.zeros(args[0].shape, np.result_type(args[0], float))
+        for k in range(len(args[0])):
+            if _chosen(args, ans, k):
+                out[k] = g
+        return out
     if len(args) == 1:
         return [g if _chosen(args, ans, k) else 0.0 for k in range(len(args[0]))]
     return g if _chosen(args, ans, i) else 0.0 * g

@@ -85,7 +85,8 @@ _PASS_THROUGH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # code 
 
 
 def pass_through_target(fn):
-    """`fn.__wrapped__` when `fn` only passes its arguments on to it, else None.
+    """`fn.__wrapped__` (or, without `functools.wraps`, the Python function it calls)
+    when `fn` only passes its arguments on to it, else None.
 
     A pass-through is exactly
 
@@ -99,7 +100,8 @@ def pass_through_target(fn):
     is differentiated as written.
     """
     wrapped = getattr(fn, '__wrapped__', None)
-    if wrapped is None or not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, types.FunctionType) or \
+            (wrapped is None and not fn.__code__.co_flags & inspect.CO_VARARGS):
         return None
     code = fn.__code__
     try:
@@ -108,7 +110,10 @@ def pass_through_target(fn):
         name = _PASS_THROUGH[code] = _pass_through_name(fn)
     if name is None:
         return None
-    return wrapped if bindings_of(fn).lookup(name) is wrapped else None
+    target = bindings_of(fn).lookup(name)
+    if wrapped is None:         # written without functools.wraps: the function it calls
+        return target if isinstance(target, types.FunctionType) and target is not fn else None
+    return wrapped if target is wrapped else None
 
 
 def _pass_through_name(fn):

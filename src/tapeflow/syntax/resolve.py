@@ -123,3 +123,9 @@ def resolve(node: gast.FunctionDef, fn=None, bindings: Bindings | None = None) -
     for stmt in node.body:
         resolver.visit(stmt)
     return bindings
+
+
+def resolve_expression(expr, local: set, bindings: Bindings) -> None:
+    """Annotate the free names of `expr`, written where the names in `local` are locals
+    (a default of a nested def, moved to where the def stands)."""
+    _Resolver(set(local), bindings).visit(expr)

@@ -110,3 +110,13 @@ def _origins_of(stmt, origins):
         origins.append(None)                        # `else:`
         for child in orelse:
             _origins_of(child, origins)
+
+
+def line_origins(plain, tree, first_line=1) -> dict:
+    """{line of `plain` (counted from `first_line`): the user's (line, column)} for the
+    statements of `tree` that have a location; empty where the layout is not followed."""
+    origins = []
+    _origins_of(tree, origins)
+    if len(origins) != len(plain.rstrip('\n').split('\n')):
+        return {}
+    return {first_line + i: tuple(o) for i, o in enumerate(origins) if o is not None}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+import types
 
 import gast
 import numpy as np
@@ -29,7 +30,7 @@ from tapeflow.syntax.naming import Namer
 def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> gast.FunctionDef:
     if source is not None:
-        _lift_nested_defs(node, source, fn)
+        _lift_nested_defs(node, source, fn, namer, bindings)
         _LowerNamedOps(source).visit(node)
     if bindings is not None:
         _FoldTransforms(namer, bindings, source).visit(node)
@@ -43,42 +44,101 @@ def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
 
 # ------------------------------------------------------------------ nested defs
 
-def _lift_nested_defs(node, source, fn):
+def _lift_nested_defs(node, source, fn, namer=None, bindings=None):
     """A nested def gets the enclosing locals it reads as extra parameters.
 
     `def inner(v): return v * k` inside `f` (with `k` a local of `f`) becomes
     `def inner(v, k)`, and each call `inner(x)` becomes `inner(x, k)`. Calls
     are then ordinary calls of a user function: `inner` is compiled on its own
     (from this node, located in the user's file).
+
+    Defaults are values the def statement computes where it stands (`def
+    inner(v, k=k)` in a loop keeps each trip's `k`): each becomes a name
+    assigned just before the def (`_inner_k = k`), and a call that leaves the
+    parameter out passes that name. Calls pass every argument by position.
     """
-    from tapeflow.syntax.resolve import local_names
+    from tapeflow.syntax.resolve import local_names, resolve_expression
     from tapeflow.syntax.unparse import load_module, unparse
     outer_locals = local_names(node)
     lifted = {}
     for stmt in list(gast.walk(node)):
-        children = getattr(stmt, 'body', None)
-        for child in (children if isinstance(children, list) else []) + \
-                (stmt.orelse if isinstance(getattr(stmt, 'orelse', None), list) else []):
-            if isinstance(child, gast.FunctionDef) and child is not node:
-                inner_locals = local_names(child)
-                free = sorted({n.id for n in gast.walk(child) if isinstance(n, gast.Name)
-                               and isinstance(n.ctx, gast.Load)} - inner_locals & outer_locals)
-                for name in free:
-                    param = nodes.name(name)
-                    param.ctx = gast.Param()
-                    child.args.args.append(param)
-                namespace = dict(fn.__globals__)
-                load_module(unparse(child), namespace, child.name)
-                inner_fn = namespace[child.name]
-                inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
-                lifted[child.name] = (inner_fn, free)
+        for field in ('body', 'orelse'):
+            block = getattr(stmt, field, None)
+            if not isinstance(block, list):
+                continue
+            for child in list(block):
+                if isinstance(child, gast.FunctionDef) and child is not node:
+                    hoisted = _hoist_defaults(child, namer, outer_locals, bindings)
+                    at = block.index(child)
+                    block[at:at] = nodes.located(hoisted, child)
+                    lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted)
     if not lifted:
         return
     for call in gast.walk(node):
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and call.func.id in lifted:
-            inner_fn, free = lifted[call.func.id]
-            call.args.extend(nodes.name(n) for n in free)
+            inner_fn, params, defaults, free = lifted[call.func.id]
+            call.args = _positional_arguments(call, call.func.id, params, defaults, source) + \
+                [nodes.name(n) for n in free]
+            call.keywords = []
             setanno(call.func, Key.RESOLVED, inner_fn)
+
+
+def _hoist_defaults(child, namer, outer_locals, bindings):
+    """`_inner_p = <default of p>` for each default of `child`, which keeps none."""
+    from tapeflow.syntax.resolve import resolve_expression
+    defaults = child.args.defaults
+    if not defaults:
+        return []
+    if namer is None:
+        raise TypeError('nested defs with defaults need a namer')
+    params = child.args.args[len(child.args.args) - len(defaults):]
+    hoisted = []
+    for param, default in zip(params, defaults):
+        if bindings is not None:
+            resolve_expression(default, outer_locals, bindings)
+        hoisted.append(nodes.assign(namer.new(f'_{child.name}_{param.id}'), default))
+    child.args.defaults = []
+    return hoisted
+
+
+def _lift(child, source, fn, outer_locals, hoisted):
+    from tapeflow.syntax.resolve import local_names
+    from tapeflow.syntax.unparse import load_module, unparse
+    params = [a.id for a in child.args.args]
+    defaults = {p: h.targets[0].id for p, h in zip(params[len(params) - len(hoisted):], hoisted)}
+    inner_locals = local_names(child)
+    free = sorted({n.id for n in gast.walk(child) if isinstance(n, gast.Name)
+                   and isinstance(n.ctx, gast.Load)} - inner_locals & outer_locals)
+    for name in free:
+        param = nodes.name(name)
+        param.ctx = gast.Param()
+        child.args.args.append(param)
+    namespace = dict(fn.__globals__)
+    load_module(unparse(child), namespace, child.name)
+    inner_fn = namespace[child.name]
+    inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
+    return inner_fn, params, defaults, free
+
+
+def _positional_arguments(call, name, params, defaults, source):
+    """The arguments of a call of a lifted def, one per parameter, in order."""
+    if any(isinstance(a, gast.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
+        raise source.error(call, f'a call of the nested function {name}() with *args or **kwargs '
+                                 'is not supported; pass its arguments one by one')
+    if len(call.args) > len(params):
+        raise source.error(call, f'{name}() takes {len(params)} arguments, '
+                                 f'{len(call.args)} are given')
+    given = dict(zip(params, call.args))
+    for keyword in call.keywords:
+        if keyword.arg not in params or keyword.arg in given:
+            raise source.error(call, f'{name}() got an unexpected or repeated keyword '
+                                     f'argument {keyword.arg!r}')
+        given[keyword.arg] = keyword.value
+    missing = [p for p in params if p not in given and p not in defaults]
+    if missing:
+        raise source.error(call, f'{name}() is missing the argument {missing[0]!r}')
+    return [given[p] if p in given else nodes.name(defaults[p]) for p in params]
 
 
 # ------------------------------------------------------------------ tf.multiply & co
@@ -155,6 +215,10 @@ class _PullbackCalls:
 
     def rewrite(self, fdef):
         fdef.body = self.block(fdef.body)
+        for n in gast.walk(fdef):
+            fn = getanno(n.func, Key.RESOLVED) if isinstance(n, gast.Call) else None
+            if getattr(fn, '__tapeflow_fold_pullback__', None) is not None:
+                raise self._form_error(n, fn)       # returned, passed on, nested: not folded
         if self.pullbacks:
             for n in gast.walk(fdef):
                 if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
@@ -163,7 +227,15 @@ class _PullbackCalls:
             for n in gast.walk(fdef):
                 if isinstance(n, gast.Name) and n.id in self.pullbacks:
                     raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
-                                               f'called in compiled code')
+                                               f'called where vjp() is, in compiled code (not '
+                                               f'returned, stored or passed on); return '
+                                               f'{n.id}(cotangent) instead, or call vjp() '
+                                               f'where the pullback is used')
+
+    def _form_error(self, node, fn):
+        return self.source.error(node, f'{fn.__name__}() in compiled code is written '
+                                       f'`out, pullback = {fn.__name__}(f, x, ...)`, with f '
+                                       f'known when compiling, and the pullback called there')
 
     def block(self, stmts):
         out = []
@@ -185,10 +257,15 @@ class _PullbackCalls:
         if not (isinstance(target, gast.Tuple) and len(target.elts) == 2
                 and all(isinstance(e, gast.Name) for e in target.elts)) \
                 or not call.args or call.keywords or not hasanno(call.args[0], Key.RESOLVED):
-            raise self.source.error(stmt, f'{fn.__name__}() in compiled code is written '
-                                          f'`out, pullback = {fn.__name__}(f, x, ...)`, with f '
-                                          f'known when compiling')
+            raise self._form_error(stmt, fn)
         f = getanno(call.args[0], Key.RESOLVED)
+        if not isinstance(f, types.FunctionType):
+            from tapeflow.syntax.unparse import unparse
+            name = unparse(gast.Expr(value=call.args[0])).strip()
+            raise self.source.error(call.args[0], f'{fn.__name__}() in compiled code takes a '
+                                                  f'function written with def, not {name}; '
+                                                  f'write `def f(x): return {name}(x)` and '
+                                                  f'pass f')
         primals = call.args[1:]
         caller = make_caller(f, len(primals))
         caller_name = self.namer.new(caller.__name__)
@@ -261,11 +338,52 @@ class _LowerNamedOps(gast.NodeTransformer):
                 raise self.source.error(kw.value, f'{fn.__name__}(..., {kw.arg}=...) is not '
                                                   f'supported in compiled code')
             keywords.append(gast.keyword(arg=renames[kw.arg], value=kw.value))
-        np_ref = nodes.name('np')
-        setanno(np_ref, Key.RESOLVED, np)
-        func = nodes.attribute(np_ref, numpy_fn.__name__)
-        setanno(func, Key.RESOLVED, numpy_fn)
-        return nodes.copy_location(gast.Call(func=func, args=node.args, keywords=keywords), node)
+        return nodes.copy_location(gast.Call(func=_numpy(numpy_fn), args=node.args,
+                                             keywords=keywords), node)
+
+    def visit_Subscript(self, node):
+        """`np.r_[a, b]` and `np.c_[a, b]` are concatenations: written as the calls
+        they amount to, they are differentiated like any call (read as an index,
+        they were constants: a zero gradient)."""
+        self.generic_visit(node)
+        maker = getanno(node.value, Key.RESOLVED)
+        if maker is not np.r_ and maker is not np.c_:
+            return node
+        which = 'np.r_' if maker is np.r_ else 'np.c_'
+        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        for item in items:
+            if isinstance(item, gast.Slice) or (isinstance(item, gast.Constant) and
+                                                 isinstance(item.value, str)):
+                raise self.source.error(item, f'{which}[...] with a slice or a string directive '
+                                              f'is not supported; write np.concatenate, np.arange '
+                                              f'or np.linspace')
+            if isinstance(item, gast.Starred):
+                raise self.source.error(item, f'{which}[*...] is not supported; write '
+                                              f'np.concatenate')
+        if maker is np.r_:
+            # r_: every item at least 1-d, joined along the first axis
+            parts = [nodes.call(_numpy(np.atleast_1d), item) for item in items]
+            axis = 0
+        else:
+            # c_: a 1-d item is a column, a scalar a 1x1 array, other items stay;
+            # transpose(atleast_2d(transpose(a))) is exactly that; joined along the last axis
+            parts = [nodes.call(_numpy(np.transpose),
+                                nodes.call(_numpy(np.atleast_2d),
+                                           nodes.call(_numpy(np.transpose), item)))
+                     for item in items]
+            axis = -1
+        joined = nodes.call(_numpy(np.concatenate), nodes.list_(*parts),
+                            keywords=[('axis', nodes.const(axis))])
+        return nodes.copy_location(joined, node)
+
+
+def _numpy(fn):
+    """`np.<fn>`, resolved."""
+    np_ref = nodes.name('np')
+    setanno(np_ref, Key.RESOLVED, np)
+    func = nodes.attribute(np_ref, fn.__name__)
+    setanno(func, Key.RESOLVED, fn)
+    return func
 
 
 # ------------------------------------------------------------------ x += y
@@ -329,27 +447,25 @@ class _Loops(_Rewriter):
         if _resolved(iterable, builtins.enumerate) and not iterable.keywords and \
                 isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2:
             counter, item = node.target.elts
-            seq = self._sequence(iterable.args[0], prologue, node)
+            seq, length = self._sequence(iterable.args[0], prologue, node)
             start = iterable.args[1] if len(iterable.args) > 1 else None
             index = counter if start is None and isinstance(counter, gast.Name) else \
                 nodes.name(self.namer.new('_i'), store=True)
             if index is not counter:
                 heads.append(nodes.assign(counter, nodes.binop(index.id, gast.Add(), start or 0)))
-            heads.append(nodes.assign(item, nodes.subscript(seq, index.id)))
-            length = nodes.call(_builtin('len'), seq)
+            heads.append(nodes.assign(item, seq(index.id)))
         elif _resolved(iterable, builtins.zip) and not iterable.keywords and \
                 isinstance(node.target, gast.Tuple) and len(node.target.elts) == len(iterable.args):
             seqs = [self._sequence(a, prologue, node) for a in iterable.args]
             index = nodes.name(self.namer.new('_i'), store=True)
-            for target, seq in zip(node.target.elts, seqs):
-                heads.append(nodes.assign(target, nodes.subscript(seq, index.id)))
-            lengths = [nodes.call(_builtin('len'), s) for s in seqs]
+            for target, (seq, _) in zip(node.target.elts, seqs):
+                heads.append(nodes.assign(target, seq(index.id)))
+            lengths = [length for _, length in seqs]
             length = lengths[0] if len(lengths) == 1 else nodes.call(_builtin('min'), *lengths)
         else:
-            seq = self._sequence(iterable, prologue, node)
+            seq, length = self._sequence(iterable, prologue, node)
             index = nodes.name(self.namer.new('_i'), store=True)
-            heads.append(nodes.assign(node.target, nodes.subscript(seq, index.id)))
-            length = nodes.call(_builtin('len'), seq)
+            heads.append(nodes.assign(node.target, seq(index.id)))
         loop = nodes.for_(index, nodes.call(_builtin('range'), length), heads + node.body)
         nodes.located(heads, node)
         nodes.located(prologue, node)
@@ -357,6 +473,20 @@ class _Loops(_Rewriter):
         return prologue + [loop]
 
     def _sequence(self, expr, prologue, node):
+        """(item, length): `item(i)` reads the i-th element `expr` iterates, `length`
+        counts them. `reversed(xs)` reads `xs[n - 1 - i]` with `n = len(xs)` taken once,
+        as its iterator does (it has no len() of its own)."""
+        if _resolved(expr, builtins.reversed) and len(expr.args) == 1 and not expr.keywords:
+            seq = self._named(expr.args[0], prologue)
+            count = self.namer.new('_n')
+            prologue.append(nodes.assign(count, nodes.call(_builtin('len'), seq)))
+            return (lambda i: nodes.subscript(
+                seq, nodes.binop(nodes.binop(count, gast.Sub(), 1), gast.Sub(), i))), \
+                nodes.name(count)
+        seq = self._named(expr, prologue)
+        return (lambda i: nodes.subscript(seq, i)), nodes.call(_builtin('len'), seq)
+
+    def _named(self, expr, prologue):
         if isinstance(expr, gast.Name):
             return expr.id
         seq = self.namer.new('_seq')

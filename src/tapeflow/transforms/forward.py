@@ -24,12 +24,15 @@ Guarantees: the function returns `(value, tangent of the value)`.
 """
 from __future__ import annotations
 
+import types
+
 import gast
 
 from tapeflow.rules import batching
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames
+from tapeflow.syntax.parse import pass_through_target
 from tapeflow.transforms import tape_ops
 from tapeflow.transforms.tape_ops import tape_ops as _tape_ops
 from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
@@ -170,7 +173,10 @@ class _Forward(Sweep):
         if op.kind == 'pack':
             if not any(self.is_active(e) for e in op.args):
                 return []
-            tangents = [self.tangent(e) for e in op.args]
+            # an inactive item's tangent is dense zeros of its kind: a rule given the
+            # whole list (concatenate, stack) cannot take the symbolic zero in it
+            tangents = [self.tangent(e) if self.is_active(e) or not isinstance(e, gast.Name)
+                        else nodes.call('zero_tangent', e) for e in op.args]
             if isinstance(value, gast.Dict):
                 return [gast.Dict(keys=[nodes.const(k) for k, _ in op.keywords], values=tangents)]
             make = nodes.tuple_ if isinstance(value, gast.Tuple) else nodes.list_
@@ -238,7 +244,9 @@ class _Forward(Sweep):
                 mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1))))]
 
     def _all_arguments(self, fn, call, stmt):
-        """The call's arguments by position, keywords placed and defaults filled in."""
+        """The call's arguments by position, keywords placed and defaults filled in
+        (the signature of the function a pass-through wrapper stands for)."""
+        fn = _signature_function(fn)
         code = fn.__code__
         names = code.co_varnames[:code.co_argcount]
         defaults = fn.__defaults__ or ()
@@ -331,3 +339,16 @@ def _sum(terms, structural=False):
 
 def _calls(value, name) -> bool:
     return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.func.id == name
+
+
+def _signature_function(fn):
+    """The function whose parameters a call of `fn` fills: `fn`, or what a
+    `tf.function` or a pass-through decorator (`syntax.parse.pass_through_target`) wraps."""
+    seen = set()
+    while id(fn) not in seen:
+        seen.add(id(fn))
+        inner = getattr(fn, '__tapeflow_python__', None) or pass_through_target(fn)
+        if not isinstance(inner, types.FunctionType):
+            break
+        fn = inner
+    return fn

@@ -16,6 +16,7 @@ import operator
 import types
 
 import gast
+import numpy as np
 
 from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
 from tapeflow.rules import registry
@@ -72,6 +73,13 @@ def operation_of(value, error) -> Operation:
         return Operation('pack', args=list(value.elts))
     if isinstance(value, gast.Dict) and all(isinstance(k, gast.Constant) for k in value.keys):
         return Operation('pack', args=list(value.values), keywords=[(k.value, None) for k in value.keys])
+    if isinstance(value, gast.Subscript) and _makes_values(getanno(value.value, Key.RESOLVED)):
+        # np.mgrid[a:b:nj] computes from its bounds: not an index, and no rule
+        maker = getanno(value.value, Key.RESOLVED)
+        bounds = sorted({n.id for n in gast.walk(value.slice) if isinstance(n, gast.Name)})
+        return Operation('primitive', maker, [nodes.name(n) for n in bounds],
+                         label=f'np.{_MAKERS[type(maker)]}[...] with bounds that carry derivatives; '
+                               'write np.linspace')
     if isinstance(value, gast.Subscript):
         return Operation('primitive', operator.getitem, [value.value, index_value(value.slice)],
                          label='subscript', static=frozenset({1}))
@@ -105,6 +113,15 @@ def _call(call, error) -> Operation:
     if user_function(call) is not None:
         return Operation('user', fn, list(call.args), keywords, fn.__name__)
     return Operation('primitive', fn, list(call.args), keywords, callable_name(fn))
+
+
+_MAKERS = {type(np.mgrid): 'mgrid', type(np.ogrid): 'ogrid'}
+
+
+def _makes_values(obj) -> bool:
+    """`obj[...]` computes an array from the numbers in its index (np.r_ and np.c_
+    are lowered to concatenations by `desugar`)."""
+    return type(obj) in _MAKERS
 
 
 def user_function(call):

@@ -21,10 +21,10 @@ import gast
 
 from tapeflow.analysis import activity, aliasing, shapes as shape_analysis
 from tapeflow.analysis.liveness import Liveness
-from tapeflow.syntax import fence, nodes, parse, resolve
+from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
-from tapeflow.syntax.unparse import annotate, load_module, unparse
+from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse
 from tapeflow.transforms import (anf, callees, desugar, forward, mutation, optimize, reverse,
                                  tape_ops)
 from tapeflow.transforms.inline import RuleEmitter
@@ -199,6 +199,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     module_text = split_text + '\n\n' + text
     record('codegen', combined)
     load_module(module_text, namespace, name, display='\n\n'.join(r[0] for r in rendered))
+    _register_lines(namespace, filename, plain, (fwd_fn, bwd_fn, combined))
     compiled.source = text
     compiled.module_source = module_text
     compiled.split_source = split_text
@@ -210,6 +211,15 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         generated.__tapeflow_order__ = order
     compiled.passes = passes
     return compiled
+
+
+def _register_lines(namespace, filename, texts, trees):
+    """Errors in the module just loaded (`texts` joined by blank lines) speak of the user's lines."""
+    lines, first = {}, 1
+    for text, tree in zip(texts, trees):
+        lines.update(line_origins(text, tree, first))
+        first += text.count('\n') + 2
+    sourcemap.register(namespace['__tapeflow_filename__'], filename, lines)
 
 
 @dataclasses.dataclass
@@ -344,6 +354,7 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
     front.record('forward', fdef)
     load_module(text, front.namespace, fn.__name__ + ' jvp',
                 display=annotate(text, fdef, front.source.filename)[0])
+    _register_lines(front.namespace, front.source.filename, [text], [fdef])
     compiled.trees = {'jvp': fdef}
     compiled.source = compiled.module_source = compiled.split_source = text
     compiled.combined = front.namespace[f'{fn.__name__}_jvp']

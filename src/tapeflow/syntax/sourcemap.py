@@ -1,0 +1,92 @@
+"""Errors raised while generated code runs, told at the user's `file:line:col`.
+
+`pipeline` registers, for each generated module (its `<tapeflow ...>` file
+name), the user's location behind each generated line (`register`). When a
+call of generated code fails, `located` makes the error speak of the user's
+line: the innermost generated frame of the traceback that has a location
+names it. The error keeps its kind (a `ValueError` stays one, so `except
+ValueError` still catches it) and is also a `TapeflowError`; its message
+starts with `file:line:col:`. Errors tapeflow raised itself are located
+already and pass unchanged.
+
+This module imports no gast: the runtime and the API may use it.
+"""
+from __future__ import annotations
+
+import threading
+import traceback
+
+from tapeflow.errors import TapeflowError
+
+# generated file name -> (user file name, {generated line: (user line, user column)})
+_MAPS: dict = {}
+_CLASSES: dict = {}
+_LOCK = threading.Lock()
+
+__all__ = ['register', 'located', 'reraise', 'UserCodeError']
+
+
+class UserCodeError(TapeflowError):
+    """Base of the errors `located` makes: the user's code raised (its `__cause__`),
+    not tapeflow; each is also of the original error's kind."""
+
+
+def register(generated_filename: str, user_filename: str, lines: dict) -> None:
+    """The user's (line, column) of each line of the generated module, 1-based lines."""
+    if lines:
+        _MAPS[generated_filename] = (user_filename, dict(lines))
+
+
+def location_of(tb):
+    """(file, line, column) of the user's code behind the innermost mapped generated frame."""
+    where = None
+    for frame, lineno in traceback.walk_tb(tb):
+        entry = _MAPS.get(frame.f_code.co_filename)
+        if entry is not None and lineno in entry[1]:
+            line, col = entry[1][lineno]
+            where = (entry[0], line, col)
+    return where
+
+
+def located(error: BaseException):
+    """`error` told at the user's location (an exception of its kind that is also a
+    TapeflowError), or None when it is tapeflow's own or no generated line maps."""
+    if isinstance(error, TapeflowError) or not isinstance(error, Exception):
+        return None
+    where = location_of(error.__traceback__)
+    if where is None:
+        return None
+    filename, line, col = where
+    message = f'{filename}:{line}:{col + 1}: {error}'
+    cls = _located_class(type(error))
+    new = None
+    if cls is not None:
+        try:
+            new = cls(message)
+        except Exception:
+            new = None
+    if new is None:
+        new = UserCodeError(message)
+    new.message, new.filename, new.lineno, new.col = message, filename, line, col + 1
+    return new
+
+
+def reraise(error: BaseException):
+    """Raise `error` told at the user's location (see `located`), or as it is."""
+    new = located(error)
+    if new is None:
+        raise error
+    raise new.with_traceback(error.__traceback__) from error
+
+
+def _located_class(cls):
+    with _LOCK:
+        if cls not in _CLASSES:
+            try:
+                _CLASSES[cls] = type(cls.__name__, (cls, UserCodeError),
+                                     {'__str__': lambda self: self.message,
+                                      '__module__': 'tapeflow.errors',
+                                      '__qualname__': cls.__qualname__})
+            except TypeError:          # a layout that cannot be combined
+                _CLASSES[cls] = None
+        return _CLASSES[cls]
