@@ -1,4 +1,5 @@
 """tapeflow: source-transforming automatic differentiation for Python and NumPy."""
+from tapeflow._version import __version__  # noqa: F401
 from tapeflow import rules  # noqa: F401  (fills the rule table)
 from tapeflow.api import (grad, value_and_grad, vjp, jvp, source, jacfwd, jacrev,  # noqa: E402,F401
                           jacobian, hessian, hvp)
