@@ -12,6 +12,7 @@ include r/test-r.mk
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo 'make: creating $(VENV) and installing tapeflow with its test dependencies (pytest, hypothesis, scipy); about 30 s the first time'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -46,8 +47,17 @@ test-numpy: $(NUMPY_VENVS:%=%/.installed)
 	  $$venv/bin/python -m pytest tests || exit 1; \
 	done
 
-demo: install
-	$(PY) examples/logistic_regression.py
+# The demo fits a simulated pendulum to measurements and times the gradient
+# beside autograd (installed here, extra `demo`) and JAX (when installed).
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(DEMO_STAMP): $(STAMP)
+	@echo 'make demo: installing autograd, which the demo times tapeflow against'
+	$(PY) -m pip install --quiet -e '.[demo]' && touch $(DEMO_STAMP) || \
+		echo 'make demo: autograd could not be installed; the demo will skip it'
+
+demo: install $(DEMO_STAMP)
+	$(PY) examples/demo.py
 
 # The mutation fuzzer: COUNT random programs with aliases, views and in-place
 # writes, checked against finite differences; reproducers of failures in FUZZ_OUT
@@ -65,6 +75,7 @@ fuzz: install
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)
+	@echo 'make bench: installing autograd and JAX, the comparison columns'
 	$(PY) -m pip install --quiet -e '.[bench]' && touch $(BENCH_STAMP) || \
 		echo 'make bench: autograd/jax not installed; their columns will read n/a'
 

@@ -1,4 +1,4 @@
-"""First-compile time of a 50-line function (target: under 100 ms).
+"""First-compile time of a 50-line function (goal: under 100 ms).
 
 The in-memory cache is cleared before every sample (`tapeflow.cache.clear()`)
 and a fresh `tapeflow.grad` is made, so each sample parses, transforms and

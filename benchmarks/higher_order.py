@@ -1,4 +1,4 @@
-"""Issue 6: a dense Hessian and a forward-mode Jacobian.
+"""Second derivatives and Jacobians: a dense Hessian and a forward-mode Jacobian.
 
 H1  Hessian of f(x) = sum_i log(1 + exp(a_i . x)), x in R^100, 200 terms, by
     tapeflow.hessian (forward-over-reverse) beside the closed form
@@ -169,5 +169,5 @@ def rows(settings, log=print):
         if hasattr(tapeflow, name):
             out.append(make(settings, log))
         else:
-            log(f'note: {key} skipped: tapeflow.{name} does not exist yet (issue 6)')
+            log(f'note: {key} skipped: this tapeflow has no tapeflow.{name}')
     return out

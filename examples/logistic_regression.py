@@ -2,7 +2,6 @@
 
 The loss is ordinary NumPy code; tapeflow generates its gradient once, then
 each step runs the generated code. At the end the example prints that code.
-This is what `make demo` runs.
 
 Run:  python examples/logistic_regression.py
 """

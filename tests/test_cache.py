@@ -1,9 +1,13 @@
 """The cache: compiled once per function and inputs; stale code is never reused."""
 import types
 
+import numpy as np
+import pytest
+
 import tapeflow as tf
 from tapeflow import cache
 from tapeflow.api import compile_adjoint
+from tests.gradcheck import check_gradient, seed_of
 
 
 def square(x):
@@ -111,3 +115,81 @@ def test_derivatives_of_generated_code_see_a_rebound_global():
     finally:
         helper = original
     assert second(1.5) == 4.0
+
+
+# ------------------------------------------------------------------ bounded
+
+def shaped(w):
+    return np.sum(np.sin(w) * w) + np.sum(w) ** 2
+
+
+def test_many_shapes_keep_at_most_the_bound_and_evicted_ones_recompile():
+    old = cache.size()
+    try:
+        cache.clear()
+        tf.set_cache_size(4)
+        g = tf.grad(shaped)
+        rng = np.random.default_rng(seed_of('bounded cache'))
+        inputs = [rng.standard_normal(n) for n in range(1, 13)]
+        for w in inputs:
+            g(w)
+            assert cache.count() <= 4
+        assert cache.stats['misses'] == 12
+        for w in inputs[:3]:                       # evicted long ago: compiled again, right
+            grad = g(w)
+            check_gradient(shaped, [grad], (w,), (0,), rng)
+        assert cache.stats['misses'] == 15
+        assert cache.count() <= 4
+        tf.set_cache_size(2)                      # shrinking evicts at once
+        assert cache.count() == 2
+    finally:
+        tf.set_cache_size(old)
+
+
+def test_the_least_recently_used_entry_goes_first():
+    old = cache.size()
+    try:
+        cache.clear()
+        tf.set_cache_size(2)
+        a = compile_adjoint(square, (0,), arg_shapes=((0, (1,)),))
+        b = compile_adjoint(square, (0,), arg_shapes=((0, (2,)),))
+        assert compile_adjoint(square, (0,), arg_shapes=((0, (1,)),)) is a     # a is now recent
+        compile_adjoint(square, (0,), arg_shapes=((0, (3,)),))                  # evicts b
+        assert compile_adjoint(square, (0,), arg_shapes=((0, (1,)),)) is a
+        assert compile_adjoint(square, (0,), arg_shapes=((0, (2,)),)) is not b
+    finally:
+        tf.set_cache_size(old)
+
+
+def test_cache_size_must_be_a_positive_int():
+    for bad in (0, -1, 2.5, True, None):
+        with pytest.raises(ValueError, match='set_cache_size'):
+            tf.set_cache_size(bad)
+
+
+def test_per_shape_tables_beside_the_cache_keep_the_bound_too():
+    old = cache.size()
+    try:
+        tf.set_cache_size(3)
+        table = cache.Recent()
+        for k in range(10):
+            table[k] = k
+        assert list(table) == [7, 8, 9]
+        table[7] = 'again'                      # written again: now the newest
+        table[10] = 10
+        assert list(table) == [9, 7, 10]
+    finally:
+        tf.set_cache_size(old)
+
+
+def test_compiling_leaves_the_garbage_collector_alone(monkeypatch):
+    import gc
+    calls = []
+    monkeypatch.setattr(gc, 'disable', lambda: calls.append('disable'))
+    monkeypatch.setattr(gc, 'enable', lambda: calls.append('enable'))
+    cache.clear()
+
+    def fresh(x):
+        return x * x * 3.0
+    assert tf.grad(fresh)(2.0) == 12.0
+    assert calls == []

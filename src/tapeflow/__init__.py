@@ -1,8 +1,10 @@
 """tapeflow: source-transforming automatic differentiation for Python and NumPy."""
+from tapeflow._version import __version__  # noqa: F401
 from tapeflow import rules  # noqa: F401  (fills the rule table)
 from tapeflow.api import (grad, value_and_grad, vjp, jvp, source, jacfwd, jacrev,  # noqa: E402,F401
                           jacobian, hessian, hvp)
 from tapeflow.checking import check_grads  # noqa: E402,F401
+from tapeflow.cache import set_cache_size  # noqa: E402,F401
 from tapeflow.syntax.errors import UnsupportedError, TapeflowError  # noqa: E402,F401
 from tapeflow.rules.registry import MissingRule, nondifferentiable  # noqa: E402,F401
 from tapeflow.rules.user import defjvp, defvjp  # noqa: E402,F401

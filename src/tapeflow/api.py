@@ -304,8 +304,8 @@ def _differentiated(f, argnums, has_aux, kind):
     wrt = (argnums,) if single else tuple(argnums)
     fname = getattr(f, '__name__', 'f')
     python_fn = _unwrap(f)
-    state = {}      # argument classes (and array shapes) -> (compiled, validity check,
-                    #                                      positions to dtype-check)
+    state = cache.Recent()  # argument classes (and array shapes) -> (compiled, validity check,
+                            #                                    positions to dtype-check)
     seed = (1.0, 0.0) if has_aux else 1.0
     with_value = kind == 'value_and_grad'
 

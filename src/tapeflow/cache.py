@@ -1,21 +1,102 @@
 """The in-memory cache of compiled adjoints.
 
 Keyed weakly on the function's `__code__`, then on the differentiated inputs
-(positions and lifted free names) and the options. An entry is used only while
-every global and closure value it resolved is still the same object, so
-redefining a function, or rebinding a global function it calls, compiles
-afresh. Recursion: an entry is registered before its body is compiled, so a
-function that calls itself finds its own (still incomplete) entry.
+(positions and lifted free names), the argument shapes and the options. An
+entry is used only while every global and closure value it resolved is still
+the same object, so redefining a function, or rebinding a global function it
+calls, compiles afresh.
+
+Bounded: at most `size()` finished entries are kept, the least recently used
+go first (`set_cache_size(n)`); an evicted entry compiles again when it is
+next needed.
+
+Threads: each entry is a once-cell. The thread that creates it compiles it;
+every other thread that wants it waits until it is finished. The lock that
+guards the tables is held only to look up or insert, never while compiling.
+Recursion: a cell is registered before its body is compiled, so a function
+that calls itself (or a callee that calls it back) finds its own still
+incomplete entry, in the thread that is compiling it. Another thread never
+sees an incomplete entry: everything a thread compiles for one top-level
+request (the function, its callees, their callees) is published together
+when that request is done, since an entry bound to a still compiling one is
+not usable before. Two threads whose compilations need each other's
+(mutual recursion begun from both ends at once) do not wait for each other:
+the one that would close the cycle compiles its own private copy.
 """
 from __future__ import annotations
 
-import gc
+import collections
 import threading
 import weakref
 
-_entries: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()
-_lock = threading.RLock()
+DEFAULT_SIZE = 512
+
+_lock = threading.Lock()                  # guards the tables below; never held while compiling
+_tables: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()   # __code__ -> _Table
+_recent: 'collections.OrderedDict' = collections.OrderedDict()      # finished _Cell -> None, oldest first
+_waiting: dict = {}                       # thread ident -> the _Cell it waits for
+_size = [DEFAULT_SIZE]
+_local = threading.local()                # .session: [(table, subkey, _Cell)], .private: {(code, subkey): _Cell}
 stats = {'hits': 0, 'misses': 0}
+
+
+class _Cell:
+    """One entry: `compiled` (filled in place when done); `owner`, the thread compiling
+    it (None once published); `done`, set when it is published or dropped."""
+    __slots__ = ('compiled', 'owner', 'done', 'table', 'subkey', '__weakref__')
+
+    def __init__(self, table, subkey):
+        self.compiled = None
+        self.owner = threading.get_ident()
+        self.done = threading.Event()
+        self.table, self.subkey = table, subkey
+
+
+class _Table(dict):
+    """The cells of one `__code__`. When the code dies, the table is listed in `_dead`
+    (the weak reference's callback takes no lock: it may run inside a locked block,
+    from the cyclic collector) and its cells leave the LRU order at the next change."""
+    __slots__ = ('ref',)
+
+
+_dead: list = []
+
+
+def _purge():
+    """Drop the cells of dead tables from the LRU order (with `_lock` held)."""
+    while _dead:
+        for cell in _dead.pop().values():
+            _recent.pop(cell, None)
+
+
+def size() -> int:
+    """The most finished entries the cache keeps."""
+    return _size[0]
+
+
+def set_cache_size(n: int) -> None:
+    """Keep at most `n` compiled entries (least recently used evicted first); `n >= 1`."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f'set_cache_size: the size must be an int >= 1, not {n!r}')
+    with _lock:
+        _size[0] = n
+        _evict()
+
+
+def count() -> int:
+    """The number of finished entries kept."""
+    with _lock:
+        _purge()
+        return len(_recent)
+
+
+def _evict():
+    """Drop the oldest finished entries beyond the bound (with `_lock` held)."""
+    _purge()
+    while len(_recent) > _size[0]:
+        cell, _ = _recent.popitem(last=False)
+        if cell.table.get(cell.subkey) is cell:
+            del cell.table[cell.subkey]
 
 
 def valid(compiled, fn=None, _seen=None) -> bool:
@@ -83,19 +164,147 @@ def _always():
     return True
 
 
+class Recent(dict):
+    """A dict that keeps only the `size()` most recently written items (reads stay
+    as fast as a dict's): for callers that keep compiled entries of their own,
+    one per argument shape, so that they too stay within the cache's bound."""
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        self.pop(key, None)                   # written again: now the newest
+        super().__setitem__(key, value)
+        while len(self) > _size[0]:
+            try:
+                self.pop(next(iter(self)), None)
+            except (StopIteration, RuntimeError):     # another thread changed it meanwhile
+                break
+
+
+def _table_of(code, create):
+    table = _tables.get(code)
+    if table is None and create:
+        table = _tables[code] = _Table()
+        table.ref = weakref.ref(code, lambda _ref: _dead.append(table))
+    return table
+
+
+def _session():
+    session = getattr(_local, 'session', None)
+    if session is None:
+        session = _local.session = []
+        _local.private = {}
+        _local.depth = 0
+    return session
+
+
+def _closes_cycle(cell, me) -> bool:
+    """Whether waiting for `cell` would wait, through other threads, for `me` (with `_lock`)."""
+    seen = set()
+    owner = cell.owner
+    while owner is not None and owner not in seen:
+        if owner == me:
+            return True
+        seen.add(owner)
+        waited = _waiting.get(owner)
+        owner = waited.owner if waited is not None else None
+    return False
+
+
 def lookup(fn, key):
-    table = _entries.get(fn.__code__)
-    if table is None:
-        return None
-    entry = table.get((id(fn.__globals__), key))
-    if entry is None or (entry.combined is not None and not valid(entry, fn)):   # done compiling
-        return None
-    return entry
-
-
-def store(fn, key, compiled):
+    """The finished, still valid entry for (fn, key), or None (no waiting, no compiling)."""
     with _lock:
-        _entries.setdefault(fn.__code__, {})[(id(fn.__globals__), key)] = compiled
+        table = _table_of(fn.__code__, False)
+        cell = table.get((id(fn.__globals__), key)) if table is not None else None
+        if cell is None or cell.owner is not None:
+            return None
+    return cell.compiled if valid(cell.compiled, fn) else None
+
+
+def get_or_compile(fn, key, build):
+    """The cached entry for (fn, key), or the result of `build(cell)`, stored.
+
+    `build` fills `cell.compiled` with an incomplete entry (so that recursion
+    finds it) before compiling, and returns the finished entry.
+    """
+    session = _session()
+    me = threading.get_ident()
+    code, subkey = fn.__code__, (id(fn.__globals__), key)
+    own = _local.private.get((code, subkey))
+    if own is not None:                   # a private copy this thread is compiling
+        return own.compiled
+    while True:
+        with _lock:
+            table = _table_of(code, True)
+            cell = table.get(subkey)
+            if cell is not None and cell.owner is None:            # finished
+                if valid(cell.compiled, fn):
+                    _recent.move_to_end(cell)
+                    stats['hits'] += 1
+                    return cell.compiled
+                _recent.pop(cell, None)                            # stale: compile afresh
+                cell = None
+            if cell is None:
+                cell = table[subkey] = _Cell(table, subkey)
+                private = False
+                stats['misses'] += 1
+                break
+            if cell.owner == me:                                   # recursion
+                stats['hits'] += 1
+                return cell.compiled
+            if _closes_cycle(cell, me):
+                cell = _Cell(table, subkey)
+                private = True
+                stats['misses'] += 1
+                break
+            _waiting[me] = cell
+        try:
+            cell.done.wait()
+        finally:
+            with _lock:
+                _waiting.pop(me, None)
+    return _build(cell, private, build, session, code)
+
+
+def _build(cell, private, build, session, code):
+    """Compile `cell` in this thread; publish this thread's cells when the outermost ends."""
+    if private:
+        _local.private[code, cell.subkey] = cell
+    else:
+        session.append(cell)
+    mark = len(session)
+    _local.depth += 1
+    try:
+        return build(cell)
+    except BaseException:
+        # What was compiled inside this one may be bound to it: drop it all.
+        start = mark if private else mark - 1
+        failed = session[start:] + ([cell] if private else [])
+        del session[start:]
+        _local.private.pop((code, cell.subkey), None)
+        with _lock:
+            for dropped in failed:
+                if dropped.table.get(dropped.subkey) is dropped:
+                    del dropped.table[dropped.subkey]
+                dropped.owner = None
+                dropped.done.set()
+        raise
+    finally:
+        _local.depth -= 1
+        if _local.depth == 0:
+            _publish(session)
+
+
+def _publish(session):
+    """Make this thread's finished cells visible to every thread, and wake their waiters."""
+    with _lock:
+        for cell in session:
+            cell.owner = None
+            if cell.table.get(cell.subkey) is cell:
+                _recent[cell] = None
+            cell.done.set()
+        session.clear()
+        _local.private.clear()
+        _evict()
 
 
 def compile_once(fn, key, wrt, lifted, compile_fn):
@@ -108,22 +317,9 @@ def compile_once(fn, key, wrt, lifted, compile_fn):
     """
     from tapeflow.transforms.pipeline import Compiled, bind_pending
 
-    def build():
-        placeholder = Compiled(fn, wrt, lifted, [], '', '', {})
-        store(fn, key, placeholder)
-        # Compiling makes many short-lived trees; with a big heap around, the
-        # cyclic collector would scan it all, again and again. Reference
-        # counting frees the trees; the collector waits until we are done.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            compiled = compile_fn()
-        except BaseException:
-            _entries.get(fn.__code__, {}).pop((id(fn.__globals__), key), None)
-            raise
-        finally:
-            if collecting:
-                gc.enable()
+    def build(cell):
+        placeholder = cell.compiled = Compiled(fn, wrt, lifted, [], '', '', {})
+        compiled = compile_fn()
         pending = placeholder.pending
         placeholder.__dict__.update(compiled.__dict__)
         placeholder.pending = pending
@@ -133,17 +329,11 @@ def compile_once(fn, key, wrt, lifted, compile_fn):
     return get_or_compile(fn, key, build)
 
 
-def get_or_compile(fn, key, build):
-    """The cached entry for (fn, key), or `build()`'s, stored."""
-    entry = lookup(fn, key)
-    if entry is not None:
-        stats['hits'] += 1
-        return entry
-    stats['misses'] += 1
-    with _lock:
-        return build()
-
-
 def clear():
-    _entries.clear()
+    """Forget every finished entry (entries being compiled finish and are then kept)."""
+    with _lock:
+        for cell in list(_recent):
+            if cell.table.get(cell.subkey) is cell:
+                del cell.table[cell.subkey]
+        _recent.clear()
     stats.update(hits=0, misses=0)

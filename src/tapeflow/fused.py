@@ -74,7 +74,7 @@ class CompiledFunction:
         self._last_scan = None
         # (wrt, lifted names, arity, scalar positions, array (position, shape)s or None
         #  when not specialised) -> (compiled, validity check)
-        self._compiled_for = {}
+        self._compiled_for = cache.Recent()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)

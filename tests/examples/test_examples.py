@@ -26,7 +26,7 @@ def losses(out):
 
 def test_every_example_is_tested():
     tested = {'seed_gradient_tape.py', 'seed_compiled.py', 'logistic_regression.py', 'mlp.py',
-              'rnn.py', 'projectile.py', 'custom_gradient.py'}
+              'rnn.py', 'projectile.py', 'custom_gradient.py', 'demo.py'}
     assert {p.name for p in EXAMPLES.glob('*.py')} == tested
 
 
@@ -52,9 +52,25 @@ def test_seed_compiled():
     assert '    for _ in range(_pop()):\n        if _pop():\n' in out
 
 
-def test_logistic_regression_is_the_demo_and_its_loss_goes_down():
+def test_the_demo_fits_the_pendulum_checks_and_times_its_gradient():
     makefile = (ROOT / 'Makefile').read_text()
-    assert re.search(r'^demo:.*\n\t\$\(PY\) examples/logistic_regression\.py$', makefile, re.M)
+    assert re.search(r'^demo:.*\n\t\$\(PY\) examples/demo\.py$', makefile, re.M)
+    out = run_example('demo.py')
+    differences = [float(d) for d in re.findall(r'relative difference ([0-9.e+-]+)$', out, re.M)]
+    assert len(differences) == 2 and max(differences) < 1e-6
+    found = re.search(r'recovered omega2 = ([0-9.]+) \(true ([0-9.]+)\), '
+                      r'friction = ([0-9.]+) \(true ([0-9.]+)\)', out)
+    omega2, true_omega2, friction, true_friction = map(float, found.groups())
+    assert abs(omega2 - true_omega2) < 0.05 and abs(friction - true_friction) < 0.02
+    assert re.search(r'^  tapeflow +[0-9.]+ ms$', out, re.M)
+    for other in ('autograd', 'JAX'):     # timed, or skipped with a line saying so
+        line = re.search(rf'^  {other}.*$', out, re.M).group(0)
+        assert 'same gradient: yes' in line or 'not installed: skipped' in line, line
+    assert 'def dloss(omega2, friction, measured, ' in out
+    assert out.rstrip().endswith('return (_value, (bomega2, bfriction))')
+
+
+def test_logistic_regression_loss_goes_down():
     out = run_example('logistic_regression.py')
     values = losses(out)
     assert len(values) == 11 and values[0] == pytest.approx(0.6931, abs=1e-4)

@@ -55,8 +55,7 @@ def parse_function(fn) -> Source:
         lines, first_line = inspect.getsourcelines(own)
         filename = inspect.getsourcefile(own) or code.co_filename
     except (OSError, TypeError) as e:
-        raise SourceUnavailableError(
-            f'cannot read the source of {getattr(fn, "__qualname__", fn)!r}: {e}') from None
+        raise SourceUnavailableError(_no_source(fn, code, e)) from None
     raw = ''.join(lines)
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) - (len(text.splitlines()[0]) - len(text.splitlines()[0].lstrip()))
@@ -77,6 +76,34 @@ def parse_function(fn) -> Source:
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset + indent))
     node.decorator_list = []
     return Source(node, filename, first_line, text)
+
+
+def _no_source(fn, code, error) -> str:
+    """Why `fn`'s source cannot be read, and what to do instead: one line.
+
+    Source is read from the file a function was defined in, or from what
+    `linecache` holds under that name (IPython and Jupyter register every
+    cell there, Python 3.13's prompt every input). The plain Python prompt
+    before 3.13, `python -c` and `exec` of a string register nothing.
+    """
+    name = getattr(fn, '__name__', None) or repr(fn)
+    what = f'cannot read the source of {getattr(fn, "__qualname__", name)!r}'
+    if not isinstance(code, types.CodeType):
+        return (f'{what}: it is not a Python function ({type(fn).__name__}); differentiate a def, '
+                f'or give it a derivative rule with tapeflow.defvjp')
+    where = f'{code.co_filename}:{code.co_firstlineno}: {what}'
+    filename = code.co_filename
+    instead = f'define {name} in a file (and import it) or in a notebook or IPython cell'
+    if filename == '<stdin>':
+        return (f'{where}: functions typed at the plain Python prompt have no source to read; '
+                f'{instead}')
+    if filename == '<string>':
+        return (f'{where}: functions made by exec() or python -c have no source to read; '
+                f'{instead} (or compile() the text under a filename and register it in '
+                f'linecache.cache)')
+    if filename.startswith('<') and filename.endswith('>'):
+        return f'{where}: linecache holds no source for {filename}; {instead}'
+    return f'{where}: {error} (a .pyc alone has no source); {instead}'
 
 
 # ------------------------------------------------------------------ wrappers
