@@ -18,6 +18,8 @@ import copy
 
 import numpy as np
 
+from tapeflow.runtime import pytree
+
 __all__ = ['check_grads', 'float_leaves', 'has_float_leaf', 'replace_leaf', 'map_float_leaves',
            'zero_tangent', 'path_text', 'structure_mismatch', 'mismatch_message']
 
@@ -42,23 +44,13 @@ def _is_float(leaf) -> bool:
 
 
 def _children(tree):
-    """(key, child) pairs of a list, tuple or dict (dicts in insertion order); None for a leaf."""
-    if isinstance(tree, dict):
-        return list(tree.items())
-    if isinstance(tree, (list, tuple)):
-        return list(enumerate(tree))
-    return None
+    """(key, child) pairs of a pytree node (`runtime.pytree`); None for a leaf."""
+    return pytree.children(tree)
 
 
 def _rebuild(tree, values):
-    """A container of `tree`'s class holding `values` (in the order of `_children`)."""
-    if isinstance(tree, dict):           # a copy keeps a dict subclass's own state
-        out = tree.copy()
-        out.update(zip(list(tree), values))
-        return out
-    if hasattr(tree, '_fields'):                   # a namedtuple
-        return type(tree)(*values)
-    return type(tree)(values)
+    """A node of `tree`'s kind holding `values` (in the order of `_children`)."""
+    return pytree.rebuild(tree, values)
 
 
 def float_leaves(tree, path=()):
@@ -102,16 +94,15 @@ def _zeros_where_symbolic(tangent, like):
     children = _children(like)
     if children is None or _children(tangent) is None:
         return tangent
-    keys = [k for k, _ in children]
-    if keys != [k for k, _ in _children(tangent)]:
+    tangent_children = _children(tangent)
+    if [k for k, _ in children] != [k for k, _ in tangent_children]:
         return tangent
-    return _rebuild(tangent, [_zeros_where_symbolic(tangent[k], child) for k, child in children])
+    return _rebuild(tangent, [_zeros_where_symbolic(t, child)
+                              for (_, child), (_, t) in zip(children, tangent_children)])
 
 
 def leaf_at(tree, path):
-    for key in path:
-        tree = tree[key]
-    return tree
+    return pytree.leaf_at(tree, path)
 
 
 def zero_tangent(tree):
@@ -131,8 +122,8 @@ def zero_tangent(tree):
 
 
 def path_text(name, path):
-    """`xs[1]['w']`: where a leaf is, for messages."""
-    return name + ''.join(f'[{key!r}]' for key in path)
+    """`xs[1]['w']`, `p.w`: where a leaf is, for messages."""
+    return pytree.path_text(name, path)
 
 
 def mismatch_message(arg, value, what):
@@ -152,6 +143,8 @@ def _at(path):
 def _describe(value):
     if isinstance(value, (list, tuple, dict)):
         return f'a {type(value).__name__} of {len(value)}'
+    if pytree.is_node(value) and value is not None:
+        return f'a {type(value).__name__}'
     if isinstance(value, np.ndarray):
         return f'an array of shape {value.shape}'
     return f'{type(value).__name__} {value!r}' if not isinstance(value, float) else 'a float'
@@ -167,13 +160,19 @@ def structure_mismatch(arg, value, path=()):
                     np.shape(value) != np.shape(arg):
                 return path, _describe(arg), _describe(value)
         return None
-    same_kind = isinstance(value, dict) if isinstance(arg, dict) else \
-        (type(value) is type(arg) or (hasattr(arg, '_fields') and isinstance(value, (list, tuple))))
-    if not same_kind or len(value) != len(arg) or \
-            (isinstance(arg, dict) and set(value) != set(arg)):
+    value_children = _children(value)
+    if isinstance(arg, dict):
+        same_kind = isinstance(value, dict)
+    elif isinstance(arg, (list, tuple)):
+        same_kind = type(value) is type(arg) or \
+            (hasattr(arg, '_fields') and isinstance(value, (list, tuple)))
+    else:
+        same_kind = type(value) is type(arg)
+    if not same_kind or value_children is None or len(value_children) != len(children) or \
+            [k for k, _ in value_children] != [k for k, _ in children]:
         return path, _describe(arg), _describe(value)
-    for key, child in children:
-        found = structure_mismatch(child, value[key], path + (key,))
+    for (key, child), (_, got) in zip(children, value_children):
+        found = structure_mismatch(child, got, path + (key,))
         if found is not None:
             return found
     return None
