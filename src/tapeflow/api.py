@@ -20,7 +20,7 @@ from tapeflow.rules.batching import is_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
 from tapeflow.syntax.errors import UnsupportedError
-from tapeflow.runtime import support
+from tapeflow.runtime import pytree, support
 from tapeflow.runtime.support import is_zero
 from tapeflow.transforms import pipeline
 
@@ -190,6 +190,8 @@ def _unwrap(fn, kinds=()):
     seen = set()
     while id(fn) not in seen:
         seen.add(id(fn))
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            return _method_caller(fn)
         transform = wrappers.own(fn, '__tapeflow_transform__')
         if transform is not None:
             return _generated_caller(fn, *transform, kinds=kinds)
@@ -206,6 +208,106 @@ def _unwrap(fn, kinds=()):
     return fn
 
 
+_METHOD_CALLERS: dict = {}      # (function, id(self)) -> (self, caller), the latest few
+_METHOD_CALLERS_MAX = 64
+
+
+def _method_caller(method):
+    """A bound method as a function of its other parameters: `def loss(x, n=_d0): return
+    _method(_self, x, n)`, its object a constant the compiler reads like a closure's.
+    Argument positions count from after `self`, as in JAX."""
+    fn, obj = method.__func__, method.__self__
+    key = (fn, id(obj))
+    cached = _METHOD_CALLERS.get(key)
+    if cached is not None and cached[0] is obj:
+        return cached[1]
+    code = fn.__code__
+    if code.co_argcount < 1 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
+            or code.co_kwonlyargcount:
+        return fn          # the compiler refuses its signature with a located error
+    params = list(code.co_varnames[1:code.co_argcount])
+    defaults = fn.__defaults__ or ()
+    first = len(params) - len(defaults)
+    namespace = {'_method': fn, '_self': obj}
+    signature = []
+    for k, name in enumerate(params):
+        if k >= first:
+            namespace[f'_default{k}'] = defaults[k - first]
+            signature.append(f'{name}=_default{k}')
+        else:
+            signature.append(name)
+    from tapeflow.syntax.unparse import load_module
+    text = (f'def {fn.__name__}({", ".join(signature)}):\n'
+            f'    return _method(_self{"".join(", " + p for p in params)})\n')
+    load_module(text, namespace, fn.__name__)
+    caller = namespace[fn.__name__]
+    caller.__qualname__ = fn.__qualname__
+    if len(_METHOD_CALLERS) >= _METHOD_CALLERS_MAX:
+        _METHOD_CALLERS.pop(next(iter(_METHOD_CALLERS)))
+    _METHOD_CALLERS[key] = (obj, caller)
+    return caller
+
+
+_MISSING = object()
+
+
+def _binder(python_fn, fname):
+    """`bind(args, kwargs)`: all of `python_fn`'s positional parameters, keyword arguments
+    put in their places and defaults filled in (generated code takes them by position)."""
+    code = python_fn.__code__
+    names = code.co_varnames[:code.co_argcount]
+    defaults = python_fn.__defaults__ or ()
+    nparams, first_default = len(names), len(names) - len(defaults)
+    star = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+
+    def bind(args, kwargs):
+        if star:
+            if kwargs:
+                raise TypeError(f'{fname}() takes *args or **kwargs, which tapeflow does not '
+                                f'compile: name each parameter')
+            return args             # compiling says where: the fence rejects *args
+        if not kwargs:
+            if len(args) == nparams:
+                return args
+            missing = nparams - len(args)
+            if 0 <= missing <= len(defaults):
+                return args + tuple(defaults[len(defaults) - missing:])
+        if len(args) > nparams:
+            raise TypeError(f'{fname}() takes {nparams} positional arguments but {len(args)} '
+                            f'were given')
+        out = list(args) + [_MISSING] * (nparams - len(args))
+        for name, value in kwargs.items():
+            if name not in names:
+                raise TypeError(f'{fname}() got an unexpected keyword argument {name!r}')
+            i = names.index(name)
+            if out[i] is not _MISSING:
+                raise TypeError(f'{fname}() got multiple values for argument {name!r}')
+            out[i] = value
+        for i in range(nparams):
+            if out[i] is _MISSING:
+                if i < first_default:
+                    raise TypeError(f'{fname}() missing required positional argument: '
+                                    f'{names[i]!r}')
+                out[i] = defaults[i - first_default]
+        return tuple(out)
+    return bind
+
+
+def _bind_call(f, args, kwargs, wrt=(), what='argnums'):
+    """`args` with `kwargs` in their positions (for entry points other than grad), checking
+    that what is differentiated was passed by position (keyword arguments are not, as in JAX)."""
+    for i in wrt:
+        if i >= len(args):
+            raise TypeError(f'differentiating with respect to {what}={i} requires at least '
+                            f'{i + 1} positional arguments, but {getattr(f, "__name__", "f")}() '
+                            f'got {len(args)} (keyword arguments are not differentiated: pass it '
+                            f'by position)')
+    if not kwargs:
+        return tuple(args)
+    python_fn = _unwrap(f)
+    return _binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), kwargs)
+
+
 # ------------------------------------------------------------------ checks and conversions
 
 def _check_differentiable(value, position, fname):
@@ -215,6 +317,18 @@ def _check_differentiable(value, position, fname):
             f'grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of '
             f'np.inexact), but got {dtype.name} for argument {position} of {fname}(). '
             f'If you want to differentiate with respect to it, pass a float.')
+
+
+def _check_pytree_argument(value, position, fname):
+    """A differentiated argument is a pytree of numbers and arrays (`runtime.pytree`)."""
+    for path, leaf in pytree.leaves_with_paths(value):
+        if not isinstance(leaf, (numbers.Number, np.ndarray, np.generic, str, bytes)) and not \
+                hasattr(leaf, '__array__') and not hasattr(leaf, '__array_namespace__'):
+            raise TypeError(f'cannot differentiate {fname}() with respect to argument {position}: '
+                            f'{pytree.path_text("it", path) if path else "it"} is a '
+                            f'{type(leaf).__name__}, not a float, an array or a pytree of them '
+                            f'(dataclasses and NamedTuples are; register other classes with '
+                            f'tf.register_pytree)')
 
 
 def _dtype_of(value):
@@ -230,7 +344,8 @@ def _dtype_of(value):
 
 
 def _like(g, arg):
-    """The gradient `g` in the type and shape of the argument `arg`."""
+    """The gradient `g` in the type and shape of the argument `arg` (a pytree: the
+    gradient of a dataclass is a dataclass of its fields' gradients)."""
     cls = arg.__class__
     if cls is float:
         return 0.0 if is_zero(g) else float(g)
@@ -242,19 +357,66 @@ def _like(g, arg):
         if g.shape != arg.shape:
             g = np.broadcast_to(g, arg.shape).copy()
         return g.astype(dtype, copy=False)
-    if isinstance(arg, dict):
-        return {k: _like(0.0 if is_zero(g) else g.get(k, 0.0), a) for k, a in arg.items()}
-    if isinstance(arg, (list, tuple)):
-        parts = [_like(0.0 if is_zero(g) else g[i], a) for i, a in enumerate(arg)]
-        return cls(parts) if cls in (list, tuple) else parts
+    if arg is None:
+        return None
+    children = pytree.children(arg)
+    if children is not None:
+        parts = _child_cotangents(g, arg, children)
+        return pytree.rebuild(arg, [_like(p, child) for p, (_, child) in zip(parts, children)])
     if isinstance(arg, np.generic):
         return arg.dtype.type(0 if is_zero(g) else g)
     if isinstance(arg, complex):
         return complex(g)
-    return dense(g)
+    if isinstance(arg, (bool, numbers.Number, str, bytes)):
+        return dense(g)
+    raise TypeError(f'cannot differentiate with respect to a {type(arg).__name__}: arguments '
+                    f'are pytrees (tuples, lists, dicts, dataclasses, NamedTuples, classes '
+                    f'registered with tf.register_pytree) of floats and float arrays')
+
+
+def _child_cotangents(g, arg, children):
+    """The cotangent of each child of the node `arg`, out of its cotangent `g`: a node of
+    `arg`'s kind, a list or tuple (sequences, NamedTuples), a sparse list (`Items`), or a
+    dict keyed by field (`rules.fields`: what `p.w` reads give)."""
+    if is_zero(g):
+        return [0.0] * len(children)
+    if type(g) is type(arg) and not isinstance(arg, (list, tuple, dict)):
+        return [c for _, c in pytree.children(g)]
+    keys = [k for k, _ in children]
+    if isinstance(g, dict) and not isinstance(arg, dict):        # fields read as p.w
+        if pytree.is_registered(arg):
+            return _registered_cotangents(g, arg, children)
+        unknown = [k for k in g if k not in keys]
+        if unknown:
+            raise TypeError(f'a derivative reached the attribute .{unknown[0]} of a '
+                            f'{type(arg).__name__}, which is not one of its fields')
+        return [g.get(k, 0.0) for k in keys]
+    if isinstance(g, dict):
+        return [g.get(k, 0.0) for k in keys]
+    return [g[int(k)] for k in keys]
+
+
+def _registered_cotangents(g, arg, children):
+    """A registered class's children's cotangents from a dict keyed by attribute: the
+    attribute `name` is the child its `flatten` returned (the same object)."""
+    out = [0.0] * len(children)
+    for name, part in g.items():
+        value = getattr(arg, name, _MISSING)
+        where = [k for k, (_, child) in enumerate(children) if child is value]
+        if not where:
+            raise TypeError(f'a derivative reached the attribute .{name} of a '
+                            f'{type(arg).__name__}, which is not one of the children its '
+                            f'registered flatten returns; return it from flatten, or read it '
+                            f'through a child')
+        out[where[0]] = support.add_adjoint(out[where[0]], part)
+    return out
 
 
 def _check_scalar(value, fname):
+    if not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+        forgot = ' (None: does it lack a return?)' if value is None else ''
+        raise TypeError(f'grad requires real-valued outputs (output dtype that is a sub-dtype of '
+                        f'np.floating), but {fname}() returned {type(value).__name__}{forgot}')
     if np.ndim(value) != 0:
         raise TypeError(f'Gradient only defined for scalar-output functions. Output of {fname}() '
                         f'had shape: {np.shape(value)}')
@@ -292,6 +454,7 @@ def _differentiated(f, argnums, has_aux, kind):
                 raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
                                 f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
+            _check_pytree_argument(args[i], i, fname)
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), kinds=argument_kinds(args))
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
@@ -315,15 +478,23 @@ def _differentiated(f, argnums, has_aux, kind):
             return value, grads
         return (grads, value[1]) if has_aux else grads
 
+    bind = _binder(python_fn, fname)
     nparams = python_fn.__code__.co_argcount
-    defaults = python_fn.__defaults__ or ()
-    if python_fn.__code__.co_flags & inspect.CO_VARARGS:
+    if python_fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         nparams = None              # compiling says where: the fence rejects *args
 
     @functools.wraps(f)
-    def differentiated(*args):
-        if len(args) != nparams and nparams is not None:
-            args = _complete(args, nparams, defaults, fname)
+    def differentiated(*args, **kwargs):
+        if kwargs:
+            for i in wrt:
+                if i >= len(args):
+                    raise TypeError(
+                        f'differentiating with respect to argnums={i} requires at least {i + 1} '
+                        f'positional arguments, but {fname}() got {len(args)} (keyword '
+                        f'arguments are not differentiated: pass it by position)')
+            args = bind(args, kwargs)
+        elif len(args) != nparams and nparams is not None:
+            args = bind(args, kwargs)
         key = tuple(map(type, args))
         if np.ndarray in key:             # specialised on array shapes too
             key += tuple(a.shape for a in args if a.__class__ is np.ndarray)
@@ -341,14 +512,6 @@ def _differentiated(f, argnums, has_aux, kind):
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
     return differentiated
-
-
-def _complete(args, nparams, defaults, fname):
-    """The arguments with the function's defaults filled in (the seed comes after them)."""
-    missing = nparams - len(args)
-    if missing < 0 or missing > len(defaults):
-        raise TypeError(f'{fname}() takes {nparams} positional arguments but {len(args)} were given')
-    return args + tuple(defaults[len(defaults) - missing:])
 
 
 def vjp(f, *primals):
