@@ -16,7 +16,8 @@ import numpy as np
 
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
-from tapeflow.rules.batching import is_batched
+from tapeflow.rules import registry
+from tapeflow.rules.batching import defjvp_batched, is_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
 from tapeflow.syntax.errors import UnsupportedError
@@ -91,15 +92,22 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     python_fn = _unwrap(f, kinds)
     compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
     params = ', '.join(compiled.params)
-    result = {'grad': '_out[1]', 'value_and_grad': '_out'}[kind]
+    grads = '_out[1]'
+    if any(i < len(kinds) and kinds[i] is None for i in wrt):
+        # a dataclass's or registered object's gradient is of its type, not a dict of fields
+        parts = [f'as_argument({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, '
+                 f'{compiled.params[i]})' for k, i in enumerate(wrt)]
+        grads = parts[0] if len(wrt) == 1 else f'({", ".join(parts)},)'
+    result = {'grad': grads, 'value_and_grad': f'(_out[0], {grads})'}[kind]
     if has_aux and kind == 'grad':
-        result = '(_out[1], _out[0][1])'
+        result = f'({grads}, _out[0][1])'
     seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
     name = f'{kind}_{python_fn.__name__}'
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
-    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn)
+    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn,
+                                           namespace={'as_argument': pytree.as_argument})
     return caller
 
 
@@ -361,7 +369,7 @@ def _like(g, arg):
         return None
     children = pytree.children(arg)
     if children is not None:
-        parts = _child_cotangents(g, arg, children)
+        parts = pytree.child_cotangents(g, arg, children)
         return pytree.rebuild(arg, [_like(p, child) for p, (_, child) in zip(parts, children)])
     if isinstance(arg, np.generic):
         return arg.dtype.type(0 if is_zero(g) else g)
@@ -372,44 +380,6 @@ def _like(g, arg):
     raise TypeError(f'cannot differentiate with respect to a {type(arg).__name__}: arguments '
                     f'are pytrees (tuples, lists, dicts, dataclasses, NamedTuples, classes '
                     f'registered with tf.register_pytree) of floats and float arrays')
-
-
-def _child_cotangents(g, arg, children):
-    """The cotangent of each child of the node `arg`, out of its cotangent `g`: a node of
-    `arg`'s kind, a list or tuple (sequences, NamedTuples), a sparse list (`Items`), or a
-    dict keyed by field (`rules.fields`: what `p.w` reads give)."""
-    if is_zero(g):
-        return [0.0] * len(children)
-    if type(g) is type(arg) and not isinstance(arg, (list, tuple, dict)):
-        return [c for _, c in pytree.children(g)]
-    keys = [k for k, _ in children]
-    if isinstance(g, dict) and not isinstance(arg, dict):        # fields read as p.w
-        if pytree.is_registered(arg):
-            return _registered_cotangents(g, arg, children)
-        unknown = [k for k in g if k not in keys]
-        if unknown:
-            raise TypeError(f'a derivative reached the attribute .{unknown[0]} of a '
-                            f'{type(arg).__name__}, which is not one of its fields')
-        return [g.get(k, 0.0) for k in keys]
-    if isinstance(g, dict):
-        return [g.get(k, 0.0) for k in keys]
-    return [g[int(k)] for k in keys]
-
-
-def _registered_cotangents(g, arg, children):
-    """A registered class's children's cotangents from a dict keyed by attribute: the
-    attribute `name` is the child its `flatten` returned (the same object)."""
-    out = [0.0] * len(children)
-    for name, part in g.items():
-        value = getattr(arg, name, _MISSING)
-        where = [k for k, (_, child) in enumerate(children) if child is value]
-        if not where:
-            raise TypeError(f'a derivative reached the attribute .{name} of a '
-                            f'{type(arg).__name__}, which is not one of the children its '
-                            f'registered flatten returns; return it from flatten, or read it '
-                            f'through a child')
-        out[where[0]] = support.add_adjoint(out[where[0]], part)
-    return out
 
 
 def _check_scalar(value, fname):
@@ -580,35 +550,39 @@ def jvp(f, primals, tangents):
 
 
 def _check_tangent(primal, tangent, where):
-    """A tangent has its primal's structure, and each leaf its primal's shape."""
+    """A tangent has its primal's structure (`runtime.pytree`), and each leaf its primal's shape."""
+    kids = pytree.children(primal)
+    if kids is None:
+        if np.shape(tangent) != np.shape(primal):
+            raise ValueError(f'jvp: the tangent of {where} has shape {np.shape(tangent)}, '
+                             f'its primal {np.shape(primal)}')
+        return
+    if primal is None:
+        return
     if isinstance(primal, dict):
         if not isinstance(tangent, dict) or set(tangent) != set(primal):
             raise ValueError(f'jvp: the tangent of {where} must be a dict with the keys '
                              f'{sorted(map(repr, primal))} of its primal')
-        for key, p in primal.items():
-            _check_tangent(p, tangent[key], f'{where}[{key!r}]')
     elif isinstance(primal, (list, tuple)):
         if not isinstance(tangent, (list, tuple)) or len(tangent) != len(primal):
             raise ValueError(f'jvp: the tangent of {where} must be a sequence of {len(primal)} '
                              f'like its primal, not {type(tangent).__name__} {tangent!r}')
-        for key, (p, t) in enumerate(zip(primal, tangent)):
-            _check_tangent(p, t, f'{where}[{key}]')
-    elif np.shape(tangent) != np.shape(primal):
-        raise ValueError(f'jvp: the tangent of {where} has shape {np.shape(tangent)}, '
-                         f'its primal {np.shape(primal)}')
+    elif type(tangent) is not type(primal):
+        raise ValueError(f'jvp: the tangent of {where} must be a {type(primal).__name__} like '
+                         f'its primal, not {type(tangent).__name__}')
+    for (key, p), t in zip(kids, pytree.child_cotangents(tangent, primal, kids)):
+        _check_tangent(p, t, pytree.path_text(where, (key,)))
 
 
 def _tangent_like(tangent, value):
-    if isinstance(value, dict):
-        return {k: _tangent_like(0.0 if is_zero(tangent) else tangent[k], v)
-                for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        parts = [_tangent_like(0.0 if is_zero(tangent) else t, v) for t, v in
-                 zip(tangent if not is_zero(tangent) else [0.0] * len(value), value)]
-        return type(value)(parts)
+    """The tangent of the output `value`, of its structure (symbolic zeros made zeros)."""
     if is_zero(tangent) and isinstance(value, (np.ndarray, np.generic)):
         return np.zeros(np.shape(value), np.result_type(value, float))
-    return tangent
+    kids = pytree.children(value) if value is not None else None
+    if not kids:
+        return tangent
+    parts = pytree.child_cotangents(tangent, value, kids)
+    return pytree.rebuild(value, [_tangent_like(t, v) for t, (_, v) in zip(parts, kids)])
 
 
 def source(f, argnums=0, mode='reverse', optimize=True, args=None):
@@ -727,6 +701,13 @@ jacobian = jacrev
 def hessian(f, argnums=0):
     """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient)."""
     return jacfwd(grad(f, argnums), argnums)
+
+
+# Generated code calls `as_argument` (see `_generated_caller`): linear in its cotangent.
+registry.defjvp(pytree.as_argument, lambda t, ans, g, arg: pytree.as_argument(t, arg))
+registry.defvjp(pytree.as_argument, lambda h, ans, g, arg: pytree.as_fields(h, arg))
+registry.static(pytree.as_argument, 1)
+defjvp_batched(pytree.as_argument, lambda t, ans, g, arg: pytree.as_argument(t, arg))
 
 
 # Inside compiled code, `grad(f)` and the like are computed while compiling

@@ -297,3 +297,94 @@ def _describe(tree) -> str:
     if isinstance(tree, (list, tuple, dict)):
         return f'a {type(tree).__name__} of {len(tree)}'
     return f'a {type(tree).__name__}'
+
+
+# ------------------------------------------------------------------ cotangents kept by field
+# Generated code keeps the cotangent of a dataclass or registered object as a dict keyed by
+# attribute name (what `p.w` reads give, `rules.fields`); of a NamedTuple as a tuple.
+
+def _is_zero(g) -> bool:
+    return g.__class__ is float and g == 0.0
+
+
+def _object_node(tree) -> bool:
+    return is_node(tree) and tree is not None and not isinstance(tree, (list, tuple, dict))
+
+
+def _holds_object(tree) -> bool:
+    if _object_node(tree):
+        return True
+    kids = children(tree)
+    return bool(kids) and any(_holds_object(c) for _, c in kids)
+
+
+def child_cotangents(g, arg, kids=None):
+    """The cotangent of each child of the node `arg` out of its cotangent `g`: a node of
+    `arg`'s kind, a list, tuple or sparse list (sequences), or a dict keyed by key or, for
+    an object, by attribute name. The symbolic zero 0.0 stands for zeros anywhere."""
+    kids = children(arg) if kids is None else kids
+    if _is_zero(g):
+        return [0.0] * len(kids)
+    if type(g) is type(arg) and not isinstance(arg, (list, tuple, dict)):
+        return [c for _, c in children(g)]
+    keys = [k for k, _ in kids]
+    if isinstance(g, dict) and not isinstance(arg, dict):        # fields read as p.w
+        if is_registered(arg):
+            return _registered_cotangents(g, arg, kids)
+        unknown = [k for k in g if k not in keys]
+        if unknown:
+            raise TypeError(f'a derivative reached the attribute .{unknown[0]} of a '
+                            f'{type(arg).__name__}, which is not one of its fields')
+        return [g.get(k, 0.0) for k in keys]
+    if isinstance(g, dict):
+        return [g.get(k, 0.0) for k in keys]
+    return [g[int(k)] for k in keys]
+
+
+def _registered_cotangents(g, arg, kids):
+    """A registered class's children's cotangents from a dict keyed by attribute: the
+    attribute `name` is the child its `flatten` returned (the same object)."""
+    from tapeflow.runtime.support import add_adjoint
+    out = [0.0] * len(kids)
+    for name, part in g.items():
+        value = getattr(arg, name, _END)
+        where = [k for k, (_, child) in enumerate(kids) if child is value]
+        if not where:
+            raise TypeError(f'a derivative reached the attribute .{name} of a '
+                            f'{type(arg).__name__}, which is not one of the children its '
+                            f'registered flatten returns; return it from flatten, or read it '
+                            f'through a child')
+        out[where[0]] = add_adjoint(out[where[0]], part)
+    return out
+
+
+def as_argument(g, arg):
+    """The cotangent `g` of `arg` with every object in it (dataclass, registered class) of
+    its argument's type rather than a dict of fields; zeros stay symbolic, leaves as they are."""
+    if _is_zero(g) or not _holds_object(arg):
+        return g
+    kids = children(arg)
+    parts = child_cotangents(g, arg, kids)
+    return rebuild(arg, [as_argument(p, c) for p, (_, c) in zip(parts, kids)])
+
+
+def as_fields(h, arg):
+    """The inverse of `as_argument`: objects in `h` as dicts keyed by attribute name."""
+    if _is_zero(h) or not _holds_object(arg):
+        return h
+    kids = children(arg)
+    parts = [as_fields(p, c) for p, (_, c) in zip(child_cotangents(h, arg, kids), kids)]
+    if isinstance(arg, (list, tuple, dict)):
+        return rebuild(arg, parts)
+    if is_registered(arg):
+        names = {id(v): n for n, v in vars(arg).items()} if hasattr(arg, '__dict__') else {}
+        out = {}
+        for (_, child), p in zip(kids, parts):
+            if id(child) not in names:
+                raise TypeError(f'a child of the registered {type(arg).__name__} is none of '
+                                f'its attributes; its derivative cannot be kept by field')
+            out[names[id(child)]] = p
+        return out
+    if _is_namedtuple(arg):
+        return tuple(parts)
+    return {str(k): p for (k, _), p in zip(kids, parts)}
