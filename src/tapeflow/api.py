@@ -624,73 +624,212 @@ def _basis_batch(x):
     return np.eye(size, dtype=dtype).reshape((size,) + np.shape(x))
 
 
-def jacfwd(f, argnums=0):
-    """Dense Jacobian by forward mode; shape `out.shape + in.shape`.
+def _float_leaf(leaf) -> bool:
+    dtype = _dtype_of(leaf)
+    return (dtype is None and isinstance(leaf, numbers.Number)) or \
+        (dtype is not None and np.issubdtype(dtype, np.inexact))
+
+
+def _parts_at_leaves(t, like):
+    """The pieces of `t` (a tangent or cotangent of `like`, kept as generated code keeps it)
+    at the leaves of `like`, in `pytree.leaves` order; 0.0 where it is zero."""
+    kids = pytree.children(like)
+    if kids is None:
+        return [t]
+    out = []
+    for part, (_, child) in zip(pytree.child_cotangents(t, like, kids), kids):
+        out.extend(_parts_at_leaves(part, child))
+    return out
+
+
+def _rows(part, leaf, n):
+    """`part`, a batch of `n` tangents of `leaf` or one for all, as `(n, leaf.size)`."""
+    if is_zero(part) or part is None:
+        return np.zeros((n, int(np.size(leaf))), np.result_type(leaf, float))
+    part = np.asarray(part)
+    if part.ndim != np.ndim(leaf) + 1:
+        part = np.broadcast_to(part, (n,) + np.shape(leaf))
+    return part.reshape((n, int(np.size(leaf))))
+
+
+def _basis(leaves, total, start=0):
+    """For each leaf, its unit directions among `total` (one row each), the float leaves
+    numbered from `start` on: `(total,) + leaf.shape`, or 0.0 for a leaf that does not move."""
+    parts, offset = [], start
+    for leaf in leaves:
+        if not _float_leaf(leaf):
+            parts.append(0.0)
+            continue
+        size = int(np.size(leaf))
+        dtype = _dtype_of(leaf) if _dtype_of(leaf) is not None else np.float64
+        rows = np.zeros((total, size), dtype)
+        rows[offset:offset + size] = np.eye(size, dtype=dtype)
+        parts.append(rows.reshape((total,) + np.shape(leaf)))
+        offset += size
+    return parts
+
+
+def _sizes(leaves):
+    return [int(np.size(leaf)) if _float_leaf(leaf) else 0 for leaf in leaves]
+
+
+def _assemble(out, ins, block, single):
+    """The Jacobian of the output `out` (a pytree) with respect to the inputs `ins` (one
+    pytree per differentiated argument), JAX's shapes: the output's structure outside, the
+    input's inside (a tuple of inputs for a tuple of argnums), each leaf of
+    `out_leaf.shape + in_leaf.shape`. `block(o, k, l)` gives the `(out size, in size)`
+    matrix of output leaf `o` and leaf `l` of input `k`."""
+    out_leaves, out_def = pytree.flatten(out)
+    in_flat = [pytree.flatten(x) for x in ins]
+    results = []
+    for o, ol in enumerate(out_leaves):
+        per_input = []
+        for k, (leaves, treedef) in enumerate(in_flat):
+            blocks = []
+            for l, leaf in enumerate(leaves):
+                m = block(o, k, l)
+                shape = np.shape(ol) + np.shape(leaf)
+                blocks.append(np.zeros(shape, np.result_type(ol, float)) if m is None
+                              else np.ascontiguousarray(m).reshape(shape))
+            per_input.append(treedef.unflatten(blocks))
+        results.append(per_input[0] if single else tuple(per_input))
+    return out_def.unflatten(results)
+
+
+def _argnums(argnums):
+    single = isinstance(argnums, int)
+    wrt = (argnums,) if single else tuple(argnums)
+    if not all(isinstance(i, int) for i in wrt):
+        raise TypeError(f'argnums must be an int or a tuple of ints, not {argnums!r}')
+    return single, wrt
+
+
+def _split_aux(value, has_aux, fname):
+    if not has_aux:
+        return value, None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
+    return value[0], value[1]
+
+
+def jacfwd(f, argnums=0, has_aux=False):
+    """Dense Jacobian by forward mode, JAX's shapes (`out.shape + in.shape` per leaf; pytrees
+    in and out; a tuple for a tuple of argnums); `(jacobian, aux)` with has_aux.
 
     One forward sweep carries every input direction at once: the tangent of
-    the argument is the identity, with a leading batch axis (see
+    the arguments is the identity, with a leading batch axis (see
     `tapeflow.rules.batching`), so the primal is computed once.
     """
+    single, wrt = _argnums(argnums)
+    fname = getattr(f, '__name__', 'f')
+
     @functools.wraps(f)
-    def jacobian_f(*args):
-        x = args[argnums]
-        wrt = (argnums,)
+    def jacobian_f(*args, **kwargs):
+        args = _bind_call(f, args, kwargs, wrt)
+        for i in wrt:
+            _check_differentiable(args[i], i, fname)
+        in_leaves = [pytree.leaves(args[i]) for i in wrt]
+        sizes = [_sizes(leaves) for leaves in in_leaves]
+        total = sum(map(sum, sizes))
+        tangents, start = [], 0
+        for i, leaves in zip(wrt, in_leaves):
+            tangents.append(pytree.flatten(args[i])[1].unflatten(_basis(leaves, total, start)))
+            start += sum(_sizes(leaves))
         compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), batched=True,
                                    kinds=argument_kinds(args))
-        value, tangent = compiled.combined(*args, _basis_batch(x))
-        return _jacobian_from_batch(tangent, value, x)
+        value, tangent = compiled.combined(*args, *tangents)
+        value = dense(value)
+        out, aux = _split_aux(value, has_aux, fname)
+        if has_aux:
+            tangent = 0.0 if is_zero(tangent) else tangent[0]
+        out_leaves = pytree.leaves(out)
+        rows = [_rows(part, leaf, total) for part, leaf in
+                zip(_parts_at_leaves(tangent, out), out_leaves)]
+        offsets = [[sum(map(sum, sizes[:k])) + sum(sizes[k][:l]) for l in range(len(sizes[k]))]
+                   for k in range(len(wrt))]
+
+        def block(o, k, l):
+            if not sizes[k][l]:
+                return None
+            return rows[o][offsets[k][l]:offsets[k][l] + sizes[k][l]].T
+
+        jac = _assemble(out, [args[i] for i in wrt], block, single)
+        return (jac, aux) if has_aux else jac
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacfwd')
     return jacobian_f
 
 
-def _jacobian_from_batch(tangent, value, x):
-    """`out.shape + in.shape` out of a batch `(in.size,) + out.shape` of tangents."""
-    if isinstance(value, (tuple, list)):
-        parts = tangent if isinstance(tangent, (tuple, list)) else [tangent] * len(value)
-        return type(value)(_jacobian_from_batch(t, v, x) for t, v in zip(parts, value))
-    size, out_shape = int(np.size(x)), np.shape(value)
-    batch = np.broadcast_to(tangent, (size,) + out_shape) if not is_batched(tangent, value) \
-        else np.asarray(tangent)
-    jac = np.moveaxis(batch.reshape((size, -1)), 0, -1)
-    return np.ascontiguousarray(jac).reshape(out_shape + np.shape(x))
-
-
-def jacrev(f, argnums=0):
-    """Dense Jacobian by reverse mode; shape `out.shape + in.shape`.
+def jacrev(f, argnums=0, has_aux=False):
+    """Dense Jacobian by reverse mode, JAX's shapes (as `jacfwd`); `(jacobian, aux)` with
+    has_aux.
 
     The reverse sweep is linear in its cotangent, so it carries every output
     direction at once: the pullback of `vjp` is swept forward with the
     identity as a batch of cotangents (one row per output element), and the
     primal runs once.
     """
+    single, wrt = _argnums(argnums)
+    fname = getattr(f, '__name__', 'f')
+    moving = tuple(sorted(set(wrt)))
+
     @functools.wraps(f)
-    def jacobian_f(*args):
-        wrt = tuple(i for i, p in enumerate(args) if _dtype_of(p) is None or
-                    np.issubdtype(_dtype_of(p), np.inexact))
-        out = f(*args)
-        if isinstance(out, (tuple, list, dict)):
-            raise TypeError('jacrev: the function must return one array or scalar')
-        seed = np.zeros(np.shape(out), np.result_type(out, float)) if np.ndim(out) else 0.0
-        pullback = _adjoint_caller(f, wrt, len(args), argument_kinds(args))
+    def jacobian_f(*args, **kwargs):
+        args = _bind_call(f, args, kwargs, wrt)
+        for i in wrt:
+            _check_differentiable(args[i], i, fname)
+        value = f(*args)
+        out, aux = _split_aux(value, has_aux, fname)
+        out_leaves, out_def = pytree.flatten(out)
+        for leaf in out_leaves:
+            if not _float_leaf(leaf):
+                raise TypeError(f'jacrev requires real-valued outputs (output dtype that is a '
+                                f'sub-dtype of np.floating), but {fname}() returned '
+                                f'{type(leaf).__name__ if _dtype_of(leaf) is None else _dtype_of(leaf)}')
+        out_sizes = _sizes(out_leaves)
+        total = sum(out_sizes)
+        seed = out_def.unflatten([np.zeros(np.shape(leaf), np.result_type(leaf, float))
+                                  if np.ndim(leaf) else 0.0 for leaf in out_leaves])
+        basis = out_def.unflatten(_basis(out_leaves, total))
+        if has_aux:
+            seed, basis = (seed, 0.0), (basis, 0.0)
+        pullback = _adjoint_caller(f, moving, len(args), argument_kinds(args))
         inputs = args + (seed,)
-        x = args[argnums]
         try:
             compiled = compile_tangent(pullback, (len(args),), scalar_args=scalar_positions(inputs),
                                        arg_shapes=array_shapes(inputs), batched=True,
                                        kinds=argument_kinds(inputs))
+            _, tangents = compiled.combined(*inputs, basis)
+            if not isinstance(tangents, (tuple, list)):
+                tangents = (tangents,)
+            grads = {i: [_rows(part, leaf, total) for part, leaf in
+                         zip(_parts_at_leaves(tangents[i], args[i]), pytree.leaves(args[i]))]
+                     for i in moving}
         except (UnsupportedError, MissingRule):
             # the adjoint cannot be swept forward (a user rule written as a lambda,
             # say): one reverse sweep per output element instead
-            _, pullback = vjp(f, *args)
-            rows = [np.asarray(pullback(ct)[argnums]) for ct in _basis_batch(out)]
-            return np.stack(rows).reshape(np.shape(out) + np.shape(x))
-        _, tangents = compiled.combined(*inputs, _basis_batch(out))
-        rows = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
-        size = int(np.size(out))
-        if not is_batched(rows, x):
-            rows = np.broadcast_to(rows, (size,) + np.shape(x))
-        return np.asarray(rows).reshape(np.shape(out) + np.shape(x))
+            per_row = []
+            for m in range(total):
+                ct = out_def.unflatten([np.asarray(part[m]) if not is_zero(part) else 0.0
+                                        for part in _basis(out_leaves, total)])
+                per_row.append(pullback(*args, (ct, 0.0) if has_aux else ct))
+            grads = {i: [np.stack([np.reshape(np.asarray(dense(part)) if not is_zero(part)
+                                              else np.zeros(np.shape(leaf)), np.size(leaf))
+                                   for part in column])
+                         for column, leaf in zip(zip(*[_parts_at_leaves(row[i], args[i])
+                                                       for row in per_row]),
+                                                 pytree.leaves(args[i]))]
+                     for i in moving}
+        out_offsets = [sum(out_sizes[:o]) for o in range(len(out_sizes))]
+
+        def block(o, k, l):
+            leaf = pytree.leaves(args[wrt[k]])[l]
+            if not _float_leaf(leaf):
+                return None
+            return grads[wrt[k]][l][out_offsets[o]:out_offsets[o] + out_sizes[o]]
+
+        jac = _assemble(out, [args[i] for i in wrt], block, single)
+        return (jac, aux) if has_aux else jac
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacrev')
     return jacobian_f
 
@@ -698,9 +837,10 @@ def jacrev(f, argnums=0):
 jacobian = jacrev
 
 
-def hessian(f, argnums=0):
-    """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient)."""
-    return jacfwd(grad(f, argnums), argnums)
+def hessian(f, argnums=0, has_aux=False):
+    """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient); for a
+    tuple of argnums a tuple of tuples, for pytree arguments JAX's nesting."""
+    return jacfwd(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 
 # Generated code calls `as_argument` (see `_generated_caller`): linear in its cotangent.
