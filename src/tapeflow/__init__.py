@@ -9,3 +9,4 @@ from tapeflow.rules.user import defjvp, defvjp  # noqa: E402,F401
 from tapeflow.runtime import *  # noqa: E402,F401,F403  (Tensor, GradientTape, TF-style ops)
 from tapeflow.runtime import __all__ as _runtime_names  # noqa: E402
 from tapeflow.fused import function  # noqa: E402,F401
+from tapeflow.runtime.pytree import register_pytree  # noqa: E402,F401

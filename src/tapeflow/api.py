@@ -484,17 +484,19 @@ def _differentiated(f, argnums, has_aux, kind):
     return differentiated
 
 
-def vjp(f, *primals):
-    """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal."""
+def vjp(f, *primals, has_aux=False):
+    """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal;
+    `(out, vjp_fn, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
     wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
                 np.issubdtype(_dtype_of(p), np.inexact))
     compiled = compile_adjoint(f, wrt, kinds=argument_kinds(primals))
     tape = []
     out = forward_value(compiled, tape, primals)
     tapes = backward_tapes(compiled, primals, tape)
+    out, aux = _split_aux(out, has_aux, getattr(f, '__name__', 'f'))
 
     def vjp_fn(cotangent):
-        grads = compiled.backward(tapes(), cotangent)
+        grads = compiled.backward(tapes(), (cotangent, 0.0) if has_aux else cotangent)
         if len(wrt) == 1:
             grads = (grads,)
         result = [None] * len(primals)
@@ -502,6 +504,10 @@ def vjp(f, *primals):
             result[i] = _like(g, primals[i])
         return tuple(result)
 
+    if has_aux:
+        vjp_fn.__tapeflow_opaque__ = ('a pullback of vjp(..., has_aux=True) cannot be '
+                                      'differentiated again; use has_aux=False there')
+        return out, vjp_fn, aux
     vjp_fn.__tapeflow_pullback__ = (f, primals, wrt)
     return out, vjp_fn
 
@@ -533,8 +539,9 @@ def backward_tapes(compiled, values, tape):
     return fresh
 
 
-def jvp(f, primals, tangents):
-    """Forward mode: `(f(*primals), the tangent of the output along tangents)`."""
+def jvp(f, primals, tangents, has_aux=False):
+    """Forward mode: `(f(*primals), the tangent of the output along tangents)`;
+    `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise TypeError(f'jvp: {len(primals)} primals but {len(tangents)} tangents')
@@ -546,6 +553,10 @@ def jvp(f, primals, tangents):
                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     value = dense(value)               # a gradient read as a function may be a list's `Items`
+    if has_aux:
+        out, aux = _split_aux(value, has_aux, getattr(f, '__name__', 'f'))
+        tangent = 0.0 if is_zero(tangent) else tangent[0]
+        return out, _tangent_like(tangent, out), aux
     return value, _tangent_like(tangent, value)
 
 
