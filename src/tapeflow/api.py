@@ -301,6 +301,17 @@ def _binder(python_fn, fname):
     return bind
 
 
+def _with_defaults(f, args):
+    """`args` with the defaults of the parameters they leave out (generated code takes every
+    parameter by position)."""
+    python_fn = _signature_function(f)
+    code = python_fn.__code__
+    if len(args) >= code.co_argcount or code.co_flags & (inspect.CO_VARARGS |
+                                                        inspect.CO_VARKEYWORDS):
+        return tuple(args)
+    return _binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), {})
+
+
 def _bind_call(f, args, kwargs, wrt=(), what='argnums'):
     """`args` with `kwargs` in their positions (for entry points other than grad), checking
     that what is differentiated was passed by position (keyword arguments are not, as in JAX)."""
@@ -312,8 +323,17 @@ def _bind_call(f, args, kwargs, wrt=(), what='argnums'):
                             f'by position)')
     if not kwargs:
         return tuple(args)
-    python_fn = _unwrap(f)
-    return _binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), kwargs)
+    return _binder(_signature_function(f), getattr(f, '__name__', 'f'))(tuple(args), kwargs)
+
+
+def _signature_function(f):
+    """The Python function whose signature calls of `f` follow: a gradient function has
+    the signature of its function."""
+    seen = set()
+    while wrappers.own(f, '__tapeflow_transform__') is not None and id(f) not in seen:
+        seen.add(id(f))
+        f = wrappers.own(f, '__tapeflow_transform__')[1]
+    return _unwrap(f)
 
 
 # ------------------------------------------------------------------ checks and conversions
@@ -489,6 +509,7 @@ def vjp(f, *primals, has_aux=False):
     `(out, vjp_fn, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
     wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
                 np.issubdtype(_dtype_of(p), np.inexact))
+    given, primals = primals, _with_defaults(f, primals)
     compiled = compile_adjoint(f, wrt, kinds=argument_kinds(primals))
     tape = []
     out = forward_value(compiled, tape, primals)
@@ -499,7 +520,7 @@ def vjp(f, *primals, has_aux=False):
         grads = compiled.backward(tapes(), (cotangent, 0.0) if has_aux else cotangent)
         if len(wrt) == 1:
             grads = (grads,)
-        result = [None] * len(primals)
+        result = [None] * len(given)
         for g, i in zip(grads, wrt):
             result[i] = _like(g, primals[i])
         return tuple(result)
@@ -549,6 +570,7 @@ def jvp(f, primals, tangents, has_aux=False):
                 np.issubdtype(_dtype_of(p), np.inexact))
     for i in wrt:
         _check_tangent(primals[i], tangents[i], f'argument {i}')
+    primals = _with_defaults(f, primals)
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
     value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
