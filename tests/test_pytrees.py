@@ -487,3 +487,17 @@ def test_a_loss_without_a_return_is_a_type_error_like_any_non_float_output():
         tf.grad(returns_an_int)(1.0)
     with pytest.raises(TypeError, match=r'grad requires real-valued outputs'):
         tf.value_and_grad(forgot_return)(1.0)
+
+
+@tf.function
+def compiled_power(x, n=2, scale=1.0):
+    return scale * x ** n
+
+
+def test_keyword_arguments_of_a_compiled_function_under_a_tape():
+    x = tf.Variable(np.array([1.5, -0.5]))
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(compiled_power(x, scale=2.0, n=3))
+    np.testing.assert_allclose(y.numpy(), np.sum(2.0 * x.numpy() ** 3))
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), 6.0 * x.numpy() ** 2)
+    assert compiled_power(2.0, n=3) == pytest.approx(8.0)
