@@ -501,3 +501,48 @@ def test_keyword_arguments_of_a_compiled_function_under_a_tape():
     np.testing.assert_allclose(y.numpy(), np.sum(2.0 * x.numpy() ** 3))
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), 6.0 * x.numpy() ** 2)
     assert compiled_power(2.0, n=3) == pytest.approx(8.0)
+
+
+class Aliased:
+    """Registered; `alias` is the same array as the child `w`."""
+
+    def __init__(self, w, b):
+        self.w, self.b, self.alias = w, b, w
+
+
+tf.register_pytree(Aliased, lambda m: ((m.w, m.b), None), lambda _, ch: Aliased(*ch))
+
+
+def aliased_loss(m, x):
+    return np.sum(m.alias ** 3 * x) + m.b ** 2 * np.sum(m.w)
+
+
+def test_a_registered_child_read_through_another_attribute():
+    m, x = Aliased(np.array([1.0, 2.0]), 0.5), np.array([0.3, -1.0])
+    g = tf.grad(aliased_loss)(m, x)
+    assert isinstance(g, Aliased)
+    np.testing.assert_allclose(g.w, 3 * m.w ** 2 * x + m.b ** 2)
+    assert g.b == pytest.approx(2 * m.b * np.sum(m.w))
+    tf.check_grads(aliased_loss, (m, x), modes=('fwd', 'rev'))        # reverse over reverse too
+    np.testing.assert_allclose(tf.hessian(aliased_loss)(m, x).w.w, np.diag(6 * m.w * x))
+
+
+def test_a_child_returned_twice_by_flatten_is_ambiguous_and_refused():
+    same = 1.5
+
+    def loss(m):
+        return m.w * m.b
+    with pytest.raises(TypeError, match=r'same object as its children \[0, 1\]'):
+        tf.grad(loss)(Aliased(same, same))
+
+
+def write_through_field(p, x):
+    w = p.w
+    w *= x
+    return np.sum(p.w)
+
+
+def test_an_in_place_write_through_a_field_is_refused_where_located():
+    with pytest.raises(tf.UnsupportedError, match=r'test_pytrees\.py:\d+:\d+: w shares memory '
+                                                  r'with p'):
+        tf.grad(write_through_field, argnums=(0, 1))(Params(np.ones(2), 1.0), 3.0)

@@ -354,6 +354,10 @@ def _registered_cotangents(g, arg, kids):
                             f'{type(arg).__name__}, which is not one of the children its '
                             f'registered flatten returns; return it from flatten, or read it '
                             f'through a child')
+        if len(where) > 1:
+            raise TypeError(f'the attribute .{name} of a {type(arg).__name__} is the same object '
+                            f'as its children {where} (its registered flatten returns it more '
+                            f'than once): which one a derivative belongs to is not known')
         out[where[0]] = add_adjoint(out[where[0]], part)
     return out
 
@@ -377,13 +381,17 @@ def as_fields(h, arg):
     if isinstance(arg, (list, tuple, dict)):
         return rebuild(arg, parts)
     if is_registered(arg):
-        names = {id(v): n for n, v in vars(arg).items()} if hasattr(arg, '__dict__') else {}
+        # the transpose of `as_argument`, which sums the fields that are one child: every
+        # attribute that is the child gets its cotangent
+        attributes = vars(arg).items() if hasattr(arg, '__dict__') else ()
         out = {}
         for (_, child), p in zip(kids, parts):
-            if id(child) not in names:
+            names = [n for n, v in attributes if v is child]
+            if not names:
                 raise TypeError(f'a child of the registered {type(arg).__name__} is none of '
                                 f'its attributes; its derivative cannot be kept by field')
-            out[names[id(child)]] = p
+            for n in names:
+                out[n] = p
         return out
     if _is_namedtuple(arg):
         return tuple(parts)
