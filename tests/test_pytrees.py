@@ -546,3 +546,20 @@ def test_an_in_place_write_through_a_field_is_refused_where_located():
     with pytest.raises(tf.UnsupportedError, match=r'test_pytrees\.py:\d+:\d+: w shares memory '
                                                   r'with p'):
         tf.grad(write_through_field, argnums=(0, 1))(Params(np.ones(2), 1.0), 3.0)
+
+
+class Scaler:
+    def __init__(self, w):
+        self.w = w
+
+    def scaled_in_place(self, x):
+        w = self.w
+        w *= x                                 # changes self.w, which is read next
+        return np.sum(self.w)
+
+
+def test_a_method_writing_into_its_objects_field_is_refused_not_a_zero_gradient():
+    m = Scaler(np.ones(2))
+    with pytest.raises(tf.UnsupportedError, match=r'test_pytrees\.py:\d+:\d+: w shares memory '
+                                                  r'with \w*self'):
+        tf.grad(m.scaled_in_place)(3.0)

@@ -236,7 +236,7 @@ def _method_caller(method):
     params = list(code.co_varnames[1:code.co_argcount])
     defaults = fn.__defaults__ or ()
     first = len(params) - len(defaults)
-    namespace = {'_method': fn, '_self': obj}
+    namespace = {'_method': fn, '_the_object': obj}
     signature = []
     for k, name in enumerate(params):
         if k >= first:
@@ -244,6 +244,9 @@ def _method_caller(method):
             signature.append(f'{name}=_default{k}')
         else:
             signature.append(name)
+    # the object is a last parameter, its default: the compiler reads it as a local, so
+    # what the method writes into it is followed (or refused where the user wrote it)
+    signature.append('_self=_the_object')
     from tapeflow.syntax.unparse import load_module
     text = (f'def {fn.__name__}({", ".join(signature)}):\n'
             f'    return _method(_self{"".join(", " + p for p in params)})\n')
@@ -321,8 +324,6 @@ def _bind_call(f, args, kwargs, wrt=(), what='argnums'):
                             f'{i + 1} positional arguments, but {getattr(f, "__name__", "f")}() '
                             f'got {len(args)} (keyword arguments are not differentiated: pass it '
                             f'by position)')
-    if not kwargs:
-        return tuple(args)
     return _binder(_signature_function(f), getattr(f, '__name__', 'f'))(tuple(args), kwargs)
 
 
