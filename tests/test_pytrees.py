@@ -563,3 +563,32 @@ def test_a_method_writing_into_its_objects_field_is_refused_not_a_zero_gradient(
     with pytest.raises(tf.UnsupportedError, match=r'test_pytrees\.py:\d+:\d+: w shares memory '
                                                   r'with \w*self'):
         tf.grad(m.scaled_in_place)(3.0)
+
+
+def tuple_loss(xs):
+    return np.sum(xs[0] ** 2 * xs[1]) + np.sum(np.cos(xs[1]))
+
+
+def test_the_hessian_of_a_tuple_argument_is_a_tuple_of_tuples():
+    x, y = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    h = tf.hessian(tuple_loss)((x, y))
+    assert isinstance(h, tuple) and all(isinstance(r, tuple) for r in h)
+    np.testing.assert_allclose(h[0][0], np.diag(2 * y))
+    np.testing.assert_allclose(h[0][1], np.diag(2 * x))
+    np.testing.assert_allclose(h[1][0], np.diag(2 * x))
+    np.testing.assert_allclose(h[1][1], np.diag(-np.cos(y)))
+    j = tf.jacfwd(tuple_loss)((x, y))
+    g = tf.grad(tuple_loss)((x, y))
+    assert isinstance(j, tuple)
+    np.testing.assert_allclose(j[0], g[0])
+    np.testing.assert_allclose(j[1], g[1])
+
+
+def test_the_eager_tape_differentiates_a_registered_class_of_variables():
+    m = Linear(tf.Variable(np.array([1.0, 2.0])), tf.Variable(3.0))
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(m.w * m.b)
+    g = tape.gradient(y, m)
+    assert isinstance(g, Linear) and g.name == 'lin'
+    np.testing.assert_allclose(g.w.numpy(), [3.0, 3.0])
+    assert float(g.b.numpy()) == pytest.approx(3.0)
