@@ -592,3 +592,25 @@ def test_the_eager_tape_differentiates_a_registered_class_of_variables():
     assert isinstance(g, Linear) and g.name == 'lin'
     np.testing.assert_allclose(g.w.numpy(), [3.0, 3.0])
     assert float(g.b.numpy()) == pytest.approx(3.0)
+
+
+@dataclasses.dataclass
+class Regressor:
+    w: np.ndarray
+    b: float
+
+    def loss(self, x, y):
+        return np.sum((self.w * x + self.b - y) ** 2)
+
+
+def test_a_method_read_as_a_function_of_its_dataclass_object():
+    m = Regressor(np.array([0.5, -1.0]), 0.25)
+    x, y = np.array([1.0, 2.0]), np.array([0.0, 1.0])
+    g = tf.grad(Regressor.loss)(m, x, y)                 # the object is differentiated
+    assert isinstance(g, Regressor)
+    r = m.w * x + m.b - y
+    np.testing.assert_allclose(g.w, 2 * r * x)
+    assert g.b == pytest.approx(2 * np.sum(r))
+    _assert_gradient(Regressor.loss, g, (m, x, y), 0)
+    gx = tf.grad(m.loss)(x, y)                           # the bound method: the object constant
+    np.testing.assert_allclose(gx, 2 * r * m.w)

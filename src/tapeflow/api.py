@@ -1,8 +1,11 @@
-"""The functional API: grad, value_and_grad, vjp, source.
+"""The functional API: grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, source.
 
 Each transformation compiles the function once per set of differentiated
 inputs (see `cache`) and calls the generated code; gradients come back with
-the type and shape of their argument.
+the type and shape of their argument. Arguments and results are pytrees
+(`runtime.pytree`: a dataclass's gradient is a dataclass); keyword arguments
+are put in their places and never differentiated; a bound method is read as a
+function of its other parameters, its object a constant.
 """
 from __future__ import annotations
 
@@ -221,9 +224,10 @@ _METHOD_CALLERS_MAX = 64
 
 
 def _method_caller(method):
-    """A bound method as a function of its other parameters: `def loss(x, n=_d0): return
-    _method(_self, x, n)`, its object a constant the compiler reads like a closure's.
-    Argument positions count from after `self`, as in JAX."""
+    """A bound method as a function of its other parameters: `def loss(x, n=_default1,
+    _self=_the_object): return _method(_self, x, n)`; its object is never differentiated
+    (a constant, passed as the default of a last parameter). Argument positions count
+    from after `self`, as in JAX."""
     fn, obj = method.__func__, method.__self__
     key = (fn, id(obj))
     cached = _METHOD_CALLERS.get(key)
