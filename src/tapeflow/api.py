@@ -319,16 +319,24 @@ def _with_defaults(f, args):
     return _binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), {})
 
 
-def _bind_call(f, args, kwargs, wrt=(), what='argnums'):
-    """`args` with `kwargs` in their positions (for entry points other than grad), checking
-    that what is differentiated was passed by position (keyword arguments are not, as in JAX)."""
-    for i in wrt:
-        if i >= len(args):
-            raise TypeError(f'differentiating with respect to {what}={i} requires at least '
-                            f'{i + 1} positional arguments, but {getattr(f, "__name__", "f")}() '
-                            f'got {len(args)} (keyword arguments are not differentiated: pass it '
-                            f'by position)')
-    return _binder(_signature_function(f), getattr(f, '__name__', 'f'))(tuple(args), kwargs)
+def _call_binder(f, wrt=(), what='argnums'):
+    """`bind(args, kwargs)` for calls of `f` (entry points other than grad): `args` with
+    `kwargs` in their positions and defaults filled in, checking that what is
+    differentiated was passed by position (keyword arguments are not, as in JAX)."""
+    fname = getattr(f, '__name__', 'f')
+    binder = []             # made at the first call (reading `f` may compile a gradient)
+
+    def bind(args, kwargs):
+        for i in wrt:
+            if i >= len(args):
+                raise TypeError(f'differentiating with respect to {what}={i} requires at least '
+                                f'{i + 1} positional arguments, but {fname}() got {len(args)} '
+                                f'(keyword arguments are not differentiated: pass it by '
+                                f'position)')
+        if not binder:
+            binder.append(_binder(_signature_function(f), fname))
+        return binder[0](tuple(args), kwargs)
+    return bind
 
 
 def _signature_function(f):
@@ -700,8 +708,11 @@ def _basis(leaves, total, start=0):
             continue
         size = int(np.size(leaf))
         dtype = _dtype_of(leaf) if _dtype_of(leaf) is not None else np.float64
-        rows = np.zeros((total, size), dtype)
-        rows[offset:offset + size] = np.eye(size, dtype=dtype)
+        if size == total:                   # the one moving leaf (the common case)
+            rows = np.eye(size, dtype=dtype)
+        else:
+            rows = np.zeros((total, size), dtype)
+            rows[offset:offset + size] = np.eye(size, dtype=dtype)
         parts.append(rows.reshape((total,) + np.shape(leaf)))
         offset += size
     return parts
@@ -760,10 +771,11 @@ def jacfwd(f, argnums=0, has_aux=False):
     """
     single, wrt = _argnums(argnums)
     fname = getattr(f, '__name__', 'f')
+    bind = _call_binder(f, wrt)
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
-        args = _bind_call(f, args, kwargs, wrt)
+        args = bind(args, kwargs)
         for i in wrt:
             _check_differentiable(args[i], i, fname)
         in_leaves = [pytree.leaves(args[i]) for i in wrt]
@@ -810,10 +822,11 @@ def jacrev(f, argnums=0, has_aux=False):
     single, wrt = _argnums(argnums)
     fname = getattr(f, '__name__', 'f')
     moving = tuple(sorted(set(wrt)))
+    bind = _call_binder(f, wrt)
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
-        args = _bind_call(f, args, kwargs, wrt)
+        args = bind(args, kwargs)
         for i in wrt:
             _check_differentiable(args[i], i, fname)
         value = f(*args)
