@@ -14,3 +14,4 @@ from tapeflow.fused import function  # noqa: E402,F401
 from tapeflow.mapping import vmap  # noqa: E402,F401
 from tapeflow.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402,F401
 from tapeflow.linearization import linearize  # noqa: E402,F401
+from tapeflow.runtime.pytree import register_pytree  # noqa: E402,F401

@@ -1,8 +1,11 @@
-"""The functional API: grad, value_and_grad, vjp, source.
+"""The functional API: grad, value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, source.
 
 Each transformation compiles the function once per set of differentiated
 inputs (see `cache`) and calls the generated code; gradients come back with
-the type and shape of their argument.
+the type and shape of their argument. Arguments and results are pytrees
+(`runtime.pytree`: a dataclass's gradient is a dataclass); keyword arguments
+are put in their places and never differentiated; a bound method is read as a
+function of its other parameters, its object a constant.
 """
 from __future__ import annotations
 
@@ -16,12 +19,13 @@ import numpy as np
 
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
-from tapeflow.rules.batching import is_batched
+from tapeflow.rules import registry
+from tapeflow.rules.batching import defjvp_batched, is_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
 from tapeflow.syntax.errors import UnsupportedError
 from tapeflow.syntax import sourcemap
-from tapeflow.runtime import support
+from tapeflow.runtime import pytree, support
 from tapeflow.runtime.support import is_zero
 from tapeflow.transforms import pipeline
 
@@ -92,9 +96,15 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     python_fn = _unwrap(f, kinds)
     compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
     params = ', '.join(compiled.params)
-    result = {'grad': '_out[1]', 'value_and_grad': '_out'}[kind]
+    grads = '_out[1]'
+    if any(i < len(kinds) and kinds[i] is None for i in wrt):
+        # a dataclass's or registered object's gradient is of its type, not a dict of fields
+        parts = [f'as_argument({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, '
+                 f'{compiled.params[i]})' for k, i in enumerate(wrt)]
+        grads = parts[0] if len(wrt) == 1 else f'({", ".join(parts)},)'
+    result = {'grad': grads, 'value_and_grad': f'(_out[0], {grads})'}[kind]
     if has_aux and kind == 'grad':
-        result = '(_out[1], _out[0][1])'
+        result = f'({grads}, _out[0][1])'
     seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
     name = f'{kind}_{python_fn.__name__}'
     # the user's defaults stay defaults (grad(grad(f)) called without them)
@@ -106,7 +116,8 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
     caller = callers[kinds] = _make_caller(name, text, compiled, python_fn,
-                                           {f'_default{k}': v for k, v in enumerate(defaults)})
+                                           namespace={'as_argument': pytree.as_argument,
+                                                      **{f'_default{k}': v for k, v in enumerate(defaults)}})
     return caller
 
 
@@ -197,6 +208,8 @@ def _unwrap(fn, kinds=()):
     seen = set()
     while id(fn) not in seen:
         seen.add(id(fn))
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            return _method_caller(fn)
         transform = wrappers.own(fn, '__tapeflow_transform__')
         if transform is not None:
             return _generated_caller(fn, *transform, kinds=kinds)
@@ -213,6 +226,136 @@ def _unwrap(fn, kinds=()):
     return fn
 
 
+_METHOD_CALLERS: dict = {}      # (function, id(self)) -> (self, caller), the latest few
+_METHOD_CALLERS_MAX = 64
+
+
+def _method_caller(method):
+    """A bound method as a function of its other parameters: `def loss(x, n=_default1,
+    _self=_the_object): return _method(_self, x, n)`; its object is never differentiated
+    (a constant, passed as the default of a last parameter). Argument positions count
+    from after `self`, as in JAX."""
+    fn, obj = method.__func__, method.__self__
+    key = (fn, id(obj))
+    cached = _METHOD_CALLERS.get(key)
+    if cached is not None and cached[0] is obj:
+        return cached[1]
+    code = fn.__code__
+    if code.co_argcount < 1 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
+            or code.co_kwonlyargcount:
+        return fn          # the compiler refuses its signature with a located error
+    params = list(code.co_varnames[1:code.co_argcount])
+    defaults = fn.__defaults__ or ()
+    first = len(params) - len(defaults)
+    namespace = {'_method': fn, '_the_object': obj}
+    signature = []
+    for k, name in enumerate(params):
+        if k >= first:
+            namespace[f'_default{k}'] = defaults[k - first]
+            signature.append(f'{name}=_default{k}')
+        else:
+            signature.append(name)
+    # the object is a last parameter, its default: the compiler reads it as a local, so
+    # what the method writes into it is followed (or refused where the user wrote it)
+    signature.append('_self=_the_object')
+    from tapeflow.syntax.unparse import load_module
+    text = (f'def {fn.__name__}({", ".join(signature)}):\n'
+            f'    return _method(_self{"".join(", " + p for p in params)})\n')
+    load_module(text, namespace, fn.__name__)
+    caller = namespace[fn.__name__]
+    caller.__qualname__ = fn.__qualname__
+    if len(_METHOD_CALLERS) >= _METHOD_CALLERS_MAX:
+        _METHOD_CALLERS.pop(next(iter(_METHOD_CALLERS)))
+    _METHOD_CALLERS[key] = (obj, caller)
+    return caller
+
+
+_MISSING = object()
+
+
+def _binder(python_fn, fname):
+    """`bind(args, kwargs)`: all of `python_fn`'s positional parameters, keyword arguments
+    put in their places and defaults filled in (generated code takes them by position)."""
+    code = python_fn.__code__
+    names = code.co_varnames[:code.co_argcount]
+    defaults = python_fn.__defaults__ or ()
+    nparams, first_default = len(names), len(names) - len(defaults)
+    star = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+
+    def bind(args, kwargs):
+        if star:
+            if kwargs:
+                raise TypeError(f'{fname}() takes *args or **kwargs, which tapeflow does not '
+                                f'compile: name each parameter')
+            return args             # compiling says where: the fence rejects *args
+        if not kwargs:
+            if len(args) == nparams:
+                return args
+            missing = nparams - len(args)
+            if 0 <= missing <= len(defaults):
+                return args + tuple(defaults[len(defaults) - missing:])
+        if len(args) > nparams:
+            raise TypeError(f'{fname}() takes {nparams} positional arguments but {len(args)} '
+                            f'were given')
+        out = list(args) + [_MISSING] * (nparams - len(args))
+        for name, value in kwargs.items():
+            if name not in names:
+                raise TypeError(f'{fname}() got an unexpected keyword argument {name!r}')
+            i = names.index(name)
+            if out[i] is not _MISSING:
+                raise TypeError(f'{fname}() got multiple values for argument {name!r}')
+            out[i] = value
+        for i in range(nparams):
+            if out[i] is _MISSING:
+                if i < first_default:
+                    raise TypeError(f'{fname}() missing required positional argument: '
+                                    f'{names[i]!r}')
+                out[i] = defaults[i - first_default]
+        return tuple(out)
+    return bind
+
+
+def _with_defaults(f, args):
+    """`args` with the defaults of the parameters they leave out (generated code takes every
+    parameter by position)."""
+    python_fn = _signature_function(f)
+    code = python_fn.__code__
+    if len(args) >= code.co_argcount or code.co_flags & (inspect.CO_VARARGS |
+                                                        inspect.CO_VARKEYWORDS):
+        return tuple(args)
+    return _binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), {})
+
+
+def _call_binder(f, wrt=(), what='argnums'):
+    """`bind(args, kwargs)` for calls of `f` (entry points other than grad): `args` with
+    `kwargs` in their positions and defaults filled in, checking that what is
+    differentiated was passed by position (keyword arguments are not, as in JAX)."""
+    fname = getattr(f, '__name__', 'f')
+    binder = []             # made at the first call (reading `f` may compile a gradient)
+
+    def bind(args, kwargs):
+        for i in wrt:
+            if i >= len(args):
+                raise TypeError(f'differentiating with respect to {what}={i} requires at least '
+                                f'{i + 1} positional arguments, but {fname}() got {len(args)} '
+                                f'(keyword arguments are not differentiated: pass it by '
+                                f'position)')
+        if not binder:
+            binder.append(_binder(_signature_function(f), fname))
+        return binder[0](tuple(args), kwargs)
+    return bind
+
+
+def _signature_function(f):
+    """The Python function whose signature calls of `f` follow: a gradient function has
+    the signature of its function."""
+    seen = set()
+    while wrappers.own(f, '__tapeflow_transform__') is not None and id(f) not in seen:
+        seen.add(id(f))
+        f = wrappers.own(f, '__tapeflow_transform__')[1]
+    return _unwrap(f)
+
+
 # ------------------------------------------------------------------ checks and conversions
 
 def _check_differentiable(value, position, fname):
@@ -222,6 +365,18 @@ def _check_differentiable(value, position, fname):
             f'grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of '
             f'np.inexact), but got {dtype.name} for argument {position} of {fname}(). '
             f'If you want to differentiate with respect to it, pass a float.')
+
+
+def _check_pytree_argument(value, position, fname):
+    """A differentiated argument is a pytree of numbers and arrays (`runtime.pytree`)."""
+    for path, leaf in pytree.leaves_with_paths(value):
+        if not isinstance(leaf, (numbers.Number, np.ndarray, np.generic, str, bytes)) and not \
+                hasattr(leaf, '__array__') and not hasattr(leaf, '__array_namespace__'):
+            raise TypeError(f'cannot differentiate {fname}() with respect to argument {position}: '
+                            f'{pytree.path_text("it", path) if path else "it"} is a '
+                            f'{type(leaf).__name__}, not a float, an array or a pytree of them '
+                            f'(dataclasses and NamedTuples are; register other classes with '
+                            f'tf.register_pytree)')
 
 
 def _dtype_of(value):
@@ -237,7 +392,8 @@ def _dtype_of(value):
 
 
 def _like(g, arg):
-    """The gradient `g` in the type and shape of the argument `arg`."""
+    """The gradient `g` in the type and shape of the argument `arg` (a pytree: the
+    gradient of a dataclass is a dataclass of its fields' gradients)."""
     cls = arg.__class__
     if cls is float:
         return 0.0 if is_zero(g) else float(g)
@@ -249,16 +405,21 @@ def _like(g, arg):
         if g.shape != arg.shape:
             g = np.broadcast_to(g, arg.shape).copy()
         return g.astype(dtype, copy=False)
-    if isinstance(arg, dict):
-        return {k: _like(0.0 if is_zero(g) else g.get(k, 0.0), a) for k, a in arg.items()}
-    if isinstance(arg, (list, tuple)):
-        parts = [_like(0.0 if is_zero(g) else g[i], a) for i, a in enumerate(arg)]
-        return cls(parts) if cls in (list, tuple) else parts
+    if arg is None:
+        return None
+    children = pytree.children(arg)
+    if children is not None:
+        parts = pytree.child_cotangents(g, arg, children)
+        return pytree.rebuild(arg, [_like(p, child) for p, (_, child) in zip(parts, children)])
     if isinstance(arg, np.generic):
         return arg.dtype.type(0 if is_zero(g) else g)
     if isinstance(arg, complex):
         return complex(g)
-    return dense(g)
+    if isinstance(arg, (bool, numbers.Number, str, bytes)):
+        return dense(g)
+    raise TypeError(f'cannot differentiate with respect to a {type(arg).__name__}: arguments '
+                    f'are pytrees (tuples, lists, dicts, dataclasses, NamedTuples, classes '
+                    f'registered with tf.register_pytree) of floats and float arrays')
 
 
 def _check_not_structured(fn, args, kind):
@@ -276,6 +437,10 @@ def _check_not_structured(fn, args, kind):
 
 
 def _check_scalar(value, fname):
+    if not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+        forgot = ' (None: does it lack a return?)' if value is None else ''
+        raise TypeError(f'grad requires real-valued outputs (output dtype that is a sub-dtype of '
+                        f'np.floating), but {fname}() returned {type(value).__name__}{forgot}')
     if np.ndim(value) != 0:
         raise TypeError(f'Gradient only defined for scalar-output functions. Output of {fname}() '
                         f'had shape: {np.shape(value)}')
@@ -315,6 +480,7 @@ def _differentiated(f, argnums, has_aux, kind):
                 raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
                                 f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
+            _check_pytree_argument(args[i], i, fname)
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), kinds=argument_kinds(args))
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
@@ -338,15 +504,23 @@ def _differentiated(f, argnums, has_aux, kind):
             return value, grads
         return (grads, value[1]) if has_aux else grads
 
+    bind = _binder(python_fn, fname)
     nparams = python_fn.__code__.co_argcount
-    defaults = python_fn.__defaults__ or ()
-    if python_fn.__code__.co_flags & inspect.CO_VARARGS:
+    if python_fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         nparams = None              # compiling says where: the fence rejects *args
 
     @functools.wraps(f)
-    def differentiated(*args):
-        if len(args) != nparams and nparams is not None:
-            args = _complete(args, nparams, defaults, fname)
+    def differentiated(*args, **kwargs):
+        if kwargs:
+            for i in wrt:
+                if i >= len(args):
+                    raise TypeError(
+                        f'differentiating with respect to argnums={i} requires at least {i + 1} '
+                        f'positional arguments, but {fname}() got {len(args)} (keyword '
+                        f'arguments are not differentiated: pass it by position)')
+            args = bind(args, kwargs)
+        elif len(args) != nparams and nparams is not None:
+            args = bind(args, kwargs)
         key = tuple(map(type, args))
         if np.ndarray in key:             # specialised on array shapes too
             key += tuple(a.shape for a in args if a.__class__ is np.ndarray)
@@ -388,35 +562,34 @@ def _gradient_of_jacobian(jacobian_f, argnums, kind):
     return differentiated
 
 
-def _complete(args, nparams, defaults, fname):
-    """The arguments with the function's defaults filled in (the seed comes after them)."""
-    missing = nparams - len(args)
-    if missing < 0 or missing > len(defaults):
-        raise TypeError(f'{fname}() takes {nparams} positional arguments but {len(args)} were given')
-    return args + tuple(defaults[len(defaults) - missing:])
-
-
-def vjp(f, *primals):
-    """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal."""
+def vjp(f, *primals, has_aux=False):
+    """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal;
+    `(out, vjp_fn, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
     wrt = tuple(i for i, p in enumerate(primals) if _dtype_of(p) is None or
                 np.issubdtype(_dtype_of(p), np.inexact))
+    given, primals = primals, _with_defaults(f, primals)
     compiled = compile_adjoint(f, wrt, kinds=argument_kinds(primals))
     tape = []
     out = forward_value(compiled, tape, primals)
     tapes = backward_tapes(compiled, primals, tape)
+    out, aux = _split_aux(out, has_aux, getattr(f, '__name__', 'f'))
 
     def vjp_fn(cotangent):
         try:
-            grads = compiled.backward(tapes(), cotangent)
+            grads = compiled.backward(tapes(), (cotangent, 0.0) if has_aux else cotangent)
         except Exception as error:
             sourcemap.reraise(error)
         if len(wrt) == 1:
             grads = (grads,)
-        result = [None] * len(primals)
+        result = [None] * len(given)
         for g, i in zip(grads, wrt):
             result[i] = _like(g, primals[i])
         return tuple(result)
 
+    if has_aux:
+        vjp_fn.__tapeflow_opaque__ = ('a pullback of vjp(..., has_aux=True) cannot be '
+                                      'differentiated again; use has_aux=False there')
+        return out, vjp_fn, aux
     vjp_fn.__tapeflow_pullback__ = (f, primals, wrt)
     return out, vjp_fn
 
@@ -451,8 +624,9 @@ def backward_tapes(compiled, values, tape):
     return fresh
 
 
-def jvp(f, primals, tangents):
-    """Forward mode: `(f(*primals), the tangent of the output along tangents)`."""
+def jvp(f, primals, tangents, has_aux=False):
+    """Forward mode: `(f(*primals), the tangent of the output along tangents)`;
+    `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise TypeError(f'jvp: {len(primals)} primals but {len(tangents)} tangents')
@@ -460,6 +634,7 @@ def jvp(f, primals, tangents):
                 np.issubdtype(_dtype_of(p), np.inexact))
     for i in wrt:
         _check_tangent(primals[i], tangents[i], f'argument {i}')
+    primals = _with_defaults(f, primals)
     compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(primals),
                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals))
     try:
@@ -467,39 +642,47 @@ def jvp(f, primals, tangents):
     except Exception as error:
         sourcemap.reraise(error)
     value = dense(value)               # a gradient read as a function may be a list's `Items`
+    if has_aux:
+        out, aux = _split_aux(value, has_aux, getattr(f, '__name__', 'f'))
+        tangent = 0.0 if is_zero(tangent) else tangent[0]
+        return out, _tangent_like(tangent, out), aux
     return value, _tangent_like(tangent, value)
 
 
 def _check_tangent(primal, tangent, where):
-    """A tangent has its primal's structure, and each leaf its primal's shape."""
+    """A tangent has its primal's structure (`runtime.pytree`), and each leaf its primal's shape."""
+    kids = pytree.children(primal)
+    if kids is None:
+        if np.shape(tangent) != np.shape(primal):
+            raise ValueError(f'jvp: the tangent of {where} has shape {np.shape(tangent)}, '
+                             f'its primal {np.shape(primal)}')
+        return
+    if primal is None:
+        return
     if isinstance(primal, dict):
         if not isinstance(tangent, dict) or set(tangent) != set(primal):
             raise ValueError(f'jvp: the tangent of {where} must be a dict with the keys '
                              f'{sorted(map(repr, primal))} of its primal')
-        for key, p in primal.items():
-            _check_tangent(p, tangent[key], f'{where}[{key!r}]')
     elif isinstance(primal, (list, tuple)):
         if not isinstance(tangent, (list, tuple)) or len(tangent) != len(primal):
             raise ValueError(f'jvp: the tangent of {where} must be a sequence of {len(primal)} '
                              f'like its primal, not {type(tangent).__name__} {tangent!r}')
-        for key, (p, t) in enumerate(zip(primal, tangent)):
-            _check_tangent(p, t, f'{where}[{key}]')
-    elif np.shape(tangent) != np.shape(primal):
-        raise ValueError(f'jvp: the tangent of {where} has shape {np.shape(tangent)}, '
-                         f'its primal {np.shape(primal)}')
+    elif type(tangent) is not type(primal):
+        raise ValueError(f'jvp: the tangent of {where} must be a {type(primal).__name__} like '
+                         f'its primal, not {type(tangent).__name__}')
+    for (key, p), t in zip(kids, pytree.child_cotangents(tangent, primal, kids)):
+        _check_tangent(p, t, pytree.path_text(where, (key,)))
 
 
 def _tangent_like(tangent, value):
-    if isinstance(value, dict):
-        return {k: _tangent_like(0.0 if is_zero(tangent) else tangent[k], v)
-                for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        parts = [_tangent_like(0.0 if is_zero(tangent) else t, v) for t, v in
-                 zip(tangent if not is_zero(tangent) else [0.0] * len(value), value)]
-        return type(value)(parts)
+    """The tangent of the output `value`, of its structure (symbolic zeros made zeros)."""
     if is_zero(tangent) and isinstance(value, (np.ndarray, np.generic)):
         return np.zeros(np.shape(value), np.result_type(value, float))
-    return tangent
+    kids = pytree.children(value) if value is not None else None
+    if not kids:
+        return tangent
+    parts = pytree.child_cotangents(tangent, value, kids)
+    return pytree.rebuild(value, [_tangent_like(t, v) for t, (_, v) in zip(parts, kids)])
 
 
 def source(f, argnums=0, mode='reverse', optimize=True, args=None):
@@ -541,90 +724,241 @@ def _basis_batch(x):
     return np.eye(size, dtype=dtype).reshape((size,) + np.shape(x))
 
 
-def jacfwd(f, argnums=0):
-    """Dense Jacobian by forward mode; shape `out.shape + in.shape`.
+def _float_leaf(leaf) -> bool:
+    dtype = _dtype_of(leaf)
+    return (dtype is None and isinstance(leaf, numbers.Number)) or \
+        (dtype is not None and np.issubdtype(dtype, np.inexact))
+
+
+def _parts_at_leaves(t, like):
+    """The pieces of `t` (a tangent or cotangent of `like`, kept as generated code keeps it)
+    at the leaves of `like`, in `pytree.leaves` order; 0.0 where it is zero."""
+    kids = pytree.children(like)
+    if kids is None:
+        return [t]
+    out = []
+    for part, (_, child) in zip(pytree.child_cotangents(t, like, kids), kids):
+        out.extend(_parts_at_leaves(part, child))
+    return out
+
+
+def _rows(part, leaf, n):
+    """`part`, a batch of `n` tangents of `leaf` or one for all, as `(n, leaf.size)`."""
+    if is_zero(part) or part is None:
+        return np.zeros((n, int(np.size(leaf))), np.result_type(leaf, float))
+    part = np.asarray(part)
+    if part.ndim != np.ndim(leaf) + 1:
+        part = np.broadcast_to(part, (n,) + np.shape(leaf))
+    return part.reshape((n, int(np.size(leaf))))
+
+
+def _basis(leaves, total, start=0):
+    """For each leaf, its unit directions among `total` (one row each), the float leaves
+    numbered from `start` on: `(total,) + leaf.shape`, or 0.0 for a leaf that does not move."""
+    parts, offset = [], start
+    for leaf in leaves:
+        if not _float_leaf(leaf):
+            parts.append(0.0)
+            continue
+        size = int(np.size(leaf))
+        dtype = _dtype_of(leaf) if _dtype_of(leaf) is not None else np.float64
+        if size == total:                   # the one moving leaf (the common case)
+            rows = np.eye(size, dtype=dtype)
+        else:
+            rows = np.zeros((total, size), dtype)
+            rows[offset:offset + size] = np.eye(size, dtype=dtype)
+        parts.append(rows.reshape((total,) + np.shape(leaf)))
+        offset += size
+    return parts
+
+
+def _sizes(leaves):
+    return [int(np.size(leaf)) if _float_leaf(leaf) else 0 for leaf in leaves]
+
+
+def _assemble(out, ins, block, single):
+    """The Jacobian of the output `out` (a pytree) with respect to the inputs `ins` (one
+    pytree per differentiated argument), JAX's shapes: the output's structure outside, the
+    input's inside (a tuple of inputs for a tuple of argnums), each leaf of
+    `out_leaf.shape + in_leaf.shape`. `block(o, k, l)` gives the `(out size, in size)`
+    matrix of output leaf `o` and leaf `l` of input `k`."""
+    out_leaves, out_def = pytree.flatten(out)
+    in_flat = [pytree.flatten(x) for x in ins]
+    results = []
+    for o, ol in enumerate(out_leaves):
+        per_input = []
+        for k, (leaves, treedef) in enumerate(in_flat):
+            blocks = []
+            for l, leaf in enumerate(leaves):
+                m = block(o, k, l)
+                shape = np.shape(ol) + np.shape(leaf)
+                blocks.append(np.zeros(shape, np.result_type(ol, float)) if m is None
+                              else np.ascontiguousarray(m).reshape(shape))
+            per_input.append(treedef.unflatten(blocks))
+        results.append(per_input[0] if single else tuple(per_input))
+    return out_def.unflatten(results)
+
+
+def _argnums(argnums):
+    single = isinstance(argnums, int)
+    wrt = (argnums,) if single else tuple(argnums)
+    if not all(isinstance(i, int) for i in wrt):
+        raise TypeError(f'argnums must be an int or a tuple of ints, not {argnums!r}')
+    return single, wrt
+
+
+def _split_aux(value, has_aux, fname):
+    if not has_aux:
+        return value, None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
+    return value[0], value[1]
+
+
+def jacfwd(f, argnums=0, has_aux=False):
+    """Dense Jacobian by forward mode, JAX's shapes (`out.shape + in.shape` per leaf; pytrees
+    in and out; a tuple for a tuple of argnums); `(jacobian, aux)` with has_aux.
 
     One forward sweep carries every input direction at once: the tangent of
-    the argument is the identity, with a leading batch axis (see
+    the arguments is the identity, with a leading batch axis (see
     `tapeflow.rules.batching`), so the primal is computed once.
     """
+    single, wrt = _argnums(argnums)
+    fname = getattr(f, '__name__', 'f')
+    bind = _call_binder(f, wrt)
+
     @functools.wraps(f)
-    def jacobian_f(*args):
-        if hasattr(f, '__tapeflow_jacobian__'):
-            return _jacobian_of_jacobian(*f.__tapeflow_jacobian__, argnums, args)
-        x = args[argnums]
-        wrt = (argnums,)
+    def jacobian_f(*args, **kwargs):
+        args = bind(args, kwargs)
+        if single and not has_aux and hasattr(f, '__tapeflow_jacobian__'):
+            return _jacobian_of_jacobian(*f.__tapeflow_jacobian__, wrt[0], args)
+        for i in wrt:
+            _check_differentiable(args[i], i, fname)
+        in_leaves = [pytree.leaves(args[i]) for i in wrt]
+        sizes = [_sizes(leaves) for leaves in in_leaves]
+        total = sum(map(sum, sizes))
+        tangents, start = [], 0
+        for i, leaves in zip(wrt, in_leaves):
+            tangents.append(pytree.flatten(args[i])[1].unflatten(_basis(leaves, total, start)))
+            start += sum(_sizes(leaves))
         compiled = compile_tangent(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), batched=True,
                                    kinds=argument_kinds(args))
         try:
-            value, tangent = compiled.combined(*args, _basis_batch(x))
+            value, tangent = compiled.combined(*args, *tangents)
         except Exception as error:
             sourcemap.reraise(error)
-        return _jacobian_from_batch(tangent, value, x)
+        value = dense(value)
+        out, aux = _split_aux(value, has_aux, fname)
+        if has_aux:
+            tangent = 0.0 if is_zero(tangent) else tangent[0]
+        out_leaves = pytree.leaves(out)
+        rows = [_rows(part, leaf, total) for part, leaf in
+                zip(_parts_at_leaves(tangent, out), out_leaves)]
+        offsets = [[sum(map(sum, sizes[:k])) + sum(sizes[k][:l]) for l in range(len(sizes[k]))]
+                   for k in range(len(wrt))]
+
+        def block(o, k, l):
+            if not sizes[k][l]:
+                return None
+            return rows[o][offsets[k][l]:offsets[k][l] + sizes[k][l]].T
+
+        jac = _assemble(out, [args[i] for i in wrt], block, single)
+        return (jac, aux) if has_aux else jac
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacfwd')
-    jacobian_f.__tapeflow_jacobian__ = (f, argnums)
+    jacobian_f.__dict__.pop('__tapeflow_jacobian__', None)      # wraps copied f's
+    if single and not has_aux:              # what a Jacobian of it differentiates again
+        jacobian_f.__tapeflow_jacobian__ = (f, wrt[0])
     return jacobian_f
 
 
-def _jacobian_from_batch(tangent, value, x):
-    """`out.shape + in.shape` out of a batch `(in.size,) + out.shape` of tangents."""
-    if isinstance(value, (tuple, list)):
-        parts = tangent if isinstance(tangent, (tuple, list)) else [tangent] * len(value)
-        return type(value)(_jacobian_from_batch(t, v, x) for t, v in zip(parts, value))
-    size, out_shape = int(np.size(x)), np.shape(value)
-    batch = np.broadcast_to(tangent, (size,) + out_shape) if not is_batched(tangent, value) \
-        else np.asarray(tangent)
-    jac = np.moveaxis(batch.reshape((size, -1)), 0, -1)
-    return np.ascontiguousarray(jac).reshape(out_shape + np.shape(x))
-
-
-def jacrev(f, argnums=0):
-    """Dense Jacobian by reverse mode; shape `out.shape + in.shape`.
+def jacrev(f, argnums=0, has_aux=False):
+    """Dense Jacobian by reverse mode, JAX's shapes (as `jacfwd`); `(jacobian, aux)` with
+    has_aux.
 
     The reverse sweep is linear in its cotangent, so it carries every output
     direction at once: the pullback of `vjp` is swept forward with the
     identity as a batch of cotangents (one row per output element), and the
     primal runs once.
     """
+    single, wrt = _argnums(argnums)
+    fname = getattr(f, '__name__', 'f')
+    moving = tuple(sorted(set(wrt)))
+    bind = _call_binder(f, wrt)
+
     @functools.wraps(f)
-    def jacobian_f(*args):
-        if hasattr(f, '__tapeflow_jacobian__'):
-            return _jacobian_of_jacobian(*f.__tapeflow_jacobian__, argnums, args)
-        kind, inner_f, inner_wrt, has_aux = getattr(f, '__tapeflow_transform__', (None,) * 4)
-        if kind == 'grad' and len(inner_wrt) == 1 and not has_aux:
-            # the Jacobian of a gradient: forward over reverse, as `hessian`
-            return _jacobian_of_jacobian(inner_f, inner_wrt[0], argnums, args)
-        wrt = tuple(i for i, p in enumerate(args) if _dtype_of(p) is None or
-                    np.issubdtype(_dtype_of(p), np.inexact))
-        out = f(*args)
-        if isinstance(out, (tuple, list, dict)):
-            raise TypeError('jacrev: the function must return one array or scalar')
-        seed = np.zeros(np.shape(out), np.result_type(out, float)) if np.ndim(out) else 0.0
-        pullback = _adjoint_caller(f, wrt, len(args), argument_kinds(args))
+    def jacobian_f(*args, **kwargs):
+        args = bind(args, kwargs)
+        if single and not has_aux:
+            if hasattr(f, '__tapeflow_jacobian__'):
+                return _jacobian_of_jacobian(*f.__tapeflow_jacobian__, wrt[0], args)
+            kind, inner_f, inner_wrt, inner_aux = getattr(f, '__tapeflow_transform__', (None,) * 4)
+            if kind == 'grad' and len(inner_wrt) == 1 and not inner_aux:
+                # the Jacobian of a gradient: forward over reverse, as `hessian`
+                return _jacobian_of_jacobian(inner_f, inner_wrt[0], wrt[0], args)
+        for i in wrt:
+            _check_differentiable(args[i], i, fname)
+        value = f(*args)
+        out, aux = _split_aux(value, has_aux, fname)
+        out_leaves, out_def = pytree.flatten(out)
+        for leaf in out_leaves:
+            if not _float_leaf(leaf):
+                raise TypeError(f'jacrev requires real-valued outputs (output dtype that is a '
+                                f'sub-dtype of np.floating), but {fname}() returned '
+                                f'{type(leaf).__name__ if _dtype_of(leaf) is None else _dtype_of(leaf)}')
+        out_sizes = _sizes(out_leaves)
+        total = sum(out_sizes)
+        seed = out_def.unflatten([np.zeros(np.shape(leaf), np.result_type(leaf, float))
+                                  if np.ndim(leaf) else 0.0 for leaf in out_leaves])
+        basis = out_def.unflatten(_basis(out_leaves, total))
+        if has_aux:
+            seed, basis = (seed, 0.0), (basis, 0.0)
+        pullback = _adjoint_caller(f, moving, len(args), argument_kinds(args))
         inputs = args + (seed,)
-        x = args[argnums]
         try:
             compiled = compile_tangent(pullback, (len(args),), scalar_args=scalar_positions(inputs),
                                        arg_shapes=array_shapes(inputs), batched=True,
                                        kinds=argument_kinds(inputs))
+            try:
+                _, tangents = compiled.combined(*inputs, basis)
+            except (UnsupportedError, MissingRule):
+                raise
+            except Exception as error:
+                sourcemap.reraise(error)
+            if not isinstance(tangents, (tuple, list)):
+                tangents = (tangents,)
+            grads = {i: [_rows(part, leaf, total) for part, leaf in
+                         zip(_parts_at_leaves(tangents[i], args[i]), pytree.leaves(args[i]))]
+                     for i in moving}
         except (UnsupportedError, MissingRule):
             # the adjoint cannot be swept forward (a user rule written as a lambda,
             # say): one reverse sweep per output element instead
-            _, pullback = vjp(f, *args)
-            rows = [np.asarray(pullback(ct)[argnums]) for ct in _basis_batch(out)]
-            return np.stack(rows).reshape(np.shape(out) + np.shape(x))
-        try:
-            _, tangents = compiled.combined(*inputs, _basis_batch(out))
-        except Exception as error:
-            sourcemap.reraise(error)
-        rows = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
-        size = int(np.size(out))
-        if not is_batched(rows, x):
-            rows = np.broadcast_to(rows, (size,) + np.shape(x))
-        return np.asarray(rows).reshape(np.shape(out) + np.shape(x))
+            per_row = []
+            for m in range(total):
+                ct = out_def.unflatten([np.asarray(part[m]) if not is_zero(part) else 0.0
+                                        for part in _basis(out_leaves, total)])
+                per_row.append(pullback(*args, (ct, 0.0) if has_aux else ct))
+            grads = {i: [np.stack([np.reshape(np.asarray(dense(part)) if not is_zero(part)
+                                              else np.zeros(np.shape(leaf)), np.size(leaf))
+                                   for part in column])
+                         for column, leaf in zip(zip(*[_parts_at_leaves(row[i], args[i])
+                                                       for row in per_row]),
+                                                 pytree.leaves(args[i]))]
+                     for i in moving}
+        out_offsets = [sum(out_sizes[:o]) for o in range(len(out_sizes))]
+
+        def block(o, k, l):
+            leaf = pytree.leaves(args[wrt[k]])[l]
+            if not _float_leaf(leaf):
+                return None
+            return grads[wrt[k]][l][out_offsets[o]:out_offsets[o] + out_sizes[o]]
+
+        jac = _assemble(out, [args[i] for i in wrt], block, single)
+        return (jac, aux) if has_aux else jac
     jacobian_f.__tapeflow_opaque__ = wrappers.JACOBIAN_OPAQUE.format('jacrev')
-    jacobian_f.__tapeflow_jacobian__ = (f, argnums)
+    jacobian_f.__dict__.pop('__tapeflow_jacobian__', None)      # wraps copied f's
+    if single and not has_aux:              # what a Jacobian of it differentiates again
+        jacobian_f.__tapeflow_jacobian__ = (f, wrt[0])
     return jacobian_f
 
 
@@ -659,6 +993,10 @@ def _jacobian_of_jacobian(f, inner, outer, args):
     if isinstance(out, (tuple, list, dict)):
         raise TypeError('a Jacobian of a Jacobian: the function must return one array or scalar')
     for position in (inner, outer):
+        if pytree.is_node(args[position]):
+            raise TypeError(f'a Jacobian of a Jacobian in argument {position}, a '
+                            f'{type(args[position]).__name__}: nested Jacobians take arrays and '
+                            f'scalars; for structured arguments, write hessian(f)')
         dtype = _dtype_of(args[position])
         if dtype is not None and not np.issubdtype(dtype, np.inexact):
             raise TypeError(f'a Jacobian of a Jacobian in argument {position}, which holds '
@@ -672,9 +1010,17 @@ def _jacobian_of_jacobian(f, inner, outer, args):
     return np.stack(rows).reshape(shape)
 
 
-def hessian(f, argnums=0):
-    """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient)."""
-    return jacfwd(grad(f, argnums), argnums)
+def hessian(f, argnums=0, has_aux=False):
+    """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient); for a
+    tuple of argnums a tuple of tuples, for pytree arguments JAX's nesting."""
+    return jacfwd(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+# Generated code calls `as_argument` (see `_generated_caller`): linear in its cotangent.
+registry.defjvp(pytree.as_argument, lambda t, ans, g, arg: pytree.as_argument(t, arg))
+registry.defvjp(pytree.as_argument, lambda h, ans, g, arg: pytree.as_fields(h, arg))
+registry.static(pytree.as_argument, 1)
+defjvp_batched(pytree.as_argument, lambda t, ans, g, arg: pytree.as_argument(t, arg))
 
 
 # Inside compiled code, `grad(f)` and the like are computed while compiling

@@ -18,6 +18,8 @@ import copy
 
 import numpy as np
 
+from tapeflow.runtime import pytree
+
 __all__ = ['check_grads', 'float_leaves', 'has_float_leaf', 'replace_leaf', 'map_float_leaves',
            'zero_tangent', 'path_text', 'structure_mismatch', 'mismatch_message']
 
@@ -42,23 +44,13 @@ def _is_float(leaf) -> bool:
 
 
 def _children(tree):
-    """(key, child) pairs of a list, tuple or dict (dicts in insertion order); None for a leaf."""
-    if isinstance(tree, dict):
-        return list(tree.items())
-    if isinstance(tree, (list, tuple)):
-        return list(enumerate(tree))
-    return None
+    """(key, child) pairs of a pytree node (`runtime.pytree`); None for a leaf."""
+    return pytree.children(tree)
 
 
 def _rebuild(tree, values):
-    """A container of `tree`'s class holding `values` (in the order of `_children`)."""
-    if isinstance(tree, dict):           # a copy keeps a dict subclass's own state
-        out = tree.copy()
-        out.update(zip(list(tree), values))
-        return out
-    if hasattr(tree, '_fields'):                   # a namedtuple
-        return type(tree)(*values)
-    return type(tree)(values)
+    """A node of `tree`'s kind holding `values` (in the order of `_children`)."""
+    return pytree.rebuild(tree, values)
 
 
 def float_leaves(tree, path=()):
@@ -102,16 +94,15 @@ def _zeros_where_symbolic(tangent, like):
     children = _children(like)
     if children is None or _children(tangent) is None:
         return tangent
-    keys = [k for k, _ in children]
-    if keys != [k for k, _ in _children(tangent)]:
+    tangent_children = _children(tangent)
+    if [k for k, _ in children] != [k for k, _ in tangent_children]:
         return tangent
-    return _rebuild(tangent, [_zeros_where_symbolic(tangent[k], child) for k, child in children])
+    return _rebuild(tangent, [_zeros_where_symbolic(t, child)
+                              for (_, child), (_, t) in zip(children, tangent_children)])
 
 
 def leaf_at(tree, path):
-    for key in path:
-        tree = tree[key]
-    return tree
+    return pytree.leaf_at(tree, path)
 
 
 def zero_tangent(tree):
@@ -131,8 +122,8 @@ def zero_tangent(tree):
 
 
 def path_text(name, path):
-    """`xs[1]['w']`: where a leaf is, for messages."""
-    return name + ''.join(f'[{key!r}]' for key in path)
+    """`xs[1]['w']`, `p.w`: where a leaf is, for messages."""
+    return pytree.path_text(name, path)
 
 
 def mismatch_message(arg, value, what):
@@ -152,6 +143,8 @@ def _at(path):
 def _describe(value):
     if isinstance(value, (list, tuple, dict)):
         return f'a {type(value).__name__} of {len(value)}'
+    if pytree.is_node(value) and value is not None:
+        return f'a {type(value).__name__}'
     if isinstance(value, np.ndarray):
         return f'an array of shape {value.shape}'
     return f'{type(value).__name__} {value!r}' if not isinstance(value, float) else 'a float'
@@ -167,13 +160,19 @@ def structure_mismatch(arg, value, path=()):
                     np.shape(value) != np.shape(arg):
                 return path, _describe(arg), _describe(value)
         return None
-    same_kind = isinstance(value, dict) if isinstance(arg, dict) else \
-        (type(value) is type(arg) or (hasattr(arg, '_fields') and isinstance(value, (list, tuple))))
-    if not same_kind or len(value) != len(arg) or \
-            (isinstance(arg, dict) and set(value) != set(arg)):
+    value_children = _children(value)
+    if isinstance(arg, dict):
+        same_kind = isinstance(value, dict)
+    elif isinstance(arg, (list, tuple)):
+        same_kind = type(value) is type(arg) or \
+            (hasattr(arg, '_fields') and isinstance(value, (list, tuple)))
+    else:
+        same_kind = type(value) is type(arg)
+    if not same_kind or value_children is None or len(value_children) != len(children) or \
+            [k for k, _ in value_children] != [k for k, _ in children]:
         return path, _describe(arg), _describe(value)
-    for key, child in children:
-        found = structure_mismatch(child, value[key], path + (key,))
+    for (key, child), (_, got) in zip(children, value_children):
+        found = structure_mismatch(child, got, path + (key,))
         if found is not None:
             return found
     return None
@@ -208,25 +207,49 @@ def _inner(tree, a, b):
 
 # ------------------------------------------------------------------ check_grads
 
-def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
+_MODES = ('fwd', 'rev')
+
+
+def check_grads(f, args, order=2, modes=None, eps=None, rtol=None, atol=None, seed=0):
     """Check `f`'s compiled derivatives against central differences, up to `order` (1 or 2).
 
-    `args` are the positional arguments, each a float, a float array, or a list,
-    tuple or dict of them (nested); ints, bools and strings inside are left alone.
-    For each argument holding a float: order 1 compares `grad(f, k)` (a list for
-    a list argument, a dict for a dict...) with differences of `f` along a random
-    direction of the argument's structure; order 2 compares the Hessian-vector
-    product (forward over reverse: `jvp(grad(f, k))`) with differences of the
-    gradient. Raises `AssertionError` naming the argument and both numbers on a
-    mismatch, `NotImplementedError` when forward over reverse is not available
-    for `f`; returns None.
+    JAX's signature: `check_grads(f, args, order, modes=('fwd', 'rev'), atol, rtol, eps)`.
+    `args` are the positional arguments, each a pytree (`runtime.pytree`: lists,
+    tuples, dicts, dataclasses, NamedTuples, registered classes) of floats and
+    float arrays; ints, bools and strings inside are left alone. For each
+    argument holding a float, along a random direction `v` of its structure:
+
+    - 'rev', order 1: `grad(f, k)` (of the argument's type) against differences of `f`;
+    - 'fwd', order 1: `jvp(f)` along `v` against the same differences;
+    - 'fwd', order 2: the Hessian-vector product forward over reverse
+      (`jvp(grad(f, k))`) against differences of the gradient;
+    - 'rev', order 2: the same product reverse over reverse (the pullback of
+      `grad(f, k)` applied to `v`).
+
+    With `modes` left out, 'rev' at order 1 and 'fwd' at order 2 are required, and
+    the other two checks run where `f` has the derivatives they need (an
+    adjoint written as a lambda has none), so existing callers keep working;
+    with `modes` given, every check they name is required.
+
+    Raises `AssertionError` naming the argument and both numbers on a
+    mismatch, `NotImplementedError` when a required mode is not available for
+    `f`; returns None.
     """
-    from tapeflow.api import grad, jvp
+    from tapeflow.api import grad, jvp, vjp
     from tapeflow.rules.registry import MissingRule
     from tapeflow.syntax.errors import UnsupportedError
 
     if order not in (1, 2):
         raise ValueError(f'check_grads checks order 1 or 2, not {order!r}')
+    strict = modes is not None
+    modes = _MODES if modes is None else ((modes,) if isinstance(modes, str) else tuple(modes))
+    unknown = [m for m in modes if m not in _MODES]
+    if unknown or not modes:
+        raise ValueError(f"check_grads: modes are 'fwd' and 'rev', not {modes!r}")
+    eps = 1e-6 if eps is None else eps
+    rtol = 1e-5 if rtol is None else rtol
+    atol = 1e-6 if atol is None else atol
+    unavailable = (UnsupportedError, MissingRule, NotImplementedError)
     rng = np.random.default_rng(seed)
     args = tuple(args)
     name = getattr(f, '__name__', 'f')
@@ -246,38 +269,76 @@ def check_grads(f, args, order=2, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
     def value(point):
         return float(np.sum(f(*fresh(point))))
 
+    def required(mode, at_order):
+        if strict:
+            return mode in modes
+        return (mode, at_order) in (('rev', 1), ('fwd', 2))
+
     for k in positions:
         arg, where = args[k], f'argument {k}'
         v = _random_direction(arg, rng)
-        grad_k = grad(f, k)
-        g = grad_k(*fresh(args))
-        _assert_structure(arg, g, f'the gradient of {name} wrt {where}')
+        tangents = [v if j == k else zero_tangent(a) for j, a in enumerate(args)]
         numeric = (value(moved(k, v, eps)) - value(moved(k, v, -eps))) / (2 * eps)
-        analytic = _inner(arg, g, v)
-        if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
-            raise AssertionError(f'first derivative of {name} wrt {where} along a random '
-                                 f'direction: {analytic!r} (compiled) vs {numeric!r} (differences)')
+        grad_k = grad(f, k)
+        if 'rev' in modes or order == 2:
+            g = grad_k(*fresh(args))
+            _assert_structure(arg, g, f'the gradient of {name} wrt {where}')
+            analytic = _inner(arg, g, v)
+            if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
+                raise AssertionError(f'first derivative of {name} wrt {where} along a random '
+                                     f'direction: {analytic!r} (compiled) vs {numeric!r} '
+                                     f'(differences)')
+        if 'fwd' in modes:
+            try:
+                _, tangent = jvp(f, fresh(args), tangents)
+            except unavailable as e:
+                if required('fwd', 1):
+                    raise NotImplementedError(
+                        f"check_grads(modes=('fwd',)): the forward mode of {name} wrt {where} "
+                        f"is not available: {e}. Pass modes=('rev',).") from e
+            else:
+                analytic = float(np.sum(tangent))
+                if not np.isclose(analytic, numeric, rtol=rtol, atol=atol):
+                    raise AssertionError(f'first derivative (forward mode) of {name} wrt '
+                                         f'{where} along a random direction: {analytic!r} '
+                                         f'(compiled) vs {numeric!r} (differences)')
         if order < 2:
             continue
-        tangents = [v if j == k else zero_tangent(a) for j, a in enumerate(args)]
-        try:
-            _, hv = jvp(grad_k, fresh(args), tangents)
-        except (UnsupportedError, MissingRule, NotImplementedError) as e:
-            raise NotImplementedError(
-                f'check_grads(order=2): the second derivative of {name} wrt {where} '
-                f'({_describe(arg)}) needs forward over reverse (jvp of its gradient), which '
-                f'is not available: {e}. Pass order=1 to check the first derivative only.') from e
-        hv = _zeros_where_symbolic(hv, arg)
-        _assert_structure(arg, hv, f'the Hessian-vector product of {name} wrt {where}')
         plus, minus = grad_k(*fresh(moved(k, v, eps))), grad_k(*fresh(moved(k, v, -eps)))
-        for path, _ in float_leaves(arg):
-            numeric2 = (np.asarray(leaf_at(plus, path), dtype=np.float64) -
-                        np.asarray(leaf_at(minus, path), dtype=np.float64)) / (2 * eps)
-            compiled = leaf_at(hv, path)
-            numeric2 = float(numeric2) if numeric2.ndim == 0 else numeric2
-            if not np.allclose(compiled, numeric2, rtol=100 * rtol, atol=100 * atol):
-                raise AssertionError(f'second derivative of {name} wrt {where}{_at(path)}: '
-                                     f'{compiled!r} (compiled) vs {numeric2!r} (differences)')
+        products = []
+        if 'fwd' in modes:
+            try:
+                _, hv = jvp(grad_k, fresh(args), tangents)
+                products.append(('forward over reverse', hv))
+            except unavailable as e:
+                if required('fwd', 2):
+                    raise NotImplementedError(
+                        f'check_grads(order=2): the second derivative of {name} wrt {where} '
+                        f'({_describe(arg)}) needs forward over reverse (jvp of its gradient), '
+                        f'which is not available: {e}. Pass order=1 to check the first '
+                        f'derivative only.') from e
+        if 'rev' in modes:
+            try:
+                _, pullback = vjp(grad_k, *fresh(args))
+                products.append(('reverse over reverse', pullback(v)[k]))
+            except unavailable as e:
+                if required('rev', 2):
+                    raise NotImplementedError(
+                        f'check_grads(order=2): the second derivative of {name} wrt {where} '
+                        f'({_describe(arg)}) needs reverse over reverse (vjp of its gradient), '
+                        f'which is not available: {e}. Pass order=1, or modes=("fwd",).') from e
+        for how, hv in products:
+            hv = _zeros_where_symbolic(hv, arg)
+            _assert_structure(arg, hv, f'the Hessian-vector product ({how}) of {name} wrt {where}')
+            for path, _ in float_leaves(arg):
+                numeric2 = (np.asarray(leaf_at(plus, path), dtype=np.float64) -
+                            np.asarray(leaf_at(minus, path), dtype=np.float64)) / (2 * eps)
+                compiled = leaf_at(hv, path)
+                numeric2 = float(numeric2) if numeric2.ndim == 0 else numeric2
+                if not np.allclose(compiled, numeric2, rtol=100 * rtol, atol=100 * atol):
+                    raise AssertionError(f'second derivative of {name} wrt {where}{_at(path)} '
+                                         f'({how}): {compiled!r} (compiled) vs {numeric2!r} '
+                                         f'(differences)')
 
 
 def _assert_structure(arg, value, what):

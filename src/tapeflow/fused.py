@@ -84,7 +84,9 @@ class CompiledFunction:
 
     # ---------------------------------------------------------------- calls
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:                       # in their places, defaults filled in
+            args = api._binder(self._fn, self._fn.__name__)(args, kwargs)
         tapes = _state.tapes
         if not tapes:
             return self._plain(args)

@@ -40,7 +40,9 @@ def test_a_wrapper_the_compiler_cannot_read_is_a_located_error(run):
         status, out, err = run(argv[0], f'{DECORATED}:logged_square', *argv[1:])
         assert (status, out) == (2, '')
         assert err == (f'tapeflow: error: {DECORATED}:{line}:5: star-arguments (*args/**kwargs) '
-                       f'in the signature of wrapper() are not supported\n')
+                       f'in the signature of wrapper() are not supported: name each parameter '
+                       f'(def wrapper(a, b)), or take one tuple or dict parameter and pass the '
+                       f'values in it\n')
 
 
 def test_a_gradient_function_is_differentiated_again(run):

@@ -5,7 +5,8 @@ either constants or markers of differentiable inputs:
 
     A(shape, lo, hi)      a random float64 array (A(value=...) for a fixed one)
     F(lo, hi)             a random Python float
-    L(A(...), F(...))     a list (or `tuple_=True`: a tuple) of such inputs
+    L(A(...), F(...))     a list (or `tuple_=True`: a tuple; `tuple_=SomeNamedTuple`:
+                          one of those) of such inputs
 
 For every differentiable argument `check` compares, along random directions:
 
@@ -102,6 +103,8 @@ def realize(marker, rng):
         return float(value)
     if isinstance(marker, L):
         items = [realize(m, rng) for m in marker.items]
+        if isinstance(marker.tuple_, type):
+            return marker.tuple_(*items)
         return tuple(items) if marker.tuple_ else items
     return marker
 
@@ -134,9 +137,14 @@ def random_like(x, rng, dtype=None):
     return like(x, make)
 
 
+def _remake(x, items):
+    """A sequence of `x`'s type (a NamedTuple's too) holding `items`."""
+    return type(x)(*items) if hasattr(x, '_fields') else type(x)(items)
+
+
 def add(x, v, h):
     if isinstance(x, (list, tuple)):
-        return type(x)(add(a, b, h) for a, b in zip(x, v))
+        return _remake(x, [add(a, b, h) for a, b in zip(x, v)])
     if isinstance(x, float):
         return x + h * v
     return x + h * v
@@ -239,7 +247,7 @@ def wrap(x):
     if isinstance(x, list):
         return [wrap(i) for i in x]
     if isinstance(x, tuple):
-        return tuple(wrap(i) for i in x)
+        return _remake(x, [wrap(i) for i in x])
     return x
 
 
@@ -262,13 +270,16 @@ def wrap_arrays(x):
     if isinstance(x, list):
         return [wrap_arrays(i) for i in x]
     if isinstance(x, tuple):
-        return tuple(wrap_arrays(i) for i in x)
+        return _remake(x, [wrap_arrays(i) for i in x])
     return x
 
 
 # ---------------------------------------------------------------- the check
 
 def _float32(x):
+    if isinstance(x, tuple) and hasattr(x, '_fields'):       # an argument of its own type
+        return _remake(x, [_float32(i) for i in x])
+
     def make(leaf):
         return leaf.astype(np.complex64 if np.iscomplexobj(leaf) else np.float32)
     if isinstance(x, float):

@@ -1,14 +1,23 @@
 """Spec table: reductions, order statistics, shape, joining, indexing."""
 import operator
+import typing
 
 import numpy as np
 
 from rulecheck import A, F, L, Spec
-from tapeflow.rules import (array_ops, indexing, mutation, numpy_binary, numpy_methods,
+from tapeflow.rules import (array_ops, fields, indexing, mutation, numpy_binary, numpy_methods,
                             numpy_reductions, numpy_shape, operators, shapes)
 from tapeflow.rules.registry import available
 
 X3 = A((2, 3, 4))
+
+
+class Fields(typing.NamedTuple):       # `p.w` of a NamedTuple (rules.fields)
+    w: object
+    b: object
+
+
+FIELDS = Fields(np.zeros((2, 3)), 0.0)
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
 WITH_ZEROS = [[1.5, 0.0, -2.0, 0.5], [0.0, 0.0, 1.2, -0.7], [0.3, 1.1, -0.4, 2.0]]
 TIES = [[1.0, 3.0, 3.0], [2.0, -1.0, 0.0]]
@@ -234,6 +243,12 @@ SPECS += [
     Spec(shapes.dense, (A((2, 3)), np.zeros((2, 3))), name='dense'),
     Spec(indexing.untake, (A((3,)), np.zeros((2, 3)), (1, slice(None))), name='untake'),
     Spec(indexing.untake, (A((4,)), np.zeros(3), np.array([0, 0, 2, 0])), name='untake(repeated)'),
+    # (generated code reads fields; the eager tape never does: no FakeTensor run)
+    Spec(fields.field, (L(A((2, 3)), F(), tuple_=Fields), 'w'), name='field(.w)', tensor=False),
+    Spec(fields.field, (L(A((2, 3)), F(), tuple_=Fields), 'b'), name='field(.b)', tensor=False),
+    Spec(fields.field_cotangent, (A((2, 3)), FIELDS, 'w'), name='field_cotangent', tensor=False),
+    Spec(fields.field_tangent, (L(A((2, 3)), F(), tuple_=True), FIELDS, 'w'),
+         name='field_tangent', tensor=False),
     Spec(numpy_reductions.expand, (A((2, 4)), np.zeros((2, 3, 4)), 1), name='expand'),
     Spec(numpy_reductions.expand, (A((1, 3)), np.zeros((2, 3)), 0, True), name='expand(keepdims)'),
     Spec(numpy_reductions.grad_of_sum, (A((2, 4)), np.zeros((2, 3, 4)), 1), name='grad_of_sum'),

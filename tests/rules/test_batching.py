@@ -144,10 +144,15 @@ def _cases():
 
 # ---------------------------------------------------------------- batches and rows
 
+def _sequence(like, items):
+    """A sequence of `like`'s type holding `items` (a NamedTuple's too)."""
+    return type(like)(*items) if hasattr(like, '_fields') else type(like)(items)
+
+
 def _batch(x, rng):
     """B random tangents of `x`: `(B,) + shape(x)` per leaf (lists leaf by leaf)."""
     if isinstance(x, (list, tuple)):
-        return type(x)(_batch(item, rng) for item in x)
+        return _sequence(x, [_batch(item, rng) for item in x])
     shape = (B,) + np.shape(x)
     t = rng.standard_normal(shape)
     if np.iscomplexobj(x):
@@ -160,7 +165,7 @@ def _unbatched(x, rng):
     if isinstance(x, float):
         return float(rng.standard_normal())
     if isinstance(x, (list, tuple)):
-        return type(x)(_unbatched(item, rng) for item in x)
+        return _sequence(x, [_unbatched(item, rng) for item in x])
     return _batch(x, rng)[0]
 
 
@@ -195,7 +200,8 @@ def _batched_jvp(entry, i, rule, T, x, ans, args, kwargs):
     if kind == 'elementwise':
         out = rule(lift_tangent(T, x, ans), ans, *args, **kwargs)
         if isinstance(ans, (list, tuple)):
-            return kind, type(ans)(np.broadcast_to(o, (B,) + np.shape(a)) for o, a in zip(out, ans))
+            return kind, _sequence(ans, [np.broadcast_to(o, (B,) + np.shape(a))
+                                         for o, a in zip(out, ans)])
         return kind, np.broadcast_to(out, (B,) + np.shape(ans))
     if kind == 'batched':
         return kind, entry.batched_jvps[i](T, ans, *args, **kwargs)
@@ -214,7 +220,7 @@ def test_batched_jvp_equals_one_direction_at_a_time(spec, i, mixed):
         x, rule = args[i], entry.jvp(i)
         T = _batch(x, rng)
         if mixed:
-            T = type(T)([_unbatched(x[0], rng)] + list(T[1:]))
+            T = _sequence(T, [_unbatched(x[0], rng)] + list(T[1:]))
         T = readonly(T)
         assert is_batched(T, x)
         expected = _stack([rule(row(T, x, k), ans, *args, **kwargs) for k in range(B)], ans)

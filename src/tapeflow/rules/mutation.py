@@ -25,6 +25,8 @@ from __future__ import annotations
 import dataclasses
 import operator
 
+import types
+
 import numpy as np
 
 from tapeflow.errors import UnsupportedError
@@ -261,6 +263,10 @@ def _parts(value, deep) -> list:
             out.append(v)
             if deep or v is value:
                 stack.extend(v.values() if isinstance(v, dict) else v)
+        elif (deep or v is value) and isinstance(getattr(v, '__dict__', None), dict) \
+                and not isinstance(v, (type, types.ModuleType, types.FunctionType,
+                                       types.MethodType)):
+            stack.extend(vars(v).values())      # an object's fields (a dataclass, `self`)
     return out
 
 

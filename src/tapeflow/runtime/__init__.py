@@ -4,7 +4,8 @@ Modules (dependencies point up this list only):
 
     tensor      Tensor / Variable values, conversion, operators
     recording   how operations reach the active (thread-local) tapes
-    structure   nested structures (tf.nest)
+    pytree      the one model of structured values (JAX's pytrees, register_pytree)
+    structure   nested structures (tf.nest), on pytree
     tape        GradientTape, the reverse sweep, UnconnectedGradients
     forward     ForwardAccumulator (eager forward mode, nests with tapes)
     custom      stop_gradient, custom_gradient

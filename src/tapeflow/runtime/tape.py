@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from tapeflow.runtime.recording import CUSTOM, _state, wrap
+from tapeflow.runtime import pytree
 from tapeflow.runtime.structure import flatten, flatten_up_to, pack_sequence_as
 from tapeflow.runtime.tensor import Tensor, as_value
 
@@ -271,13 +272,19 @@ class GradientTape:
         mode = _unconnected_mode(unconnected_gradients)
         flat_sources = _check_sources(sources)
         try:
-            rows = self._rows(target, flat_sources, _one_hots(target), mode)
-            shape = np.shape(as_value(target))
-            flat = [None if r is None else _reshape(_stack(r, 0, s), shape + s.shape)
-                    for r, s in zip(rows, flat_sources)]
+            # a structured target (a pytree of tensors): its structure outside, the sources'
+            # inside, as JAX's jacobians
+            targets, target_def = pytree.flatten(target, none_is_leaf=True)
+            per_target = []
+            for leaf in targets:
+                rows = self._rows(leaf, flat_sources, _one_hots(leaf), mode)
+                shape = np.shape(as_value(leaf))
+                flat = [None if r is None else _reshape(_stack(r, 0, s), shape + s.shape)
+                        for r, s in zip(rows, flat_sources)]
+                per_target.append(pack_sequence_as(sources, flat))
         finally:
             self._end_backward()
-        return pack_sequence_as(sources, flat)
+        return target_def.unflatten(per_target)
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):

@@ -59,9 +59,13 @@ class _Fence(gast.NodeVisitor):
     def visit_FunctionDef(self, node):
         args = node.args
         if args.vararg is not None or args.kwarg is not None:
-            self.reject(node, f'star-arguments (*args/**kwargs) in the signature of {node.name}() are not supported')
+            self.reject(node, f'star-arguments (*args/**kwargs) in the signature of {node.name}() '
+                              f'are not supported: name each parameter (def {node.name}(a, b)), '
+                              f'or take one tuple or dict parameter and pass the values in it')
         if args.kwonlyargs:
-            self.reject(node, f'keyword-only arguments of {node.name}() are not supported')
+            self.reject(node, f'keyword-only arguments of {node.name}() are not supported: make '
+                              f'them ordinary parameters with defaults (they can still be '
+                              f'passed by keyword)')
         if node.decorator_list and node is not self.source.node:
             self.reject(node, 'decorated nested functions are not supported')
         self.generic_visit(node)

@@ -88,13 +88,16 @@ def transform(node: gast.FunctionDef, ctx: Context) -> Result:
                   _kinds(facts), dict(ctx.param_kinds))
 
 
-def check(result: Result, active: set, source, node) -> None:
+def check(result: Result, active: set, source, node, varied=None) -> None:
     """Raise the first pending refusal a derivative flows through; keep the run-time
-    checks a derivative flows through, and drop the others from `node`."""
+    checks a derivative may flow through (`varied`: the names a differentiated input
+    reaches, by names alone -- a write not known here may carry it further, as into an
+    object's field), and drop the others from `node`."""
     unneeded = set()
+    varied = active if varied is None else varied | active
     for pending in result.pending:
         if pending.runtime is not None:
-            if not pending.names & active:
+            if not pending.names & varied:
                 unneeded.add(id(pending.runtime))
         elif pending.names & active:
             raise source.error(pending.node, pending.reason)

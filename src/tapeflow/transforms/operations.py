@@ -19,7 +19,7 @@ import gast
 import numpy as np
 
 from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
-from tapeflow.rules import registry
+from tapeflow.rules import fields, registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
@@ -87,8 +87,9 @@ def operation_of(value, error) -> Operation:
         if value.attr in NONDIFF_ATTRIBUTES:
             return NONE
         fn = registry.ATTRIBUTES.get(value.attr)
-        if fn is None:
-            raise error(f'no derivative rule for the attribute .{value.attr}')
+        if fn is None:          # a field of a dataclass, NamedTuple, pytree class, object
+            return Operation('primitive', fields.field, [value.value, nodes.const(value.attr)],
+                             label=f'.{value.attr}', static=frozenset({1}))
         return Operation('primitive', fn, [value.value], label=f'.{value.attr}')
     if isinstance(value, gast.Call):
         return _call(value, error)

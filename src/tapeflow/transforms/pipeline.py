@@ -271,7 +271,9 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes, kind
         outputs = activity.output_names(node.body) | pushed
         active = activity.active_names(node, set(wrt_names) | popped, outputs)
     else:
-        mutation.check(written, active, source, node)
+        varied = activity.active_names(node, set(wrt_names), nodes.store_names(node.body)
+                                       | set(wrt_names))
+        mutation.check(written, active, source, node, varied)
     param_shapes = {params[i]: () for i in scalar_args if i < len(params)}
     param_shapes.update({params[i]: tuple(shape) for i, shape in arg_shapes if i < len(params)})
     shapes = shape_analysis.infer(node, param_shapes)

@@ -26,6 +26,7 @@ import itertools
 
 import gast
 
+from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames, Namer
@@ -152,6 +153,9 @@ def _container_names(body) -> set:
                 names.add(n.targets[0].id)
             if isinstance(n.value, gast.Subscript) and isinstance(n.value.value, gast.Name):
                 names.add(n.value.value.id)
+            if isinstance(n.value, gast.Attribute) and isinstance(n.value.value, gast.Name) \
+                    and n.value.attr not in registry.ATTRIBUTES:
+                names.add(n.value.value.id)     # a field's cotangent is a dict or a tuple
         if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr == 'append' \
                 and isinstance(n.func.value, gast.Name):
             names.add(n.func.value.id)
