@@ -350,9 +350,12 @@ def _signature_function(f):
     """The Python function whose signature calls of `f` follow: a gradient function has
     the signature of its function."""
     seen = set()
-    while wrappers.own(f, '__tapeflow_transform__') is not None and id(f) not in seen:
+    while id(f) not in seen:
         seen.add(id(f))
-        f = wrappers.own(f, '__tapeflow_transform__')[1]
+        if wrappers.own(f, '__tapeflow_transform__') is not None:
+            f = wrappers.own(f, '__tapeflow_transform__')[1]
+        elif wrappers.own(f, '__tapeflow_jacobian__') is not None:      # a Jacobian function
+            f = wrappers.own(f, '__tapeflow_jacobian__')[0]
     return _unwrap(f)
 
 
