@@ -496,3 +496,18 @@ def test_hessian_of_a_function_reading_globals():
 def test_a_jacobian_of_a_jacobian_of_a_function_reading_globals(outer, inner):
     x = np.array([0.1, 0.2, 0.3])
     assert np.allclose(outer(inner(reads_globals))(x), np.diag(6 * WEIGHTS * x * SCALE[0]))
+
+
+# ------------------------------------------------------------------ lambdas
+
+def test_a_lambda_is_refused_where_it_is_written_whatever_its_line_holds():
+    try:
+        square = lambda x: x * x  # noqa: E731
+        tf.grad(square)(3.0)
+    except UnsupportedError as error:
+        message = str(error)
+    else:
+        raise AssertionError('a lambda was differentiated')
+    line = square.__code__.co_firstlineno
+    assert message.startswith(f'{__file__}:{line}:18: a lambda cannot be differentiated')
+    assert 'write it as a def' in message

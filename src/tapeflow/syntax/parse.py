@@ -56,6 +56,9 @@ def parse_function(fn) -> Source:
         filename = inspect.getsourcefile(own) or code.co_filename
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(_no_source(fn, code, e)) from None
+    if code is not None and code.co_name == '<lambda>':     # its lines hold more than it
+        raise UnsupportedError('a lambda cannot be differentiated from source; write it as a def',
+                               filename, first_line, max(lines[0].find('lambda'), 0))
     raw = ''.join(lines)
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) - (len(text.splitlines()[0]) - len(text.splitlines()[0].lstrip()))
