@@ -184,7 +184,7 @@ def _table_of(code, create):
     table = _tables.get(code)
     if table is None and create:
         table = _tables[code] = _Table()
-        table.ref = weakref.ref(code, lambda _ref: _dead.append(table))
+        table.ref = weakref.ref(code, lambda _ref, dead=_dead: dead.append(table))
     return table
 
 
