@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from tapeflow.rules.operators import _times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, nondifferentiable,
@@ -49,8 +50,9 @@ def _hypot_part(x, ans):
     return x / ans if ans else 0.0
 
 
-def _log_y(x):
-    return math.log(x) if x > 0 else 0.0
+def _zero(v):
+    """0 shaped like `v` (a float, or a batch of tangents); never `0.0 * v`, NaN at inf."""
+    return 0.0 if v.__class__ is float or v.__class__ is int else np.zeros_like(v)
 
 
 # ---------------------------------------------------------------- one argument
@@ -120,18 +122,18 @@ def modf_jvp(t, ans, x): return (t, 0.0)
 
 # ---------------------------------------------------------------- two arguments
 
-def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else 0.0 * g
-def pow_vjp_y(g, ans, x, y, mod=None): return g * ans * _log_y(x)
-def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else 0.0 * t
-def pow_jvp_y(t, ans, x, y, mod=None): return t * ans * _log_y(x)
+def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else _zero(g)
+def pow_vjp_y(g, ans, x, y, mod=None): return _times_log(g * ans, x)
+def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else _zero(t)
+def pow_jvp_y(t, ans, x, y, mod=None): return _times_log(t * ans, x)
 def atan2_vjp_y(g, ans, y, x): return g * x / (x * x + y * y)
 def atan2_vjp_x(g, ans, y, x): return -g * y / (x * x + y * y)
 def atan2_jvp_y(t, ans, y, x): return t * x / (x * x + y * y)
 def atan2_jvp_x(t, ans, y, x): return -t * y / (x * x + y * y)
 def copysign_vjp_x(g, ans, x, y): return g * sign(x) * sign(ans)
 def copysign_jvp_x(t, ans, x, y): return t * sign(x) * sign(ans)
-def zero_vjp(g, ans, x, y): return 0.0 * g
-def zero_jvp(t, ans, x, y): return 0.0 * t
+def zero_vjp(g, ans, x, y): return _zero(g)
+def zero_jvp(t, ans, x, y): return _zero(t)
 def first_vjp(g, ans, x, y): return g
 def first_jvp(t, ans, x, y): return t
 def fmod_vjp_y(g, ans, x, y): return -g * math.trunc(x / y)
@@ -220,13 +222,13 @@ def _hypot_jvp(t, ans, args, i): return t * _hypot_part(args[i], ans)
 def _choice_vjp(g, ans, args, i):
     if len(args) == 1:
         return [g if _chosen(args, ans, k) else 0.0 for k in range(len(args[0]))]
-    return g if _chosen(args, ans, i) else 0.0 * g
+    return g if _chosen(args, ans, i) else _zero(g)
 
 
 def _choice_jvp(t, ans, args, i):
     if len(args) == 1:
         return next((tk for k, tk in enumerate(t) if _chosen(args, ans, k)), 0.0)
-    return t if _chosen(args, ans, i) else 0.0 * t
+    return t if _chosen(args, ans, i) else _zero(t)
 
 
 def _sum_vjp_seq(g, ans, args, i):
@@ -341,7 +343,7 @@ nondifferentiable(
     math.isclose, math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt,
     math.frexp, math.nextafter, math.ulp,
     builtins.round, builtins.int, builtins.bool, builtins.len, builtins.range,
-    builtins.isinstance, builtins.divmod,
+    builtins.isinstance, builtins.divmod, _zero,
 )
 
 describe('Python floats', *[fn for fn, _, _ in _RULES])

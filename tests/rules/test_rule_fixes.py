@@ -1,0 +1,194 @@
+"""Wrong numbers and crashes inside derivative rules, each checked against
+finite differences (of the function, or of its first derivative) or a closed
+form, or against the exact located error."""
+import math
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+
+def fd_jacobian(fn, x, eps=1e-6):
+    """Central differences of `fn` (array or float out) along each element of `x`."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for i in range(x.size):
+        step = np.zeros(x.size)
+        step[i] = eps
+        step = step.reshape(x.shape)
+        cols.append((np.asarray(fn(x + step)) - np.asarray(fn(x - step))) / (2 * eps))
+    return np.stack(cols, axis=-1).reshape(np.shape(fn(x)) + x.shape)
+
+
+def second_orders(f):
+    """The three ways to a Hessian: hessian, jacfwd(grad), jacrev(grad)."""
+    return {'hessian': tf.hessian(f), 'jacfwd': tf.jacfwd(tf.grad(f)),
+            'jacrev': tf.jacrev(tf.grad(f))}
+
+
+# ------------------------------------------------------------ 1. powers
+
+
+def square(x):
+    return np.sum(x ** 2)
+
+
+def cube(x):
+    return np.sum(x ** 3)
+
+
+def square_float(x):
+    return np.sum(x ** 2.0)
+
+
+def inverse(x):
+    return np.sum(x ** -1)
+
+
+def two_to(x):
+    return np.sum(2 ** x)
+
+
+POWERS = [
+    (square, lambda x: np.diag(2.0 + 0 * x)),
+    (cube, lambda x: np.diag(6.0 * x)),
+    (square_float, lambda x: np.diag(2.0 + 0 * x)),
+    (inverse, lambda x: np.diag(2.0 / x ** 3)),
+    (two_to, lambda x: np.diag(math.log(2.0) ** 2 * 2 ** x)),
+]
+
+
+@pytest.mark.parametrize('f, closed', POWERS, ids=[f.__name__ for f, _ in POWERS])
+@pytest.mark.parametrize('how', ['hessian', 'jacfwd', 'jacrev'])
+def test_power_second_order_with_negative_base(f, closed, how):
+    x = np.array([-1.0, 2.0, -0.5])
+    got = second_orders(f)[how](x)
+    assert np.all(np.isfinite(got)), got
+    np.testing.assert_allclose(got, closed(x), rtol=1e-10)
+    np.testing.assert_allclose(got, fd_jacobian(tf.grad(f), x), rtol=1e-6, atol=1e-6)
+
+
+def power_both(v):
+    return np.sum(v[:2] ** v[2:])
+
+
+@pytest.mark.parametrize('how', ['hessian', 'jacfwd', 'jacrev'])
+def test_power_both_active_positive_base(how):
+    v = np.array([1.5, 0.7, 2.5, -1.3])
+    got = second_orders(power_both)[how](v)
+    np.testing.assert_allclose(got, fd_jacobian(tf.grad(power_both), v), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, got.T, rtol=1e-12)
+
+
+@pytest.mark.parametrize('how', ['hessian', 'jacfwd', 'jacrev'])
+def test_power_both_active_negative_base_poisons_only_the_exponent(how):
+    # x0 < 0: x0 ** y0 is no function of y0 near 2 (NaN at every non-integer
+    # y0), so what involves d/dy0 is NaN; nothing else may be.
+    v = np.array([-1.5, 2.0, 2.0, 1.5])
+    x0, x1, y0, y1 = v
+    got = second_orders(power_both)[how](v)
+    nan_where = np.zeros((4, 4), bool)
+    nan_where[2, 0] = nan_where[0, 2] = nan_where[2, 2] = True
+    assert np.all(np.isnan(got[nan_where])), got
+    expected = np.zeros((4, 4))
+    expected[0, 0] = y0 * (y0 - 1) * x0 ** (y0 - 2)
+    expected[1, 1] = y1 * (y1 - 1) * x1 ** (y1 - 2)
+    expected[1, 3] = expected[3, 1] = x1 ** (y1 - 1) * (1 + y1 * math.log(x1))
+    expected[3, 3] = x1 ** y1 * math.log(x1) ** 2
+    np.testing.assert_allclose(got[~nan_where], expected[~nan_where], rtol=1e-10)
+
+
+def test_power_first_order_negative_base_exponent_is_nan_not_zero():
+    def p(x, y):
+        return x ** y
+
+    gx, gy = tf.grad(p, argnums=(0, 1))(-1.5, 2.0)
+    assert gx == pytest.approx(-3.0)
+    assert math.isnan(gy)           # never a plausible 0
+    gx, gy = tf.grad(p, argnums=(0, 1))(0.0, 2.5)
+    assert (gx, gy) == (0.0, 0.0)
+
+
+def test_math_pow_negative_base():
+    def p(x, y):
+        return math.pow(x, y)
+
+    gx, gy = tf.grad(p, argnums=(0, 1))(-1.5, 2.0)
+    assert gx == pytest.approx(-3.0)
+    assert math.isnan(gy)
+    gx, gy = tf.grad(p, argnums=(0, 1))(1.5, 2.5)
+    assert gx == pytest.approx(2.5 * 1.5 ** 1.5)
+    assert gy == pytest.approx(1.5 ** 2.5 * math.log(1.5))
+
+
+# ------------------------------------------------------------ 2. select, never multiply by a mask
+
+
+def sqrt_of_where(x):
+    return np.sum(np.sqrt(np.where(x > 0, x, 0.0)))
+
+
+def sqrt_of_where_y(x):
+    return np.sum(np.sqrt(np.where(x <= 0, 0.0, x)))
+
+
+@pytest.mark.parametrize('f', [sqrt_of_where, sqrt_of_where_y])
+def test_where_unselected_infinite_cotangent(f):
+    x = np.array([-1.0, 2.0])
+    expected = np.array([0.0, 0.5 / math.sqrt(2.0)])
+    # (forward mode is NaN here, as in JAX: sqrt's tangent 0 / 0 at 0)
+    with np.errstate(divide='ignore'):
+        np.testing.assert_array_equal(tf.grad(f)(x), expected)
+        np.testing.assert_array_equal(tf.jacrev(f)(x), expected)
+
+
+def sqrt_of_maximum(x):
+    return np.sum(np.sqrt(np.maximum(x, 0.0)))
+
+
+def sqrt_of_minimum(x):
+    return np.sum(np.sqrt(-np.minimum(x, 0.0)))
+
+
+def sqrt_of_clip(x):
+    return np.sum(np.sqrt(np.clip(x, 0.0, 5.0)))
+
+
+def sqrt_after_write(x):
+    y = x * 1.0
+    y[0] = 0.0
+    return np.sum(np.sqrt(y))
+
+
+def sqrt_of_select(x):
+    return np.sum(np.sqrt(np.select([x > 0], [x], 0.0)))
+
+
+MASKED = [
+    (sqrt_of_maximum, np.array([-1.0, 4.0]), np.array([0.0, 0.25])),
+    (sqrt_of_minimum, np.array([-4.0, 1.0]), np.array([-0.25, 0.0])),
+    (sqrt_of_clip, np.array([-1.0, 4.0]), np.array([0.0, 0.25])),
+    (sqrt_after_write, np.array([4.0, 4.0]), np.array([0.0, 0.25])),
+    (sqrt_of_select, np.array([-1.0, 4.0]), np.array([0.0, 0.25])),
+]
+
+
+@pytest.mark.parametrize('f, x, expected', MASKED, ids=[m[0].__name__ for m in MASKED])
+def test_masked_rules_select(f, x, expected):
+    with np.errstate(divide='ignore', invalid='ignore'):
+        np.testing.assert_array_equal(tf.grad(f)(x), expected)
+        np.testing.assert_array_equal(tf.jacrev(f)(x), expected)
+
+
+def test_python_max_unchosen_infinite_cotangent():
+    def f(x):
+        return np.sqrt(max(x, 0.0))
+
+    def g(x):
+        return np.sqrt(max(0.0, x))
+
+    with np.errstate(divide='ignore'):
+        assert tf.grad(f)(-1.0) == 0.0
+        assert tf.grad(g)(-1.0) == 0.0
+    assert tf.grad(f)(4.0) == 0.25
