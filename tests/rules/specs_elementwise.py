@@ -71,6 +71,7 @@ SPECS += [
     Spec(np.fmax, (A(value=[1.0, np.nan, 3.0]), A(value=[2.0, 0.5, np.nan])),
          name='fmax(nan)', f32=False),
     Spec(np.ldexp, (A((2, 3)), np.array([1, -2, 3])), name='ldexp'),
+    Spec(np.nextafter, (A((2, 3)), A((3,))), name='nextafter'),
     Spec(np.heaviside, (A(value=[0.0, 1.5, -1.0]), A((3,))), name='heaviside', wrt=(1,)),
     Spec(np.heaviside, (A((2, 3)), A((3,))), name='heaviside(x)', wrt=(0,)),
     Spec(np.where, (np.array([True, False, True]), A((2, 3)), A((3,))), name='where'),

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.special
 
 import tapeflow as tf
 
@@ -192,3 +193,128 @@ def test_python_max_unchosen_infinite_cotangent():
         assert tf.grad(f)(-1.0) == 0.0
         assert tf.grad(g)(-1.0) == 0.0
     assert tf.grad(f)(4.0) == 0.25
+
+
+# ------------------------------------------------------------ 3. arguments once taken as static
+
+
+def fd_grad(f, x, eps=1e-6):
+    """Central differences of a scalar function of a float or an array."""
+    if isinstance(x, float):
+        return (f(x + eps) - f(x - eps)) / (2 * eps)
+    return fd_jacobian(f, x, eps)
+
+
+FP = np.array([1.0, 3.0, 2.0, -1.0])
+
+
+def interp_in_xp(xp):
+    return np.sum(np.interp(np.array([-0.5, 0.5, 1.5, 2.2, 3.9]), xp, FP) ** 2)
+
+
+def interp_in_left(left):
+    return np.sum(np.interp(np.array([-0.5, 0.5, 9.0]), np.array([0.0, 1.0, 2.0]),
+                            np.array([1.0, 3.0, 2.0]), left, 2.0 * left))
+
+
+def percentile_in_q(q):
+    return np.percentile(np.array([1.0, 4.0, 2.0, 8.0, -3.0]), q) ** 2
+
+
+def quantile_in_q(q):
+    return np.sum(np.quantile(np.array([[1.0, 4.0, 2.0], [8.0, -3.0, 0.5]]), q, axis=1) ** 2)
+
+
+def nanquantile_in_q(q):
+    return np.nanquantile(np.array([1.0, np.nan, 4.0, 2.0]), q) ** 2
+
+
+def arange_in_start(a):
+    return np.sum(np.arange(a, a + 3) ** 2)
+
+
+def arange_in_step(s):
+    return np.sum(np.arange(0.5, 3.0, s) ** 2)
+
+
+def fftfreq_in_spacing(d):
+    return np.sum(np.fft.fftfreq(5, d) ** 2)
+
+
+def nextafter_x(x):
+    return np.sum(np.nextafter(x, 10.0) ** 2)
+
+
+STATIC_ONCE = [
+    (interp_in_xp, np.array([0.0, 1.0, 2.5, 4.0])),
+    (interp_in_left, -2.0),
+    (percentile_in_q, 30.0),
+    (quantile_in_q, np.array([0.2, 0.7])),
+    (nanquantile_in_q, 0.4),
+    (arange_in_start, 1.5),
+    (arange_in_step, 0.7),
+    (fftfreq_in_spacing, 0.5),
+    (nextafter_x, np.array([1.0, 2.0])),
+]
+
+
+@pytest.mark.parametrize('f, x', STATIC_ONCE, ids=[f.__name__ for f, _ in STATIC_ONCE])
+def test_arguments_once_static_are_differentiated(f, x):
+    expected = fd_grad(f, x)
+    assert np.all(expected != 0)
+    np.testing.assert_allclose(tf.grad(f)(x), expected, rtol=1e-6)
+    np.testing.assert_allclose(tf.jacfwd(f)(x), expected, rtol=1e-6)
+
+
+def test_interp_in_xp_closed_form():
+    # x = 0.5 between xp = 0, 1 (fp 1 -> 3: slope 2, weight 1/2)
+    def f(xp):
+        return np.interp(0.5, xp, np.array([1.0, 3.0, 2.0]))
+
+    np.testing.assert_allclose(tf.grad(f)(np.array([0.0, 1.0, 2.0])), [-1.0, -1.0, 0.0])
+
+
+def test_quantile_in_q_second_order():
+    def f(v):
+        return np.quantile(v[1:], v[0]) * v[0]
+
+    v = np.array([0.3, 1.0, 4.0, 2.0, 8.0])
+    np.testing.assert_allclose(tf.hessian(f)(v), fd_jacobian(tf.grad(f), v), rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_integer_arange_has_zero_derivative():
+    def f(a):
+        return np.sum(np.arange(a, a + 3.0, dtype=int) * a)
+
+    assert tf.grad(f)(1.5) == pytest.approx(float(np.sum(np.arange(1.5, 4.5, dtype=int))))
+
+
+def normal_in_loc(mu):
+    return np.sum(np.random.normal(mu, 1.0, size=3))
+
+
+def uniform_in_low(low):
+    return np.sum(np.random.uniform(low, 2.0, size=3))
+
+
+def zeta_in_s(s):
+    return scipy.special.zeta(s, 2.0)
+
+
+def trapezoid_in_x(x):
+    return np.trapezoid(np.array([1.0, 2.0, 3.0]), x=x)
+
+
+REFUSED = [
+    (normal_in_loc, 0.5, 'numpy.random.RandomState.normal'),
+    (uniform_in_low, 0.5, 'numpy.random.RandomState.uniform'),
+    (zeta_in_s, 3.0, 'zeta'),
+    (trapezoid_in_x, np.array([0.0, 1.0, 3.0]), "keyword argument 'x'"),
+]
+
+
+@pytest.mark.parametrize('f, x, says', REFUSED, ids=[f.__name__ for f, _, _ in REFUSED])
+def test_no_silent_zero_for_arguments_without_a_derivative(f, x, says):
+    with pytest.raises(tf.errors.UnsupportedError, match=r':\d+:\d+: .*' + says.replace('.', r'\.')):
+        tf.grad(f)(x)

@@ -120,6 +120,7 @@ for _fn, _vjps, _jvps in [
         (np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y)),
         (np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y)),
         (np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y)),
+        (np.nextafter, (mod_vjp_x, zero_vjp_y), (mod_jvp_x, zero_jvp_y)),
         (np.ldexp, (ldexp_vjp_x,), (ldexp_jvp_x,)),
         (np.heaviside, (heaviside_vjp_x, heaviside_vjp_y),
          (heaviside_jvp_x, heaviside_jvp_y))]:
@@ -132,6 +133,8 @@ describe('broadcasting operands (scalars, 0-d, any shapes); ties share equally',
 describe('broadcasting operands (scalars, 0-d, any shapes)', np.logaddexp, np.logaddexp2,
          np.hypot, np.arctan2, np.float_power, np.remainder, np.fmod, np.copysign,
          np.heaviside)
+describe('broadcasting operands; x plus a step that moves only in jumps: 1 in x, 0 in y',
+         np.nextafter)
 describe('broadcasting operands; the integer exponent is static', np.ldexp)
 
 
