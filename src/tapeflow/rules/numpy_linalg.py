@@ -14,7 +14,7 @@ import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.numpy_reductions import kept_shape, reduced_axes
-from tapeflow.rules.registry import RULES, defjvp, defvjp, describe
+from tapeflow.rules.registry import RULES, defjvp, defvjp, describe, nondifferentiable
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 inv, solve = np.linalg.inv, np.linalg.solve
@@ -284,6 +284,11 @@ def _norm_axes(x, ord, axis, vector=False):
 def _picked(values, axis, pick):
     hit = values == pick(values, axis=axis, keepdims=True)
     return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+# Which axes a norm reduces, and the share of a max/min among ties: constant
+# (piecewise), so the rules of the rules (second order) do not look inside.
+nondifferentiable(_norm_axes, _picked)
 
 
 def _vector_weights(x, norm, axes, ord):
