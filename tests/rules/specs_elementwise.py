@@ -72,6 +72,7 @@ SPECS += [
          name='fmax(nan)', f32=False),
     Spec(np.ldexp, (A((2, 3)), np.array([1, -2, 3])), name='ldexp'),
     Spec(np.nextafter, (A((2, 3)), A((3,))), name='nextafter'),
+    Spec(complex, (A(()), A(())), name='complex(re, im)', f32=False, tensor=False),
     Spec(np.heaviside, (A(value=[0.0, 1.5, -1.0]), A((3,))), name='heaviside', wrt=(1,)),
     Spec(np.heaviside, (A((2, 3)), A((3,))), name='heaviside(x)', wrt=(0,)),
     Spec(np.where, (np.array([True, False, True]), A((2, 3)), A((3,))), name='where'),

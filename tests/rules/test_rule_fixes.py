@@ -2,6 +2,7 @@
 finite differences (of the function, or of its first derivative) or a closed
 form, or against the exact located error."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -418,3 +419,105 @@ def test_hessian_of_solve_in_both():
     v = np.concatenate([A2.ravel(), B2])
     np.testing.assert_allclose(tf.hessian(f)(v), fd_jacobian(tf.grad(f), v), rtol=1e-6,
                                atol=1e-7)
+
+
+# ------------------------------------------------------------ 5. complex values of every kind
+
+
+def fd_complex_grad(f, x, eps=1e-6):
+    """The convention (JAX's, autograd's): df/dRe - 1j df/dIm; df/dx for a real x."""
+    def along(step):
+        return (np.real(f(x + step)) - np.real(f(x - step))) / (2 * eps)
+    if np.iscomplexobj(x):
+        return along(eps) - 1j * along(1j * eps)
+    return along(eps)
+
+
+C = 0.5 - 2j
+
+
+def real_of_sum_exp(x):
+    return np.real(np.sum(np.exp(1j * x)))
+
+
+def real_attribute(x):
+    return np.exp(1j * x).real
+
+
+def imag_attribute(x):
+    return np.exp(1j * x).imag * 2.0
+
+
+def imag_function(x):
+    return np.imag(np.exp(1j * x))
+
+
+def conj_product(x):
+    return np.real(np.conj(C * x) * x)
+
+
+def attributes_of_input(x):
+    return x.real * 3.0 + x.imag * x.real
+
+
+def functions_of_input(x):
+    return np.real(x) ** 2 + np.imag(x) * 2.0 + np.real(np.conj(x) * 1j)
+
+
+def python_complex_intermediate(x):
+    z = x + 2j
+    return z.imag * z.real
+
+
+def complex_builtin(x):
+    z = complex(x, 1.0)
+    return (z * z).real
+
+
+def abs_of_shifted(x):
+    return np.abs(np.exp(1j * x) + C)
+
+
+def summed(f):
+    def g(x):
+        return np.sum(f(x))
+    return g
+
+
+REAL_ONLY = [real_of_sum_exp, real_attribute, imag_attribute, imag_function, complex_builtin]
+ANY = [conj_product, attributes_of_input, functions_of_input, python_complex_intermediate,
+       abs_of_shifted]
+KINDS = {'float': 0.3, 'complex': 0.3 - 0.4j, '0-d float': np.array(0.3),
+         '0-d complex': np.array(0.3 - 0.4j), 'array': np.array([0.3, -1.2]),
+         'complex array': np.array([0.3 - 0.4j, -1.2 + 0.1j])}
+CASES = [(f, kind) for f in REAL_ONLY + ANY for kind in KINDS
+         if (f in ANY or not np.iscomplexobj(KINDS[kind]))
+         and not (f is complex_builtin and np.ndim(KINDS[kind]))]   # complex() takes numbers
+
+
+SUMMED = {f: summed(f) for f in REAL_ONLY + ANY}
+
+
+@pytest.mark.parametrize('f, kind', CASES, ids=[f'{f.__name__}-{k}' for f, k in CASES])
+def test_complex_values_of_every_kind(f, kind):
+    x = KINDS[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', np.exceptions.ComplexWarning)
+        if np.ndim(x):
+            fn = SUMMED[f]
+            got = tf.grad(fn)(x)
+            expected = [fd_complex_grad(lambda v, i=i: fn(_with(x, i, v)), x[i])
+                        for i in range(x.size)]
+        else:
+            got = tf.grad(f)(x)
+            expected = fd_complex_grad(f, x)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert np.shape(got) == np.shape(x)
+    if not np.iscomplexobj(x):
+        assert np.isrealobj(got)
+
+
+def _with(x, i, v):
+    y = np.array(x, dtype=np.result_type(x, v))
+    y[i] = v
+    return y

@@ -17,6 +17,7 @@ import numpy as np
 from tapeflow.rules.operators import _times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.sequences import Items
+from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, nondifferentiable,
                                      version_dependent)
 
@@ -115,6 +116,10 @@ def degrees_vjp(g, ans, x): return g * RAD
 def degrees_jvp(t, ans, x): return t * RAD
 def radians_vjp(g, ans, x): return g * DEG
 def radians_jvp(t, ans, x): return t * DEG
+def complex_vjp_real(g, ans, real=0.0, imag=0.0): return unbroadcast(g, real)
+def complex_vjp_imag(g, ans, real=0.0, imag=0.0): return unbroadcast(1j * g, imag)
+def complex_jvp_real(t, ans, real=0.0, imag=0.0): return t + 0j
+def complex_jvp_imag(t, ans, real=0.0, imag=0.0): return 1j * t
 def float_vjp(g, ans, x=0.0): return g
 def float_jvp(t, ans, x=0.0): return t
 def modf_vjp(g, ans, x): return 0.0 if g[0] is None else g[0]
@@ -288,6 +293,9 @@ for _fn, _vjps, _jvps in [
         (math.dist, (dist_vjp_p, dist_vjp_q), (dist_jvp_p, dist_jvp_q))]:
     defvjp(_fn, *_vjps)
     defjvp(_fn, *_jvps)
+defvjp(complex, complex_vjp_real, complex_vjp_imag)       # complex(re, im) = re + 1j * im
+defjvp(complex, complex_jvp_real, complex_jvp_imag)
+describe('complex(real, imag): Python numbers, by position; the bilinear pairing', complex)
 for _fn in version_dependent(math, 'sumprod', 'Python >= 3.12'):
     defvjp(_fn, sumprod_vjp_p, sumprod_vjp_q)
     defjvp(_fn, sumprod_jvp_p, sumprod_jvp_q)
