@@ -521,3 +521,110 @@ def _with(x, i, v):
     y = np.array(x, dtype=np.result_type(x, v))
     y[i] = v
     return y
+
+
+# ------------------------------------------------------------ 6. complex second order, svd convention
+
+def fd_complex_matrix_grad(f, Z, eps=1e-6):
+    """df/dRe - 1j df/dIm, element by element (the convention of sin and abs)."""
+    G = np.zeros(Z.shape, complex)
+    for idx in np.ndindex(Z.shape):
+        E = np.zeros(Z.shape)
+        E[idx] = eps
+        G[idx] = (f(Z + E) - f(Z - E)) / (2 * eps) - 1j * (f(Z + 1j * E) - f(Z - 1j * E)) / (2 * eps)
+    return G
+
+
+ZC = np.array([[0.3 - 0.4j, 1.1 + 0.2j], [-0.5 + 0.9j, 0.7 - 0.1j], [0.2 + 0.6j, -1.0 - 0.3j]])
+
+
+def nuc_of_sin(Z):
+    return np.linalg.norm(np.sin(Z), 'nuc')
+
+
+def two_norm_of_exp(Z):
+    return np.linalg.norm(np.exp(Z) * Z, 2)
+
+
+def singular_values_of_sin(Z):
+    return np.sum(np.linalg.svd(np.sin(Z), compute_uv=False) ** 2)
+
+
+def svdvals_of_square(Z):
+    return np.sum(np.linalg.svdvals(Z * Z + 1.0))
+
+
+def singular_values_with_vectors(Z):
+    u, s, vh = np.linalg.svd(np.sin(Z), full_matrices=False)
+    return np.sum(s ** 3)
+
+
+def abs_of_holomorphic(Z):
+    return np.sum(np.abs(np.exp(Z) * Z) ** 2)
+
+
+def fro_of_sin(Z):
+    return np.linalg.norm(np.sin(Z))
+
+
+HOLOMORPHIC_CHAINS = [nuc_of_sin, two_norm_of_exp, singular_values_of_sin, svdvals_of_square,
+                      singular_values_with_vectors, abs_of_holomorphic, fro_of_sin]
+
+
+@pytest.mark.parametrize('f', HOLOMORPHIC_CHAINS, ids=[f.__name__ for f in HOLOMORPHIC_CHAINS])
+def test_complex_rules_chained_with_holomorphic_functions_follow_one_convention(f):
+    np.testing.assert_allclose(tf.grad(f)(ZC), fd_complex_matrix_grad(f, ZC), atol=1e-6)
+
+
+def test_complex_svd_forward_mode():
+    direction = np.array([[0.2 + 0.1j, -0.3j], [0.5, 0.1 - 0.2j], [-0.4 + 0.3j, 0.6]])
+    for f in (nuc_of_sin, singular_values_of_sin, svdvals_of_square):
+        _, tangent = tf.jvp(f, (ZC,), (direction,))
+        eps = 1e-6
+        expected = (f(ZC + eps * direction) - f(ZC - eps * direction)) / (2 * eps)
+        assert tangent == pytest.approx(expected, abs=1e-6)
+
+
+def test_complex_singular_vectors_refuse_in_reverse():
+    def f(Z):
+        u, s, vh = np.linalg.svd(Z, full_matrices=False)
+        return np.abs(u[0, 0])
+
+    with pytest.raises(NotImplementedError, match='singular vectors of a complex matrix'):
+        tf.grad(f)(ZC)
+
+
+def abs_cubed(v):
+    return np.sum(np.abs(v[:2] + 1j * v[2:]) ** 3)
+
+
+def abs_of_sin(v):
+    return np.sum(np.abs(np.sin(v[:2] + 1j * v[2:])))
+
+
+def abs_squared_product(v):
+    a = np.abs(v[:2] + 1j * v[2:])
+    return np.sum(a * a * v[:2])
+
+
+def python_abs_of_complex(v):
+    return abs(complex(v[0], v[1])) ** 2 * v[0]
+
+
+def angle_and_parts(v):
+    z = np.exp(v[:2] + 1j * v[2:]) * (1.0 + 0.5j)
+    return np.sum(np.angle(z) * np.real(z) + np.imag(z) ** 2)
+
+
+ABS_SECOND = [abs_cubed, abs_of_sin, abs_squared_product, python_abs_of_complex, angle_and_parts]
+
+
+@pytest.mark.parametrize('how', ['hessian', 'jacfwd', 'jacrev'])
+@pytest.mark.parametrize('f', ABS_SECOND, ids=[f.__name__ for f in ABS_SECOND])
+def test_second_derivative_of_complex_abs(f, how):
+    v = np.array([0.3, -1.2, 0.5, 0.7])
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', np.exceptions.ComplexWarning)
+        got = second_orders(f)[how](v)
+        expected = fd_jacobian(tf.grad(f), v)
+    np.testing.assert_allclose(got, expected, atol=1e-6)

@@ -436,15 +436,30 @@ def mod_vjp_y(g, ans, x, y):
     return unbroadcast(-g * (x // y), y)
 
 
-def _sign(x):
-    """sign(x) (conjugated for complex): fast for Python scalars, NumPy otherwise."""
+def conj_unit(x, ans):
+    """d|x| per unit of dx, `ans` being |x|; 0 at 0.
+
+    sign(x) for a real x: piecewise constant. conj(x) / |x| for a complex x: it
+    moves with x, and the rules of the rules (second order) must see that, which
+    they would not through np.sign (it has no derivative).
+    """
     if x.__class__ is float or x.__class__ is int:
         return (x > 0) - (x < 0)
-    return np.conj(np.sign(x))
+    if x.__class__ is complex:
+        return np.conj(x) / ans if ans else 0.0
+    if np.iscomplexobj(x):
+        return np.conj(x) / np.where(ans == 0, 1.0, ans)
+    return np.sign(x)
 
 
 def abs_vjp(g, ans, x):
-    return g * _sign(x)
+    # |x| is real: only the real part of its cotangent pairs with it (an imaginary part
+    # a real value's cotangent may carry from complex arithmetic must not reach x)
+    return np.real(g) * conj_unit(x, ans)
+
+
+def abs_jvp(t, ans, x):
+    return np.real(t * conj_unit(x, ans))
 
 
 defvjp(operator.mod, add_vjp_x, mod_vjp_y)
@@ -461,7 +476,7 @@ def mod_jvp_y_batched(t, ans, x, y):
 
 defjvp_batched(operator.mod, mod_jvp_x_batched, mod_jvp_y_batched)
 defvjp(operator.abs, abs_vjp)
-defjvp(operator.abs, lambda t, ans, x: np.real(t * _sign(x)))
+defjvp(operator.abs, abs_jvp)
 
 # `x += y` differentiates as `x = x + y`.
 for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.sub),
