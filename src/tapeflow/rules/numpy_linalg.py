@@ -480,8 +480,9 @@ describe('batched, distinct eigenvalues; complex results', np.linalg.eigvals)
 describe('batched, distinct eigenvalues; eigenvectors (unit norm) only for a real '
          'spectrum', np.linalg.eig)
 describe('batched; compute_uv; full_matrices only for square input; distinct '
-         'singular values', np.linalg.svd)
-describe('batched, distinct singular values', np.linalg.svdvals)
+         'singular values; complex input: singular values only (no singular vectors)',
+         np.linalg.svd)
+describe('batched, distinct singular values; real or complex', np.linalg.svdvals)
 describe('vector ords (None, 2, 1, inf, -inf, 0, any p) and matrix ords (fro, nuc, '
          '1, -1, 2, -2, inf, -inf); axis None/int/pair; keepdims', np.linalg.norm)
 describe('any ord, axis None/int/tuple, keepdims', np.linalg.vector_norm)
