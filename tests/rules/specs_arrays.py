@@ -66,6 +66,21 @@ SPECS += [
     Spec(np.quantile, (A((4, 5)), 0.4), {'axis': 1, 'method': 'higher'}, name='quantile(higher)'),
     Spec(np.nanquantile, (A(value=WITH_NANS), 0.35), {'axis': 1}, name='nanquantile', f32=False),
     Spec(np.nanpercentile, (A(value=WITH_NANS), [20.0, 60.0]), name='nanpercentile', f32=False),
+    # q differentiated too (piecewise linear in q)
+    Spec(np.quantile, (X3, F(0.1, 0.9)), name='quantile(q)'),
+    Spec(np.quantile, (X3, A((2,), 0.1, 0.9)), {'axis': (0, 2), 'keepdims': True},
+         name='quantile(q array, in q)'),
+    Spec(np.percentile, (A((4, 5)), A((2,), 10.0, 90.0)), {'axis': 1}, name='percentile(q)'),
+    Spec(np.quantile, (A((4, 5)), F(0.1, 0.9)), {'axis': 1, 'method': 'lower'},
+         name='quantile(lower, q)'),
+    Spec(np.nanquantile, (A(value=WITH_NANS), F(0.1, 0.9)), {'axis': 1}, name='nanquantile(q)',
+         f32=False),
+    Spec(np.nanpercentile, (A(value=WITH_NANS), F(10.0, 90.0)), name='nanpercentile(q)',
+         f32=False),
+    # arange: the count stays put over these ranges
+    Spec(np.arange, (F(0.0, 0.1), F(3.5, 3.6), F(1.0, 1.05)), name='arange(start, stop, step)'),
+    Spec(np.arange, (F(0.0, 0.1), F(3.5, 3.6)), name='arange(start, stop)'),
+    Spec(np.arange, (F(3.5, 3.6),), name='arange(stop)'),
 ]
 for fn in (np.cumsum, np.cumprod, np.nancumsum, np.nancumprod):
     SPECS += [Spec(fn, (A((3, 4)),), name=f'{fn.__name__}()'),

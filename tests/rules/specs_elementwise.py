@@ -6,6 +6,7 @@ import operator
 import numpy as np
 
 from rulecheck import A, F, L, Spec
+from tapeflow.rules import operators as rule_ops
 from tapeflow.rules.registry import available
 
 SHAPES = [(), (3,), (2, 3)]
@@ -70,6 +71,8 @@ SPECS += [
     Spec(np.fmax, (A(value=[1.0, np.nan, 3.0]), A(value=[2.0, 0.5, np.nan])),
          name='fmax(nan)', f32=False),
     Spec(np.ldexp, (A((2, 3)), np.array([1, -2, 3])), name='ldexp'),
+    Spec(np.nextafter, (A((2, 3)), A((3,))), name='nextafter'),
+    Spec(complex, (A(()), A(())), name='complex(re, im)', f32=False, tensor=False),
     Spec(np.heaviside, (A(value=[0.0, 1.5, -1.0]), A((3,))), name='heaviside', wrt=(1,)),
     Spec(np.heaviside, (A((2, 3)), A((3,))), name='heaviside(x)', wrt=(0,)),
     Spec(np.where, (np.array([True, False, True]), A((2, 3)), A((3,))), name='where'),
@@ -99,6 +102,11 @@ SPECS += [
     Spec(operator.matmul, (A((3,)), A((5, 3, 4))), name='matmul(1,3)'),
     Spec(operator.matmul, (A((5, 1, 2, 3)), A((4, 3, 2))), name='matmul(4,3)'),
     Spec(np.linalg.matmul, (A((2, 2, 3)), A((2, 3, 1))), name='linalg.matmul'),
+    # the helpers the rules of `**` call (a * log(x), b / x; 0 where a, b are 0)
+    Spec(rule_ops._times_log, (A((2, 3)), A((3,), 0.3, 2.0)), name='_times_log'),
+    Spec(rule_ops._times_log, (F(), F(0.3, 2.0)), name='_times_log(float)'),
+    Spec(rule_ops._over, (A((2, 3)), A((3,), 0.5, 2.0)), name='_over'),
+    Spec(rule_ops._over, (F(), F(0.5, 2.0)), name='_over(float)'),
 ]
 
 # The math module and the builtins, on Python floats.

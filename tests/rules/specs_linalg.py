@@ -1,7 +1,7 @@
 """Spec table: products, einsum, np.linalg, np.fft."""
 import numpy as np
 
-from rulecheck import A, L, Spec
+from rulecheck import A, F, L, Spec
 
 
 def spd(n, batch=()):
@@ -68,6 +68,11 @@ SPECS += [
     Spec(np.correlate, (A((5,)), A((2,)), 'full'), name='correlate(full)'),
     Spec(np.interp, (A((2, 4), -1, 5), np.array([0.0, 1.0, 2.5, 4.0]), A((4,))), name='interp'),
     Spec(np.interp, (A((5,), -1, 5), np.array([0.0, 1.0, 2.5, 4.0]), A((4,)), -3.0, 7.0), name='interp(left,right)'),
+    Spec(np.interp, (A((2, 4), -1, 5), A(value=[0.0, 1.0, 2.5, 4.0]), A((4,))), name='interp(xp)'),
+    Spec(np.interp, (A((5,), -1, 5), A(value=[0.0, 1.0, 2.5, 4.0]), A((4,)), F(-3.0, -2.0),
+                     F(6.0, 7.0)), name='interp(xp, left, right)'),
+    Spec(np.fft.fftfreq, (5, F(0.5, 2.0)), name='fftfreq(d)'),
+    Spec(np.fft.rfftfreq, (6, F(0.5, 2.0)), name='rfftfreq(d)'),
     Spec(np.polyval, (A((4,)), A((2, 3))), name='polyval'),
 ]
 

@@ -64,7 +64,9 @@ class _Shapes:
 
     def of(self, node):
         if isinstance(node, gast.Constant):
-            return () if isinstance(node.value, (int, float, bool, complex)) else None
+            # not a complex constant: `x + 2j` has x's shape but not its dtype, and the
+            # `unbroadcast(g, x)` that makes x's cotangent a real number's must stay
+            return () if isinstance(node.value, (int, float, bool)) else None
         if isinstance(node, gast.Name):
             return self.known.get(node.id)
         if isinstance(node, gast.Attribute) and getanno(node, Key.RESOLVED) is not None:

@@ -200,11 +200,11 @@ def written(g, shape, idx):
     order = positions(np.shape(picked))
     last = np.full(shape, -1)
     last[idx] = order
-    return picked * (last[idx] == order)
+    return np.where(last[idx] == order, picked, 0.0)
 
 
 def assign_vjp_x(g, ans, x, idx, v):
-    return fit(g * _kept(np.shape(x), idx), x)
+    return fit(np.where(_kept(np.shape(x), idx), g, 0.0), x)
 
 
 def assign_vjp_v(g, ans, x, idx, v):
@@ -212,7 +212,7 @@ def assign_vjp_v(g, ans, x, idx, v):
 
 
 def assign_jvp_x(t, ans, x, idx, v):
-    return t * _kept(np.shape(x), idx)
+    return np.where(_kept(np.shape(x), idx), t, 0.0)
 
 
 def assign_jvp_v(t, ans, x, idx, v):

@@ -14,8 +14,10 @@ import operator
 
 import numpy as np
 
+from tapeflow.rules.operators import _times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.sequences import Items
+from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, nondifferentiable,
                                      version_dependent)
 
@@ -49,8 +51,9 @@ def _hypot_part(x, ans):
     return x / ans if ans else 0.0
 
 
-def _log_y(x):
-    return math.log(x) if x > 0 else 0.0
+def _zero(v):
+    """0 shaped like `v` (a float, or a batch of tangents); never `0.0 * v`, NaN at inf."""
+    return 0.0 if v.__class__ is float or v.__class__ is int else np.zeros_like(v)
 
 
 # ---------------------------------------------------------------- one argument
@@ -113,6 +116,10 @@ def degrees_vjp(g, ans, x): return g * RAD
 def degrees_jvp(t, ans, x): return t * RAD
 def radians_vjp(g, ans, x): return g * DEG
 def radians_jvp(t, ans, x): return t * DEG
+def complex_vjp_real(g, ans, real=0.0, imag=0.0): return unbroadcast(g, real)
+def complex_vjp_imag(g, ans, real=0.0, imag=0.0): return unbroadcast(1j * g, imag)
+def complex_jvp_real(t, ans, real=0.0, imag=0.0): return t + 0j
+def complex_jvp_imag(t, ans, real=0.0, imag=0.0): return 1j * t
 def float_vjp(g, ans, x=0.0): return g
 def float_jvp(t, ans, x=0.0): return t
 def modf_vjp(g, ans, x): return 0.0 if g[0] is None else g[0]
@@ -120,18 +127,18 @@ def modf_jvp(t, ans, x): return (t, 0.0)
 
 # ---------------------------------------------------------------- two arguments
 
-def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else 0.0 * g
-def pow_vjp_y(g, ans, x, y, mod=None): return g * ans * _log_y(x)
-def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else 0.0 * t
-def pow_jvp_y(t, ans, x, y, mod=None): return t * ans * _log_y(x)
+def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else _zero(g)
+def pow_vjp_y(g, ans, x, y, mod=None): return _times_log(g * ans, x)
+def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else _zero(t)
+def pow_jvp_y(t, ans, x, y, mod=None): return _times_log(t * ans, x)
 def atan2_vjp_y(g, ans, y, x): return g * x / (x * x + y * y)
 def atan2_vjp_x(g, ans, y, x): return -g * y / (x * x + y * y)
 def atan2_jvp_y(t, ans, y, x): return t * x / (x * x + y * y)
 def atan2_jvp_x(t, ans, y, x): return -t * y / (x * x + y * y)
 def copysign_vjp_x(g, ans, x, y): return g * sign(x) * sign(ans)
 def copysign_jvp_x(t, ans, x, y): return t * sign(x) * sign(ans)
-def zero_vjp(g, ans, x, y): return 0.0 * g
-def zero_jvp(t, ans, x, y): return 0.0 * t
+def zero_vjp(g, ans, x, y): return _zero(g)
+def zero_jvp(t, ans, x, y): return _zero(t)
 def first_vjp(g, ans, x, y): return g
 def first_jvp(t, ans, x, y): return t
 def fmod_vjp_y(g, ans, x, y): return -g * math.trunc(x / y)
@@ -227,13 +234,13 @@ def _choice_vjp(g, ans, args, i):
         return out
     if len(args) == 1:
         return [g if _chosen(args, ans, k) else 0.0 for k in range(len(args[0]))]
-    return g if _chosen(args, ans, i) else 0.0 * g
+    return g if _chosen(args, ans, i) else _zero(g)
 
 
 def _choice_jvp(t, ans, args, i):
     if len(args) == 1:
         return next((tk for k, tk in enumerate(t) if _chosen(args, ans, k)), 0.0)
-    return t if _chosen(args, ans, i) else 0.0 * t
+    return t if _chosen(args, ans, i) else _zero(t)
 
 
 def _sum_vjp_seq(g, ans, args, i):
@@ -293,6 +300,9 @@ for _fn, _vjps, _jvps in [
         (math.dist, (dist_vjp_p, dist_vjp_q), (dist_jvp_p, dist_jvp_q))]:
     defvjp(_fn, *_vjps)
     defjvp(_fn, *_jvps)
+defvjp(complex, complex_vjp_real, complex_vjp_imag)       # complex(re, im) = re + 1j * im
+defjvp(complex, complex_jvp_real, complex_jvp_imag)
+describe('complex(real, imag): Python numbers, by position; the bilinear pairing', complex)
 for _fn in version_dependent(math, 'sumprod', 'Python >= 3.12'):
     defvjp(_fn, sumprod_vjp_p, sumprod_vjp_q)
     defjvp(_fn, sumprod_jvp_p, sumprod_jvp_q)
@@ -348,7 +358,7 @@ nondifferentiable(
     math.isclose, math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt,
     math.frexp, math.nextafter, math.ulp,
     builtins.round, builtins.int, builtins.bool, builtins.len, builtins.range,
-    builtins.isinstance, builtins.divmod,
+    builtins.isinstance, builtins.divmod, _zero,
 )
 
 describe('Python floats', *[fn for fn, _, _ in _RULES])

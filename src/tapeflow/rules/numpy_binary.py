@@ -19,12 +19,17 @@ LN2 = math.log(2.0)
 
 def _share(t, x, ans, y):
     """`t` where `x` was chosen (ans == x), halved where x == y; 0 elsewhere."""
-    return np.where(x == ans, np.where(x == y, 0.5 * t, t), 0.0 * t)
+    return np.where(x == ans, np.where(x == y, 0.5 * t, t), 0.0)
 
 
 def _full(t, ans):
     """`t` broadcast to the output's shape, as a fresh array."""
     return t + np.zeros_like(ans)
+
+
+def _zero(v):
+    """Zeros shaped like `v` (never `0.0 * v`: that is NaN where v is inf)."""
+    return 0.0 if v.__class__ is float or v.__class__ is int else np.zeros_like(v)
 
 
 def _safe_div(a, b):
@@ -75,22 +80,22 @@ def fmod_vjp_y(g, ans, x, y): return fit(-g * np.trunc(x / y), y)
 def fmod_jvp_y(t, ans, x, y): return -t * np.trunc(x / y)
 def copysign_vjp_x(g, ans, x, y): return fit(g * np.sign(x) * np.sign(ans), x)
 def copysign_jvp_x(t, ans, x, y): return t * np.sign(x) * np.sign(ans)
-def zero_vjp_y(g, ans, x, y): return fit(0.0 * g, y)
-def zero_jvp_y(t, ans, x, y): return 0.0 * _full(t, ans)
+def zero_vjp_y(g, ans, x, y): return fit(_zero(g), y)
+def zero_jvp_y(t, ans, x, y): return _zero(_full(t, ans))
 def ldexp_vjp_x(g, ans, x, y): return fit(g * np.exp2(y), x)
 def ldexp_jvp_x(t, ans, x, y): return _full(t * np.exp2(y), ans).astype(ans.dtype)
-def heaviside_vjp_x(g, ans, x, y): return fit(0.0 * g, x)
+def heaviside_vjp_x(g, ans, x, y): return fit(_zero(g), x)
 def heaviside_vjp_y(g, ans, x, y): return fit(np.where(x == 0, g, 0.0), y)
-def heaviside_jvp_x(t, ans, x, y): return 0.0 * _full(t, ans)
+def heaviside_jvp_x(t, ans, x, y): return _zero(_full(t, ans))
 def heaviside_jvp_y(t, ans, x, y): return _full(np.where(x == 0, t, 0.0), ans)
 
 
 def _share_vjp(h, ans, t, x, out, y): return fit(_share(h, x, out, y), t)
 def _share_jvp(tt, ans, t, x, out, y): return _share(tt, x, out, y)
-def _share_vjp_x(h, ans, t, x, out, y): return fit(0.0 * h, x)
-def _share_vjp_out(h, ans, t, x, out, y): return fit(0.0 * h, out)
-def _share_vjp_y(h, ans, t, x, out, y): return fit(0.0 * h, y)
-def _share_zero_jvp(tt, ans, t, x, out, y): return 0.0 * ans
+def _share_vjp_x(h, ans, t, x, out, y): return fit(_zero(h), x)
+def _share_vjp_out(h, ans, t, x, out, y): return fit(_zero(h), out)
+def _share_vjp_y(h, ans, t, x, out, y): return fit(_zero(h), y)
+def _share_zero_jvp(tt, ans, t, x, out, y): return _zero(ans)
 def _share_jvp_batched(tt, ans, t, x, out, y): return _share(lift_tangent(tt, t, ans), x, out, y)
 
 
@@ -115,6 +120,7 @@ for _fn, _vjps, _jvps in [
         (np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y)),
         (np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y)),
         (np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y)),
+        (np.nextafter, (mod_vjp_x, zero_vjp_y), (mod_jvp_x, zero_jvp_y)),
         (np.ldexp, (ldexp_vjp_x,), (ldexp_jvp_x,)),
         (np.heaviside, (heaviside_vjp_x, heaviside_vjp_y),
          (heaviside_jvp_x, heaviside_jvp_y))]:
@@ -127,13 +133,15 @@ describe('broadcasting operands (scalars, 0-d, any shapes); ties share equally',
 describe('broadcasting operands (scalars, 0-d, any shapes)', np.logaddexp, np.logaddexp2,
          np.hypot, np.arctan2, np.float_power, np.remainder, np.fmod, np.copysign,
          np.heaviside)
+describe('broadcasting operands; x plus a step that moves only in jumps: 1 in x, 0 in y',
+         np.nextafter)
 describe('broadcasting operands; the integer exponent is static', np.ldexp)
 
 
 # ---------------------------------------------------------------- where
 
-def where_vjp_x(g, ans, condition, x, y): return fit(np.where(condition, g, 0.0 * g), x)
-def where_vjp_y(g, ans, condition, x, y): return fit(np.where(condition, 0.0 * g, g), y)
+def where_vjp_x(g, ans, condition, x, y): return fit(np.where(condition, g, 0.0), x)
+def where_vjp_y(g, ans, condition, x, y): return fit(np.where(condition, 0.0, g), y)
 def where_jvp_x(t, ans, condition, x, y): return np.where(condition, t, np.zeros_like(ans))
 def where_jvp_y(t, ans, condition, x, y): return np.where(condition, np.zeros_like(ans), t)
 
@@ -182,13 +190,13 @@ def _above(a, a_min, a_max, low, high):
 
 
 def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
-    return fit(np.where(_inside(a, a_min, a_max, min, max), g, 0.0 * g), a)
+    return fit(np.where(_inside(a, a_min, a_max, min, max), g, 0.0), a)
 
 def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
-    return fit(np.where(_below(a, a_min, a_max, min, max), g, 0.0 * g), a_min)
+    return fit(np.where(_below(a, a_min, a_max, min, max), g, 0.0), a_min)
 
 def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
-    return fit(np.where(_above(a, a_min, a_max, min, max), g, 0.0 * g), a_max)
+    return fit(np.where(_above(a, a_min, a_max, min, max), g, 0.0), a_max)
 
 def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     return np.where(_inside(a, a_min, a_max, min, max), t, np.zeros_like(ans))
@@ -210,7 +218,7 @@ def clip_jvp_max_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=Non
     return clip_jvp_max(lift_tangent(t, a_max, ans), ans, a, a_min, a_max, min=min, max=max)
 
 
-nondifferentiable(_inside, _below, _above, _bounds)   # masks
+nondifferentiable(_inside, _below, _above, _bounds, _zero)   # masks, zeros
 defvjp(np.clip, clip_vjp_a, clip_vjp_min, clip_vjp_max)
 defjvp(np.clip, clip_jvp_a, clip_jvp_min, clip_jvp_max)
 defjvp_batched(np.clip, clip_jvp_a_batched, clip_jvp_min_batched, clip_jvp_max_batched)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched
+from tapeflow.rules.operators import conj_unit
 from tapeflow.rules.registry import defjvp, defvjp, describe
 from tapeflow.rules.shapes import fit
 
@@ -108,18 +109,18 @@ def arctanh_jvp(t, ans, x): return t / (1.0 - x * x)
 
 # ---------------------------------------------------------------- magnitude, complex parts
 
-def abs_vjp(g, ans, x): return g * np.conj(np.sign(x))
-def abs_jvp(t, ans, x): return np.real(t * np.conj(np.sign(x)))
+def abs_vjp(g, ans, x): return np.real(g) * conj_unit(x, ans)
+def abs_jvp(t, ans, x): return np.real(t * conj_unit(x, ans))
 def fabs_vjp(g, ans, x): return g * np.sign(x)
 def fabs_jvp(t, ans, x): return t * np.sign(x)
 def conj_vjp(g, ans, x): return np.conj(g)
 def conj_jvp(t, ans, x): return np.conj(t)
-def real_vjp(g, ans, x): return fit(g + 0j, x)
+def real_vjp(g, ans, x): return fit(np.real(g) + 0j, x)
 def real_jvp(t, ans, x): return np.real(t)
-def imag_vjp(g, ans, x): return fit(-1j * g, x)
+def imag_vjp(g, ans, x): return fit(-1j * np.real(g), x)
 def imag_jvp(t, ans, x): return np.imag(t)
 def angle_vjp(g, ans, x, deg=False):
-    return fit(-1j * g * _angle_slope(x, deg), x)
+    return fit(-1j * np.real(g) * _angle_slope(x, deg), x)
 
 def angle_jvp(t, ans, x, deg=False):
     return np.imag(t * _angle_slope(x, deg))

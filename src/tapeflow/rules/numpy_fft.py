@@ -170,3 +170,17 @@ describe('real input; n (odd or even), axis, norm', _FFT.rfft, _FFT.ihfft)
 describe('half-spectrum input; n (odd or even), axis, norm', _FFT.irfft, _FFT.hfft)
 describe('real input; s, axes, norm', _FFT.rfft2, _FFT.rfftn)
 describe('half-spectrum input; s (odd or even), axes, norm', _FFT.irfft2, _FFT.irfftn)
+
+
+# ---------------------------------------------------------------- sample frequencies
+# fftfreq(n, d) = k / (n * d): the integer n is a count, the spacing d a float.
+
+def fftfreq_vjp_d(g, ans, n, d=1.0, **kw): return fit(np.sum(-g * ans / d), d)
+def fftfreq_jvp_d(t, ans, n, d=1.0, **kw): return -t * ans / d
+
+
+for _fn in (np.fft.fftfreq, np.fft.rfftfreq):
+    defvjp(_fn, None, fftfreq_vjp_d)
+    defjvp(_fn, None, fftfreq_jvp_d)
+describe('n an integer count; derivative in the spacing d (by position)',
+         np.fft.fftfreq, np.fft.rfftfreq)

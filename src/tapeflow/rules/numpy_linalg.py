@@ -14,7 +14,7 @@ import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.numpy_reductions import kept_shape, reduced_axes
-from tapeflow.rules.registry import RULES, defjvp, defvjp, describe
+from tapeflow.rules.registry import RULES, defjvp, defvjp, describe, nondifferentiable
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 inv, solve = np.linalg.inv, np.linalg.solve
@@ -216,11 +216,23 @@ def _svd_parts(ans, a, full_matrices, compute_uv):
     return u, s, T(vh)
 
 
+# Complex matrices: s = Re(diag(U^H A V)), so ds = Re(diag(U^H dA V)) and, in the
+# pairing the other rules use (df = Re(sum(G * dA)), the convention of sin and abs),
+# the cotangent of A is conj(U diag(g) V^H). The singular vectors of a complex matrix
+# carry a free phase each: no derivative for them (NaN tangents, an error in reverse).
+
 def _svd_vjp(g, ans, a, full_matrices, compute_uv):
     u, s, v = _svd_parts(ans, a, full_matrices, compute_uv)
     if not compute_uv:
-        return (u * np.expand_dims(g, -2)) @ T(v)
+        return np.conj((u * np.expand_dims(np.real(g), -2)) @ T(v))
     gu, gs, gvh = fill_zeros(list(g), list(ans))
+    if np.iscomplexobj(a):
+        if np.any(gu != 0) or np.any(gvh != 0):
+            raise NotImplementedError(
+                'no derivative rule for the singular vectors of a complex matrix (each has '
+                'a free phase); differentiate the singular values (compute_uv=False, '
+                'svdvals) or a norm instead')
+        return np.conj((u * np.expand_dims(np.real(gs), -2)) @ T(v))
     gv = T(gvh)
     m, n = np.shape(a)[-2:]
     f = _gaps(s * s)
@@ -238,6 +250,11 @@ def _svd_vjp(g, ans, a, full_matrices, compute_uv):
 
 def _svd_jvp(t, ans, a, full_matrices, compute_uv):
     u, s, v = _svd_parts(ans, a, full_matrices, compute_uv)
+    if np.iscomplexobj(a) or np.iscomplexobj(t):
+        ds = np.real(np.diagonal(T(np.conj(u)) @ t @ np.conj(v), axis1=-2, axis2=-1))
+        if not compute_uv:
+            return ds
+        return u * np.nan, ds, T(v) * np.nan
     dp = T(u) @ t @ v
     ds = np.diagonal(dp, axis1=-2, axis2=-1)
     if not compute_uv:
@@ -286,6 +303,11 @@ def _picked(values, axis, pick):
     return hit / np.sum(hit, axis=axis, keepdims=True)
 
 
+# Which axes a norm reduces, and the share of a max/min among ties: constant
+# (piecewise), so the rules of the rules (second order) do not look inside.
+nondifferentiable(_norm_axes, _picked)
+
+
 def _vector_weights(x, norm, axes, ord):
     sign = np.conj(np.sign(x))
     if ord is None or ord == 2:
@@ -314,7 +336,8 @@ def _matrix_weights(x, norm, axes, ord):
     else:
         k = 0 if ord == 2 else -1
         weights = np.expand_dims(u[..., :, k], -1) * np.expand_dims(vh[..., k, :], -2)
-    return np.moveaxis(weights, (-2, -1), (row, col))
+    # d sigma = Re(u^H dX v): the cotangent per unit is conj(u v^H) (real: u v^T)
+    return np.moveaxis(np.conj(weights), (-2, -1), (row, col))
 
 
 def norm_weights(x, ans, ord, axis, keepdims, vector=False):
@@ -329,7 +352,7 @@ def norm_weights(x, ans, ord, axis, keepdims, vector=False):
 def _norm_vjp(g, ans, x, ord, axis, keepdims, vector=False):
     weights, axes = norm_weights(x, ans, ord, axis, keepdims, vector)
     g = g if keepdims else np.reshape(g, kept_shape(np.shape(x), axes))
-    return g * weights
+    return np.real(g) * weights            # a norm is real: the real part of g pairs with it
 
 
 def _norm_jvp(t, ans, x, ord, axis, keepdims, vector=False):
@@ -457,8 +480,9 @@ describe('batched, distinct eigenvalues; complex results', np.linalg.eigvals)
 describe('batched, distinct eigenvalues; eigenvectors (unit norm) only for a real '
          'spectrum', np.linalg.eig)
 describe('batched; compute_uv; full_matrices only for square input; distinct '
-         'singular values', np.linalg.svd)
-describe('batched, distinct singular values', np.linalg.svdvals)
+         'singular values; complex input: singular values only (no singular vectors)',
+         np.linalg.svd)
+describe('batched, distinct singular values; real or complex', np.linalg.svdvals)
 describe('vector ords (None, 2, 1, inf, -inf, 0, any p) and matrix ords (fro, nuc, '
          '1, -1, 2, -2, inf, -inf); axis None/int/pair; keepdims', np.linalg.norm)
 describe('any ord, axis None/int/tuple, keepdims', np.linalg.vector_norm)

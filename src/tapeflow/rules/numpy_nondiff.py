@@ -1,7 +1,7 @@
 """NumPy functions whose outputs carry no derivative.
 
 Known to the compiler so that it needs no adjoint for them and warns about
-nothing: array constructors (zeros, ones, empty, *_like, eye, arange...),
+nothing: array constructors (zeros, ones, empty, *_like, eye...),
 shape and type queries, integer and boolean results (argmax, argsort,
 comparisons, isnan...), piecewise-constant functions (sign, floor, round...)
 and random sampling. Functions with a derivative somewhere (histogram's bin
@@ -13,7 +13,7 @@ import numpy as np
 from tapeflow.rules.registry import available, describe, nondifferentiable
 
 _NAMES = """
-zeros ones empty zeros_like ones_like empty_like eye identity tri arange
+zeros ones empty zeros_like ones_like empty_like eye identity tri
 indices diag_indices diag_indices_from tril_indices triu_indices tril_indices_from
 triu_indices_from mask_indices ix_ ravel_multi_index unravel_index
 shape ndim size result_type can_cast promote_types min_scalar_type common_type
@@ -26,18 +26,31 @@ array_equiv equal not_equal less less_equal greater greater_equal isin
 logical_and logical_or logical_not logical_xor
 bitwise_and bitwise_or bitwise_xor bitwise_not invert left_shift right_shift
 bitwise_count gcd lcm floor_divide
-sign signbit floor ceil trunc rint round around fix spacing nextafter
+sign signbit floor ceil trunc rint round around fix spacing
 iscomplex isreal einsum_path array_repr array_str
 """.split()
 
 NONDIFFERENTIABLE = available(np, _NAMES)
-NONDIFFERENTIABLE += [np.fft.fftfreq, np.fft.rfftfreq, np.linalg.matrix_rank]
+NONDIFFERENTIABLE += [np.linalg.matrix_rank]
 
+# Random sampling: no derivative where the arguments are sizes, seeds and
+# states, or where the sample is an integer (piecewise constant in the
+# parameters). Samples that move continuously with a float parameter
+# (normal(loc, scale), uniform(low, high), choice(a), permutation(x)...) are
+# left out: differentiating them with respect to that parameter is an error
+# (write loc + scale * standard_normal(...)), never a silent zero.
+_RANDOM_CONSTANT = set("""
+bytes default_rng get_bit_generator set_bit_generator get_state set_state seed test spawn
+bit_generator rand randn random random_sample ranf sample standard_normal
+standard_exponential standard_cauchy randint random_integers integers binomial poisson
+geometric hypergeometric logseries multinomial negative_binomial zipf
+multivariate_hypergeometric
+""".split())
 _RANDOM = [getattr(np.random, name) for name in dir(np.random)
-           if not name.startswith('_') and callable(getattr(np.random, name))
+           if name in _RANDOM_CONSTANT and callable(getattr(np.random, name))
            and not isinstance(getattr(np.random, name), type)]
 _RANDOM += [getattr(cls, name) for cls in (np.random.Generator, np.random.RandomState)
-            for name in dir(cls) if not name.startswith('_')
+            for name in dir(cls) if name in _RANDOM_CONSTANT
             and callable(getattr(cls, name))]
 
 nondifferentiable(*NONDIFFERENTIABLE, *_RANDOM)

@@ -11,14 +11,34 @@ import numpy as np
 
 from tapeflow.rules.array_ops import gather, positions, scatter_add
 from tapeflow.rules.numpy_reductions import reduced_axes
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable
 from tapeflow.rules.shapes import fit
 
 _METHODS = ('linear', 'lower', 'higher', 'midpoint')
 
 
+def _steps(a, q, axis, skip_nan):
+    """The number of steps below the top order statistic per result, `max(n, 1) - 1`
+    (n: the count, of non-NaNs for the nan-variants), in the shape `q.shape + outer`."""
+    shape = np.shape(a)
+    axes = reduced_axes(len(shape), axis)
+    rest = [i for i in range(len(shape)) if i not in axes]
+    outer = tuple(shape[i] for i in rest)
+    if skip_nan:
+        n = np.reshape(np.sum(~np.isnan(a), axis=axes), outer)
+    else:
+        n = np.full(outer, int(np.prod([shape[i] for i in axes])))
+    return np.broadcast_to(np.maximum(n, 1) - 1, np.shape(q) + outer)
+
+
+def _virtual(a, q, axis, skip_nan):
+    """q * (n - 1): the fractional rank of each result (differentiable in q)."""
+    steps = _steps(a, q, axis, skip_nan)
+    return np.reshape(q, np.shape(q) + (1,) * (np.ndim(steps) - np.ndim(q))) * steps
+
+
 def _terms(a, q, axis, method, skip_nan):
-    """Flat positions (lo, hi) of the order statistics behind each result, and w."""
+    """Flat positions (lo, hi) of the order statistics behind each result."""
     if method not in _METHODS:
         raise NotImplementedError(f'no derivative rule for quantile method={method!r}')
     shape = np.shape(a)
@@ -29,22 +49,25 @@ def _terms(a, q, axis, method, skip_nan):
     flat_a = np.reshape(np.transpose(a, order), outer + (-1,))
     flat_positions = np.reshape(np.transpose(positions(shape), order), outer + (-1,))
     ranked = np.take_along_axis(flat_positions, np.argsort(flat_a, axis=-1, kind='stable'), -1)
-    n = np.sum(~np.isnan(flat_a), axis=-1) if skip_nan else np.shape(flat_a)[-1]
-    q = np.reshape(q, np.shape(q) + (1,) * len(outer))
-    virtual = q * (np.maximum(np.broadcast_to(n, outer), 1) - 1)
-    lo = np.floor(virtual)
-    weight = virtual - lo
-    if method == 'lower':
-        weight = 0.0 * weight
-    elif method == 'higher':
-        lo, weight = np.ceil(virtual), 0.0 * weight
-    elif method == 'midpoint':
-        weight = np.where(weight > 0, 0.5, 0.0)
-    hi = np.minimum(lo + 1, np.maximum(n, 1) - 1)
+    steps = _steps(a, q, axis, skip_nan)
+    virtual = _virtual(a, q, axis, skip_nan)
+    lo = np.ceil(virtual) if method == 'higher' else np.floor(virtual)
+    hi = np.minimum(lo + 1, steps)
     ranked = np.broadcast_to(ranked, np.shape(lo) + np.shape(ranked)[-1:])
     lo_at = np.take_along_axis(ranked, np.expand_dims(lo.astype(np.intp), -1), -1)[..., 0]
     hi_at = np.take_along_axis(ranked, np.expand_dims(hi.astype(np.intp), -1), -1)[..., 0]
-    return lo_at, hi_at, weight.astype(_float_dtype(a))
+    return lo_at, hi_at
+
+
+def _weight(a, q, axis, method, skip_nan):
+    """The weight of the upper order statistic: q * (n - 1) - floor(.) for linear (it
+    moves with q: the rules of the rules see it), a constant for the other methods."""
+    virtual = _virtual(a, q, axis, skip_nan)
+    if method == 'linear':
+        return (virtual - np.floor(virtual)).astype(_float_dtype(a))
+    if method == 'midpoint':
+        return np.where(virtual > np.floor(virtual), 0.5, 0.0).astype(_float_dtype(a))
+    return np.zeros(np.shape(virtual), _float_dtype(a))
 
 
 def _float_dtype(x):
@@ -53,15 +76,74 @@ def _float_dtype(x):
 
 
 def _vjp(g, a, q, axis, method, skip_nan):
-    lo, hi, weight = _terms(a, q, axis, method, skip_nan)
+    lo, hi = _terms(a, q, axis, method, skip_nan)
+    weight = _weight(a, q, axis, method, skip_nan)
     g = np.reshape(g, np.shape(lo))
     spread = np.concatenate([np.ravel(g * (1.0 - weight)), np.ravel(g * weight)])
     return fit(scatter_add(spread, np.concatenate([np.ravel(lo), np.ravel(hi)]), np.shape(a)), a)
 
 
 def _jvp(t, ans, a, q, axis, method, skip_nan):
-    lo, hi, weight = _terms(a, q, axis, method, skip_nan)
+    lo, hi = _terms(a, q, axis, method, skip_nan)
+    weight = _weight(a, q, axis, method, skip_nan)
     return np.reshape(gather(t, lo) * (1.0 - weight) + gather(t, hi) * weight, np.shape(ans))
+
+
+def _q_slope(a, q, axis, method, skip_nan):
+    """d(result)/dq per result, in the shape of `_terms`'s positions.
+
+    linear: (s[hi] - s[lo]) * (n - 1), the slope of the segment q falls in;
+    lower, higher, midpoint are piecewise constant in q: 0.
+    """
+    lo, hi = _terms(a, q, axis, method, skip_nan)
+    if method != 'linear':
+        return np.zeros(np.shape(lo), _float_dtype(a))
+    return (gather(a, hi) - gather(a, lo)) * _steps(a, q, axis, skip_nan)
+
+
+def _q_vjp(g, a, q, axis, method, skip_nan, scale):
+    slope = _q_slope(a, q, axis, method, skip_nan)
+    per = np.reshape(np.reshape(g, np.shape(slope)) * slope, np.shape(q) + (-1,))
+    return fit(np.sum(per, axis=-1) * scale, q)
+
+
+def _q_jvp(t, ans, a, q, axis, method, skip_nan, scale):
+    slope = _q_slope(a, q, axis, method, skip_nan)
+    rows = np.reshape(t, np.shape(q) + (1,) * (np.ndim(slope) - np.ndim(q)))
+    return np.reshape(rows * slope * scale, np.shape(ans))
+
+
+def quantile_vjp_q(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                   keepdims=False, weights=None, interpolation=None):
+    return _q_vjp(g, a, q, axis, interpolation or method, False, 1.0)
+
+def quantile_jvp_q(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
+                   keepdims=False, weights=None, interpolation=None):
+    return _q_jvp(t, ans, a, q, axis, interpolation or method, False, 1.0)
+
+def nanquantile_vjp_q(g, ans, a, q, axis=None, out=None, overwrite_input=False,
+                      method='linear', keepdims=False, weights=None, interpolation=None):
+    return _q_vjp(g, a, q, axis, interpolation or method, True, 1.0)
+
+def nanquantile_jvp_q(t, ans, a, q, axis=None, out=None, overwrite_input=False,
+                      method='linear', keepdims=False, weights=None, interpolation=None):
+    return _q_jvp(t, ans, a, q, axis, interpolation or method, True, 1.0)
+
+def percentile_vjp_q(g, ans, a, q, axis=None, out=None, overwrite_input=False,
+                     method='linear', keepdims=False, weights=None, interpolation=None):
+    return _q_vjp(g, a, np.divide(q, 100.0), axis, interpolation or method, False, 0.01)
+
+def percentile_jvp_q(t, ans, a, q, axis=None, out=None, overwrite_input=False,
+                     method='linear', keepdims=False, weights=None, interpolation=None):
+    return _q_jvp(t, ans, a, np.divide(q, 100.0), axis, interpolation or method, False, 0.01)
+
+def nanpercentile_vjp_q(g, ans, a, q, axis=None, out=None, overwrite_input=False,
+                        method='linear', keepdims=False, weights=None, interpolation=None):
+    return _q_vjp(g, a, np.divide(q, 100.0), axis, interpolation or method, True, 0.01)
+
+def nanpercentile_jvp_q(t, ans, a, q, axis=None, out=None, overwrite_input=False,
+                        method='linear', keepdims=False, weights=None, interpolation=None):
+    return _q_jvp(t, ans, a, np.divide(q, 100.0), axis, interpolation or method, True, 0.01)
 
 
 def median_vjp(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -77,39 +159,39 @@ def nanmedian_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdim
     return _jvp(t, ans, a, 0.5, axis, 'linear', True)
 
 def quantile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                 keepdims=False, **kw):
-    return _vjp(g, a, q, axis, method, False)
+                 keepdims=False, weights=None, interpolation=None):
+    return _vjp(g, a, q, axis, interpolation or method, False)
 
 def quantile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                 keepdims=False, **kw):
-    return _jvp(t, ans, a, q, axis, method, False)
+                 keepdims=False, weights=None, interpolation=None):
+    return _jvp(t, ans, a, q, axis, interpolation or method, False)
 
 def nanquantile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                    keepdims=False, **kw):
-    return _vjp(g, a, q, axis, method, True)
+                    keepdims=False, weights=None, interpolation=None):
+    return _vjp(g, a, q, axis, interpolation or method, True)
 
 def nanquantile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                    keepdims=False, **kw):
-    return _jvp(t, ans, a, q, axis, method, True)
+                    keepdims=False, weights=None, interpolation=None):
+    return _jvp(t, ans, a, q, axis, interpolation or method, True)
 
 def percentile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                   keepdims=False, **kw):
-    return _vjp(g, a, np.divide(q, 100.0), axis, method, False)
+                   keepdims=False, weights=None, interpolation=None):
+    return _vjp(g, a, np.divide(q, 100.0), axis, interpolation or method, False)
 
 def percentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                   keepdims=False, **kw):
-    return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, False)
+                   keepdims=False, weights=None, interpolation=None):
+    return _jvp(t, ans, a, np.divide(q, 100.0), axis, interpolation or method, False)
 
 def nanpercentile_vjp(g, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                      keepdims=False, **kw):
-    return _vjp(g, a, np.divide(q, 100.0), axis, method, True)
+                      keepdims=False, weights=None, interpolation=None):
+    return _vjp(g, a, np.divide(q, 100.0), axis, interpolation or method, True)
 
 def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, method='linear',
-                      keepdims=False, **kw):
-    return _jvp(t, ans, a, np.divide(q, 100.0), axis, method, True)
+                      keepdims=False, weights=None, interpolation=None):
+    return _jvp(t, ans, a, np.divide(q, 100.0), axis, interpolation or method, True)
 
 
-nondifferentiable(_terms, _float_dtype)   # positions and interpolation weights
+nondifferentiable(_terms, _steps, _float_dtype)   # positions and counts
 
 for _fn, _vjp_rule, _jvp_rule in [
         (np.median, median_vjp, median_jvp), (np.nanmedian, nanmedian_vjp, nanmedian_jvp),
@@ -120,11 +202,16 @@ for _fn, _vjp_rule, _jvp_rule in [
     defvjp(_fn, _vjp_rule)
     defjvp(_fn, _jvp_rule)
 
-for _fn in (np.quantile, np.nanquantile, np.percentile, np.nanpercentile):
-    static(_fn, 1)
+for _fn, _vjp_rule, _jvp_rule in [
+        (np.quantile, quantile_vjp_q, quantile_jvp_q),
+        (np.nanquantile, nanquantile_vjp_q, nanquantile_jvp_q),
+        (np.percentile, percentile_vjp_q, percentile_jvp_q),
+        (np.nanpercentile, nanpercentile_vjp_q, nanpercentile_jvp_q)]:
+    defvjp(_fn, _vjp_rule, argnums=[1])
+    defjvp(_fn, _jvp_rule, argnums=[1])
 
 describe('axis None/int/tuple, keepdims; even counts average the middle pair',
          np.median, np.nanmedian)
-describe('q scalar or array (static), axis None/int/tuple, keepdims; '
+describe('q scalar or array (derivative in q too), axis None/int/tuple, keepdims; '
          'method linear/lower/higher/midpoint',
          np.quantile, np.nanquantile, np.percentile, np.nanpercentile)

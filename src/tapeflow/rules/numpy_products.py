@@ -14,7 +14,7 @@ import numpy as np
 
 from tapeflow.rules.array_ops import gather, scatter_add
 from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe, static
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe
 from tapeflow.rules.shapes import fit
 
 
@@ -216,9 +216,10 @@ def correlate_jvp_v(t, ans, a, v, mode='valid'): return np.correlate(a, t, mode)
 # ---------------------------------------------------------------- interp, polyval
 
 def _at(xp, index):
-    """xp[index] for an index array that may be a Tensor (it dispatches)."""
-    picked = np.take_along_axis(np.asarray(xp, float), np.ravel(index), 0)
-    return np.reshape(picked, np.shape(index))
+    """xp[index] for an index array that may be a Tensor (it dispatches); xp may move."""
+    if isinstance(xp, (list, tuple)):
+        xp = np.asarray(xp, float)
+    return np.reshape(np.take_along_axis(xp, np.ravel(index), 0), np.shape(index))
 
 
 def _interp_terms(x, xp, left, right, period):
@@ -254,6 +255,41 @@ def _interp_fp_jvp(t, x, xp, fp, left, right, period):
     lo, hi, weight, keep_lo, keep_hi, _, _ = _interp_terms(x, xp, left, right, period)
     return gather(t, lo) * (1.0 - weight) * keep_lo + gather(t, hi) * weight * keep_hi
 
+
+def _interp_knots(x, xp, fp, left, right, period):
+    """Per query point: the knots (lo, hi) and d(result)/d(xp[lo]), d(result)/d(xp[hi]).
+
+    Inside a segment the result is fp[lo] + slope * (x - xp[lo]), slope =
+    (fp[hi] - fp[lo]) / (xp[hi] - xp[lo]): moving xp[lo] gives slope * (w - 1),
+    moving xp[hi] gives -slope * w (w the weight of the upper knot). Outside
+    [xp[0], xp[-1]] the result is a constant (left, right, fp[0], fp[-1]).
+    """
+    lo, hi, weight, _, _, _, _ = _interp_terms(x, xp, left, right, period)
+    slope = _interp_slope(x, xp, fp, left, right, period)
+    return lo, hi, slope * (weight - 1.0), -slope * weight
+
+
+def interp_vjp_xp(g, ans, x, xp, fp, left=None, right=None, period=None):
+    lo, hi, d_lo, d_hi = _interp_knots(x, xp, fp, left, right, period)
+    spread = np.concatenate([np.ravel(g * d_lo), np.ravel(g * d_hi)])
+    return fit(scatter_add(spread, np.concatenate([np.ravel(lo), np.ravel(hi)]), np.shape(xp)),
+               xp)
+
+def interp_jvp_xp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    lo, hi, d_lo, d_hi = _interp_knots(x, xp, fp, left, right, period)
+    return gather(t, lo) * d_lo + gather(t, hi) * d_hi
+
+def interp_vjp_left(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return fit(np.where(x < xp[0], g, 0.0), left)
+
+def interp_vjp_right(g, ans, x, xp, fp, left=None, right=None, period=None):
+    return fit(np.where(x > xp[np.shape(xp)[0] - 1], g, 0.0), right)
+
+def interp_jvp_left(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return np.where(x < xp[0], t, np.zeros_like(ans))
+
+def interp_jvp_right(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return np.where(x > xp[np.shape(xp)[0] - 1], t, np.zeros_like(ans))
 
 def interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
     return fit(g * _interp_slope(x, xp, fp, left, right, period), x)
@@ -400,9 +436,10 @@ for _fn, _batched in [
         (np.vecmat, (vecmat_jvp_a_batched, vecmat_jvp_b_batched))]:
     defjvp_batched(_fn, *_batched)
 
-defvjp(np.interp, interp_vjp_x, None, interp_vjp_fp)
-defjvp(np.interp, interp_jvp_x, None, interp_jvp_fp)
-static(np.interp, 1)
+defvjp(np.interp, interp_vjp_x, interp_vjp_xp, interp_vjp_fp, interp_vjp_left,
+       interp_vjp_right)
+defjvp(np.interp, interp_jvp_x, interp_jvp_xp, interp_jvp_fp, interp_jvp_left,
+       interp_jvp_right)
 alias(np.linalg.matmul, operator.matmul)
 
 describe('any ranks (0-d multiplies); complex (bilinear)', np.dot, np.inner)
@@ -417,5 +454,5 @@ describe('broadcasting batches; axis', np.vecdot, np.linalg.vecdot)
 describe('broadcasting batches', np.matvec, np.vecmat)
 describe('every rank NumPy accepts (1-D, batched, broadcast)', np.linalg.matmul)
 describe('1-D real operands; mode full/same/valid', np.convolve, np.correlate)
-describe('derivative in x and fp; xp static; left, right (constants)', np.interp)
+describe('derivative in x, xp, fp and left, right (given by position); no period', np.interp)
 describe('p 1-D coefficients, x any shape', np.polyval)

@@ -11,7 +11,7 @@ import numpy as np
 
 from tapeflow.rules.array_ops import positions, scatter_add
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fill_zeros, fit, stack_batch, structure_shape
 
 __all__ = ['flatten', 'astype', 'MAX_ARGS']
@@ -217,6 +217,38 @@ def full_like_jvp(t, ans, a, fill_value, dtype=None, order='K', subok=True, shap
                   device=None):
     return np.broadcast_to(t, np.shape(ans)) + 0.0
 
+# arange(stop) | arange(start, stop) | arange(start, stop, step): out[k] =
+# start + k * step. The count moves only in steps: d/dstop is 0, d/dstart 1,
+# d/dstep k. An integer result (dtype=int) is piecewise constant: 0.
+
+def _arange_weights(ans, args, i):
+    """d(out)/d(args[i]), in the shape of `ans`."""
+    if not np.issubdtype(ans.dtype, np.inexact) or len(args) == 1 or i == 1:
+        return np.zeros_like(ans)
+    if i == 0:
+        return np.ones_like(ans)
+    return np.arange(np.shape(ans)[0], dtype=ans.dtype)
+
+
+def arange_vjp_0(g, ans, *args, **kw):
+    return fit(np.sum(g * _arange_weights(ans, args, 0)), args[0])
+
+def arange_vjp_1(g, ans, *args, **kw):
+    return fit(np.sum(g * _arange_weights(ans, args, 1)), args[1])
+
+def arange_vjp_2(g, ans, *args, **kw):
+    return fit(np.sum(g * _arange_weights(ans, args, 2)), args[2])
+
+def arange_jvp_0(t, ans, *args, **kw):
+    return t * _arange_weights(ans, args, 0)
+
+def arange_jvp_1(t, ans, *args, **kw):
+    return t * _arange_weights(ans, args, 1)
+
+def arange_jvp_2(t, ans, *args, **kw):
+    return t * _arange_weights(ans, args, 2)
+
+
 def linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None,
                        axis=0, **kw):
     return _linspace_vjp(g, ans, start, num, endpoint, axis, True)
@@ -397,6 +429,9 @@ defvjp(np.linspace, linspace_vjp_start, linspace_vjp_stop)
 defjvp(np.linspace, linspace_jvp_start, linspace_jvp_stop)
 static(np.full, 0)
 static(np.linspace, 2)
+nondifferentiable(_arange_weights)
+defvjp(np.arange, arange_vjp_0, arange_vjp_1, arange_vjp_2)
+defjvp(np.arange, arange_jvp_0, arange_jvp_1, arange_jvp_2)
 
 
 def _variadic(fn, vjp, jvp):
@@ -452,3 +487,5 @@ describe('arrays, or (nested) lists/tuples of differentiable scalars and arrays 
          np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)
 describe('derivative in fill_value (scalar or broadcastable array)', np.full, np.full_like)
 describe('start and stop scalars or arrays; num, endpoint, axis', np.linspace)
+describe('start, stop, step by position: derivative 1 in start, k in step, 0 in stop '
+         '(the count moves in steps); 0 for an integer dtype', np.arange)

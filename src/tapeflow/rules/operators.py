@@ -5,6 +5,7 @@ binary rule unbroadcasts to its operand's shape (broadcasting is where
 `/` and `**` go wrong most often). The rules are single-`return` functions so
 the compiler can inline them.
 """
+import math
 import operator
 
 import numpy as np
@@ -106,8 +107,84 @@ defjvp(operator.truediv, div_jvp_x, div_jvp_y)
 # ---------------------------------------------------------------- power
 
 def _log_base(x):
-    """log(x) where x != 0, else 0: d(x**y)/dy at x == 0 is taken as 0."""
-    return np.log(np.where(x == 0, 1, x))
+    """log(x), for the derivative of `x ** y` in y.
+
+    0 where x == 0 (d(0 ** y)/dy is taken as 0, as in JAX); NaN where a real x
+    is negative: there `x ** y` is not a differentiable function of y (it is
+    NaN for every non-integer y), and no number would be right. Complex x: the
+    principal log.
+    """
+    if x.__class__ is float or x.__class__ is int:
+        return math.log(x) if x > 0 else (0.0 if x == 0 else math.nan)
+    if np.iscomplexobj(x):
+        return np.log(np.where(x == 0, 1, x))
+    return np.where(x < 0, np.nan, np.log(np.where(x > 0, x, 1)))
+
+
+def _times_log(a, x):
+    """`a * log(x)`, exactly 0 where `a` is 0.
+
+    `a` is the cotangent (or tangent) times `x ** y`: where it is zero, so is
+    the contribution, even where log(x) is NaN. A zero tangent of an exponent
+    that does not really move (an integer popped from a tape) must not turn
+    the base's derivative into NaN (`0 * nan`): select, never multiply.
+    """
+    if a.__class__ is float or a.__class__ is int:
+        if a == 0:
+            return 0.0
+        if x.__class__ is float or x.__class__ is int:
+            return a * _log_base(x)
+    return a * _log_base(np.where(a == 0, 1, x))
+
+
+def _over(b, x):
+    """`b / x`, exactly 0 where `b` is 0 (the derivative of `_times_log` in x)."""
+    if b.__class__ is float or b.__class__ is int:
+        if b == 0:
+            return 0.0
+        if x.__class__ is float or x.__class__ is int:
+            return b / x
+    return b / np.where(b == 0, 1, x)
+
+
+# Generated code calls `_times_log` and `_over` (from the rules of `**`); their
+# own rules keep the zero-stays-zero guarantee at every order.
+def _times_log_vjp_a(h, ans, a, x):
+    return unbroadcast(_times_log(h, x), a)
+
+
+def _times_log_vjp_x(h, ans, a, x):
+    return unbroadcast(_over(h * a, x), x)
+
+
+def _times_log_jvp_a(t, ans, a, x):
+    return broadcast_tangent(_times_log(t, x), ans)
+
+
+def _times_log_jvp_x(t, ans, a, x):
+    return broadcast_tangent(_over(t * a, x), ans)
+
+
+def _over_vjp_b(h, ans, b, x):
+    return unbroadcast(_over(h, x), b)
+
+
+def _over_vjp_x(h, ans, b, x):
+    return unbroadcast(-_over(h * ans, x), x)
+
+
+def _over_jvp_b(t, ans, b, x):
+    return broadcast_tangent(_over(t, x), ans)
+
+
+def _over_jvp_x(t, ans, b, x):
+    return broadcast_tangent(-_over(t * ans, x), ans)
+
+
+defvjp(_times_log, _times_log_vjp_a, _times_log_vjp_x)
+defjvp(_times_log, _times_log_jvp_a, _times_log_jvp_x)
+defvjp(_over, _over_vjp_b, _over_vjp_x)
+defjvp(_over, _over_jvp_b, _over_jvp_x)
 
 
 def pow_vjp_x(g, ans, x, y):
@@ -115,7 +192,7 @@ def pow_vjp_x(g, ans, x, y):
 
 
 def pow_vjp_y(g, ans, x, y):
-    return unbroadcast(g * ans * _log_base(x), y)
+    return unbroadcast(_times_log(g * ans, x), y)
 
 
 def pow_jvp_x(t, ans, x, y):
@@ -123,7 +200,7 @@ def pow_jvp_x(t, ans, x, y):
 
 
 def pow_jvp_y(t, ans, x, y):
-    return broadcast_tangent(t * ans * _log_base(x), ans)
+    return broadcast_tangent(_times_log(t * ans, x), ans)
 
 
 defvjp(operator.pow, pow_vjp_x, pow_vjp_y)
@@ -359,15 +436,30 @@ def mod_vjp_y(g, ans, x, y):
     return unbroadcast(-g * (x // y), y)
 
 
-def _sign(x):
-    """sign(x) (conjugated for complex): fast for Python scalars, NumPy otherwise."""
+def conj_unit(x, ans):
+    """d|x| per unit of dx, `ans` being |x|; 0 at 0.
+
+    sign(x) for a real x: piecewise constant. conj(x) / |x| for a complex x: it
+    moves with x, and the rules of the rules (second order) must see that, which
+    they would not through np.sign (it has no derivative).
+    """
     if x.__class__ is float or x.__class__ is int:
         return (x > 0) - (x < 0)
-    return np.conj(np.sign(x))
+    if x.__class__ is complex:
+        return np.conj(x) / ans if ans else 0.0
+    if np.iscomplexobj(x):
+        return np.conj(x) / np.where(ans == 0, 1.0, ans)
+    return np.sign(x)
 
 
 def abs_vjp(g, ans, x):
-    return g * _sign(x)
+    # |x| is real: only the real part of its cotangent pairs with it (an imaginary part
+    # a real value's cotangent may carry from complex arithmetic must not reach x)
+    return np.real(g) * conj_unit(x, ans)
+
+
+def abs_jvp(t, ans, x):
+    return np.real(t * conj_unit(x, ans))
 
 
 defvjp(operator.mod, add_vjp_x, mod_vjp_y)
@@ -384,7 +476,7 @@ def mod_jvp_y_batched(t, ans, x, y):
 
 defjvp_batched(operator.mod, mod_jvp_x_batched, mod_jvp_y_batched)
 defvjp(operator.abs, abs_vjp)
-defjvp(operator.abs, lambda t, ans, x: np.real(t * _sign(x)))
+defjvp(operator.abs, abs_jvp)
 
 # `x += y` differentiates as `x = x + y`.
 for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.sub),

@@ -177,8 +177,8 @@ if sc is not None:
     if hurwitz_zeta is not None:
         defvjp(hurwitz_zeta, None, zeta_vjp_q, name='scipy.special.zeta')
         defjvp(hurwitz_zeta, None, zeta_jvp_q)
-        static(hurwitz_zeta, 0)
-        describe('Hurwitz zeta(s, q): derivative in q; s static', hurwitz_zeta)
+        # (no rule in s: differentiating in s is an error, never a silent 0)
+        describe('Hurwitz zeta(s, q): derivative in q; none in s', hurwitz_zeta)
     defvjp(sc.polygamma, None, polygamma_vjp, name='scipy.special.polygamma')
     defjvp(sc.polygamma, None, polygamma_jvp)
     static(sc.polygamma, 0)

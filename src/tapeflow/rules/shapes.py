@@ -21,12 +21,16 @@ __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwis
            'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
            'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch']
 
-_SCALARS = (float, int, bool)
+_SCALARS = (float, int, bool, complex)
 
 
 def unbroadcast(g, x):
     """Sum `g` down to the shape of `x` (the operand it is the cotangent of)."""
     if g.__class__ in _SCALARS:
+        if g.__class__ is complex and (x.__class__ is float or x.__class__ is int):
+            # a real number's cotangent from complex arithmetic stays complex (jacrev of a
+            # complex function), as for arrays: a NumPy scalar, which float() takes apart
+            return np.complex128(g)
         return g
     if x.__class__ is np.ndarray:
         if g.__class__ is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:

@@ -193,14 +193,24 @@ class _Forward(Sweep):
         same = target_shape is not None and all(
             isinstance(op.args[i], gast.Name) and self.ctx.shapes.get(op.args[i].id) == target_shape
             for i, _, _ in rules)
-        return [self.ctx.emitter.emit(rule, self.tangent(op.args[i]), nodes.name(ans), op.args,
-                                      op.keywords, same_shapes=same, label=rule_label(entry, i, 'jvp'))
+        return [self.ctx.emitter.emit(rule, self.rule_tangent(rule, op.args[i]), nodes.name(ans),
+                                      op.args, op.keywords, same_shapes=same,
+                                      label=rule_label(entry, i, 'jvp'))
                 for i, rule, entry in rules]
+
+    def rule_tangent(self, rule, x):
+        """The tangent of operand `x` as `rule` takes it: `dense(dx, x)` where the rule does
+        not take the symbolic zero 0.0 (`np.swapaxes(t, -1, -2)`, `solve(a, t)`): an
+        active value's tangent may be 0.0 (a callee's inactive result, a pushed value)."""
+        t = self.tangent(x)
+        if self.ctx.emitter.zero_safe(rule):
+            return t
+        return nodes.call('dense', t, x)
 
     def batched_term(self, rule, entry, i, ans, op, target_shape):
         """The tangent contribution of operand `i` when tangents come in batches."""
         x, emitter = op.args[i], self.ctx.emitter
-        t = self.tangent(x)
+        t = self.rule_tangent(rule, x)
         label = rule_label(entry, i, 'jvp')
         if batching.batch_kind(entry, i) == 'elementwise':
             shape = self.ctx.shapes.get(x.id)
