@@ -1,4 +1,5 @@
 """The functional API: argument forms, aux outputs, vjp, check_grads."""
+import math
 import numpy as np
 import pytest
 
@@ -90,7 +91,7 @@ def test_source_rejects_unknown_mode():
 
 def test_non_function_is_a_clear_type_error():
     with pytest.raises(TypeError, match='Python functions'):
-        tf.grad(np.sin)(1.0)
+        tf.grad(print)(1.0)          # a builtin without a rule (np.sin has one: below)
 
 
 def tf_style(x, n):
@@ -164,3 +165,22 @@ def test_vjp_and_jvp_of_a_dict_result():
     assert pullback({'double': 1.0, 'square': 10.0}) == (2.0 + 60.0,)
     value, tangent = tf.jvp(returns_dict, (3.0,), (1.0,))
     assert tangent == {'double': 2.0, 'square': 6.0}
+
+
+# ------------------------------------------------------------------ library functions given directly
+
+def test_library_functions_are_differentiated_by_their_rules_when_given_directly():
+    x = np.array([0.3, -1.2, 2.0])
+    n = np.linalg.norm(x)
+    np.testing.assert_allclose(tf.hessian(np.linalg.norm)(x),
+                               (np.eye(3) - np.outer(x, x) / n ** 2) / n, rtol=1e-12)
+    assert tf.grad(np.sin)(0.5) == pytest.approx(np.cos(0.5))
+    assert tf.grad(math.sin)(0.5) == pytest.approx(np.cos(0.5))
+    out, pullback = tf.vjp(np.sin, x)
+    np.testing.assert_allclose(out, np.sin(x))
+    np.testing.assert_allclose(pullback(np.ones(3))[0], np.cos(x))
+    np.testing.assert_allclose(tf.jacfwd(np.exp)(x), np.diag(np.exp(x)))
+    a = np.array([[2.0, 0.5], [0.3, 1.0]])
+    np.testing.assert_allclose(tf.grad(np.linalg.det)(a), np.linalg.det(a) * np.linalg.inv(a).T)
+    _, tangent = tf.jvp(np.tanh, (x,), (np.ones(3),))
+    np.testing.assert_allclose(tangent, 1 - np.tanh(x) ** 2)

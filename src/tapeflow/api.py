@@ -208,6 +208,8 @@ def _unwrap(fn, kinds=()):
     seen = set()
     while id(fn) not in seen:
         seen.add(id(fn))
+        if _is_library_rule(fn):
+            return _rule_caller(fn)
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             return _method_caller(fn)
         transform = wrappers.own(fn, '__tapeflow_transform__')
@@ -224,6 +226,42 @@ def _unwrap(fn, kinds=()):
         raise TypeError(f'tapeflow differentiates Python functions (def ...), not {fn!r}; '
                         f'call it from a def')
     return fn
+
+
+def _is_library_rule(fn) -> bool:
+    """Whether `fn` is a NumPy/SciPy/math function with a rule (`grad(np.sin)`): it is
+    differentiated by its rule, never by reading the library's source."""
+    if registry.lookup(fn) is None:
+        return False
+    module = getattr(fn, '__module__', None) or ''
+    return not isinstance(fn, types.FunctionType) or module.split('.')[0] in ('numpy', 'scipy')
+
+
+_RULE_CALLERS: dict = {}        # library function -> the def that calls it
+
+
+def _rule_caller(fn):
+    """`def sin(x0): return sin(x0)`: a library function differentiated directly, read as
+    a def of its required positional parameters that calls it (as JAX's `grad(jnp.sin)`)."""
+    caller = _RULE_CALLERS.get(fn)
+    if caller is not None:
+        return caller
+    if isinstance(fn, np.ufunc):
+        names = [f'x{k}' for k in range(fn.nin)]
+    else:
+        try:
+            parameters = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            raise TypeError(f'{fn!r} has no signature to differentiate it by; call it from a '
+                            f'def') from None
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        names = [p.name for p in parameters if p.kind in positional and p.default is p.empty]
+    from tapeflow.syntax.unparse import load_module
+    name = getattr(fn, '__name__', 'fn')
+    text = f'def {name}({", ".join(names)}):\n    return _library_fn({", ".join(names)})\n'
+    caller = load_module(text, {'_library_fn': fn}, name)[name]
+    _RULE_CALLERS[fn] = caller
+    return caller
 
 
 _METHOD_CALLERS: dict = {}      # (function, id(self)) -> (self, caller), the latest few
