@@ -168,3 +168,21 @@ def test_a_jacobian_of_a_jacobian_refuses_integer_arguments():
 
     with pytest.raises(TypeError, match='argument 1, which holds int64'):
         tf.jacfwd(tf.jacrev(f), argnums=1)(np.array([1.0, 2.0]), np.array([1, 2]))
+
+
+def test_derivatives_of_a_real_function_through_complex_values_are_real():
+    def f(x):
+        return np.real(np.sum(np.exp(1j * x) * x))
+
+    x = np.array([0.3, 1.1, -0.4])
+    # f = sum x cos x: f' = cos x - x sin x, f'' = -2 sin x - x cos x
+    second = np.diag(-2 * np.sin(x) - x * np.cos(x))
+    assert not np.iscomplexobj(tf.grad(f)(x))
+    for got in (tf.hessian(f)(x), tf.jacrev(tf.grad(f))(x), tf.jacfwd(tf.jacrev(f))(x)):
+        assert not np.iscomplexobj(got)
+        np.testing.assert_allclose(got, second, rtol=1e-12, atol=1e-14)
+    assert tf.grad(tf.grad(lambda_free_scalar))(0.7) == pytest.approx(-2 * np.sin(0.7) - 0.7 * np.cos(0.7))
+
+
+def lambda_free_scalar(x):
+    return (np.exp(1j * x) * x).real

@@ -96,7 +96,9 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     python_fn = _unwrap(f, kinds)
     compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
     params = ', '.join(compiled.params)
-    grads = '_out[1]'
+    parts = [f'real_like({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, '
+             f'{compiled.params[i]})' for k, i in enumerate(wrt)]
+    grads = parts[0] if len(wrt) == 1 else f'({", ".join(parts)},)'
     if any(i < len(kinds) and kinds[i] is None for i in wrt):
         # a dataclass's or registered object's gradient is of its type, not a dict of fields
         parts = [f'as_argument({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, '
@@ -117,6 +119,7 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
             f'    return {result}\n')
     caller = callers[kinds] = _make_caller(name, text, compiled, python_fn,
                                            namespace={'as_argument': pytree.as_argument,
+                                                      'real_like': real_like,
                                                       **{f'_default{k}': v for k, v in enumerate(defaults)}})
     return caller
 
@@ -132,14 +135,16 @@ def _adjoint_caller(f, wrt, nprimals, kinds=()):
     if _fits(callers.get(key)):
         return callers[key]
     compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
-    grads = {i: '_out[1]' if len(wrt) == 1 else f'_out[1][{k}]' for k, i in enumerate(wrt)}
+    grads = {i: f'real_like({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, _primal{i})'
+             for k, i in enumerate(wrt)}
     result = ', '.join(grads.get(i, 'None') for i in range(nprimals))
     params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
     name = f'vjp_{python_fn.__name__}'
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params})\n'
             f'    return ({result},)\n')
-    caller = callers[key] = _make_caller(name, text, compiled, python_fn)
+    caller = callers[key] = _make_caller(name, text, compiled, python_fn,
+                                         namespace={'real_like': real_like})
     return caller
 
 
@@ -437,12 +442,14 @@ def _like(g, arg):
     gradient of a dataclass is a dataclass of its fields' gradients)."""
     cls = arg.__class__
     if cls is float:
-        return 0.0 if is_zero(g) else float(g)
+        return 0.0 if is_zero(g) else float(np.real(g))
     if isinstance(arg, np.ndarray):
         dtype = arg.dtype if np.issubdtype(arg.dtype, np.inexact) else np.float64
         if is_zero(g):
             return np.zeros(arg.shape, dtype)
         g = np.asarray(g)
+        if np.iscomplexobj(g) and not np.issubdtype(dtype, np.complexfloating):
+            g = g.real                  # a real argument's gradient (see `real_like`)
         if g.shape != arg.shape:
             g = np.broadcast_to(g, arg.shape).copy()
         return g.astype(dtype, copy=False)
@@ -1020,8 +1027,9 @@ def _row_caller(f, wrt, nprimals, position, kinds=()):
     name = f'row_{python_fn.__name__}'
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params})\n'
-            f'    return {result}\n')
-    caller = callers[key] = _make_caller(name, text, compiled, python_fn)
+            f'    return real_like({result}, _primal{position})\n')
+    caller = callers[key] = _make_caller(name, text, compiled, python_fn,
+                                         namespace={'real_like': real_like})
     return caller
 
 
@@ -1055,6 +1063,29 @@ def hessian(f, argnums=0, has_aux=False):
     """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient); for a
     tuple of argnums a tuple of tuples, for pytree arguments JAX's nesting."""
     return jacfwd(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+def real_like(g, x):
+    """The cotangent `g` of a real argument `x` is real (as in JAX and autograd): the
+    imaginary part a complex intermediate leaves in it is the derivative of nothing.
+    Callers of generated code apply it, so derivatives of derivatives stay real."""
+    if np.iscomplexobj(g) and not np.iscomplexobj(x) and not isinstance(x, complex):
+        return np.real(g)
+    return g
+
+
+def _real_like_jvp(t, ans, g, x):
+    return real_like(t, x)
+
+
+def _real_like_vjp(h, ans, g, x):
+    return h
+
+
+registry.defjvp(real_like, _real_like_jvp)
+registry.defvjp(real_like, _real_like_vjp)
+registry.static(real_like, 1)
+defjvp_batched(real_like, _real_like_jvp)
 
 
 # Generated code calls `as_argument` (see `_generated_caller`): linear in its cotangent.
