@@ -1069,7 +1069,8 @@ def real_like(g, x):
     """The cotangent `g` of a real argument `x` is real (as in JAX and autograd): the
     imaginary part a complex intermediate leaves in it is the derivative of nothing.
     Callers of generated code apply it, so derivatives of derivatives stay real."""
-    if np.iscomplexobj(g) and not np.iscomplexobj(x) and not isinstance(x, complex):
+    if isinstance(g, (np.ndarray, np.generic, complex)) and np.iscomplexobj(g) \
+            and isinstance(x, (np.ndarray, np.generic, float, int)) and not np.iscomplexobj(x):
         return np.real(g)
     return g
 
