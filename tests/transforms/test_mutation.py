@@ -582,3 +582,37 @@ def test_callees_and_the_memory_they_hold():
     checked(same_array_twice, X3)
     checked(inactive_call_writes, RNG.uniform(0.5, 1.5, (2, 3)), RNG.uniform(0.5, 1.5, 4), wrt=1)
     checked(two_reads_of_one_slot, [X3, X3 + 1.0], 0.5, wrt=(0, 1))
+
+
+# An item read on one path only (`rows[0] + x` in the else branch) related its
+# name to x there; the join kept that, and a write after it derived x again
+# from `rows[0]`, which after `pop(0)` on the other path is y (a wrong value
+# and gradient), or out of range (a crash, found by the fuzzer, seed 21).
+
+def pop_on_one_path_read_on_the_other(x, y, t):
+    rows = [x, y, x]
+    if t < 1.0:
+        rows.pop(0)
+    else:
+        b = rows[0] + x         # noqa: F841
+    c = rows[-1]
+    c[c > 1.0] = 2.0
+    return np.sum(rows[-1] * rows[0]) + np.sum(x * x)
+
+
+def pop_on_one_path_out_of_range(x):
+    rows = [x, x]
+    if 0.25 < 1.0:
+        rows.pop()
+    else:
+        b = (rows[1] + x) + x   # noqa: F841
+    c = rows[0]
+    c[c > 1.0] = 2.0
+    return np.sum(rows[0] * rows[-1]) + np.sum(c * c) + np.sum(x * x)
+
+
+@pytest.mark.parametrize('t', [0.5, 2.0])
+def test_an_equation_of_one_path_does_not_outlive_the_join(t):
+    x, y = np.array([1.13, 0.77, 0.54]), np.array([0.3, 0.2, 0.1])
+    checked(pop_on_one_path_read_on_the_other, x, y, t, wrt=(0, 1))
+    checked(pop_on_one_path_out_of_range, x)

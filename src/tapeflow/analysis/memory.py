@@ -116,12 +116,11 @@ class State:
                     for o in self.contents.keys() | other.contents.keys()}
         views = {o: self.views.get(o, frozenset()) | other.views.get(o, frozenset())
                  for o in self.views.keys() | other.views.keys()}
-        # An equation holds after the join where it held on both paths, or on one path
-        # only if the other never bound its derived name (there, nothing reads it).
-        eqs = (self.eqs & other.eqs) | frozenset(
-            e for mine, theirs in ((self, other), (other, self)) for e in mine.eqs
-            if e.derived not in theirs.kinds and all(n in theirs.kinds or n not in mine.kinds
-                                                     for n in e.names))
+        # An equation holds after the join where it held on both paths. (One that held on
+        # one path only, its derived name unbound on the other, would be read there too:
+        # a write after the join would derive that name, or through it another, from
+        # what the path never related to it.)
+        eqs = self.eqs & other.eqs
         return State(kinds, pts, contents, eqs, views)
 
     def same(self, other: 'State') -> bool:
