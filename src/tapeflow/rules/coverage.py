@@ -145,6 +145,8 @@ def _positional_names(fn):
     signature ('dot(a, b, out=None)'), read up to the first one that is not a
     plain name.
     """
+    if fn is np.arange:             # NumPy >= 2.4 says `start_or_stop`, older ones `start`
+        return ['start', 'stop', 'step']
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
