@@ -127,22 +127,27 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
 _CALLERS = weakref.WeakKeyDictionary()     # python function -> {(kind, positions): caller}
 
 
-def _adjoint_caller(f, wrt, nprimals, kinds=()):
-    """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything."""
+def _adjoint_caller(f, wrt, nprimals, kinds=(), position=None):
+    """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything (a
+    tuple, one cotangent per primal); with `position`, the cotangent of that primal only,
+    the gradient of `<cotangent, f(*primals)>` there (a row of a Jacobian)."""
     python_fn = _unwrap(f, kinds)
     callers = _CALLERS.setdefault(python_fn, {})
-    key = ('vjp', wrt, nprimals, kinds)
+    key = ('vjp', wrt, nprimals, kinds, position)
     if _fits(callers.get(key)):
         return callers[key]
     compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
     grads = {i: f'real_like({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, _primal{i})'
              for k, i in enumerate(wrt)}
-    result = ', '.join(grads.get(i, 'None') for i in range(nprimals))
+    if position is None:
+        result = '(' + ', '.join(grads.get(i, 'None') for i in range(nprimals)) + ',)'
+    else:
+        result = grads[position]
     params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
-    name = f'vjp_{python_fn.__name__}'
+    name = f'{"vjp" if position is None else "row"}_{python_fn.__name__}'
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params})\n'
-            f'    return ({result},)\n')
+            f'    return {result}\n')
     caller = callers[key] = _make_caller(name, text, compiled, python_fn,
                                          namespace={'real_like': real_like})
     return caller
@@ -1013,26 +1018,6 @@ def jacrev(f, argnums=0, has_aux=False):
 jacobian = jacrev
 
 
-def _row_caller(f, wrt, nprimals, position, kinds=()):
-    """`row_f(*primals, cotangent)`: the gradient of `<cotangent, f(*primals)>` in the
-    argument at `position`, as a function the compiler reads (and sweeps forward)."""
-    python_fn = _unwrap(f, kinds)
-    callers = _CALLERS.setdefault(python_fn, {})
-    key = ('row', wrt, nprimals, position, kinds)
-    if _fits(callers.get(key)):
-        return callers[key]
-    compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
-    result = '_out[1]' if len(wrt) == 1 else f'_out[1][{wrt.index(position)}]'
-    params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
-    name = f'row_{python_fn.__name__}'
-    text = (f'def {name}({params}):\n'
-            f'    _out = {compiled.combined.__name__}({params})\n'
-            f'    return real_like({result}, _primal{position})\n')
-    caller = callers[key] = _make_caller(name, text, compiled, python_fn,
-                                         namespace={'real_like': real_like})
-    return caller
-
-
 def _jacobian_of_jacobian(f, inner, outer, args):
     """The Jacobian, in `args[outer]`, of the Jacobian of `f` in `args[inner]`; shape
     `out.shape + inner.shape + outer.shape`, whichever modes were asked for (they
@@ -1051,7 +1036,7 @@ def _jacobian_of_jacobian(f, inner, outer, args):
             raise TypeError(f'a Jacobian of a Jacobian in argument {position}, which holds '
                             f'{dtype} values: only float and complex arguments are differentiated')
     wrt = tuple(sorted({inner, outer}))
-    row = _row_caller(f, wrt, len(args), inner, argument_kinds(args))
+    row = _adjoint_caller(f, wrt, len(args), argument_kinds(args), position=inner)
     column = jacfwd(row, argnums=outer)
     seeds = _basis_batch(out) if np.ndim(out) else [np.ones((), np.result_type(out, float))[()]]
     rows = [np.asarray(column(*args, seed)) for seed in seeds]
