@@ -37,6 +37,7 @@ def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
         if source is not None:
             _PullbackCalls(namer, bindings, source).rewrite(node)
     node.body = _AugAssign(namer).visit_body(node.body)
+    _ZipValues(namer, source).rewrite(node)
     node.body = _Loops(namer).visit_body(node.body)
     node.body = _Jumps(namer).lower_function(node.body)
     return node
@@ -424,6 +425,97 @@ class _AugAssign(_Rewriter):
         if node.value is None:
             return []
         return nodes.copy_location(nodes.assign(node.target, node.value), node)
+
+
+# ------------------------------------------------------------------ zip(...) as a value
+
+def _loop_zip(iterable, target) -> bool:
+    """`for a, b in zip(x, y)`: the form `_Loops` indexes directly."""
+    return _resolved(iterable, builtins.zip) and not iterable.keywords and \
+        isinstance(target, gast.Tuple) and len(target.elts) == len(iterable.args)
+
+
+class _ZipValues:
+    """`zip(x, y)` anywhere but `for a, b in zip(x, y)` is the list of its pairs.
+
+    `list(zip(x, y))`, `tuple(zip(...))`, `dict(zip(...))`, `enumerate(zip(...))`,
+    `for pair in zip(...)`: the zip becomes `[(a, b) for a, b in zip(x, y)]`,
+    which later passes lower to a loop that indexes `x` and `y` (a zip object has
+    no len() and no derivative rule; the list of its pairs has both). This is
+    exact where the zip is consumed once, by the call it is passed to or the
+    loop it drives. A zip bound to a name (which may be consumed twice, the
+    second time empty) or given to `len` (a TypeError in Python) is refused.
+    """
+
+    _CONSUMERS = frozenset({builtins.list, builtins.tuple, builtins.dict, builtins.sorted,
+                            builtins.sum, builtins.min, builtins.max, builtins.enumerate,
+                            builtins.any, builtins.all, builtins.set, builtins.frozenset,
+                            builtins.map, builtins.filter})
+
+    def __init__(self, namer, source):
+        self.namer = namer
+        self.source = source
+
+    def _error(self, node, reason):
+        if self.source is None:
+            raise TypeError(reason)
+        raise self.source.error(node, reason)
+
+    def rewrite(self, fdef):
+        loops = set()
+        for n in gast.walk(fdef):
+            if isinstance(n, gast.For) and _loop_zip(n.iter, n.target):
+                loops.add(id(n.iter))
+            if isinstance(n, gast.comprehension) and _loop_zip(n.iter, n.target):
+                loops.add(id(n.iter))
+        self._visit(fdef, None, loops)
+
+    def _visit(self, node, parent, loops):
+        for field, value in gast.iter_fields(node):
+            if isinstance(value, list):
+                for k, child in enumerate(value):
+                    if isinstance(child, gast.AST):
+                        new = self._visit(child, node, loops)
+                        if new is not child:
+                            value[k] = new
+            elif isinstance(value, gast.AST):
+                new = self._visit(value, node, loops)
+                if new is not value:
+                    setattr(node, field, new)
+        if not _resolved(node, builtins.zip) or id(node) in loops:
+            return node
+        return self._pairs(node, parent)
+
+    def _pairs(self, call, parent):
+        if call.keywords or any(isinstance(a, gast.Starred) for a in call.args):
+            self._error(call, 'zip() with keywords or *args is not supported in compiled code; '
+                              'write zip(x, y, ...) with its sequences one by one')
+        if _resolved(parent, builtins.len):
+            self._error(call, 'a zip object has no len(); write len(list(zip(...))) '
+                              'or min(len(x), len(y))')
+        consumed = isinstance(parent, (gast.For, gast.comprehension)) or (
+            isinstance(parent, gast.Call) and any(a is call for a in parent.args)
+            and _is_one_of(getanno(parent.func, Key.RESOLVED), self._CONSUMERS))
+        if not consumed:
+            self._error(call, 'zip(...) here is an iterator that is used up by its first pass; '
+                              'write list(zip(...)) to keep its pairs, or iterate it where it is '
+                              'made (for a, b in zip(x, y))')
+        names = [self.namer.new('_z') for _ in call.args]
+        target = nodes.tuple_(*[nodes.name(n, store=True) for n in names], store=True)
+        pair = nodes.tuple_(*[nodes.name(n) for n in names])
+        loop = gast.comprehension(target=target, iter=call, ifs=[], is_async=0)
+        pairs = gast.ListComp(elt=pair, generators=[loop])
+        for n in gast.walk(pairs):
+            if n is not call and not isinstance(n, gast.comprehension):
+                nodes.copy_location(n, call)
+        return nodes.copy_location(pairs, call)
+
+
+def _is_one_of(fn, functions) -> bool:
+    try:
+        return fn in functions
+    except TypeError:           # an unhashable callable
+        return False
 
 
 # ------------------------------------------------------------------ for loops
