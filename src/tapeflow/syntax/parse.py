@@ -193,6 +193,8 @@ def _no_source(fn, code, error) -> str:
     where = f'{code.co_filename}:{code.co_firstlineno}: {what}'
     filename = code.co_filename
     instead = f'define {name} in a file (and import it) or in a notebook or IPython cell'
+    if code.co_name == '<lambda>':
+        instead = 'write the lambda as a def in a file (and import it) or in a notebook or IPython cell'
     if filename == '<stdin>':
         return (f'{where}: functions typed at the plain Python prompt have no source to read; '
                 f'{instead}')
