@@ -500,14 +500,22 @@ def test_a_jacobian_of_a_jacobian_of_a_function_reading_globals(outer, inner):
 
 # ------------------------------------------------------------------ lambdas
 
-def test_a_lambda_is_refused_where_it_is_written_whatever_its_line_holds():
+def test_a_lambda_is_read_exactly_whatever_its_line_holds():
+    square = lambda x: x * x; cube = lambda x: x * x * x  # noqa: E731,E702
+    assert tf.grad(square)(3.0) == 6.0
+    assert tf.grad(cube)(2.0) == 12.0
+
+
+def test_a_lambda_inside_differentiated_code_is_refused_where_it_is_written():
+    def uses(x):
+        square = lambda v: v * v  # noqa: E731
+        return square(x)
     try:
-        square = lambda x: x * x  # noqa: E731
-        tf.grad(square)(3.0)
+        tf.grad(uses)(3.0)
     except UnsupportedError as error:
         message = str(error)
     else:
-        raise AssertionError('a lambda was differentiated')
-    line = square.__code__.co_firstlineno
-    assert message.startswith(f'{__file__}:{line}:18: a lambda cannot be differentiated')
-    assert 'write it as a def' in message
+        raise AssertionError('a lambda inside differentiated code was compiled')
+    line = uses.__code__.co_firstlineno + 1
+    assert message.startswith(f'{__file__}:{line}:18: lambda is not supported')
+    assert 'define a nested def instead' in message

@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules import registry
@@ -108,7 +109,7 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     if has_aux and kind == 'grad':
         result = f'({grads}, _out[0][1])'
     seed = ', (1.0, 0.0)' if has_aux else ', 1.0'
-    name = f'{kind}_{python_fn.__name__}'
+    name = f'{kind}_{_id(python_fn)}'
     # the user's defaults stay defaults (grad(grad(f)) called without them)
     defaults = python_fn.__defaults__ or ()
     first = len(compiled.params) - len(defaults)
@@ -144,7 +145,7 @@ def _adjoint_caller(f, wrt, nprimals, kinds=(), position=None):
     else:
         result = grads[position]
     params = ', '.join([f'_primal{k}' for k in range(nprimals)] + ['cotangent'])
-    name = f'{"vjp" if position is None else "row"}_{python_fn.__name__}'
+    name = f'{"vjp" if position is None else "row"}_{_id(python_fn)}'
     text = (f'def {name}({params}):\n'
             f'    _out = {compiled.combined.__name__}({params})\n'
             f'    return {result}\n')
@@ -179,7 +180,7 @@ def _jvp_caller(f, nprimals):
     wrt = tuple(range(nprimals))
     compiled = compile_tangent(python_fn, wrt)
     params = ', '.join([f'_primal{k}' for k in wrt] + [f'_tangent{k}' for k in wrt])
-    name = f'jvp_{python_fn.__name__}'
+    name = f'jvp_{_id(python_fn)}'
     text = (f'def {name}({params}):\n'
             f'    return {compiled.combined.__name__}({params})\n')
     caller = callers['jvp', nprimals] = _make_caller(name, text, compiled, python_fn)
@@ -307,10 +308,10 @@ def _method_caller(method):
     # what the method writes into it is followed (or refused where the user wrote it)
     signature.append('_self=_the_object')
     from tapeflow.syntax.unparse import load_module
-    text = (f'def {fn.__name__}({", ".join(signature)}):\n'
+    text = (f'def {_id(fn)}({", ".join(signature)}):\n'
             f'    return _method(_self{"".join(", " + p for p in params)})\n')
-    load_module(text, namespace, fn.__name__)
-    caller = namespace[fn.__name__]
+    load_module(text, namespace, _id(fn))
+    caller = namespace[_id(fn)]
     caller.__qualname__ = fn.__qualname__
     if len(_METHOD_CALLERS) >= _METHOD_CALLERS_MAX:
         _METHOD_CALLERS.pop(next(iter(_METHOD_CALLERS)))

@@ -5,6 +5,9 @@ of them twice.
 """
 from __future__ import annotations
 
+import keyword
+import re
+
 import gast
 
 
@@ -44,3 +47,14 @@ class AdjointNames:
 
     def __contains__(self, primal):
         return primal in self.names
+
+
+def identifier(fn) -> str:
+    """`fn.__name__` as a name generated code may use: a lambda's `<lambda>` is `lambda_`."""
+    name = getattr(fn, '__name__', None) or 'f'
+    if name == '<lambda>':
+        return 'lambda_'
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return name
+    name = re.sub(r'\W', '_', name)
+    return name if name.isidentifier() and not keyword.iskeyword(name) else f'f_{name}'

@@ -9,6 +9,7 @@ arguments on, so that the wrapped function may be read in its place.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import inspect
@@ -20,6 +21,7 @@ import weakref
 import gast
 
 from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.naming import identifier
 from tapeflow.syntax.errors import SourceUnavailableError, TapeflowError, UnsupportedError
 from tapeflow.syntax.resolve import bindings_of
 
@@ -57,8 +59,7 @@ def parse_function(fn) -> Source:
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(_no_source(fn, code, e)) from None
     if code is not None and code.co_name == '<lambda>':     # its lines hold more than it
-        raise UnsupportedError('a lambda cannot be differentiated from source; write it as a def',
-                               filename, first_line, max(lines[0].find('lambda'), 0))
+        return _parse_lambda(fn, code, filename, first_line)
     raw = ''.join(lines)
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) - (len(text.splitlines()[0]) - len(text.splitlines()[0].lstrip()))
@@ -81,6 +82,101 @@ def parse_function(fn) -> Source:
     return Source(node, filename, first_line, text)
 
 
+# ------------------------------------------------------------------ lambdas
+
+LAMBDA_NAME = identifier(lambda: None)      # `<lambda>` made a name: lambda_
+
+
+def _parse_lambda(fn, code, filename, first_line) -> Source:
+    """A lambda read as the def `def lambda_(<its args>): return <its body>`.
+
+    A lambda's lines may hold more than it (other lambdas, the call it is an
+    argument of), so the lambda is picked out of its file's syntax tree by
+    where its code says its body is: the span its instructions cover
+    (`co_positions`, Python >= 3.11), which no other lambda shares. Without
+    column positions (Python 3.10, `-X no_debug_ranges`) it must be the only
+    lambda with its parameters on its first line; anything else is refused,
+    never guessed.
+    """
+    try:
+        lines, _ = inspect.findsource(code)
+    except (OSError, TypeError) as e:
+        raise SourceUnavailableError(_no_source(fn, code, e)) from None
+    text = ''.join(lines)
+    try:
+        tree = _file_tree(text)
+    except SyntaxError as e:
+        raise UnsupportedError(f'cannot parse the file this lambda is in: {e.msg}; write it as a def',
+                               filename, first_line, 0) from None
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount +      # argcount
+                              bool(code.co_flags & inspect.CO_VARARGS) +       # holds posonly
+                              bool(code.co_flags & inspect.CO_VARKEYWORDS)]
+    candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and
+                  n.lineno == code.co_firstlineno and _lambda_params(n) == params]
+    span = _body_span(code)
+    if span is not None:
+        candidates = [n for n in candidates if _span(n.body) == span]
+    if len(candidates) != 1:
+        line = linecache.getline(filename, first_line)
+        why = ('no lambda on this line matches its code' if not candidates else
+               f'{len(candidates)} lambdas on this line match its code and this Python '
+               f'gives no column to tell them apart')
+        raise UnsupportedError(f'cannot tell which lambda this is ({why}); write it as a def',
+                               filename, first_line, max(line.find('lambda'), 0))
+    lam = gast.ast_to_gast(copy.deepcopy(candidates[0]))
+    ret = gast.Return(value=lam.body)
+    node = gast.FunctionDef(name=LAMBDA_NAME, args=lam.args, body=[ret], decorator_list=[],
+                            returns=None, type_comment=None, type_params=[])
+    for n in (ret, node):
+        gast.copy_location(n, lam)
+        n.end_lineno, n.end_col_offset = lam.end_lineno, lam.end_col_offset
+    for n in gast.walk(node):
+        if hasattr(n, 'lineno'):
+            setanno(n, Key.ORIGIN, (n.lineno, n.col_offset))
+    segment = ast.get_source_segment(text, candidates[0]) or ''
+    return Source(node, filename, candidates[0].lineno, segment)
+
+
+_TREES: dict = {}
+
+
+def _file_tree(text: str):
+    """The (stdlib) syntax tree of a file's text, parsed once per text."""
+    tree = _TREES.get(text)
+    if tree is None:
+        tree = ast.parse(text)
+        if len(_TREES) > 32:
+            _TREES.clear()
+        _TREES[text] = tree
+    return tree
+
+
+def _lambda_params(node) -> tuple:
+    a = node.args
+    names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+    names += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+    return tuple(names)
+
+
+def _span(node):
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+
+
+def _body_span(code):
+    """The span of source a lambda's body covers, from its instructions' positions;
+    None where this Python records no columns."""
+    positions = getattr(code, 'co_positions', None)
+    if positions is None:
+        return None
+    spans = [p for p in positions()
+             if None not in p and (p[0], p[2]) != (p[1], p[3])]     # not RESUME's (l, l, 0, 0)
+    if not spans:
+        return None
+    start = min((p[0], p[2]) for p in spans)
+    end = max((p[1], p[3]) for p in spans)
+    return start + end
+
+
 def _no_source(fn, code, error) -> str:
     """Why `fn`'s source cannot be read, and what to do instead: one line.
 
@@ -97,6 +193,8 @@ def _no_source(fn, code, error) -> str:
     where = f'{code.co_filename}:{code.co_firstlineno}: {what}'
     filename = code.co_filename
     instead = f'define {name} in a file (and import it) or in a notebook or IPython cell'
+    if code.co_name == '<lambda>':
+        instead = 'write the lambda as a def in a file (and import it) or in a notebook or IPython cell'
     if filename == '<stdin>':
         return (f'{where}: functions typed at the plain Python prompt have no source to read; '
                 f'{instead}')

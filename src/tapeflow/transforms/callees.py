@@ -20,6 +20,7 @@ import weakref
 
 import gast
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import aliasing as al
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
@@ -219,7 +220,7 @@ def variant(fn, positions, parse, derived=()):
     if not (node.body and isinstance(node.body[-1], gast.Return)):
         node.body.append(nodes.located(
             nodes.return_(nodes.tuple_(nodes.const(None), *entries)), node.body[-1]))
-    node.name = f'{fn.__name__}_inplace'
+    node.name = f'{_id(fn)}_inplace'
     made = _function(fn, node)
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
     made.__tapeflow_variant_of__ = (fn, positions)

@@ -22,6 +22,7 @@ import types
 import gast
 import numpy as np
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
 from tapeflow.syntax.naming import Namer
@@ -175,8 +176,8 @@ class _FoldTransforms(gast.NodeTransformer):
                                                   f'arguments known when compiling (functions, '
                                                   f'constants)') from None
         value = fn(*args, **kwargs)
-        name = self.namer.new('_' + fn.__name__ + '_' + getattr(args[0], '__name__', 'f')
-                              if args else '_' + fn.__name__)
+        name = self.namer.new('_' + _id(fn) + '_' + _id(args[0])
+                              if args else '_' + _id(fn))
         self.bindings.computed[name] = value
         ref = nodes.copy_location(nodes.name(name), node)
         setanno(ref, Key.RESOLVED, value)

@@ -28,6 +28,7 @@ import types
 
 import gast
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import batching
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
@@ -246,7 +247,7 @@ class _Forward(Sweep):
                        if isinstance(a, gast.Name) and self.ctx.shapes.get(a.id) is not None)
         jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt, shapes)
         tangents = [self.tangent(call.args[i]) for i in active]
-        result = self.ctx.namer.new('_' + fn.__name__)
+        result = self.ctx.namer.new('_' + _id(fn))
         # The tangents follow every parameter: spell out keywords and defaults.
         jvp_call = gast.Call(func=nodes.name(jvp_name), args=arguments + tangents, keywords=[])
         return [nodes.assign(result, jvp_call),

@@ -40,6 +40,7 @@ import dataclasses
 
 import gast
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import aliasing as al
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
@@ -402,7 +403,7 @@ class _Rewriter(Lowerings):
                              f'known here; pass a copy of one of them', deep=True)
                   for first, other in unrelated]
         variant = self.ctx.variant(fn, tuple(positions), derived)
-        result = self.new('_' + fn.__name__)
+        result = self.new('_' + _id(fn))
         func = nodes.name(self.new(variant.__name__))
         self.ctx.bind(func.id, variant)
         setanno(func, Key.RESOLVED, variant)

@@ -19,6 +19,7 @@ import dataclasses
 
 import gast
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import activity, aliasing, shapes as shape_analysis
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
@@ -82,6 +83,21 @@ class Compiled:
     pending: list = dataclasses.field(default_factory=list)
 
 
+def _bound_defaults(fn, node, namer, namespace):
+    """`fn`'s defaults as the values they were bound to when `fn` was made, not
+    their expressions evaluated again in the generated module (which may not see
+    them: `lambda x, k=k: ...` in a loop, or a global rebound since)."""
+    values = getattr(fn, '__defaults__', None) or ()
+    if len(values) != len(node.args.defaults):
+        return list(node.args.defaults)
+    bound = []
+    for value in values:
+        name = namer.new('_default')
+        namespace[name] = value
+        bound.append(nodes.name(name))
+    return bound
+
+
 def _bind_later(callee, namespace, name, role):
     """Bind `name` to the `role` function of `callee`, which is still compiling."""
     namespace[name] = lambda *a: getattr(callee, role)(*a)       # until it is done
@@ -114,7 +130,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record = front.record
     compiled = Compiled(fn, tuple(wrt), tuple(lifted), params, '', '', namespace,
                         bindings=front.bindings)
-    for own in (f'd{fn.__name__}', f'{fn.__name__}_forward', f'{fn.__name__}_backward'):
+    for own in (f'd{_id(fn)}', f'{_id(fn)}_forward', f'{_id(fn)}_backward'):
         namer.reserve(own)                       # a callee bound here must not shadow these
     names = reverse.TapeNames.fresh(namer)
     ctx = reverse.ReverseContext(source, namer, emitter, active,
@@ -137,7 +153,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
              if not (isinstance(output, gast.Name) and n == output.id)]
     grad_names = [g for g in grads if g is not None]
     rev_body = inits + seed + adjoint.reverse
-    record('reverse', nodes.function_def(fn.__name__, params, adjoint.forward + rev_body))
+    record('reverse', nodes.function_def(_id(fn), params, adjoint.forward + rev_body))
 
     forward = adjoint.forward
     rev_body = optimize.zero_cotangents(rev_body)       # rules never given 0.0 they cannot take
@@ -146,7 +162,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
             forward, rev_body, set(grad_names) | {names.value}, params)
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
-    record('optimize', nodes.function_def(fn.__name__, params, forward + rev_body))
+    record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
     compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
 
@@ -154,8 +170,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         else (nodes.name(grads[0]) if grads[0] else nodes.const(0.0))
     capture = nodes.call('snapshot', output) if compiled.in_place else output
     # The user's defaults stay (lifted free variables come last and have none).
-    user_defaults = [] if lifted else list(front.node.args.defaults)
-    name = fn.__name__
+    user_defaults = [] if lifted else _bound_defaults(fn, front.node, namer, namespace)
+    name = _id(fn)
     combined = nodes.function_def(
         'd' + name, params + [seed_name],
         [nodes.assign(names.tape, nodes.list_()),
@@ -336,7 +352,7 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
     params, active, namer = front.params, front.active, front.namer
 
     compiled = Compiled(fn, tuple(wrt), (), params, '', '', front.namespace, bindings=front.bindings)
-    namer.reserve(f'{fn.__name__}_jvp')        # a callee bound here must not shadow it
+    namer.reserve(f'{_id(fn)}_jvp')        # a callee bound here must not shadow it
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
     ctx.order = getattr(fn, '__tapeflow_order__', 0) + 1
@@ -351,15 +367,15 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
         body = optimize.drop_dead_tangents(inits + body, tail)
     else:
         body = inits + body
-    fdef = nodes.function_def(f'{fn.__name__}_jvp', params + tangent_params, body + tail)
+    fdef = nodes.function_def(f'{_id(fn)}_jvp', params + tangent_params, body + tail)
     text = unparse(fdef)                                                # codegen
     front.record('forward', fdef)
-    load_module(text, front.namespace, fn.__name__ + ' jvp',
+    load_module(text, front.namespace, _id(fn) + ' jvp',
                 display=annotate(text, fdef, front.source.filename)[0])
     _register_lines(front.namespace, front.source.filename, [text], [fdef])
     compiled.trees = {'jvp': fdef}
     compiled.source = compiled.module_source = compiled.split_source = text
-    compiled.combined = front.namespace[f'{fn.__name__}_jvp']
+    compiled.combined = front.namespace[f'{_id(fn)}_jvp']
     compiled.combined.__tapeflow_order__ = getattr(fn, '__tapeflow_order__', 0) + 1
     compiled.passes = passes
     return compiled
@@ -381,7 +397,7 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
         if key not in bound:
             callee = compile_callee(fn, wrt, arg_shapes=arg_shapes, kinds=kinds)
             compiled.callees.append(callee)
-            name = namer.new(f'{callee.fn.__name__}_jvp')
+            name = namer.new(f'{_id(callee.fn)}_jvp')
             if callee.combined is None:                 # still compiling: recursion
                 _bind_later(callee, namespace, name, 'combined')
             else:
@@ -420,8 +436,8 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
             raise TypeError(f'cannot differentiate the call of {fn.__name__}()')
         callee = compile_callee(fn, wrt, kinds=kinds)
         compiled.callees.append(callee)
-        fwd = namer.new(f'{callee.fn.__name__}_forward')     # the name it is printed under
-        bwd = namer.new(f'{callee.fn.__name__}_backward')
+        fwd = namer.new(f'{_id(callee.fn)}_forward')     # the name it is printed under
+        bwd = namer.new(f'{_id(callee.fn)}_backward')
         if callee.forward is None:          # still compiling: recursion
             _bind_later(callee, namespace, fwd, 'forward')
             _bind_later(callee, namespace, bwd, 'backward')

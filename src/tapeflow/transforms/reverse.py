@@ -26,6 +26,7 @@ import itertools
 
 import gast
 
+from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
@@ -384,7 +385,7 @@ class _Reverse(Sweep):
                              keywords=call.keywords)
         forward = [push, nodes.assign(y, call_fwd)]
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
-        grads = self.ctx.namer.new('_b' + fn.__name__)
+        grads = self.ctx.namer.new('_b' + _id(fn))
         backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
         # the callee's rules do not all take the symbolic zero: where `by` may be it,
         # `optimize.zero_cotangents` gives it `dense(by, y)` (the call is never dropped)
