@@ -483,11 +483,15 @@ def _check_not_structured(fn, args, kind):
         out = fn(*args)
     except Exception:
         return
+    code = fn.__code__
     if isinstance(out, (tuple, list, dict)):
-        code = fn.__code__
         raise TypeError(f'{code.co_filename}:{code.co_firstlineno}:1: {kind} requires a scalar '
                         f'output, but {fn.__name__}() returned a {type(out).__name__}; to '
                         f'return more, use has_aux=True (output, aux) or vjp') from None
+    if isinstance(out, np.ndarray) and out.ndim:
+        raise TypeError(f'{code.co_filename}:{code.co_firstlineno}:1: Gradient only defined for '
+                        f'scalar-output functions. Output of {fn.__name__}() had shape: '
+                        f'{out.shape}; for a Jacobian, use jacrev or jacfwd') from None
 
 
 def _check_scalar(value, fname):
@@ -586,7 +590,7 @@ def _differentiated(f, argnums, has_aux, kind):
         try:
             value, grads = entry[0].combined(*args, seed)
         except Exception as error:
-            if not has_aux and isinstance(error, (TypeError, IndexError, KeyError)):
+            if not has_aux and isinstance(error, (TypeError, IndexError, KeyError, ValueError)):
                 _check_not_structured(python_fn, args, kind)
             sourcemap.reraise(error)
         if value.__class__ is float and grads.__class__ is float and single and not has_aux \
@@ -901,6 +905,9 @@ def jacfwd(f, argnums=0, has_aux=False):
         try:
             value, tangent = compiled.combined(*args, *tangents)
         except Exception as error:
+            transform = wrappers.own(f, '__tapeflow_transform__')
+            if transform is not None and not transform[3]:     # a gradient, without aux
+                _check_not_structured(_unwrap(transform[1]), args, transform[0])
             sourcemap.reraise(error)
         value = dense(value)
         out, aux = _split_aux(value, has_aux, fname)
