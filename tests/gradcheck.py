@@ -1,6 +1,7 @@
 """Finite-difference checks along random directions, shared by the test suites."""
 from __future__ import annotations
 
+import copy
 import zlib
 
 import numpy as np
@@ -49,3 +50,16 @@ def check_gradient(f, grads, args, wrt, rng, rtol=1e-5, atol=1e-6, trials=2):
         numeric = numeric_directional(f, args, wrt, directions)
         analytic = sum(inner(g, d) for g, d in zip(grads, directions))
         assert np.isclose(analytic, numeric, rtol=rtol, atol=atol), (analytic, numeric)
+
+
+def checked_against_plain(f, args, wrt, rng):
+    """`value_and_grad(f)` at `args`, its value checked against the plain call and its
+    gradients against central differences (every call on copies: `f` may write into
+    its arguments); the gradients."""
+    import tapeflow as tf
+    positions = (wrt,) if isinstance(wrt, int) else wrt
+    value, grads = tf.value_and_grad(f, argnums=wrt)(*copy.deepcopy(args))
+    np.testing.assert_allclose(value, f(*copy.deepcopy(args)), rtol=1e-12)
+    listed = (grads,) if isinstance(wrt, int) else grads
+    check_gradient(lambda *a: f(*copy.deepcopy(a)), list(listed), args, positions, rng)
+    return grads

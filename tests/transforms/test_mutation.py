@@ -4,14 +4,13 @@ Every function here is checked three ways: the value `value_and_grad` returns
 is the plain call's, the gradient agrees with central differences along
 random directions, and, where one is easy to write, with its closed form.
 """
-import copy
 import functools
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import check_gradient
+from tests.gradcheck import checked_against_plain
 
 RNG = np.random.default_rng(11)
 X3 = np.array([1.0, 2.0, 3.0])
@@ -19,13 +18,7 @@ X3 = np.array([1.0, 2.0, 3.0])
 
 def checked(f, *args, wrt=0):
     """The gradient of `f` at `args`, after checking value and gradient against the plain call."""
-    positions = (wrt,) if isinstance(wrt, int) else wrt
-    value, grads = tf.value_and_grad(f, argnums=wrt)(*copy.deepcopy(args))
-    expected = f(*copy.deepcopy(args))
-    np.testing.assert_allclose(value, expected, rtol=1e-12)
-    listed = (grads,) if isinstance(wrt, int) else grads
-    check_gradient(lambda *a: f(*copy.deepcopy(a)), list(listed), args, positions, RNG)
-    return grads
+    return checked_against_plain(f, args, wrt, RNG)
 
 
 def refused(f, *args, match, line):

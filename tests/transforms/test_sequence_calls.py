@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import check_gradient
+from tests.gradcheck import checked_against_plain
 
 RNG = np.random.default_rng(17)
 X = np.array([1.5, 2.0, 3.0])
@@ -24,11 +24,7 @@ M = np.array([[1.0, 2.0], [3.0, -0.5], [0.25, 4.0]])
 
 def checked(f, *args, wrt=0, order=2):
     """The gradient of `f` at `args`, after checking value and derivatives against the plain call."""
-    positions = (wrt,) if isinstance(wrt, int) else wrt
-    value, grads = tf.value_and_grad(f, argnums=wrt)(*copy.deepcopy(args))
-    np.testing.assert_allclose(value, f(*copy.deepcopy(args)), rtol=1e-12)
-    listed = (grads,) if isinstance(wrt, int) else grads
-    check_gradient(lambda *a: f(*copy.deepcopy(a)), list(listed), args, positions, RNG)
+    grads = checked_against_plain(f, args, wrt, RNG)
     tf.check_grads(f, args, order=order)
     return grads
 
