@@ -21,7 +21,7 @@ from tapeflow.syntax.naming import identifier as _id
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules import registry
-from tapeflow.rules.batching import defjvp_batched, is_batched
+from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
 from tapeflow.syntax.errors import UnsupportedError

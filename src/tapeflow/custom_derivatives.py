@@ -37,7 +37,7 @@ import inspect
 import threading
 
 from tapeflow.linear_maps import (Rule, check_shape, checked_transpose, has_float, leaves_of, rebuild,
-                                  summable, zero_leaf, zeros_like)
+                                  zero_leaf, zeros_like)
 from tapeflow.rules import registry
 from tapeflow.rules.registry import MissingRule
 from tapeflow.runtime.support import is_zero
