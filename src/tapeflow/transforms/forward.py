@@ -64,7 +64,7 @@ def transform(node: gast.FunctionDef, ctx: ForwardContext):
     opposite order, so tangents travel on the same tape as their values.
     """
     ctx.tape_ops = _tape_ops(node)
-    ctx.containers = _container_names(node.body) | container_kinds(ctx.kinds)
+    ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
     if ret is not None:

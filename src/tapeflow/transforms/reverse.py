@@ -97,7 +97,7 @@ class ReverseContext:
 
 
 def transform(node: gast.FunctionDef, ctx: ReverseContext) -> Adjoint:
-    ctx.containers = _container_names(node.body) | container_kinds(ctx.kinds)
+    ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
     ctx.inner = tape_ops.tape_bindings(node) if tape_ops.mentions_tape(node) else {}
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
@@ -141,10 +141,10 @@ _STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint
                        'drop_last_adjoint', 'setitem_clear_adjoint', 'setitem_value_adjoint'}
 
 
-def _container_names(body) -> set:
-    """Names that may hold lists, tuples or dicts: their adjoints accumulate by structure
-    (`add_adjoint`), never with `+`, which would concatenate them."""
-    names = set()
+def _container_names(body, known=()) -> set:
+    """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
+    accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
+    names = set(known)
     for n in gast.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
@@ -165,9 +165,14 @@ def _container_names(body) -> set:
             names.add(n.args[0].id)         # the cotangent of a container, read by structure
         if isinstance(n, gast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
             names |= {a.id for a in n.args if isinstance(a, gast.Name)}
-    copies = [(n.targets[0].id, n.value.id) for n in gast.walk(gast.Module(body=body, type_ignores=[]))
-              if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)
-              and isinstance(n.value, gast.Name)]
+    copies = []
+    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+            if isinstance(n.value, gast.Name):
+                copies.append((n.targets[0].id, n.value.id))
+            elif _is_dense(n.value):        # `t = dense(dx, x)`: t, dx and x alike
+                copies.extend((n.targets[0].id, a.id) for a in n.value.args
+                              if isinstance(a, gast.Name))
     changed = True
     while changed:                          # `a = b`: both or neither hold a container
         changed = False
@@ -176,6 +181,12 @@ def _container_names(body) -> set:
                 names |= {a, b}
                 changed = True
     return names
+
+
+def _is_dense(value) -> bool:
+    """`dense(t, like)`, the tangent `t` made concrete in the structure of `like`."""
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+        value.func.id == 'dense' and len(value.args) == 2
 
 
 _SEQUENCE_BUILTINS = frozenset({builtins.sum, builtins.max, builtins.min, builtins.sorted,
