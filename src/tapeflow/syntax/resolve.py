@@ -27,6 +27,8 @@ class Bindings:
     values: dict = dataclasses.field(default_factory=dict)   # name -> object
     # names the compiler introduced for values it computed while compiling
     computed: dict = dataclasses.field(default_factory=dict)  # name -> object
+    # the function's defaults (generated code holds their values: `lambda x, k=k`)
+    defaults: tuple = ()
 
     def lookup(self, name: str):
         if name in self.closure:
@@ -42,7 +44,17 @@ class Bindings:
     def still_valid(self, fn=None) -> bool:
         """Every resolved name still denotes the same object (in `fn`'s scope if given)."""
         current = self if fn is None else bindings_of(fn)
-        return all(current.lookup(n) is v for n, v in self.values.items())
+        return all(current.lookup(n) is v for n, v in self.values.items()) and \
+            len(current.defaults) == len(self.defaults) and \
+            all(map(_same_value, current.defaults, self.defaults))
+
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _same_value(a, b) -> bool:
+    """The same object, or equal plain values (a def made again in a loop)."""
+    return a is b or (type(a) is type(b) and type(a) in _PLAIN and a == b)
 
 
 def bindings_of(fn) -> Bindings:
@@ -54,7 +66,9 @@ def bindings_of(fn) -> Bindings:
             closure[name] = cell.cell_contents
         except ValueError:          # an empty cell: defined later in the outer scope
             pass
-    return Bindings(fn.__globals__, closure)
+    defaults = tuple(fn.__defaults__ or ()) + tuple(
+        part for item in sorted((fn.__kwdefaults__ or {}).items()) for part in item)
+    return Bindings(fn.__globals__, closure, defaults=defaults)
 
 
 def local_names(node: gast.FunctionDef) -> set:
