@@ -33,23 +33,30 @@ class Summaries:
 
     One per compilation; a function met again while being summarized
     (recursion) gets the current guess, and the guesses are refined until
-    they no longer change.
+    they no longer change. A summary is kept once it no longer rests on a
+    guess of a function still being summarized: the function that started a
+    recursion is kept when its guesses settle, and so is everything it
+    calls outside the recursion. Summaries of tapeflow's own functions (the
+    rules' helpers, which are called everywhere) are kept across compilations.
     """
 
     def __init__(self, front=None):
         self.done = {}
         self.guesses = {}              # (fn, kinds) being summarized -> the current guess
-        self.guessed = False           # a guess was read since the flag was last cleared
+        self.read = set()              # keys whose guesses were read since the set was cleared
         self.front = front             # fn -> its ANF FunctionDef
 
     def __call__(self, fn, kinds):
         key = (fn, tuple(kinds))
         if key in self.done:
             return self.done[key]
+        final = _OWN_SUMMARIES.get(key)
+        if final is not None:
+            return final
         if key in self.guesses:        # recursion: the guess so far
-            self.guessed = True
+            self.read.add(key)
             return self.guesses[key]
-        outer, self.guessed = self.guessed, False
+        outer, self.read = self.read, set()
         self.guesses[key] = summary = al.Summary()
         try:
             for _ in range(8):
@@ -57,11 +64,15 @@ class Summaries:
                 if summary == self.guesses[key]:
                     break
                 self.guesses[key] = summary
+                self.read.discard(key)
         finally:
             del self.guesses[key]
-        if not self.guessed:
+        self.read.discard(key)
+        if not self.read:              # rests on no guess of a caller still open
             self.done[key] = summary
-        self.guessed = self.guessed or outer
+            if _is_own(fn):
+                _OWN_SUMMARIES[key] = summary
+        self.read |= outer
         return summary
 
     def compute(self, fn, kinds):
@@ -83,6 +94,14 @@ class Summaries:
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
         outer = outer or any(o[0] == al.OUTER for o in written)
         return dataclasses.replace(_result(node, facts, params, writes), outer=outer)
+
+
+_OWN_SUMMARIES: dict = {}       # (tapeflow's own function, kinds) -> its final summary
+
+
+def _is_own(fn) -> bool:
+    """A function of tapeflow's own modules: its source and globals never change."""
+    return (getattr(fn, '__module__', None) or '').startswith('tapeflow.')
 
 
 def _calls_writing_outer(stmt, state, summary) -> bool:
