@@ -178,8 +178,8 @@ def _products_of_others(xs):
 
 def fsum_vjp(g, ans, seq): return [g] * len(seq)
 def fsum_jvp(t, ans, seq): return math.fsum(t)
-def prod_vjp(g, ans, seq, *, start=1): return [g * start * p for p in _products_of_others(seq)]
-def prod_jvp(t, ans, seq, *, start=1):
+def prod_vjp(g, ans, seq, start=1): return [g * start * p for p in _products_of_others(seq)]
+def prod_jvp(t, ans, seq, start=1):
     return start * math.fsum(ti * p for ti, p in zip(t, _products_of_others(seq)))
 
 def sumprod_vjp_p(g, ans, p, q): return [g * v for v in q]
@@ -199,7 +199,7 @@ def dist_jvp_q(t, ans, p, q):
 # math.fsum takes neither, builtins.sum both. modf's pair has no lift to undergo.
 
 def fsum_jvp_batched(t, ans, seq): return builtins.sum(t)
-def prod_jvp_batched(t, ans, seq, *, start=1):
+def prod_jvp_batched(t, ans, seq, start=1):
     return start * builtins.sum(ti * p for ti, p in zip(t, _products_of_others(seq)))
 
 def sumprod_jvp_p_batched(t, ans, p, q): return builtins.sum(ti * v for ti, v in zip(t, q))

@@ -189,32 +189,32 @@ def _above(a, a_min, a_max, low, high):
     return (a > high) | (low > high) if low is not None else a > high
 
 
-def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_vjp_a(g, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return fit(np.where(_inside(a, a_min, a_max, min, max), g, 0.0), a)
 
-def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_vjp_min(g, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return fit(np.where(_below(a, a_min, a_max, min, max), g, 0.0), a_min)
 
-def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_vjp_max(g, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return fit(np.where(_above(a, a_min, a_max, min, max), g, 0.0), a_max)
 
-def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_jvp_a(t, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return np.where(_inside(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
-def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_jvp_min(t, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return np.where(_below(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
-def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_jvp_max(t, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return np.where(_above(a, a_min, a_max, min, max), t, np.zeros_like(ans))
 
 
-def clip_jvp_a_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_jvp_a_batched(t, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return clip_jvp_a(lift_tangent(t, a, ans), ans, a, a_min, a_max, min=min, max=max)
 
-def clip_jvp_min_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_jvp_min_batched(t, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return clip_jvp_min(lift_tangent(t, a_min, ans), ans, a, a_min, a_max, min=min, max=max)
 
-def clip_jvp_max_batched(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+def clip_jvp_max_batched(t, ans, a, a_min=None, a_max=None, out=None, min=None, max=None):
     return clip_jvp_max(lift_tangent(t, a_max, ans), ans, a, a_min, a_max, min=min, max=max)
 
 

@@ -39,27 +39,27 @@ def _hstack_axis(shapes):
     return 0 if shapes and len(shapes[0]) == 1 else 1
 
 
-def concatenate_vjp(g, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+def concatenate_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting='same_kind'):
     return _unjoin(g, arrays, [np.shape(a) for a in arrays], axis)
 
-def concatenate_jvp(t, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+def concatenate_jvp(t, ans, arrays, axis=0, out=None, dtype=None, casting='same_kind'):
     return np.concatenate(t, axis=axis)
 
-def stack_vjp(g, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+def stack_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting='same_kind'):
     return rebuild(arrays, [fit(piece, a) for piece, a in zip(np.unstack(g, axis=axis), arrays)])
 
-def stack_jvp(t, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+def stack_jvp(t, ans, arrays, axis=0, out=None, dtype=None, casting='same_kind'):
     return np.stack(t, axis=axis)
 
-def hstack_vjp(g, ans, tup, *, dtype=None, casting='same_kind'):
+def hstack_vjp(g, ans, tup, dtype=None, casting='same_kind'):
     return _unjoin(g, tup, _prepared_shapes(tup, np.hstack),
                    _hstack_axis(_prepared_shapes(tup, np.hstack)))
 
-def hstack_jvp(t, ans, tup, *, dtype=None, casting='same_kind'): return np.hstack(t)
-def vstack_vjp(g, ans, tup, *, dtype=None, casting='same_kind'):
+def hstack_jvp(t, ans, tup, dtype=None, casting='same_kind'): return np.hstack(t)
+def vstack_vjp(g, ans, tup, dtype=None, casting='same_kind'):
     return _unjoin(g, tup, _prepared_shapes(tup, np.vstack), 0)
 
-def vstack_jvp(t, ans, tup, *, dtype=None, casting='same_kind'): return np.vstack(t)
+def vstack_jvp(t, ans, tup, dtype=None, casting='same_kind'): return np.vstack(t)
 def dstack_vjp(g, ans, tup): return _unjoin(g, tup, _prepared_shapes(tup, np.dstack), 2)
 def dstack_jvp(t, ans, tup): return np.dstack(t)
 def column_stack_vjp(g, ans, tup): return _unjoin(g, tup, _prepared_shapes(tup, np.column_stack), 1)
@@ -127,30 +127,30 @@ def _join_batched(t, arrays, join, axis):
     return np.concatenate(_batches(t, arrays, shapes), axis=axis % len(shapes[0]) + 1)
 
 
-def concatenate_jvp_batched(t, ans, arrays, axis=0, out=None, *, dtype=None,
+def concatenate_jvp_batched(t, ans, arrays, axis=0, out=None, dtype=None,
                             casting='same_kind'):
     if axis is None:
         return np.concatenate(_batches(t, arrays, [(np.size(a),) for a in arrays]), axis=1)
     return np.concatenate(_batches(t, arrays, [np.shape(a) for a in arrays]),
                           axis=axis % np.ndim(arrays[0]) + 1)
 
-def stack_jvp_batched(t, ans, arrays, axis=0, out=None, *, dtype=None, casting='same_kind'):
+def stack_jvp_batched(t, ans, arrays, axis=0, out=None, dtype=None, casting='same_kind'):
     return np.stack(_batches(t, arrays, [np.shape(a) for a in arrays]),
                     axis=axis % np.ndim(ans) + 1)
 
-def hstack_jvp_batched(t, ans, tup, *, dtype=None, casting='same_kind'):
+def hstack_jvp_batched(t, ans, tup, dtype=None, casting='same_kind'):
     return _join_batched(t, tup, np.hstack, _hstack_axis(_prepared_shapes(tup, np.hstack)))
 
-def vstack_jvp_batched(t, ans, tup, *, dtype=None, casting='same_kind'):
+def vstack_jvp_batched(t, ans, tup, dtype=None, casting='same_kind'):
     return _join_batched(t, tup, np.vstack, 0)
 
 def dstack_jvp_batched(t, ans, tup): return _join_batched(t, tup, np.dstack, 2)
 def column_stack_jvp_batched(t, ans, tup): return _join_batched(t, tup, np.column_stack, 1)
 
 
-def unstack_vjp(g, ans, x, *, axis=0): return fit(np.stack(fill_zeros(g, ans), axis=axis), x)
-def unstack_jvp(t, ans, x, *, axis=0): return np.unstack(t, axis=axis)
-def unstack_jvp_batched(t, ans, x, *, axis=0): return np.unstack(t, axis=axis % np.ndim(x) + 1)
+def unstack_vjp(g, ans, x, axis=0): return fit(np.stack(fill_zeros(g, ans), axis=axis), x)
+def unstack_jvp(t, ans, x, axis=0): return np.unstack(t, axis=axis)
+def unstack_jvp_batched(t, ans, x, axis=0): return np.unstack(t, axis=axis % np.ndim(x) + 1)
 
 
 for _fn, _vjp, _jvp, _batched in [

@@ -91,10 +91,10 @@ def _pinv_jvp(t, ans, a):
     return -ans @ t @ ans + ans @ T(ans) @ T(t) @ left + right @ T(t) @ T(ans) @ ans
 
 
-def pinv_vjp(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
+def pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=None):
     return fit(_pinv_vjp(g, ans, a), a)
 
-def pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None): return _pinv_jvp(t, ans, a)
+def pinv_jvp(t, ans, a, rcond=None, hermitian=False, rtol=None): return _pinv_jvp(t, ans, a)
 
 
 # ---------------------------------------------------------------- cholesky, eigh
@@ -443,8 +443,8 @@ def _multi_dot_jvp(t, arrays):
     return sum(terms) if terms else 0.0 * np.linalg.multi_dot(arrays)
 
 
-def multi_dot_vjp(g, ans, arrays, *, out=None): return _multi_dot_vjp(g, arrays)
-def multi_dot_jvp(t, ans, arrays, *, out=None): return _multi_dot_jvp(t, arrays)
+def multi_dot_vjp(g, ans, arrays, out=None): return _multi_dot_vjp(g, arrays)
+def multi_dot_jvp(t, ans, arrays, out=None): return _multi_dot_jvp(t, arrays)
 
 
 # ---------------------------------------------------------------- registration

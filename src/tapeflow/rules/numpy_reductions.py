@@ -399,63 +399,63 @@ def _safe_div(a, b):
     return a / np.where(b == 0, 1.0, b)
 
 
-def var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
             mean=None, correction=None):
     return fit(expand(g, a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction), a)
 
-def var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
             mean=None, correction=None):
     return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)), axis=axis,
                   keepdims=keepdims)
 
-def std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
             mean=None, correction=None):
     spread = expand(_safe_div(g, 2.0 * ans), a, axis, keepdims)
     return fit(spread * _var_grad(a, axis, where, ddof, correction), a)
 
-def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
             mean=None, correction=None):
     variance = var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
                        correction=correction)
     return _safe_div(variance, 2.0 * ans)
 
-def var_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+def var_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
                     where=True, mean=None, correction=None):
     return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)),
                   axis=batch_axes(np.ndim(a), axis), keepdims=keepdims)
 
-def std_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+def std_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
                     where=True, mean=None, correction=None):
     variance = var_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
                                correction=correction)
     return _safe_div(variance, 2.0 * ans)
 
-def nanvar_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+def nanvar_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
                        where=True, mean=None, correction=None):
     return var_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                            correction=correction)
 
-def nanstd_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+def nanstd_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
                        where=True, mean=None, correction=None):
     return std_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                            correction=correction)
 
-def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
                mean=None, correction=None):
     return var_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
-def nanvar_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def nanvar_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
                mean=None, correction=None):
     return var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
-def nanstd_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def nanstd_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
                mean=None, correction=None):
     return std_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
 
-def nanstd_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+def nanstd_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
                mean=None, correction=None):
     return std_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
                    correction=correction)
@@ -508,20 +508,20 @@ def _average_value(ans):
     return ans[0] if isinstance(ans, tuple) else ans
 
 
-def average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
     return fit(expand(_first(g), a, axis, keepdims) * _average_grad_a(a, axis, weights), a)
 
-def average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
     slope = _average_grad_w(a, _average_value(ans), axis, weights, keepdims)
     spread = expand(_first(g), a, axis, keepdims) * slope \
         + _weights_sum_part(g, a, axis, keepdims, returned)
     return fit(_to_weights(spread, a, axis, weights), weights)
 
-def average_jvp_a(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average_jvp_a(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
     return _pair(np.sum(t * _average_grad_a(a, axis, weights), axis=axis, keepdims=keepdims), ans,
                  returned)
 
-def average_jvp_w(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average_jvp_w(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
     return _average_jvp_w(t, ans, a, axis, weights, returned, keepdims)
 
 

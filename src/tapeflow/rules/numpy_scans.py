@@ -104,17 +104,17 @@ def nancumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
 def nancumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
     return _cumprod_jvp(t * not_nan(a), ans, _nan_one(a), axis)
 
-def cumulative_sum_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_sum_vjp(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
     return fit(_cumsum_vjp(_skip_initial(g, axis, include_initial), x, axis), x)
 
-def cumulative_sum_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_sum_jvp(t, ans, x, axis=None, dtype=None, out=None, include_initial=False):
     return np.cumulative_sum(t, axis=axis, include_initial=include_initial)
 
-def cumulative_prod_vjp(g, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_prod_vjp(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
     g, ans = _skip_initial(g, axis, include_initial), _skip_initial(ans, axis, include_initial)
     return fit(_cumprod_vjp(g, ans, x, axis), x)
 
-def cumulative_prod_jvp(t, ans, x, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_prod_jvp(t, ans, x, axis=None, dtype=None, out=None, include_initial=False):
     return _with_initial(_cumprod_jvp(t, _skip_initial(ans, axis, include_initial), x, axis), axis,
                          include_initial, 0.0)
 

@@ -49,10 +49,10 @@ def flatten(a, order='C'):
     return np.reshape(np.copy(a), -1, order=order)
 
 
-def reshape_vjp(g, ans, a, shape=None, order='C', *, copy=None):
+def reshape_vjp(g, ans, a, shape=None, order='C', copy=None):
     return fit(np.reshape(g, np.shape(a), order=order), a)
 
-def reshape_jvp(t, ans, a, shape=None, order='C', *, copy=None):
+def reshape_jvp(t, ans, a, shape=None, order='C', copy=None):
     return np.reshape(t, np.shape(ans), order=order)
 
 def ravel_vjp(g, ans, a, order='C'): return fit(np.reshape(g, np.shape(a), order=order), a)
@@ -171,11 +171,11 @@ def astype_vjp(g, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=T
 def astype_jvp(t, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=True, device=None):
     return _cast_back(t, x, dtype).astype(ans.dtype)
 
-def array_vjp(g, ans, obj, dtype=None, order=None, *, copy=None, subok=False, ndmin=0, like=None,
+def array_vjp(g, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0, like=None,
               device=None):
     return fit(np.reshape(g, structure_shape(obj)), obj)
 
-def array_jvp(t, ans, obj, dtype=None, order=None, *, copy=None, subok=False, ndmin=0, like=None,
+def array_jvp(t, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0, like=None,
               device=None):
     return _ndmin(_pack(t), ndmin).astype(ans.dtype)
 
@@ -195,25 +195,25 @@ def _linspace_vjp(g, ans, value, num, endpoint, axis, from_start):
     return fit(cot, value)
 
 
-def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', *, device=None, like=None):
+def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', device=None, like=None):
     return fit(g, fill_value)
 
-def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', *, device=None, like=None):
+def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', device=None, like=None):
     return np.broadcast_to(t, np.shape(ans)) + 0.0
 
-def full_like_vjp_a(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+def full_like_vjp_a(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None,
                     device=None):
     return fit(0.0 * g, a)
 
-def full_like_vjp(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+def full_like_vjp(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None,
                   device=None):
     return fit(g, fill_value)
 
-def full_like_jvp_a(t, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+def full_like_jvp_a(t, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None,
                     device=None):
     return np.zeros_like(ans)
 
-def full_like_jvp(t, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None, *,
+def full_like_jvp(t, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None,
                   device=None):
     return np.broadcast_to(t, np.shape(ans)) + 0.0
 
@@ -318,7 +318,7 @@ def reshape_batch(t, shape, order='C'):
     return np.stack([np.reshape(r, shape, order=order) for r in t])   # 'A', 'K': per layout
 
 
-def reshape_jvp_batched(t, ans, a, shape=None, order='C', *, copy=None):
+def reshape_jvp_batched(t, ans, a, shape=None, order='C', copy=None):
     return reshape_batch(t, np.shape(ans), order)
 
 def ravel_jvp_batched(t, ans, a, order='C'): return reshape_batch(t, np.shape(ans), order)
@@ -371,7 +371,7 @@ def repeat_jvp_batched(t, ans, a, repeats, axis=None):
 def broadcast_to_jvp_batched(t, ans, array, shape, subok=False):
     return np.broadcast_to(lift_tangent(t, array, ans), t.shape[:1] + np.shape(ans))
 
-def array_jvp_batched(t, ans, obj, dtype=None, order=None, *, copy=None, subok=False, ndmin=0,
+def array_jvp_batched(t, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0,
                       like=None, device=None):
     batch = stack_batch(t, obj)
     return np.reshape(batch, batch.shape[:1] + np.shape(ans)).astype(ans.dtype)
