@@ -24,6 +24,7 @@ from tapeflow.rules import registry
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
+from tapeflow.rules.shapes import dense as dense_like
 from tapeflow.syntax.errors import UnsupportedError
 from tapeflow.syntax import sourcemap
 from tapeflow.runtime import pytree, support
@@ -138,8 +139,9 @@ def _adjoint_caller(f, wrt, nprimals, kinds=(), position=None):
     if _fits(callers.get(key)):
         return callers[key]
     compiled = compile_adjoint(python_fn, wrt, kinds=kinds)
-    grads = {i: f'real_like({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, _primal{i})'
-             for k, i in enumerate(wrt)}
+    # cotangents of the primals' structure: a symbolic zero made zeros (as vjp's are)
+    grads = {i: f'real_like(dense({"_out[1]" if len(wrt) == 1 else f"_out[1][{k}]"}, '
+                f'_primal{i}), _primal{i})' for k, i in enumerate(wrt)}
     if position is None:
         result = '(' + ', '.join(grads.get(i, 'None') for i in range(nprimals)) + ',)'
     else:
@@ -150,7 +152,7 @@ def _adjoint_caller(f, wrt, nprimals, kinds=(), position=None):
             f'    _out = {compiled.combined.__name__}({params})\n'
             f'    return {result}\n')
     caller = callers[key] = _make_caller(name, text, compiled, python_fn,
-                                         namespace={'real_like': real_like})
+                                         namespace={'real_like': real_like, 'dense': dense_like})
     return caller
 
 
@@ -181,9 +183,12 @@ def _jvp_caller(f, nprimals):
     compiled = compile_tangent(python_fn, wrt)
     params = ', '.join([f'_primal{k}' for k in wrt] + [f'_tangent{k}' for k in wrt])
     name = f'jvp_{_id(python_fn)}'
+    # the tangent of an output that does not move is zeros of its shape, as jvp's
     text = (f'def {name}({params}):\n'
-            f'    return {compiled.combined.__name__}({params})\n')
-    caller = callers['jvp', nprimals] = _make_caller(name, text, compiled, python_fn)
+            f'    _pair = {compiled.combined.__name__}({params})\n'
+            f'    return (_pair[0], dense(_pair[1], _pair[0]))\n')
+    caller = callers['jvp', nprimals] = _make_caller(name, text, compiled, python_fn,
+                                                     {'dense': dense_like})
     return caller
 
 
@@ -223,6 +228,8 @@ def _unwrap(fn, kinds=()):
             return _rule_caller(fn)
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             return _method_caller(fn)
+        if isinstance(fn, functools.partial):
+            return _partial_caller(fn)
         transform = wrappers.own(fn, '__tapeflow_transform__')
         if transform is not None:
             return _generated_caller(fn, *transform, kinds=kinds)
@@ -316,6 +323,59 @@ def _method_caller(method):
     if len(_METHOD_CALLERS) >= _METHOD_CALLERS_MAX:
         _METHOD_CALLERS.pop(next(iter(_METHOD_CALLERS)))
     _METHOD_CALLERS[key] = (obj, caller)
+    return caller
+
+
+_PARTIAL_CALLERS: dict = {}     # id(partial) -> (partial, caller), the latest few
+
+
+def _partial_caller(part):
+    """`functools.partial(f, a, k=c)` as the def of its remaining parameters
+    `def f(x, n=_default_n): return _fn(_bound0, x, n, k=_keyword_k)`: the bound
+    values are constants, never differentiated, and argument positions count
+    the parameters left (as JAX's `grad(partial(f, a))`)."""
+    cached = _PARTIAL_CALLERS.get(id(part))
+    if cached is not None and cached[0] is part:
+        return cached[1]
+    try:
+        parameters = list(inspect.signature(part).parameters.values())
+    except (TypeError, ValueError):
+        raise TypeError(f'{part!r} has no signature to differentiate it by; call it from '
+                        f'a def') from None
+    kinds = inspect.Parameter
+    if any(p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) for p in parameters):
+        raise TypeError(f'{part!r} takes *args or **kwargs; tapeflow differentiates a '
+                        f'function of named parameters: call it from a def')
+    namespace = {'_fn': part.func}
+    signature, passed = [], []
+    for k, arg in enumerate(part.args):
+        namespace[f'_bound{k}'] = arg
+        passed.append(f'_bound{k}')
+    library = not isinstance(part.func, types.FunctionType)
+    for p in parameters:
+        if p.name in part.keywords:         # bound by keyword: a constant, passed as such
+            namespace[f'_keyword_{p.name}'] = part.keywords[p.name]
+            passed.append(f'{p.name}=_keyword_{p.name}')
+            continue
+        if library and p.default is not p.empty:
+            continue            # a library function's own default: not passed, never written
+        name = p.name
+        if p.default is not p.empty:
+            namespace[f'_default_{name}'] = p.default
+            signature.append(f'{name}=_default_{name}')
+        else:
+            signature.append(name)
+        passed.append(name if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+                      and p.default is p.empty else f'{p.name}={name}')
+    fname = _id(part.func)
+    if fname in [p.name for p in parameters] or fname.startswith('_'):
+        fname = f'partial_{fname}'
+    from tapeflow.syntax.unparse import load_module
+    text = f'def {fname}({", ".join(signature)}):\n    return _fn({", ".join(passed)})\n'
+    caller = load_module(text, namespace, fname)[fname]
+    if len(_PARTIAL_CALLERS) >= _METHOD_CALLERS_MAX:
+        _PARTIAL_CALLERS.pop(next(iter(_PARTIAL_CALLERS)))
+    _PARTIAL_CALLERS[id(part)] = (part, caller)
     return caller
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+import functools
 import types
 
 import gast
@@ -164,6 +165,8 @@ class _FoldTransforms(gast.NodeTransformer):
         fn = getanno(node.func, Key.RESOLVED)
         if getattr(fn, '__tapeflow_fold_call__', None) is not None:
             return self.fold_call(fn, node)
+        if isinstance(fn, functools.partial):
+            return self.partial_call(fn, node)
         if not getattr(fn, '__tapeflow_fold__', False):
             return node
         try:
@@ -183,6 +186,24 @@ class _FoldTransforms(gast.NodeTransformer):
         setanno(ref, Key.RESOLVED, value)
         return ref
 
+
+    def partial_call(self, part, node):
+        """`g(x)` with `g = functools.partial(f, a, k=c)`: `f(_a, x, k=_c)`, the bound
+        values constants named while compiling (keywords written at the call win)."""
+        def bound(value, what):
+            name = self.namer.new(f'_{_id(part.func)}_{what}')
+            self.bindings.computed[name] = value
+            ref = nodes.copy_location(nodes.name(name), node)
+            setanno(ref, Key.RESOLVED, value)
+            return ref
+        func = bound(part.func, 'fn')
+        args = [bound(a, f'arg{k}') for k, a in enumerate(part.args)] + list(node.args)
+        written = {k.arg for k in node.keywords}
+        keywords = [gast.keyword(arg=k, value=bound(v, k)) for k, v in part.keywords.items()
+                    if k not in written] + list(node.keywords)
+        call = nodes.copy_location(gast.Call(func=func, args=args, keywords=keywords), node)
+        inner = part.func
+        return self.partial_call(inner, call) if isinstance(inner, functools.partial) else call
 
     def fold_call(self, fn, node):
         """`jvp(f, (x, y), (u, v))` -> `jvp_f(x, y, u, v)`, a function made while compiling."""
