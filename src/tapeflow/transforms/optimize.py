@@ -332,13 +332,16 @@ def definitely_assigned(forward, defined) -> set:
 
 
 def _undefined_at_push(forward, defined, result='needs'):
+    """Local names a push may read before they are bound (their prologue is `n = None`);
+    a global or closure name pushed (`if flag:` pushes `flag`) is never a local."""
     needs = set()
+    local = nodes.store_names(forward)
 
     def block(stmts, defined):
         for stmt in stmts:
             if isinstance(stmt, gast.Expr) and getanno(stmt, Key.TAPE_PAIR) is not None:
                 arg = stmt.value.args[0]
-                if isinstance(arg, gast.Name) and arg.id not in defined:
+                if isinstance(arg, gast.Name) and arg.id not in defined and arg.id in local:
                     needs.add(arg.id)
             elif isinstance(stmt, gast.Assign):
                 defined |= {t.id for t in stmt.targets if isinstance(t, gast.Name)}
