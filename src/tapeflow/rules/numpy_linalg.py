@@ -104,15 +104,17 @@ def _triangle(x, upper):
 
 
 def _symmetric_from(x, upper):
-    """The symmetric matrix a function reading one triangle of `x` sees."""
+    """The symmetric (complex: Hermitian) matrix a function reading one triangle of `x`
+    sees: the other triangle mirrored (conjugated), the real part of the diagonal."""
     tri = _triangle(x, upper)
-    return tri + T(tri) - x * _eye(np.shape(x)[-1], x)
+    return tri + np.conj(T(tri)) - np.real(x) * _eye(np.shape(x)[-1], x)
 
 
 def _onto_triangle(gs, upper):
-    """The cotangent of the read triangle, from that of the symmetric matrix."""
-    both = gs + T(gs)
-    return _triangle(both, upper) - gs * _eye(np.shape(gs)[-1], gs)
+    """The cotangent of the read triangle, from that of the symmetric (Hermitian) matrix,
+    in the pairing df = Re(sum(G * dA)) (the adjoint of `_symmetric_from`)."""
+    both = gs + np.conj(T(gs))
+    return _triangle(both, upper) - np.real(gs) * _eye(np.shape(gs)[-1], gs)
 
 
 def _phi(x):
@@ -147,17 +149,33 @@ def _gaps(w):
     return off / (diff + (1.0 - off))
 
 
+# Complex Hermitian input: w = Re(diag(V^H H V)), so dw = Re(diag(V^H dH V)) and the
+# cotangent of H, in the pairing of the other rules, is (V diag(gw) V^H)^T. Each
+# eigenvector of a complex matrix carries a free phase: no derivative for them (NaN
+# tangents, an error in reverse), as for the singular vectors.
+
 def _eigh_vjp(g, ans, a, uplo):
     w, v = ans
     gw, gv = fill_zeros(list(g) if isinstance(g, (tuple, list)) else [g, None], [w, v])
+    if np.iscomplexobj(a) or np.iscomplexobj(v):
+        if np.any(gv != 0):
+            raise NotImplementedError(
+                'no derivative rule for the eigenvectors of np.linalg.eigh of a complex '
+                'matrix (each has a free phase); differentiate the eigenvalues (eigvalsh) '
+                'instead')
+        held = np.conj(v) * np.expand_dims(np.real(gw), -2)
+        return _onto_triangle(held @ T(v), uplo == 'U')
     inner = np.expand_dims(gw, -1) * _eye(np.shape(w)[-1], w) + _gaps(w) * (T(v) @ gv)
     return _onto_triangle(v @ inner @ T(v), uplo == 'U')
 
 
 def _eigh_jvp(t, ans, a, uplo):
     w, v = ans
-    inner = T(v) @ _symmetric_from(t, uplo == 'U') @ v
-    return np.diagonal(inner, axis1=-2, axis2=-1), v @ (_gaps(w) * inner)
+    inner = np.conj(T(v)) @ _symmetric_from(t, uplo == 'U') @ v
+    dv = v @ (_gaps(w) * inner)
+    if np.iscomplexobj(a) or np.iscomplexobj(v) or np.iscomplexobj(t):
+        dv = dv * np.nan    # the phase convention of complex eigenvectors: no derivative
+    return np.real(np.diagonal(inner, axis1=-2, axis2=-1)), dv
 
 
 def eigh_vjp(g, ans, a, UPLO='L'): return fit(_eigh_vjp(g, ans, a, UPLO), a)
