@@ -47,6 +47,7 @@ SPECS += unary(np.tan, -1.2, 1.2, complex_=True)
 SPECS += unary(np.arcsin, -0.9, 0.9) + unary(np.arccos, -0.9, 0.9)
 SPECS += unary(np.arctanh, -0.9, 0.9) + unary(np.arccosh, 1.2, 3.0)
 SPECS += unary(np.absolute, complex_=True)
+SPECS += unary(np.sign, 0.2, 2.0, complex_=True)     # real: zero away from 0
 SPECS += [
     Spec(np.sinc, (A(value=[0.0, 0.5, -1.5]),), name='sinc(at 0)'),
     Spec(np.nan_to_num, (A(value=[1.0, np.inf, -0.5]),), name='nan_to_num(inf)'),

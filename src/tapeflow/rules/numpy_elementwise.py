@@ -137,7 +137,34 @@ def modf_vjp(g, ans, x): return fit(_modf_frac(g[0]) + np.zeros_like(x), x)
 def modf_jvp(t, ans, x): return (t, np.zeros_like(ans[1]))
 
 
+# sign(x): piecewise constant for a real x (zero derivative); x / |x| for a complex one,
+# which moves with x: d sign = (dx - s Re(conj(s) dx)) / |x|, and in the pairing
+# Re(sum(G * dx)) the cotangent is G = (g - Re(g s) conj(s)) / |x|; 0 at 0.
+
+def _inverse_modulus(x):
+    r = np.abs(x)
+    return (r != 0) / np.where(r == 0, 1.0, r)
+
+
+def _no_slope(like):
+    """Zeros of `like`'s shape (the derivative of a piecewise-constant function)."""
+    return 0.0 if like.__class__ in (float, int) else np.zeros(np.shape(like))
+
+
+def sign_vjp(g, ans, x):
+    if not np.iscomplexobj(x):
+        return fit(_no_slope(x), x)
+    return fit((g - np.real(g * ans) * np.conj(ans)) * _inverse_modulus(x), x)
+
+
+def sign_jvp(t, ans, x):
+    if not np.iscomplexobj(x):
+        return _no_slope(ans)
+    return (t - ans * np.real(np.conj(ans) * t)) * _inverse_modulus(x)
+
+
 _RULES = [
+    (np.sign, sign_vjp, sign_jvp),
     (np.exp, exp_vjp, exp_jvp), (np.exp2, exp2_vjp, exp2_jvp),
     (np.expm1, expm1_vjp, expm1_jvp), (np.log, log_vjp, log_jvp),
     (np.log2, log2_vjp, log2_jvp), (np.log10, log10_vjp, log10_jvp),
@@ -181,5 +208,7 @@ describe('any shape, real', np.cbrt, np.deg2rad, np.radians, np.rad2deg, np.degr
 describe('any shape, real or complex (|z|: conj(z)/|z|; 0 at 0)', np.absolute)
 describe('any shape, real or complex', np.conjugate, np.real, np.imag, np.real_if_close)
 describe('any shape; deg', np.angle)
+describe('any shape; real: no derivative (piecewise constant); complex: d(z/|z|), 0 at 0',
+         np.sign)
 describe('two outputs (fractional, integral); only the fractional part has a derivative',
          np.modf)

@@ -3,7 +3,7 @@
 Known to the compiler so that it needs no adjoint for them and warns about
 nothing: array constructors (zeros, ones, empty, *_like, eye...),
 shape and type queries, integer and boolean results (argmax, argsort,
-comparisons, isnan...), piecewise-constant functions (sign, floor, round...)
+comparisons, isnan...), piecewise-constant functions (floor, round...; sign has rules of its own, as it moves with a complex input)
 and random sampling. Functions with a derivative somewhere (histogram's bin
 edges, unique's values) are left out on purpose: a missing rule is an error,
 never a silent zero.
@@ -26,7 +26,7 @@ array_equiv equal not_equal less less_equal greater greater_equal isin
 logical_and logical_or logical_not logical_xor
 bitwise_and bitwise_or bitwise_xor bitwise_not invert left_shift right_shift
 bitwise_count gcd lcm floor_divide
-sign signbit floor ceil trunc rint round around fix spacing
+signbit floor ceil trunc rint round around fix spacing
 iscomplex isreal einsum_path array_repr array_str
 """.split()
 
