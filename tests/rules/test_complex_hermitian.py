@@ -62,3 +62,17 @@ def test_real_matrices_keep_their_eigenvector_derivatives():
     g = tf.grad(f)(a)
     d = RNG.standard_normal((4, 4))
     assert np.sum(g * d) == pytest.approx((f(a + 1e-6 * d) - f(a - 1e-6 * d)) / 2e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize('upper', [False, True])
+def test_cholesky_of_a_complex_matrix_forward_and_refused_in_reverse(upper):
+    m = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
+    a = m @ np.conj(m.T) + np.eye(3)
+    d = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
+
+    def f(x):
+        return np.linalg.cholesky(x, upper=upper)
+    _, tangent = tf.jvp(f, (a,), (d,))
+    np.testing.assert_allclose(tangent, (f(a + 1e-6 * d) - f(a - 1e-6 * d)) / 2e-6, atol=1e-6)
+    with pytest.raises(NotImplementedError, match='cholesky of a complex matrix'):
+        tf.grad(lambda x: np.abs(f(x)[1, 0]))(a)

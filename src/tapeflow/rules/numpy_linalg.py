@@ -24,6 +24,11 @@ def T(x):
     return np.swapaxes(x, -1, -2)
 
 
+def H(x):
+    """The conjugate transpose of the last two axes."""
+    return np.conj(T(x))
+
+
 def _eye(n, like):
     dtype = getattr(like, 'dtype', np.float64)
     return np.eye(n, dtype=dtype if np.issubdtype(dtype, np.inexact) else np.float64)
@@ -123,6 +128,9 @@ def _phi(x):
 
 
 def _cholesky_vjp(g, ans, upper):
+    if np.iscomplexobj(ans) or np.iscomplexobj(g):
+        raise NotImplementedError('no reverse-mode rule for np.linalg.cholesky of a complex '
+                                  'matrix yet; use jvp (forward mode) or a real matrix')
     low = T(ans) if upper else ans
     g_low = T(g) if upper else g
     inner = solve(T(low), _phi(T(low) @ g_low))
@@ -131,11 +139,12 @@ def _cholesky_vjp(g, ans, upper):
 
 
 def _cholesky_jvp(t, ans, upper):
-    low = T(ans) if upper else ans
+    # A = L L^H: dL = L phi(L^-1 dA L^-H) (the conjugate transpose H is T for real L)
+    low = H(ans) if upper else ans
     da = _symmetric_from(t, upper)
-    inner = solve(low, T(solve(low, T(da))))
+    inner = solve(low, H(solve(low, H(da))))
     d_low = low @ _phi(inner)
-    return T(d_low) if upper else d_low
+    return H(d_low) if upper else d_low
 
 
 def cholesky_vjp(g, ans, a, upper=False): return fit(_cholesky_vjp(g, ans, upper), a)
