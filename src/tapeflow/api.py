@@ -526,6 +526,8 @@ def _like(g, arg):
         parts = pytree.child_cotangents(g, arg, children)
         return pytree.rebuild(arg, [_like(p, child) for p, (_, child) in zip(parts, children)])
     if isinstance(arg, np.generic):
+        if np.iscomplexobj(g) and not np.iscomplexobj(arg):
+            g = np.real(g)              # a real argument's gradient (see `real_like`)
         return arg.dtype.type(0 if is_zero(g) else g)
     if isinstance(arg, complex):
         return complex(g)
@@ -1119,13 +1121,28 @@ def hessian(f, argnums=0, has_aux=False):
 
 
 def real_like(g, x):
-    """The cotangent `g` of a real argument `x` is real (as in JAX and autograd): the
-    imaginary part a complex intermediate leaves in it is the derivative of nothing.
-    Callers of generated code apply it, so derivatives of derivatives stay real."""
-    if isinstance(g, (np.ndarray, np.generic, complex)) and np.iscomplexobj(g) \
-            and isinstance(x, (np.ndarray, np.generic, float, int)) and not np.iscomplexobj(x):
-        return np.real(g)
+    """The cotangent `g` of the argument `x` in `x`'s number field (as in JAX and
+    autograd): real for a real `x` (the imaginary part a complex intermediate leaves in
+    it is the derivative of nothing), complex for a complex one; leaf by leaf in a
+    pytree. Callers of generated code apply it, so derivatives of derivatives keep it."""
+    if isinstance(x, (np.ndarray, np.generic, float, int, complex)):
+        if isinstance(g, (np.ndarray, np.generic, complex)) and np.iscomplexobj(g):
+            return g if np.iscomplexobj(x) else np.real(g)
+        if np.iscomplexobj(x) and isinstance(g, (np.ndarray, np.generic, float)) \
+                and not _is_zero(g):
+            return complex(g) if isinstance(x, complex) else \
+                np.asarray(g).astype(np.result_type(g, np.asarray(x).dtype))
+        return g
+    if isinstance(g, (list, tuple)) and isinstance(x, (list, tuple)) and len(g) == len(x):
+        items = [real_like(a, b) for a, b in zip(g, x)]
+        return g.__class__(*items) if hasattr(g, '_fields') else g.__class__(items)
+    if isinstance(g, dict) and isinstance(x, dict):
+        return {k: real_like(v, x[k]) if k in x else v for k, v in g.items()}
     return g
+
+
+def _is_zero(g):
+    return g.__class__ is float and g == 0.0
 
 
 def _real_like_jvp(t, ans, g, x):
@@ -1133,7 +1150,7 @@ def _real_like_jvp(t, ans, g, x):
 
 
 def _real_like_vjp(h, ans, g, x):
-    return h
+    return real_like(h, x)
 
 
 registry.defjvp(real_like, _real_like_jvp)

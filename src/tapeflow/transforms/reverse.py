@@ -232,7 +232,9 @@ class _Reverse(Sweep):
     def accumulate(self, name, contribution):
         """`bname = bname + contribution`, by structure for containers."""
         b = self.adj[name]
-        if name in self.ctx.containers:
+        # Generated code differentiated again: its values are often items of the
+        # structures a rule takes (a list in a tuple), whose kinds nothing records.
+        if name in self.ctx.containers or self.ctx.order > 1:
             return nodes.assign(b, nodes.call('add_adjoint', b, contribution))
         return nodes.assign(b, nodes.binop(b, gast.Add(), contribution))
 
