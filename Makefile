@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy demo bench fuzz clean
+.PHONY: install test test-numpy demo bench fuzz clean autograd-suite
 
 install: $(STAMP)
 
@@ -81,6 +81,14 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: install $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
+
+# autograd's own test suite against tapeflow (a measurement: clones HIPS/autograd into
+# .cache/ the first time; AUTOGRAD=path reads a checkout of yours). About 30 minutes.
+# Writes the section of docs/numpy-support.md that lists what did not pass.
+autograd-suite: install
+	$(PY) benchmarks/autograd_suite/run.py $(if $(AUTOGRAD),--autograd $(AUTOGRAD)) \
+		--markdown benchmarks/autograd_suite/RESULTS.md
+	PYTHONPATH=src $(PY) -m tapeflow.rules.coverage
 
 clean: clean-r
 	rm -rf $(VENV) $(NUMPY_VENVS) build src/*.egg-info

@@ -15,6 +15,8 @@ there. Every test ends in one of four kinds:
              a wrong number, the one outcome tapeflow must never have
     refused  tapeflow refused with a located error (UnsupportedError, or a rule's
              NotImplementedError for what it has no derivative of)
+    nan      a forward-mode derivative is NaN, a rule's "no derivative here" where
+             it cannot raise (the free phase of complex eigenvectors)
     crashed  anything else: an error of generated code or of a rule (a test that takes longer than --limit seconds too)
 
 and the counts are printed per file, with every test that did not pass and the
@@ -69,7 +71,9 @@ def _kind(excinfo):
                               tapeflow.errors.SourceUnavailableError, NotImplementedError)):
         return 'refused'
     if excinfo.errisinstance(AssertionError):
-        return 'wrong'
+        # NaN is how a forward rule says "no derivative here" (the phase of complex
+        # eigenvectors and singular vectors): never a number to trust
+        return 'nan' if 'nan' in str(excinfo.value) else 'wrong'
     return 'crashed'
 
 @pytest.hookimpl(hookwrapper=True)
@@ -111,6 +115,8 @@ def main(argv=None):
     parser.add_argument('-k', help="pytest's -k, to run some tests")
     parser.add_argument('--limit', type=int, default=60,
                         help='seconds one test may take before it counts as crashed')
+    parser.add_argument('--markdown', help='write the counts and every test that did not pass '
+                                           'as a Markdown section (RESULTS.md)')
     parser.add_argument('-v', action='store_true', help='print every test that did not pass')
     options = parser.parse_args(argv)
     source = options.autograd or _default_source()
@@ -137,7 +143,7 @@ def main(argv=None):
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    kinds = ['passed', 'wrong', 'refused', 'crashed']
+    kinds = ['passed', 'wrong', 'refused', 'nan', 'crashed']
     table = collections.defaultdict(collections.Counter)
     for o in outcomes:
         table[o['id'].split('::')[0]][o['kind']] += 1
@@ -153,10 +159,42 @@ def main(argv=None):
             for o in outcomes:
                 if o['kind'] == kind:
                     print(f'{kind:8} {o["id"]}: {o["reason"]}')
+    if options.markdown:
+        with open(options.markdown, 'w') as f:
+            f.write(_markdown(outcomes, table, kinds))
     if options.json:
         with open(options.json, 'w') as f:
             json.dump(outcomes, f, indent=1)
     return 1 if total['wrong'] else 0
+
+
+def _markdown(outcomes, table, kinds):
+    lines = ['## autograd\'s own tests', '',
+             'HIPS/autograd\'s test files, run against tapeflow through '
+             '`benchmarks/autograd_suite` (autograd\'s API mapped onto tapeflow\'s; '
+             f'autograd commit `{COMMIT}`). `make autograd-suite` runs it again; '
+             'this section is its `--markdown` output.', '',
+             '| file | ' + ' | '.join(kinds) + ' | total |', '|---|' + '---|' * (len(kinds) + 1)]
+    total = collections.Counter()
+    for name in FILES:
+        row = table.get(name, collections.Counter())
+        total.update(row)
+        lines.append(f'| `{name}` | ' + ' | '.join(str(row[k]) for k in kinds)
+                     + f' | {sum(row.values())} |')
+    lines.append('| all | ' + ' | '.join(str(total[k]) for k in kinds)
+                 + f' | {sum(total.values())} |')
+    lines += ['', 'Every test that did not pass, and why:', '']
+    for kind in kinds[1:]:
+        for o in outcomes:
+            if o['kind'] == kind:
+                reason = o['reason'].replace('|', '\\|')
+                reason = reason.split(': ', 1)[-1] if reason.startswith(('Unsupported', 'NotImpl')) \
+                    else reason
+                where = reason.split(': ', 1)
+                if len(where) == 2 and where[0].count(':') >= 2:     # drop the path:line:col
+                    reason = where[1]
+                lines.append(f'- {kind}: `{o["id"]}`: {reason}')
+    return '\n'.join(lines) + '\n'
 
 
 if __name__ == '__main__':
