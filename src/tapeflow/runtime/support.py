@@ -24,7 +24,7 @@ from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplac
 from tapeflow.rules.shapes import (broadcast_tangent, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
-__all__ = ['adjoint_stack', 'add_adjoint', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+__all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
@@ -73,6 +73,27 @@ def _drop_finished_stacks():
 
 def is_zero(adjoint) -> bool:
     return adjoint.__class__ is float and adjoint == 0.0
+
+
+def static_argument(value, message):
+    """Generated code differentiated again checks, before a call, that an argument the
+    callee has no derivative in (an axis, a width, popped off the tape and so counted
+    as moving) carries no float: integers, shapes and strings have none. A float is
+    refused with `message` (see `transforms.operations.rules_for`)."""
+    if _carries_float(value):
+        raise NotImplementedError(message)
+
+
+def _carries_float(value) -> bool:
+    if isinstance(value, (float, complex)):
+        return True
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.issubdtype(value.dtype, np.inexact)
+    if isinstance(value, (list, tuple)):
+        return any(_carries_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(_carries_float(v) for v in value.values())
+    return False
 
 
 def add_adjoint(a, b):

@@ -133,15 +133,25 @@ def user_function(call):
     return None
 
 
-def rules_for(op: Operation, is_active, mode: str, error) -> list:
-    """[(argnum, rule, entry)] for the active arguments of a primitive operation."""
+def rules_for(op: Operation, is_active, mode: str, error, guard=None) -> list:
+    """[(argnum, rule, entry)] for the active arguments of a primitive operation.
+
+    An active keyword argument, or an active argument the primitive has no rule
+    for, is refused; with `guard` (generated code differentiated again, where
+    every value popped off the tape counts as active, integers and axes too)
+    `guard(node, message)` is called instead, for a check when the code runs that the
+    value carries no float, else raises `message` (`runtime.support.static_argument`).
+    """
     entry = registry.lookup(op.fn) if op.fn is not None else None
     static = set(op.static) | (entry.static_argnums if entry is not None else set())
     active = [i for i, a in enumerate(op.args) if is_active(a) and i not in static]
     for name, value in op.keywords:
         if is_active(value):
-            raise error(f'differentiating {op.label} with respect to its keyword '
-                        f'argument {name!r} is not supported')
+            message = (f'differentiating {op.label} with respect to its keyword '
+                       f'argument {name!r} is not supported')
+            if guard is None:
+                raise error(message)
+            guard(value, message)
     if not active or (entry is not None and entry.nondiff):
         return []
     if entry is None:
@@ -152,7 +162,11 @@ def rules_for(op: Operation, is_active, mode: str, error) -> list:
         rule = rules.get(i)
         if rule is None:
             which = 'derivative' if mode == 'vjp' else 'forward-mode'
-            raise error(f'no {which} rule for argument {i} of {entry.name}')
+            message = f'no {which} rule for argument {i} of {entry.name}'
+            if guard is None:
+                raise error(message)
+            guard(op.args[i], message)
+            continue
         out.append((i, rule, entry))
     return out
 

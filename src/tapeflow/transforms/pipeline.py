@@ -46,7 +46,7 @@ PASSES = (
 
 # Names generated code uses besides the user's globals; the caller supplies
 # their values (`tapeflow.runtime.support`), so this layer does not import it.
-RUNTIME_NAMES = ('add_adjoint', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'setitem_clear_adjoint',
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
                  'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack',
@@ -81,6 +81,15 @@ class Compiled:
     # (namespace, name, role): callers that bound this function while it was
     # still compiling (recursion); `bind_pending` fills them in at the end.
     pending: list = dataclasses.field(default_factory=list)
+
+
+def _checks_static(fn, order) -> bool:
+    """Whether an argument a primitive has no derivative in, but which counts as moving,
+    is checked when the code runs (`runtime.support.static_argument`) rather than refused:
+    in generated code differentiated again, where every value popped off the tape
+    counts as moving (axes and widths too), and in tapeflow's own rules, whose axes come
+    out of the tuples they compute. A user's own code is told when it compiles."""
+    return order > 1 or (getattr(fn, '__module__', None) or '').startswith('tapeflow.')
 
 
 def _bound_defaults(fn, node, namer, namespace):
@@ -138,6 +147,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
                                  shapes, names)
     order = getattr(fn, '__tapeflow_order__', 0) + 1     # generated code is of a higher order
     ctx.order = order
+    ctx.check_static = _checks_static(fn, order)
     ctx.kinds = front.written.kinds if front.written is not None else {}
     adjoint = reverse.transform(node, ctx)                              # reverse
 
@@ -356,6 +366,7 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
     binder = _jvp_binder(compiled, front.namespace, namer, compile_callee)
     ctx = forward.ForwardContext(front.source, namer, front.emitter, active, binder, front.shapes)
     ctx.order = getattr(fn, '__tapeflow_order__', 0) + 1
+    ctx.check_static = _checks_static(fn, ctx.order)
     ctx.batched = batched
     ctx.kinds = front.written.kinds if front.written is not None else {}
     body, output, tangent_out = forward.transform(front.node, ctx)     # forward
