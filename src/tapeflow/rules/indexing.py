@@ -22,7 +22,7 @@ import numpy as np
 from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, positions,
                                       scatter_add, scatter_add_batch)
 from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
 
@@ -161,6 +161,7 @@ def def_gather(fn, argnum=0, prepare=None, forms=''):
     defvjp(fn, vjp, argnums=[argnum])
     defjvp(fn, jvp, argnums=[argnum])
     defjvp_batched(fn, jvp_batched, argnums=[argnum])
+    linear_pair(vjp, jvp)
     if forms:
         describe(forms, fn)
 

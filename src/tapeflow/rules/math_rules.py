@@ -18,7 +18,7 @@ from tapeflow.rules.operators import _times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
-from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, nondifferentiable,
+from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, nondifferentiable,
                                      version_dependent)
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -211,13 +211,24 @@ def dist_jvp_q_batched(t, ans, p, q):
     return -builtins.sum(ti * _hypot_part(a - b, ans) for ti, a, b in zip(t, p, q))
 
 
-def _variadic(fn, vjp, jvp, count=32, batched=None):
+def _variadic(fn, vjp, jvp, count=32, batched=None, linear=False):
+    """Rules for each argument of `fn(*args)`. `linear`: each rule is linear in its
+    cotangent (tangent), the two transposes of each other, and the arguments only choose
+    (max, min, sum): `linear_pair` makes them differentiable again."""
     for i in range(count):
-        defvjp(fn, lambda g, ans, *args, _i=i, **kw: vjp(g, ans, args, _i), argnums=[i])
-        defjvp(fn, lambda t, ans, *args, _i=i, **kw: jvp(t, ans, args, _i), argnums=[i])
+        vjp_i, jvp_i = _at_argument(vjp, i), _at_argument(jvp, i)
+        defvjp(fn, vjp_i, argnums=[i])
+        defjvp(fn, jvp_i, argnums=[i])
+        if linear:
+            linear_pair(vjp_i, jvp_i)
         if batched is not None:
-            defjvp_batched(fn, lambda t, ans, *args, _i=i, **kw: batched(t, ans, args, _i),
-                           argnums=[i])
+            defjvp_batched(fn, _at_argument(batched, i), argnums=[i])
+
+
+def _at_argument(rule, i):
+    def at(g, ans, *args, **kw):
+        return rule(g, ans, args, i)
+    return at
 
 
 def _hypot_vjp(g, ans, args, i): return g * _hypot_part(args[i], ans)
@@ -348,9 +359,10 @@ defjvp(builtins.list, _list_jvp)
 defvjp(builtins.tuple, _sequence_vjp)
 defjvp(builtins.tuple, _tuple_jvp)
 describe('a list, tuple or array (its rows) made a list / tuple', builtins.list, builtins.tuple)
-_variadic(builtins.max, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched)
-_variadic(builtins.min, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched)
-_variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2, batched=_sum_jvp_seq_batched)
+_variadic(builtins.max, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched, linear=True)
+_variadic(builtins.min, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched, linear=True)
+_variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2, batched=_sum_jvp_seq_batched,
+          linear=True)
 alias(builtins.abs, operator.abs)
 
 nondifferentiable(

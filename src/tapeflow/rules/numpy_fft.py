@@ -11,7 +11,7 @@ ends of the spectrum count once, the others twice. Every `n`/`s`, `axis`/
 """
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe
+from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair
 from tapeflow.rules.shapes import fit
 
 _SWAPPED = {None: 'forward', 'backward': 'forward', 'forward': 'backward', 'ortho': 'ortho'}
@@ -161,6 +161,7 @@ for _fn, (_vjp, _jvp) in [
         (_FFT.irfftn, _irfftn(_FFT.irfftn, None))]:
     defvjp(_fn, _vjp, name=f'numpy.fft.{_fn.__name__}')
     defjvp(_fn, _jvp)
+    linear_pair(_vjp, _jvp)     # a transform is linear: its rules are each other's transpose
 
 describe('n, axis, norm (backward/ortho/forward); real or complex input',
          _FFT.fft, _FFT.ifft)
@@ -175,8 +176,8 @@ describe('half-spectrum input; s (odd or even), axes, norm', _FFT.irfft2, _FFT.i
 # ---------------------------------------------------------------- sample frequencies
 # fftfreq(n, d) = k / (n * d): the integer n is a count, the spacing d a float.
 
-def fftfreq_vjp_d(g, ans, n, d=1.0, **kw): return fit(np.sum(-g * ans / d), d)
-def fftfreq_jvp_d(t, ans, n, d=1.0, **kw): return -t * ans / d
+def fftfreq_vjp_d(g, ans, n, d=1.0, device=None): return fit(np.sum(-g * ans / d), d)
+def fftfreq_jvp_d(t, ans, n, d=1.0, device=None): return -t * ans / d
 
 
 for _fn in (np.fft.fftfreq, np.fft.rfftfreq):

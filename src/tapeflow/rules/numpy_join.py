@@ -9,7 +9,8 @@ output is a list; its cotangent is a list whose unused entries may be None.
 import numpy as np
 
 from tapeflow.rules.batching import batch_size, defjvp_batched, unbatched_as_batch
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe, static, version_dependent
+from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, static,
+                                     version_dependent)
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 
@@ -178,6 +179,7 @@ for _fn in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
     defjvp(_fn, _jvp)
     defjvp_batched(_fn, _batched)
     static(_fn, 1, 2)
+    linear_pair(_vjp, _jvp)         # a split only places numbers: its rules are linear
 
 describe('a list or tuple of arrays (cotangent: the same type); axis int or None',
          np.concatenate)

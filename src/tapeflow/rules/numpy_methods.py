@@ -11,7 +11,7 @@ import numpy as np
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.indexing import def_gather, untake
 from tapeflow.rules.numpy_shape import astype, flatten
-from tapeflow.rules.registry import (defjvp, defvjp, describe, nondifferentiable,
+from tapeflow.rules.registry import (defjvp, defvjp, describe, linear_pair, nondifferentiable,
                                      register_attribute, register_method)
 
 __all__ = ['compress', 'item', 'dtype_of', 'itemsize_of', 'nbytes_of', 'strides_of']
@@ -62,6 +62,7 @@ def_gather(compress, forms='condition: bool sequence; axis None/int')
 defvjp(item, item_vjp)
 defjvp(item, item_jvp)
 defjvp_batched(item, item_jvp_batched)
+linear_pair(item_vjp, item_jvp)
 describe('no index, a flat index, or one index per axis', item)
 nondifferentiable(dtype_of, itemsize_of, nbytes_of, strides_of)
 

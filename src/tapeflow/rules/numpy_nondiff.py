@@ -32,6 +32,9 @@ iscomplex isreal einsum_path array_repr array_str
 
 NONDIFFERENTIABLE = available(np, _NAMES)
 NONDIFFERENTIABLE += [np.linalg.matrix_rank]
+# Integer and boolean scalar types called as functions (`np.int64(x)`): an integer result.
+NONDIFFERENTIABLE += [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                      np.uint64, np.intp, np.uintp, np.bool_]
 
 # Random sampling: no derivative where the arguments are sizes, seeds and
 # states, or where the sample is an integer (piecewise constant in the

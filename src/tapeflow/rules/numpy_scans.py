@@ -11,7 +11,7 @@ import numpy as np
 
 from tapeflow.rules.numpy_reductions import expand, float_dtype, not_nan, reduced_axes
 from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import defjvp, defvjp, describe
+from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair
 from tapeflow.rules.shapes import fit
 
 
@@ -148,9 +148,14 @@ def _zero_or_none(v):
 
 
 def _diff_jvp(t, n, axis, prepend, append):
-    extra = {k: v for k, v in (('prepend', _zero_or_none(prepend)),
-                               ('append', _zero_or_none(append))) if v is not None}
-    return np.diff(t, n, axis, **extra)
+    # np.diff tells a left-out prepend/append from None: pass only those given
+    if prepend is None and append is None:
+        return np.diff(t, n, axis)
+    if append is None:
+        return np.diff(t, n, axis, prepend=np.zeros_like(prepend))
+    if prepend is None:
+        return np.diff(t, n, axis, append=np.zeros_like(append))
+    return np.diff(t, n, axis, prepend=np.zeros_like(prepend), append=np.zeros_like(append))
 
 
 def diff_vjp(g, ans, a, n=1, axis=-1, prepend=None, append=None):
@@ -234,6 +239,7 @@ for _fn, _vjp, _jvp in [
         (np.gradient, gradient_vjp, gradient_jvp)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
+linear_pair(gradient_vjp, gradient_jvp)     # linear in g and t; the spacings are constants
 defjvp_batched(np.cumsum, cumsum_jvp_batched)
 defjvp_batched(np.nancumsum, nancumsum_jvp_batched)
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from tapeflow.rules.array_ops import positions, scatter_add
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.registry import (defjvp, defvjp, describe, linear_pair, nondifferentiable,
+                                     static)
 from tapeflow.rules.shapes import fill_zeros, fit, stack_batch, structure_shape
 
 __all__ = ['flatten', 'astype', 'MAX_ARGS']
@@ -118,7 +119,8 @@ def _unrepeat(g, a, repeats, axis):
     shape = np.shape(a)
     if np.ndim(repeats) == 0:
         if axis is None:
-            return np.reshape(np.sum(np.reshape(g, (-1, repeats)), axis=1), shape)
+            # (size, repeats), never (-1, repeats): -1 is ambiguous when repeats is 0
+            return np.reshape(np.sum(np.reshape(g, (int(np.prod(shape)), repeats)), axis=1), shape)
         axis = axis % len(shape)
         split = shape[:axis + 1] + (repeats,) + shape[axis + 1:]
         return np.sum(np.reshape(g, split), axis=axis + 1)
@@ -432,15 +434,29 @@ static(np.linspace, 2)
 nondifferentiable(_arange_weights)
 defvjp(np.arange, arange_vjp_0, arange_vjp_1, arange_vjp_2)
 defjvp(np.arange, arange_jvp_0, arange_jvp_1, arange_jvp_2)
+# linear in the cotangent and in the tangent, and transposes of each other: their own rules
+for _pair in [(arange_vjp_0, arange_jvp_0), (arange_vjp_1, arange_jvp_1),
+              (arange_vjp_2, arange_jvp_2), (linspace_vjp_start, linspace_jvp_start),
+              (linspace_vjp_stop, linspace_jvp_stop)]:
+    linear_pair(*_pair)
 
 
 def _variadic(fn, vjp, jvp):
+    """Rules for each argument of `fn(*arrays)`; each pair linear and transposed (the
+    functions only place numbers), so `linear_pair` makes them differentiable again."""
     for i in range(MAX_ARGS):
-        defvjp(fn, lambda g, ans, *args, _i=i, **kw: vjp(g, ans, *args, _i=_i, **kw),
-               argnums=[i])
+        vjp_i = _at_argument(vjp, i)
+        defvjp(fn, vjp_i, argnums=[i])
         if jvp is not None:
-            defjvp(fn, lambda t, ans, *args, _i=i, **kw: jvp(t, ans, *args, _i=_i, **kw),
-                   argnums=[i])
+            jvp_i = _at_argument(jvp, i)
+            defjvp(fn, jvp_i, argnums=[i])
+            linear_pair(vjp_i, jvp_i)
+
+
+def _at_argument(rule, i):
+    def at(g, ans, *args, **kw):
+        return rule(g, ans, *args, _i=i, **kw)
+    return at
 
 
 def _atleast_jvp(fn):

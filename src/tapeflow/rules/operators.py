@@ -187,8 +187,16 @@ defvjp(_over, _over_vjp_b, _over_vjp_x)
 defjvp(_over, _over_jvp_b, _over_jvp_x)
 
 
+def _slope_exponent(y):
+    """`y`, with 1 where it is 0: `y * x ** (y1 - 1)` is then the slope y x^(y-1) with 0
+    (not 0 * inf) where y is 0, x^0 being 1 everywhere, at x = 0 too (as JAX)."""
+    if y.__class__ is float or y.__class__ is int:
+        return y if y != 0 else 1.0
+    return np.where(y == 0, 1.0, y)
+
+
 def pow_vjp_x(g, ans, x, y):
-    return unbroadcast(g * y * x ** (y - 1), x)
+    return unbroadcast(g * y * x ** (_slope_exponent(y) - 1), x)
 
 
 def pow_vjp_y(g, ans, x, y):
@@ -196,7 +204,7 @@ def pow_vjp_y(g, ans, x, y):
 
 
 def pow_jvp_x(t, ans, x, y):
-    return broadcast_tangent(t * y * x ** (y - 1), ans)
+    return broadcast_tangent(t * y * x ** (_slope_exponent(y) - 1), ans)
 
 
 def pow_jvp_y(t, ans, x, y):

@@ -39,7 +39,7 @@ __all__ = [
     'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'nondifferentiable',
     'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
     'register_method', 'FORMS', 'describe', 'static', 'available',
-    'VERSION_DEPENDENT', 'version_dependent',
+    'VERSION_DEPENDENT', 'version_dependent', 'linear_pair', 'RULES_OF_RULES',
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
@@ -203,6 +203,40 @@ def static(fn, *argnums):
     entry = primitive(fn)
     entry.static_argnums = entry.static_argnums | frozenset(argnums)
     return entry
+
+
+# Rules and helpers of rules registered as primitives so that the compiler differentiates
+# the rules again (their own rules are checked through the functions they serve).
+RULES_OF_RULES: set = set()
+
+
+def linear_pair(vjp, jvp, statics=40, depth=4):
+    """Make the rules `vjp(g, ans, *args)` and `jvp(t, ans, *args)` of a function that only
+    moves numbers (a gather and its scatter) primitives of their own: each is linear in
+    its first argument and the transpose of the other, and the rest (the output, the
+    primal's shape, axes) carries no derivative. Then the compiler differentiates them
+    again (second order and beyond) without reading their star-argument signatures."""
+    def vjp_of_jvp(h, ans2, t, ans, *args, **kwargs):
+        return vjp(h, ans, *args, **kwargs)
+
+    def jvp_of_jvp(t2, ans2, t, ans, *args, **kwargs):
+        return jvp(t2, ans, *args, **kwargs)
+
+    def vjp_of_vjp(h, ans2, g, ans, *args, **kwargs):
+        return jvp(h, ans, *args, **kwargs)
+
+    def jvp_of_vjp(g2, ans2, g, ans, *args, **kwargs):
+        return vjp(g2, ans, *args, **kwargs)
+
+    for rule, (vjp_rule, jvp_rule) in ((jvp, (vjp_of_jvp, jvp_of_jvp)),
+                                       (vjp, (vjp_of_vjp, jvp_of_vjp))):
+        defvjp(rule, vjp_rule, argnums=[0])
+        defjvp(rule, jvp_rule, argnums=[0])
+        static(rule, *range(1, statics))
+        RULES_OF_RULES.add(rule)
+    if depth > 1:           # the rules' rules are such a pair again (orders 3, 4...)
+        linear_pair(vjp_of_jvp, jvp_of_jvp, statics + 2, depth - 1)
+        linear_pair(vjp_of_vjp, jvp_of_vjp, statics + 2, depth - 1)
 
 
 # ------------------------------------------- names only some versions have

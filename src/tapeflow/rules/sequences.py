@@ -97,7 +97,14 @@ class Items:
 
     def __array__(self, dtype=None, copy=None):
         import numpy as np
-        return np.asarray(list(self), dtype=dtype)
+        items = [np.asarray(item) for item in self]
+        # the symbolic zero 0.0 of a row stands for zeros of the rows' shape
+        shapes = {item.shape for item in items if item.ndim}
+        if len(shapes) == 1:
+            shape = shapes.pop()
+            items = [np.zeros(shape, item.dtype) if item.ndim == 0 and item == 0.0 else item
+                     for item in items]
+        return np.asarray(items, dtype=dtype)
 
     def __repr__(self):
         return f'Items({list(self)!r})'

@@ -186,10 +186,33 @@ def match_complex(g, x):
 
 
 def rebuild(like, items):
-    """A sequence of the type of `like` (list, tuple, namedtuple) holding `items`."""
+    """A sequence of the type of `like` (list, tuple, namedtuple) holding `items`; an
+    array when `like` is one (an array passed where a sequence of its rows is read)."""
     if hasattr(like, '_fields'):
         return type(like)._make(items)
+    if isinstance(like, np.ndarray):
+        rows = [np.broadcast_to(item, np.shape(like)[1:]) for item in items]
+        return np.stack(rows) if rows else np.zeros(np.shape(like))
     return type(like)(items)
+
+
+# rebuild is linear in its items, `like` only a type: a primitive, so that the rules
+# that call it are differentiated again (second order) without reading type(like).
+
+def rebuild_jvp(t, ans, like, items):
+    return rebuild(like, t)
+
+
+def rebuild_vjp(g, ans, like, items):
+    if g.__class__ is float and g == 0.0:
+        return 0.0
+    return list(g) if isinstance(items, list) else tuple(g)
+
+
+registry.defjvp(rebuild, rebuild_jvp, argnums=[1])
+registry.defvjp(rebuild, rebuild_vjp, argnums=[1])
+registry.static(rebuild, 0)
+registry.RULES_OF_RULES.add(rebuild)
 
 
 def structure_shape(x):
