@@ -63,3 +63,110 @@ def checked_against_plain(f, args, wrt, rng):
     listed = (grads,) if isinstance(wrt, int) else grads
     check_gradient(lambda *a: f(*copy.deepcopy(a)), list(listed), args, positions, rng)
     return grads
+
+
+# ------------------------------------------------------------------ to any order, both modes
+# autograd's check, restated for tapeflow: the pullback `vjp(f, x)` against central
+# differences through <x_v, vjp(y_v)> = <y_v, df(x)[x_v]>, the tangent `jvp(f, x, v)`
+# directly, and at order k the same checks of the functions (x, v) -> vjp(f, x)(v) and
+# (x, v) -> jvp(f, x, v) to order k - 1. A point is a pytree of floats and real or
+# complex arrays; complex leaves pair by Re(conj(a) . b), their covector is the conjugate.
+
+def _tree_map(fn, *trees):
+    if isinstance(trees[0], (list, tuple)):
+        items = [_tree_map(fn, *parts) for parts in zip(*trees)]
+        return type(trees[0])(*items) if hasattr(trees[0], '_fields') else type(trees[0])(items)
+    return fn(*trees)
+
+
+def _tree_leaves(tree):
+    if isinstance(tree, (list, tuple)):
+        return [leaf for item in tree for leaf in _tree_leaves(item)]
+    return [tree]
+
+
+def _tree_random(tree, rng):
+    def leaf(a):
+        shape, real = np.shape(a), rng.standard_normal(np.shape(a))
+        if np.iscomplexobj(a):
+            return real + 1j * rng.standard_normal(shape)
+        return float(real) if isinstance(a, float) else real
+    return _tree_map(leaf, tree)
+
+
+def _tree_inner(a, b):
+    return sum(float(np.real(np.sum(np.conj(np.asarray(x)) * np.asarray(y))))
+               for x, y in zip(_tree_leaves(a), _tree_leaves(b)))
+
+
+def _tree_conj(tree):
+    return _tree_map(lambda a: np.conj(a) if np.iscomplexobj(a) else a, tree)
+
+
+def _tree_axpy(x, a, v):
+    return _tree_map(lambda p, q: p + a * q, x, v)
+
+
+def vjp_function(f):
+    """(x, v) -> the pullback of f at x applied to v (compiled code calls `vjp`)."""
+    import tapeflow as tf
+
+    def vjp_f(x, v):
+        out, pullback = tf.vjp(f, x)
+        return pullback(v)[0]
+
+    def packed(p):
+        return vjp_f(p[0], p[1])
+    return packed
+
+
+def jvp_function(f):
+    """(x, v) -> the tangent of f at x along v."""
+    import tapeflow as tf
+
+    def jvp_f(x, v):
+        out, tangent = tf.jvp(f, (x,), (v,))
+        return tangent
+
+    def packed(p):
+        return jvp_f(p[0], p[1])
+    return packed
+
+
+def _close(a, b, rtol, atol):
+    return abs(a - b) <= atol + rtol * max(abs(a), abs(b))
+
+
+def check_grads(f, x, rng, order=2, modes=('fwd', 'rev'), eps=1e-6, rtol=1e-4, atol=1e-6,
+                what='f'):
+    """Assert that the derivatives of `f` at `x` agree with central differences, to
+    `order`, in forward mode and reverse mode."""
+    import tapeflow as tf
+    y = f(x)
+
+    def numeric(v):
+        return _tree_map(lambda p, m: (p - m) / (2 * eps), f(_tree_axpy(x, eps, v)),
+                         f(_tree_axpy(x, -eps, v)))
+    if 'rev' in modes:
+        out, pullback = tf.vjp(f, x)
+        x_v, y_v = _tree_random(x, rng), _tree_random(y, rng)
+        got = _tree_conj(pullback(_tree_conj(y_v))[0])
+        exact, approx = _tree_inner(x_v, got), _tree_inner(y_v, numeric(x_v))
+        assert _close(exact, approx, rtol, atol), \
+            f'{what}: reverse mode {exact!r}, finite differences {approx!r}'
+    if 'fwd' in modes:
+        x_v = _tree_random(x, rng)
+        _, tangent = tf.jvp(f, (x,), (x_v,))
+        w = _tree_random(y, rng)
+        exact, approx = _tree_inner(w, tangent), _tree_inner(w, numeric(x_v))
+        assert _close(exact, approx, rtol, atol), \
+            f'{what}: forward mode {exact!r}, finite differences {approx!r}'
+    if order > 1:
+        if 'rev' in modes:
+            v = _tree_random(y, rng)
+            check_grads(vjp_function(f), (x, v), rng, order - 1, modes, eps, rtol, atol,
+                        f'vjp({what})')
+        if 'fwd' in modes:
+            v = _tree_random(x, rng)
+            check_grads(jvp_function(f), (x, v), rng, order - 1, modes, eps, rtol, atol,
+                        f'jvp({what})')
