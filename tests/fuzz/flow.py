@@ -28,7 +28,8 @@ def static_condition(c, scope):
     lists = scope.of_type(FloatList)
     if lists:
         forms.append(f'len({c.pick(lists)}) > {c.integer(1, 3)}')
-    return c.pick(forms) if forms else 'True'
+    forms += ['FLAG_ON', 'not FLAG_OFF', 'FLAG_OFF']      # globals, read when the code runs
+    return c.pick(forms)
 
 
 def data_condition(c, scope):

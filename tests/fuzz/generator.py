@@ -122,7 +122,11 @@ def generate(choices, weights=None) -> Program:
     scope = Scope(params)
     body = g.block(scope, 1, 12, 0.85)
     body.append(Line(f'return {return_value(c, scope)}', 'return'))
-    lines = [Line('import numpy as np', 'module'), Line('', 'module')]
+    # module flags: a branch on a global is read when the code runs (a pushed test was
+    # once taken for a local and set to None, and `if FLAG_ON:` never ran)
+    lines = [Line('import numpy as np', 'module'), Line('', 'module'),
+             Line('FLAG_ON = True', 'module'), Line('FLAG_OFF = False', 'module'),
+             Line('', 'module')]
     for name, helper in g.helpers.items():
         lines += [Line('', 'module')] + [Line(text, f'def {name}') if isinstance(text, str) else text
                                          for text in helper] + [Line('', 'module')]
