@@ -32,6 +32,7 @@ from tapeflow.rules.registry import ATTRIBUTES, FORMS, METHODS, RULES, VERSION_D
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'numpy-support.md'
 SCIPY_HEADING = '## scipy.special'
+RESULTS = Path(__file__).resolve().parents[3] / 'benchmarks' / 'autograd_suite' / 'RESULTS.md'
 
 FAMILIES = [
     ('operators', 'Python operators and their ufunc twins'),
@@ -235,7 +236,16 @@ def render(include_scipy: bool = True) -> str:
             lines += [heading, '']
         lines += ['| function | derivative in | argument forms |', '|---|---|---|'] + rows + ['']
     lines += _version_dependent_section() + _nondiff_section(names) + _methods_section()
+    lines += _measured_section()
     return '\n'.join(lines).rstrip() + '\n'
+
+
+def _measured_section():
+    """autograd's own tests run against tapeflow (`make autograd-suite` writes the
+    section, with every test that did not pass and its reason)."""
+    if not RESULTS.exists():
+        return []
+    return [RESULTS.read_text().rstrip(), '']
 
 
 def _version_dependent_section():
