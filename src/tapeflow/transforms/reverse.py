@@ -132,6 +132,10 @@ def _seed(output, ctx):
     return []
 
 
+def _listed(stmts):
+    return stmts if isinstance(stmts, list) else [stmts]
+
+
 def container_kinds(kinds) -> set:
     """Names that hold lists, tuples or dicts somewhere, by `analysis.aliasing`."""
     return {n for n, kind in kinds.items() if kind in ('list', 'tuple', 'dict')}
@@ -399,20 +403,26 @@ class _Reverse(Sweep):
     def user_call(self, stmt, y, call, push, pop):
         fn = self._user_function(call)
         active = self._active_args(call)
+        checks = []
         for k in call.keywords:
             if self.is_active(k.value):
-                raise self.error(stmt, f'differentiating {fn.__name__}() with respect to the keyword '
-                                       f'argument {k.arg!r} is not supported; pass it by position')
+                message = (f'differentiating {fn.__name__}() with respect to the keyword '
+                           f'argument {k.arg!r} is not supported; pass it by position')
+                if not self.ctx.check_static:
+                    raise self.error(stmt, message)
+                checks.append(nodes.located(nodes.expr_stmt(nodes.call(
+                    'static_argument', k.value, nodes.const(message))), stmt))
+        push = nodes.located(checks, stmt) + [push] if checks else push
         if not active and not self._carries_inner_tape(call):
             # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here;
             # what it writes into its arguments (a variant) the reverse sweep puts back
             kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
             saves, restores = self.saved_arguments(fn, call)
-            return [push] + saves + [stmt], kill + restores + [pop]
+            return _listed(push) + saves + [stmt], kill + restores + [pop]
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)
-        forward = [push, nodes.assign(y, call_fwd)]
+        forward = _listed(push) + [nodes.assign(y, call_fwd)]
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
         grads = self.ctx.namer.new('_b' + _id(fn))
         backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
