@@ -95,6 +95,35 @@ def test_forward_mode_of_closures_sharing_code_sees_each_closure():
     assert tf.grad(three)(1.5) == 9.0 and tf.grad(two)(1.5) == 6.0
 
 
+_TWICE, _THRICE = _scaled(2.0), _scaled(3.0)
+
+
+def _both_closures(x):
+    return _TWICE(x) + _THRICE(x)
+
+
+def _sin_times(k):
+    return lambda x: np.sin(x) * k
+
+
+_SIN2, _SIN3 = _sin_times(2.0), _sin_times(3.0)
+
+
+def _both_lambdas(x):
+    return _SIN2(x) - _SIN3(x) * x
+
+
+def test_closures_of_one_def_called_in_one_function_are_each_themselves():
+    # compiled together, the second closure once took the first's entry: a wrong value
+    # and gradient (4 and 8x for 2x^2 + 3x^2)
+    x = 1.5
+    assert tf.value_and_grad(_both_closures)(x) == (5.0 * x * x, 10.0 * x)
+    value, gradient = tf.value_and_grad(_both_lambdas)(x)
+    assert value == pytest.approx(_both_lambdas(x))
+    assert gradient == pytest.approx(2 * np.cos(x) - 3 * (np.cos(x) * x + np.sin(x)))
+    assert tf.jvp(_both_closures, (x,), (1.0,))[1] == 10.0 * x
+
+
 def test_derivatives_of_generated_code_see_a_rebound_global():
     global helper
     import numpy as np

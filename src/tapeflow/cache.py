@@ -210,11 +210,30 @@ def _closes_cycle(cell, me) -> bool:
     return False
 
 
+def _scope(fn) -> tuple:
+    """What, besides its code, a function's compiled entry is for: its globals, and the
+    objects its closure cells and defaults hold (by identity). Two closures of one def
+    (`make(2.0)`, `make(3.0)`) share their code but not their entries: met in one
+    compilation, each gets its own (the entry being compiled is not another's)."""
+    closure = tuple(id(_contents(c)) for c in fn.__closure__) if fn.__closure__ else ()
+    defaults = tuple(map(id, fn.__defaults__)) if fn.__defaults__ else ()
+    if fn.__kwdefaults__:
+        defaults += tuple(id(v) for _, v in sorted(fn.__kwdefaults__.items()))
+    return id(fn.__globals__), closure, defaults
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:          # an empty cell (a name the outer scope defines later)
+        return None
+
+
 def lookup(fn, key):
     """The finished, still valid entry for (fn, key), or None (no waiting, no compiling)."""
     with _lock:
         table = _table_of(fn.__code__, False)
-        cell = table.get((id(fn.__globals__), key)) if table is not None else None
+        cell = table.get(_scope(fn) + (key,)) if table is not None else None
         if cell is None or cell.owner is not None:
             return None
     return cell.compiled if valid(cell.compiled, fn) else None
@@ -228,7 +247,7 @@ def get_or_compile(fn, key, build):
     """
     session = _session()
     me = threading.get_ident()
-    code, subkey = fn.__code__, (id(fn.__globals__), key)
+    code, subkey = fn.__code__, _scope(fn) + (key,)
     own = _local.private.get((code, subkey))
     if own is not None:                   # a private copy this thread is compiling
         return own.compiled
