@@ -12,6 +12,7 @@ import string
 import numpy as np
 
 from tapeflow.rules.batching import batch_rows, defjvp_batched
+from tapeflow.rules.multilinear import Family
 from tapeflow.rules.registry import defjvp, defvjp, describe
 from tapeflow.rules.shapes import fit
 
@@ -103,20 +104,30 @@ def _operand_index(args, argnum):
     return argnum - 1 if isinstance(args[0], str) else argnum // 2
 
 
+def _is_operand(args, argnum):
+    if isinstance(args[0], str):
+        return 1 <= argnum < len(args)
+    return argnum % 2 == 0 and argnum < len(args) - len(args) % 2
+
+
 def _substituted(args, argnum, t):
     args = list(args)
     args[argnum] = t
     return args
 
 
-def _einsum_rules(argnum):
-    def vjp(g, ans, *args, optimize=False, **kwargs):
-        return fit(einsum_grad(g, args, _operand_index(args, argnum), optimize), args[argnum])
+def _jvp(argnum, t, args, kwargs):
+    kwargs = {k: v for k, v in kwargs.items() if k != 'out'}
+    return np.einsum(*_substituted(args, argnum, t), **kwargs)
 
-    def jvp(t, ans, *args, **kwargs):
-        kwargs.pop('out', None)
-        return np.einsum(*_substituted(args, argnum, t), **kwargs)
-    return vjp, jvp
+
+def _vjp(argnum, g, args, kwargs):
+    grad = einsum_grad(g, args, _operand_index(args, argnum), kwargs.get('optimize', False))
+    return fit(grad, args[argnum])
+
+
+# einsum is linear in each operand: its rules, and theirs, are einsums (rules/multilinear.py)
+EINSUM = Family(np.einsum, 'numpy.einsum', _jvp, _vjp, _is_operand, __name__)
 
 
 def _einsum_jvp_batched(argnum, jvp):
@@ -137,10 +148,10 @@ def _einsum_jvp_batched(argnum, jvp):
 
 
 for _argnum in range(2 * MAX_OPERANDS + 1):
-    _vjp, _jvp = _einsum_rules(_argnum)
-    defvjp(np.einsum, _vjp, argnums=[_argnum])
-    defjvp(np.einsum, _jvp, argnums=[_argnum])
-    defjvp_batched(np.einsum, _einsum_jvp_batched(_argnum, _jvp), argnums=[_argnum])
+    _vjp_rule, _jvp_rule = EINSUM.first_order(_argnum)
+    defvjp(np.einsum, _vjp_rule, argnums=[_argnum])
+    defjvp(np.einsum, _jvp_rule, argnums=[_argnum])
+    defjvp_batched(np.einsum, _einsum_jvp_batched(_argnum, _jvp_rule), argnums=[_argnum])
 
 describe('any subscripts: explicit or implicit output, ellipses, repeated indices '
          '(trace, diagonal), broadcasting, sublist form; any number of operands; optimize',

@@ -384,3 +384,17 @@ registry.defjvp(dense, _dense_jvp)
 defjvp_batched(dense, _dense_jvp_batched)
 registry.static(dense, 1)
 registry.nondifferentiable(is_symbolic_zero)
+
+
+def carries_float(value) -> bool:
+    """Whether `value` holds a float or complex number anywhere (integers, shapes and
+    strings hold none)."""
+    if isinstance(value, (float, complex)):
+        return True
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.issubdtype(value.dtype, np.inexact)
+    if isinstance(value, (list, tuple)):
+        return any(carries_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(carries_float(v) for v in value.values())
+    return False

@@ -21,7 +21,7 @@ from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplac
                                      is_list, put_index, refresh_items, shares, reread_item,
                                      overlap_value, check_overlap, insert_index, check_apart,
                                      holds, like_layout, check_refresh, is_mutable)
-from tapeflow.rules.shapes import (broadcast_tangent, dense, unbroadcast, unbroadcast_batch,
+from tapeflow.rules.shapes import (broadcast_tangent, carries_float, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
@@ -80,20 +80,8 @@ def static_argument(value, message):
     callee has no derivative in (an axis, a width, popped off the tape and so counted
     as moving) carries no float: integers, shapes and strings have none. A float is
     refused with `message` (see `transforms.operations.rules_for`)."""
-    if _carries_float(value):
+    if carries_float(value):
         raise NotImplementedError(message)
-
-
-def _carries_float(value) -> bool:
-    if isinstance(value, (float, complex)):
-        return True
-    if isinstance(value, (np.ndarray, np.generic)):
-        return np.issubdtype(value.dtype, np.inexact)
-    if isinstance(value, (list, tuple)):
-        return any(_carries_float(v) for v in value)
-    if isinstance(value, dict):
-        return any(_carries_float(v) for v in value.values())
-    return False
 
 
 def add_adjoint(a, b):
