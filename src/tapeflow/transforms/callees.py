@@ -36,50 +36,67 @@ class Summaries:
     they no longer change. A summary is kept once it no longer rests on a
     guess of a function still being summarized: the function that started a
     recursion is kept when its guesses settle, and so is everything it
-    calls outside the recursion. Summaries of tapeflow's own functions (the
-    rules' helpers, which are called everywhere) are kept across compilations.
+    calls outside the recursion. Kept summaries outlive the compilation:
+    tapeflow's own functions' (the rules' helpers, called everywhere) for
+    good, every other function's while its code and what its names denote
+    are unchanged, and so are those of the summaries it read (`_Kept`):
+    generated code differentiated again meets the same callees in every
+    compilation.
     """
 
     def __init__(self, front=None):
         self.done = {}
         self.guesses = {}              # (fn, kinds) being summarized -> the current guess
         self.read = set()              # keys whose guesses were read since the set was cleared
-        self.front = front             # fn -> its ANF FunctionDef
+        self.front = front             # fn -> (its ANF FunctionDef, its resolved Bindings)
+        self.used = []                 # per summary being computed: the keys it read
 
     def __call__(self, fn, kinds):
         key = (fn, tuple(kinds))
+        if self.used:
+            self.used[-1].add(key)
         if key in self.done:
             return self.done[key]
         final = _OWN_SUMMARIES.get(key)
         if final is not None:
             return final
+        kept = _kept(key)
+        if kept is not None:
+            self.done[key] = kept.summary
+            return kept.summary
         if key in self.guesses:        # recursion: the guess so far
             self.read.add(key)
             return self.guesses[key]
         outer, self.read = self.read, set()
         self.guesses[key] = summary = al.Summary()
+        self.used.append(set())
+        bindings = None
         try:
             for _ in range(8):
-                summary = self.compute(fn, key[1])
+                summary, bindings = self.compute(fn, key[1])
                 if summary == self.guesses[key]:
                     break
                 self.guesses[key] = summary
                 self.read.discard(key)
         finally:
             del self.guesses[key]
+            used = self.used.pop()
         self.read.discard(key)
         if not self.read:              # rests on no guess of a caller still open
             self.done[key] = summary
             if _is_own(fn):
                 _OWN_SUMMARIES[key] = summary
+            elif bindings is not None:
+                _keep_summary(key, bindings, summary, used - {key})
         self.read |= outer
         return summary
 
     def compute(self, fn, kinds):
+        """(the summary, the bindings it rests on: None where `fn` cannot be read)."""
         try:
-            node = self.front(fn)
+            node, bindings = self.front(fn)
         except (TapeflowError, SyntaxError, OSError, TypeError):
-            return al.Summary()         # not compilable: called as plain Python
+            return al.Summary(), None   # not compilable: called as plain Python
         params = [a.id for a in node.args.args]
         param_kinds = {p: k for p, k in zip(params, kinds) if k is not None}
         facts = al.Aliasing(node, param_kinds, self)
@@ -93,7 +110,46 @@ class Summaries:
         writes = frozenset(i for i, p in enumerate(params)
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
         outer = outer or any(o[0] == al.OUTER for o in written)
-        return dataclasses.replace(_result(node, facts, params, writes), outer=outer)
+        return dataclasses.replace(_result(node, facts, params, writes), outer=outer), bindings
+
+
+@dataclasses.dataclass
+class _Kept:
+    """A summary kept across compilations, and what it rests on."""
+    code: types.CodeType
+    bindings: object            # syntax.resolve.Bindings: what the function's names denoted
+    summary: al.Summary
+    used: frozenset             # the (fn, kinds) whose summaries it read
+
+
+_KEPT = weakref.WeakKeyDictionary()     # fn -> {kinds: _Kept}
+_KEPT_MOST = 4096       # functions: an entry holds what its function's names denote (the
+                        # function itself, if it recurses), so it may keep it alive: bounded
+
+
+def _keep_summary(key, bindings, summary, used):
+    fn, kinds = key
+    if len(_KEPT) >= _KEPT_MOST:
+        _KEPT.clear()
+    try:
+        _KEPT.setdefault(fn, {})[kinds] = _Kept(fn.__code__, bindings, summary, frozenset(used))
+    except TypeError:                   # not weakly referable: not kept
+        pass
+
+
+def _kept(key, seen=None):
+    """The kept summary of `key` if it still holds: the same code, every name denoting
+    the same object, and the same of every summary it read (recursion: assumed)."""
+    fn, kinds = key
+    entry = _KEPT.get(fn, {}).get(kinds) if isinstance(fn, types.FunctionType) else None
+    if entry is None or entry.code is not fn.__code__ or not entry.bindings.still_valid(fn):
+        return None
+    seen = set() if seen is None else seen
+    seen.add(key)
+    for dep in entry.used:
+        if dep not in seen and dep not in _OWN_SUMMARIES and _kept(dep, seen) is None:
+            return None
+    return entry
 
 
 _OWN_SUMMARIES: dict = {}       # (tapeflow's own function, kinds) -> its final summary

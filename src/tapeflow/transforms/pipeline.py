@@ -333,9 +333,11 @@ def _syntax(fn, lifted=(), record=None):
     return source, node, bindings, namer
 
 
-def anf_of(fn) -> gast.FunctionDef:
-    """`fn` in ANF (what the analyses read), for summaries of callees."""
-    return _syntax(fn)[1]
+def anf_of(fn):
+    """`fn` in ANF (what the analyses read), and what its names resolved to: for
+    summaries of callees."""
+    _, node, bindings, _ = _syntax(fn)
+    return node, bindings
 
 
 def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
