@@ -209,15 +209,54 @@ def test_mgrid_with_bounds_that_carry_derivatives_is_refused():
 
 
 def r_with_a_slice(x):
-    return np.sum(np.r_[x, 0:3] * 2.0)
+    return np.sum(np.r_[x, 0:3] * 2.0 * np.r_[x, :3] * np.r_[x, 1:7:2])
 
 
-def test_r_with_a_slice_is_refused():
-    line = line_of(r_with_a_slice, 'np.r_[x, 0:3]')
+def r_with_a_count(x):
+    return np.sum(np.r_[x, 0:1:4j, -1.0:1.0:3j] ** 2 * np.arange(9.0))
+
+
+def c_with_a_slice(x):
+    return np.sum(np.c_[x, 3:5] ** 2 * np.arange(4.0).reshape(2, 2))
+
+
+def r_from_a_moving_start(x, s):
+    return np.sum(np.r_[x, s:4.0] ** 2)
+
+
+@pytest.mark.parametrize('f', [r_with_a_slice, r_with_a_count, c_with_a_slice])
+def test_slices_in_index_trick_concatenations(f):
+    # `a:b:c` is np.arange(a, b, c), `a:b:nj` np.linspace(a, b, n): NumPy's reading
+    x = np.array([0.5, -1.0])
+    assert np.any(check(f, x) != 0.0)
+
+
+def test_a_slice_start_that_moves_is_differentiated():
+    # r_[x, s:4.0] holds s, s + 1, ... below 4: d/ds of their squares' sum
+    s = 0.5
+    count = len(np.arange(s, 4.0))
+    assert np.isclose(tf.grad(r_from_a_moving_start, argnums=1)(np.ones(2), s),
+                      sum(2 * (s + k) for k in range(count)))
+    check(r_from_a_moving_start, np.ones(2), s, wrt=1)
+
+
+def r_with_a_string(x):
+    return np.sum(np.r_['0,2', x, x])
+
+
+def r_with_a_computed_step(x, n):
+    return np.sum(np.r_[x, 0:1:n])
+
+
+@pytest.mark.parametrize('f, args, text, reason', [
+    (r_with_a_string, (np.ones(2),), "'0,2'", 'string directive'),
+    (r_with_a_computed_step, (np.ones(2), 3j), 'n]', 'must be a number written out')])
+def test_r_with_what_it_cannot_read_is_refused(f, args, text, reason):
+    line = line_of(f, 'np.r_[')
     with pytest.raises(UnsupportedError) as error:
-        tf.grad(r_with_a_slice)(np.ones(2))
+        tf.grad(f)(*args)
     assert f'test_python_constructs.py:{line}:' in str(error.value)
-    assert 'np.concatenate' in str(error.value)
+    assert reason in str(error.value)
 
 
 # ------------------------------------------------------------------ errors at the user's line

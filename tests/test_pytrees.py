@@ -327,10 +327,15 @@ def test_keyword_arguments_are_not_differentiated_and_misuse_is_a_type_error():
         tf.grad(powered)(2.0, 2, n=2)
 
 
-def test_star_and_keyword_only_signatures_say_what_to_write():
+def star_and_keywords(*xs, **options):
+    return xs[0] * xs[1]
+
+
+def test_star_signatures_differentiate_and_keyword_ones_say_what_to_write():
+    assert tf.grad(star, argnums=(0, 1))(2.0, 3.0) == (3.0, 2.0)      # made for two values
     with pytest.raises(tf.UnsupportedError, match=r'test_pytrees\.py:\d+:\d+: star-arguments .* '
                                                   r'name each parameter'):
-        tf.grad(star)(2.0, 3.0)
+        tf.grad(star_and_keywords)(2.0, 3.0)
     with pytest.raises(tf.UnsupportedError, match=r'keyword-only arguments .* ordinary '
                                                   r'parameters with defaults'):
         tf.grad(keyword_only)(2.0)

@@ -29,7 +29,8 @@ from tapeflow.syntax.errors import UnsupportedError
 from tapeflow.syntax import sourcemap
 from tapeflow.runtime import pytree, support
 from tapeflow.runtime.support import is_zero
-from tapeflow.transforms import pipeline
+from tapeflow.syntax import parse
+from tapeflow.transforms import callees, pipeline
 
 __all__ = ['grad', 'value_and_grad', 'vjp', 'jvp', 'source', 'compile_adjoint', 'compile_tangent']
 
@@ -51,9 +52,35 @@ def array_shapes(args) -> tuple:
 
 
 def argument_kinds(args) -> tuple:
-    """What each argument is (a scalar, an array, a list...; `analysis.aliasing`): part of
-    a compilation's key, so the compiler knows which writes change what."""
-    return tuple(kind_of_value(a) for a in args)
+    """What each argument is (a scalar, an array, a list...; `analysis.aliasing`), or the
+    function it is (`FunctionArgument`): part of a compilation's key, so the compiler
+    knows which writes change what, and which function a parameter calls."""
+    return tuple(FunctionArgument(a) if callees.is_function(a) else kind_of_value(a)
+                 for a in args)
+
+
+class FunctionArgument:
+    """The kind of an argument that is a function, equal only for that same function:
+    compiled code made for it reads the parameter as that function (`_unwrap`)."""
+    __slots__ = ('fn',)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __eq__(self, other):
+        return other.__class__ is FunctionArgument and other.fn is self.fn
+
+    def __hash__(self):
+        return id(self.fn)
+
+    def __repr__(self):
+        return f'FunctionArgument({self.fn!r})'
+
+
+def _compiler_kinds(kinds) -> tuple:
+    """`kinds` as the compiler's analyses read them: a function argument's parameter is
+    not read (it is a constant of the code made for it)."""
+    return tuple(None if k.__class__ is FunctionArgument else k for k in kinds)
 
 
 def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=(),
@@ -68,7 +95,7 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_
     return cache.compile_once(fn, key, tuple(wrt), tuple(lifted), lambda: pipeline.compile_reverse(
         fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=_compile_callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes), kinds=tuple(kinds)))
+        arg_shapes=tuple(arg_shapes), kinds=_compiler_kinds(kinds)))
 
 
 def _make_caller(name, text, compiled, python_fn, namespace=()):
@@ -133,7 +160,7 @@ def _adjoint_caller(f, wrt, nprimals, kinds=(), position=None):
     """`vjp_f(*primals, cotangent)`: the pullback of `f` as a function of everything (a
     tuple, one cotangent per primal); with `position`, the cotangent of that primal only,
     the gradient of `<cotangent, f(*primals)>` there (a row of a Jacobian)."""
-    python_fn = _unwrap(f, kinds)
+    python_fn = _unwrap(f, kinds, nprimals)
     callers = _CALLERS.setdefault(python_fn, {})
     key = ('vjp', wrt, nprimals, kinds, position)
     if _fits(callers.get(key)):
@@ -175,7 +202,7 @@ def _pullback_caller(pullback, f, primals, wrt):
 def _jvp_caller(f, nprimals):
     """`jvp_f(*primals, *tangents) -> (value, tangent)`: `jvp(f, primals, tangents)`
     inside compiled code (`transforms.desugar`), every argument moving."""
-    python_fn = _unwrap(f)
+    python_fn = _unwrap(f, (), nprimals)
     callers = _CALLERS.setdefault(python_fn, {})
     if _fits(callers.get(('jvp', nprimals))):
         return callers['jvp', nprimals]
@@ -209,12 +236,12 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), 
     return cache.compile_once(fn, key, tuple(wrt), (), lambda: pipeline.compile_forward(
         fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes), batched=batched, kinds=tuple(kinds)))
+        arg_shapes=tuple(arg_shapes), batched=batched, kinds=_compiler_kinds(kinds)))
 
 
-def _unwrap(fn, kinds=()):
+def _unwrap(fn, kinds=(), arity=None):
     """The Python function the compiler reads for `fn` (see `wrappers`), called with
-    arguments of `kinds`.
+    arguments of `kinds` (or, where their kinds are not known, `arity` arguments).
 
     A function made by `grad` or `value_and_grad` (or a `vjp` pullback) is read
     as a small function that calls its generated code, so derivatives of
@@ -227,9 +254,9 @@ def _unwrap(fn, kinds=()):
         if _is_library_rule(fn):
             return _rule_caller(fn)
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-            return _method_caller(fn)
+            return _made_for(_method_caller(fn), kinds, arity)
         if isinstance(fn, functools.partial):
-            return _partial_caller(fn)
+            return _made_for(_partial_caller(fn), kinds, arity)
         transform = wrappers.own(fn, '__tapeflow_transform__')
         if transform is not None:
             return _generated_caller(fn, *transform, kinds=kinds)
@@ -243,7 +270,21 @@ def _unwrap(fn, kinds=()):
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f'tapeflow differentiates Python functions (def ...), not {fn!r}; '
                         f'call it from a def')
-    return fn
+    return _made_for(fn, kinds, arity)
+
+
+def _made_for(fn, kinds, arity=None):
+    """`fn` made for arguments of `kinds` (or `arity` arguments): for as many values as
+    its star parameter gets (`lambda *args: ...`), and reading the functions passed to
+    it as constants."""
+    arity = len(kinds) if kinds else arity
+    if arity is None or not isinstance(fn, types.FunctionType):
+        return fn
+    if fn.__code__.co_flags & inspect.CO_VARARGS:
+        fn = callees.arity_variant(fn, max(arity - fn.__code__.co_argcount, 0),
+                                   parse.parse_function)
+    bound = {i: k.fn for i, k in enumerate(kinds) if k.__class__ is FunctionArgument}
+    return callees.bound_variant(fn, bound, parse.parse_function) if bound else fn
 
 
 def _is_library_rule(fn) -> bool:
@@ -601,11 +642,15 @@ def _differentiated(f, argnums, has_aux, kind):
                                 f'was called with {len(args)} positional arguments')
             _check_differentiable(args[i], i, fname)
             _check_pytree_argument(args[i], i, fname)
+        kinds = argument_kinds(args)
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=argument_kinds(args))
+                                   arg_shapes=array_shapes(args), kinds=kinds)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
-        entry = state[key] = (compiled, cache.validator(compiled, compiled.fn), dtype_checked)
+        valid = cache.validator(compiled, compiled.fn)
+        if any(k.__class__ is FunctionArgument for k in kinds):
+            valid = _never      # made for these functions: `key` holds only their type
+        entry = state[key] = (compiled, valid, dtype_checked)
         return entry
 
     def finish(value, grads, args):
@@ -663,6 +708,10 @@ def _differentiated(f, argnums, has_aux, kind):
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
     return differentiated
+
+
+def _never():
+    return False
 
 
 def _gradient_of_jacobian(jacobian_f, argnums, kind):

@@ -7,6 +7,7 @@ import numpy as np
 
 from rulecheck import A, F, L, Spec
 from tapeflow.rules import operators as rule_ops
+from tapeflow.rules.math_rules import repeated
 from tapeflow.rules.registry import available
 
 SHAPES = [(), (3,), (2, 3)]
@@ -148,6 +149,11 @@ SPECS += [
     Spec(builtins.list, (L(F(), F(), F(), tuple_=True),), name='list(tuple)', f32=False,
          tensor=False),
     Spec(builtins.tuple, (L(F(), F()),), name='tuple(list)', f32=False, tensor=False),
+    Spec(repeated, (L(F(), F()), 3), name='[a, b] * 3', f32=False, tensor=False),
+    Spec(repeated, (L(A((2,)), F(), tuple_=True), 2), name='(a, b) * 2', f32=False,
+         tensor=False),
+    Spec(builtins.sum, (L(A((2,)), F(), A((1,))),), name='sum(mixed shapes)', f32=False,
+         tensor=False),
 ]
 
 

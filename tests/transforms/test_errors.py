@@ -110,8 +110,8 @@ def test_rejected_with_file_line_and_reason(fn, marker, reason):
     assert str(err).startswith(f'{__file__}:{err.lineno}:')
 
 
-def test_star_args_in_signature():
-    def f(x, *rest):
+def test_keyword_star_args_in_signature():
+    def f(x, *rest, **options):            # (*rest alone is made for its arguments)
         return x
     with pytest.raises(tf.UnsupportedError, match=r'star-arguments .* f\(\)'):
         tf.grad(f)(1.0)

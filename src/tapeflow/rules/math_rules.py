@@ -19,7 +19,7 @@ from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, nondifferentiable,
-                                     version_dependent)
+                                     static, version_dependent)
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 LN2 = math.log(2.0)
@@ -255,7 +255,10 @@ def _choice_jvp(t, ans, args, i):
 
 
 def _sum_vjp_seq(g, ans, args, i):
-    return [g] * len(args[0]) if i == 0 else g
+    # each item (and the start) was broadcast to the sum's shape: summed back to its own
+    if i == 0:
+        return [unbroadcast(g, item) for item in args[0]]
+    return unbroadcast(g, args[1])
 
 
 def _sum_jvp_seq(t, ans, args, i):
@@ -354,6 +357,34 @@ def _tuple_jvp(t, ans, x):
     return tuple(t)
 
 
+def repeated(seq, count):
+    """`seq * count` for a list or tuple: repetition (desugar writes `[x] * n` so: `*`'s
+    rules would scale)."""
+    return seq * count
+
+
+def repeated_vjp(g, ans, seq, count):
+    """Each item's cotangent: the sum of its copies' (in the sequence's type)."""
+    if g.__class__ is float and g == 0.0:
+        return 0.0
+    k = len(seq)
+    out = [0.0] * k
+    for j, part in enumerate(g):
+        out[j % k] = out[j % k] + part
+    return out if isinstance(seq, list) else tuple(out)
+
+
+def repeated_jvp(t, ans, seq, count):
+    if t.__class__ is float and t == 0.0:
+        return 0.0
+    return list(t) * count if isinstance(seq, list) else tuple(t) * count
+
+
+defvjp(repeated, repeated_vjp)
+defjvp(repeated, repeated_jvp)
+static(repeated, 1)
+linear_pair(repeated_vjp, repeated_jvp)
+describe('a list or tuple repeated an int number of times ([x] * n)', repeated)
 defvjp(builtins.list, _sequence_vjp)
 defjvp(builtins.list, _list_jvp)
 defvjp(builtins.tuple, _sequence_vjp)

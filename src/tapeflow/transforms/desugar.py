@@ -18,6 +18,7 @@ import builtins
 import copy
 import dataclasses
 import functools
+import inspect
 import types
 
 import gast
@@ -168,7 +169,7 @@ class _FoldTransforms(gast.NodeTransformer):
         if isinstance(fn, functools.partial):
             return self.partial_call(fn, node)
         if not getattr(fn, '__tapeflow_fold__', False):
-            return node
+            return self.user_call(fn, node) if _is_user_function(fn) else node
         try:
             args = [_static_value(a) for a in node.args]
             kwargs = {k.arg: _static_value(k.value) for k in node.keywords}
@@ -204,6 +205,87 @@ class _FoldTransforms(gast.NodeTransformer):
         call = nodes.copy_location(gast.Call(func=func, args=args, keywords=keywords), node)
         inner = part.func
         return self.partial_call(inner, call) if isinstance(inner, functools.partial) else call
+
+    def visit_BinOp(self, node):
+        """`[x] * n`, `n * (x,)`: repetition, written as the call it is (`*`'s rules scale)."""
+        self.generic_visit(node)
+        if not isinstance(node.op, gast.Mult):
+            return node
+        if isinstance(node.left, (gast.List, gast.Tuple)):
+            seq, count = node.left, node.right
+        elif isinstance(node.right, (gast.List, gast.Tuple)):
+            seq, count = node.right, node.left
+        else:
+            return node
+        from tapeflow.rules.math_rules import repeated
+        name = next((n for n, v in self.bindings.computed.items() if v is repeated), None)
+        if name is None:
+            name = self.namer.new('_repeated')
+            self.bindings.computed[name] = repeated
+        func = nodes.copy_location(nodes.name(name), node)
+        setanno(func, Key.RESOLVED, repeated)
+        return nodes.copy_location(gast.Call(func=func, args=[seq, count], keywords=[]), node)
+
+    def user_call(self, fn, node):
+        """A call of a user function made for what it is given: its number of star
+        arguments, and the functions it is passed."""
+        if fn.__code__.co_flags & inspect.CO_VARARGS:
+            node = self.star_call(fn, node)
+            fn = getanno(node.func, Key.RESOLVED)
+        return self.bound_call(fn, node) if self._function_arguments(fn, node) else node
+
+    def star_call(self, fn, node):
+        """`g(a, b, c)` of `def g(x, *rest)`: a call of `g` made for two values in `rest`
+        (`callees.arity_variant`), a function of named parameters."""
+        from tapeflow.syntax.parse import parse_function
+        from tapeflow.transforms.callees import arity_variant
+        if any(isinstance(a, gast.Starred) for a in node.args):
+            return node                      # the fence has said where
+        count = max(len(node.args) - fn.__code__.co_argcount, 0)
+        made = arity_variant(fn, count, parse_function)
+        return node if made is fn else self._call_made(made, node)
+
+    @staticmethod
+    def _function_arguments(fn, node):
+        """{parameter position: function} for the arguments of `node` that are functions
+        known while compiling (`g(x, np.tanh)`, `g(x, act=relu)`)."""
+        from tapeflow.transforms.callees import is_function
+        params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        given = list(enumerate(node.args)) + [(params.index(k.arg), k.value) for k in node.keywords
+                                              if k.arg in params]
+        found = {i: getanno(a, Key.RESOLVED) for i, a in given
+                 if not isinstance(a, gast.Starred) and is_function(getanno(a, Key.RESOLVED))}
+        if not any(isinstance(a, gast.Starred) for a in node.args):
+            defaults = fn.__defaults__ or ()
+            passed = {i for i, _ in given}
+            for i in range(len(params) - len(defaults), len(params)):    # left to its default
+                value = defaults[i - len(params) + len(defaults)]
+                if i not in passed and is_function(value):
+                    found[i] = value
+        return found
+
+    def bound_call(self, fn, node):
+        """`g(x, np.tanh)`: a call of `g` made for that function (`callees.bound_variant`),
+        whose calls of its parameter are calls of np.tanh."""
+        from tapeflow.syntax.parse import parse_function
+        from tapeflow.transforms.callees import bound_variant
+        made = bound_variant(fn, self._function_arguments(fn, node), parse_function)
+        if made is fn:
+            return node
+        params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        renamed = made.__code__.co_varnames[:len(params)]
+        for keyword in node.keywords:            # the unread parameter's new name
+            if keyword.arg in params:
+                keyword.arg = renamed[params.index(keyword.arg)]
+        return self._call_made(made, node)
+
+    def _call_made(self, made, node):
+        name = self.namer.new('_' + made.__name__)
+        self.bindings.computed[name] = made
+        func = nodes.copy_location(nodes.name(name), node.func)
+        setanno(func, Key.RESOLVED, made)
+        node.func = func
+        return node
 
     def fold_call(self, fn, node):
         """`jvp(f, (x, y), (u, v))` -> `jvp_f(x, y, u, v)`, a function made while compiling."""
@@ -375,14 +457,14 @@ class _LowerNamedOps(gast.NodeTransformer):
         which = 'np.r_' if maker is np.r_ else 'np.c_'
         items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
         for item in items:
-            if isinstance(item, gast.Slice) or (isinstance(item, gast.Constant) and
-                                                 isinstance(item.value, str)):
-                raise self.source.error(item, f'{which}[...] with a slice or a string directive '
-                                              f'is not supported; write np.concatenate, np.arange '
-                                              f'or np.linspace')
+            if isinstance(item, gast.Constant) and isinstance(item.value, str):
+                raise self.source.error(item, f'{which}[...] with a string directive is not '
+                                              f'supported; write np.concatenate or np.stack')
             if isinstance(item, gast.Starred):
                 raise self.source.error(item, f'{which}[*...] is not supported; write '
                                               f'np.concatenate')
+        items = [self._range_of(item, which) if isinstance(item, gast.Slice) else item
+                 for item in items]
         if maker is np.r_:
             # r_: every item at least 1-d, joined along the first axis
             parts = [nodes.call(_numpy(np.atleast_1d), item) for item in items]
@@ -398,6 +480,43 @@ class _LowerNamedOps(gast.NodeTransformer):
         joined = nodes.call(_numpy(np.concatenate), nodes.list_(*parts),
                             keywords=[('axis', nodes.const(axis))])
         return nodes.copy_location(joined, node)
+
+    def _range_of(self, item, which):
+        """`start:stop:step` in np.r_/np.c_: np.arange(start, stop, step), or with an
+        imaginary step `nj`, np.linspace(start, stop, n) (NumPy's reading of it)."""
+        start = item.lower if item.lower is not None else nodes.const(0)
+        stop = item.upper
+        if stop is None:
+            raise self.source.error(item, f'{which}[start:stop] needs its stop')
+        step = item.step
+        if step is None:
+            return nodes.call(_numpy(np.arange), start, stop)
+        number = _constant_number(step)
+        if number is None:
+            raise self.source.error(step, f'the step of a slice in {which}[...] must be a '
+                                          f'number written out (1, 0.5, 5j); write np.arange '
+                                          f'or np.linspace')
+        if isinstance(number, complex):
+            return nodes.call(_numpy(np.linspace), start, stop, nodes.const(int(abs(number))))
+        return nodes.call(_numpy(np.arange), start, stop, step)
+
+
+def _is_user_function(fn) -> bool:
+    """A def or lambda of the user's (not a primitive with rules, not tapeflow's own)."""
+    from tapeflow.rules.registry import lookup
+    return isinstance(fn, types.FunctionType) and lookup(fn) is None and \
+        not (getattr(fn, '__module__', None) or '').startswith('tapeflow.')
+
+
+def _constant_number(node):
+    """The number a constant expression writes (`5j`, `-0.5`), else None."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        value = _constant_number(node.operand)
+        return None if value is None else (-value if isinstance(node.op, gast.USub) else value)
+    if isinstance(node, gast.Constant) and isinstance(node.value, (int, float, complex)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 def _numpy(fn):
