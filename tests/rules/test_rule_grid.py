@@ -46,19 +46,10 @@ def _grid():
     return chosen
 
 
-# What the grid finds and is not yet fixed, each with its reason: kept visible here
-# (and in the note), never skipped silently. Both fail loudly, neither is a
-# wrong number: math.dist's third order forward mode meets a sparse list cotangent
-# (`Items * int`); polygamma's second order needs zeta's derivative in its order;
-# math.prod's second order on Python 3.12 reads a mutation rule's dict comprehension;
-# nanmedian's second order on NumPy 2.5 calls .astype on a Python float in its rule.
-KNOWN = {'math.dist': 2, 'special.polygamma': 1, 'math.prod': 1, 'nanmedian': 1}
-
 # Every eighth entry runs in `make test` (about 90 s on 2 cores); the whole grid is
 # `TAPEFLOW_RULE_GRID=all` (about 12 minutes).
 _STRIDE = 1 if os.environ.get('TAPEFLOW_RULE_GRID') == 'all' else 8
-GRID = [(spec, min(order, KNOWN.get(spec.id.split('(')[0], order)))
-        for spec, order in _grid()[::_STRIDE]]
+GRID = _grid()[::_STRIDE]
 _counter = itertools.count()
 
 

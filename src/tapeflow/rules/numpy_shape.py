@@ -171,7 +171,7 @@ def astype_vjp(g, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=T
     return fit(_cast_back(g, x, dtype), x)
 
 def astype_jvp(t, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=True, device=None):
-    return _cast_back(t, x, dtype).astype(ans.dtype)
+    return np.asarray(_cast_back(t, x, dtype), dtype=ans.dtype)    # (t may be a Python float)
 
 def array_vjp(g, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0, like=None,
               device=None):
@@ -179,7 +179,7 @@ def array_vjp(g, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin
 
 def array_jvp(t, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0, like=None,
               device=None):
-    return _ndmin(_pack(t), ndmin).astype(ans.dtype)
+    return np.asarray(_ndmin(_pack(t), ndmin), dtype=ans.dtype)
 
 
 # ---------------------------------------------------------------- constructors with a derivative

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe, static
+from tapeflow.rules.registry import RULES_OF_RULES, defjvp, defvjp, describe, static
 from tapeflow.rules.shapes import fit
 
 try:
@@ -182,6 +182,12 @@ if sc is not None:
     defvjp(sc.polygamma, None, polygamma_vjp, name='scipy.special.polygamma')
     defjvp(sc.polygamma, None, polygamma_jvp)
     static(sc.polygamma, 0)
+    # the rules' helper is a primitive of its own (its order n is static, never moving
+    # through zeta's s): the rules differentiate again, to any order
+    defvjp(_polygamma, None, polygamma_vjp)         # polygamma's own rules: the same formula
+    defjvp(_polygamma, None, polygamma_jvp)
+    static(_polygamma, 0)
+    RULES_OF_RULES.add(_polygamma)
     describe('any shape, real', *[fn for fn, _, _ in _UNARY[:-3]])
     describe('broadcasting operands', sc.beta, sc.betaln, sc.xlogy, sc.xlog1py, sc.rel_entr)
     describe('derivative in x; the order n is static', sc.polygamma)
