@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy demo bench fuzz clean autograd-suite
+.PHONY: install test test-numpy demo bench fuzz clean autograd-suite rule-grid
 
 install: $(STAMP)
 
@@ -58,6 +58,11 @@ $(DEMO_STAMP): $(STAMP)
 
 demo: install $(DEMO_STAMP)
 	$(PY) examples/demo.py
+
+# The rule grid, whole: every rule through the compiler to second order in both modes
+# (third for elementwise ones), real and complex. `make test` runs every eighth entry.
+rule-grid: install
+	TAPEFLOW_RULE_GRID=all $(PY) -m pytest tests/rules/test_rule_grid.py
 
 # The mutation fuzzer: COUNT random programs with aliases, views and in-place
 # writes, checked against finite differences; reproducers of failures in FUZZ_OUT

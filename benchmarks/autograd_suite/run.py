@@ -17,7 +17,9 @@ there. Every test ends in one of four kinds:
              NotImplementedError for what it has no derivative of)
     nan      a forward-mode derivative is NaN, a rule's "no derivative here" where
              it cannot raise (the free phase of complex eigenvectors)
-    crashed  anything else: an error of generated code or of a rule (a test that takes longer than --limit seconds too)
+    crashed  anything else: an error of generated code or of a rule (a test that takes
+             longer than --limit seconds, 600 by default, too: autograd's combination
+             tests compile dozens of third derivatives)
 
 and the counts are printed per file, with every test that did not pass and the
 first line of its reason.
@@ -46,7 +48,7 @@ PLUGIN = '''
 import json, os, signal, pytest
 import tapeflow
 
-_LIMIT = int(os.environ.get('TAPEFLOW_AUTOGRAD_LIMIT', '60'))
+_LIMIT = int(os.environ.get('TAPEFLOW_AUTOGRAD_LIMIT', '600'))
 
 class TestTimedOut(Exception):
     pass
@@ -88,7 +90,8 @@ def pytest_runtest_makereport(item, call):
             reason = f'{call.excinfo.typename}: {str(call.excinfo.value).strip()}'
             reason = reason.splitlines()[0] if reason else call.excinfo.typename
         with open(_OUT, 'a') as f:
-            f.write(json.dumps({'id': item.nodeid, 'kind': kind, 'reason': reason[:300]}) + '\\n')
+            f.write(json.dumps({'id': item.nodeid, 'kind': kind, 'reason': reason[:300],
+                                'seconds': round(call.duration, 1)}) + '\\n')
 '''
 
 
@@ -114,7 +117,7 @@ def main(argv=None):
     parser.add_argument('--autograd', help='a checkout of HIPS/autograd, or its git directory')
     parser.add_argument('--json', help='write every outcome here')
     parser.add_argument('-k', help="pytest's -k, to run some tests")
-    parser.add_argument('--limit', type=int, default=60,
+    parser.add_argument('--limit', type=int, default=600,
                         help='seconds one test may take before it counts as crashed')
     parser.add_argument('--markdown', help='write the counts and every test that did not pass '
                                            'as a Markdown section (RESULTS.md)')
@@ -155,6 +158,9 @@ def main(argv=None):
         total.update(row)
         print(f'{name:24}' + ''.join(f'{row[k]:9d}' for k in kinds) + f'{sum(row.values()):9d}')
     print(f'{"all":24}' + ''.join(f'{total[k]:9d}' for k in kinds) + f'{sum(total.values()):9d}')
+    slowest = sorted(outcomes, key=lambda o: -o.get('seconds', 0))[:8]
+    print('slowest: ' + ', '.join(f"{o['id'].split('::')[1]} {o.get('seconds', 0):.0f} s"
+                                  for o in slowest))
     if options.v:
         for kind in kinds[1:]:
             for o in outcomes:

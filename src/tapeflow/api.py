@@ -26,10 +26,9 @@ from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
 from tapeflow.rules.shapes import dense as dense_like
 from tapeflow.syntax.errors import UnsupportedError
-from tapeflow.syntax import sourcemap
+from tapeflow.syntax import parse, sourcemap
 from tapeflow.runtime import pytree, support
 from tapeflow.runtime.support import is_zero
-from tapeflow.syntax import parse
 from tapeflow.transforms import callees, pipeline
 
 __all__ = ['grad', 'value_and_grad', 'vjp', 'jvp', 'source', 'compile_adjoint', 'compile_tangent']

@@ -33,9 +33,19 @@ TEMPLATES = (
     Helper('scaled', ('array', 'float'), ('v *= c', 'return v'), 'alias'),
     Helper('smooth', ('array',), ('return np.tanh(v) * v',), 'array'),
     Helper('last_to_first', ('array',), ('v[0] = v[-1]', 'return np.sum(v)'), 'float'),
+    # a star parameter (made for each number of values), a function passed as an
+    # argument or left to its default, repetition ([v] * 2)
+    Helper('scale_by_all', ('array', 'float'), ('for c in cs:', '    v *= c')),
+    Helper('scale_by_all', ('array', 'float', 'float'), ('for c in cs:', '    v *= c')),
+    Helper('activated', ('array', 'function'), ('return fn(v) * v',), 'array'),
+    Helper('activated_default', ('array',), ('return act(v) + v',), 'array'),
+    Helper('repeated_sum', ('array', 'float'), ('return v[0] * sum([s] * 2) + sum((s, 1.0) * 2)',),
+           'float'),
 )
 SIGNATURES = {'scale': 'v, c', 'fill_first': 'v, s', 'add_into': 'dst, src', 'push': 'ys, v',
-              'scaled': 'v, c', 'smooth': 'v', 'last_to_first': 'v'}
+              'scaled': 'v, c', 'smooth': 'v', 'last_to_first': 'v', 'scale_by_all': 'v, *cs',
+              'activated': 'v, fn', 'activated_default': 'v, act=np.tanh', 'repeated_sum': 'v, s'}
+FUNCTIONS = ('np.tanh', 'np.sin', 'np.cos')
 INDENT = '    '
 
 
@@ -56,6 +66,8 @@ def arguments_for(g, scope, helper):
             texts.append(c.pick(lists))
         elif kind == 'float':
             texts.append(float_expr(c, scope, 1))
+        elif kind == 'function':
+            texts.append(c.pick(FUNCTIONS))
         elif kind == 'same':
             shape = scope.vars[texts[0]].shape
             texts.append(texts[0] if c.chance(0.2) else array_expr(c, scope, shape, 1))

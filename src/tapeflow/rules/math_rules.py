@@ -34,9 +34,9 @@ def digamma(x):
     if x < 0.5:
         return digamma(1.0 - x) - math.pi / math.tan(math.pi * x)
     shift = 0.0
-    while x < 8.0:
-        shift -= 1.0 / x
-        x += 1.0
+    while x < 8.0:                  # (rebinding, not +=: read as writing into an array x)
+        shift = shift - 1.0 / x
+        x = x + 1.0
     inv = 1.0 / (x * x)
     series = inv * (1.0 / 12 - inv * (1.0 / 120 - inv * (1.0 / 252 - inv * (
         1.0 / 240 - inv * (1.0 / 132)))))
@@ -216,16 +216,24 @@ def _variadic(fn, vjp, jvp, count=32, batched=None, linear=False):
     cotangent (tangent), the two transposes of each other, and the arguments only choose
     (max, min, sum): `linear_pair` makes them differentiable again."""
     for i in range(count):
-        vjp_i, jvp_i = _at_argument(vjp, i), _at_argument(jvp, i)
+        vjp_i, jvp_i = _at_argument(vjp, i, linear), _at_argument(jvp, i, linear)
         defvjp(fn, vjp_i, argnums=[i])
         defjvp(fn, jvp_i, argnums=[i])
         if linear:
             linear_pair(vjp_i, jvp_i)
         if batched is not None:
-            defjvp_batched(fn, _at_argument(batched, i), argnums=[i])
+            defjvp_batched(fn, _at_argument(batched, i, linear), argnums=[i])
 
 
-def _at_argument(rule, i):
+def _at_argument(rule, i, keywords=True):
+    """`rule` for argument i, taking the call's arguments as they were given. Without
+    keywords (hypot's), the compiler reads it (made for the number of arguments) and
+    differentiates it again; with them (max's `key`, `default`), `linear_pair` does."""
+    if not keywords:
+        def at(g, ans, *args):
+            return rule(g, ans, args, i)
+        return at
+
     def at(g, ans, *args, **kw):
         return rule(g, ans, args, i)
     return at
@@ -274,7 +282,9 @@ def _choice_jvp_batched(t, ans, args, i):
 def _sum_jvp_seq_batched(t, ans, args, i):
     if i == 1:
         return lift_tangent(t, args[1], ans)
-    return np.sum(t, axis=1) if t.__class__ is np.ndarray else builtins.sum(t)
+    if t.__class__ is np.ndarray:
+        return np.sum(t, axis=1)
+    return builtins.sum(lift_tangent(ti, item, ans) for ti, item in zip(t, args[0]))
 
 
 # ---------------------------------------------------------------- registration

@@ -33,7 +33,8 @@ from tapeflow.errors import UnsupportedError
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import zeros_like_value
-from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable, static
+from tapeflow.rules.registry import (RULES_OF_RULES, defjvp, defvjp, linear_pair,
+                                     nondifferentiable, static)
 
 __all__ = ['Mutator', 'View', 'FUNCTIONS', 'ARRAY_METHODS', 'LIST_METHODS', 'DICT_METHODS',
            'UFUNC_METHODS', 'VIEW_FUNCTIONS', 'VIEW_METHODS', 'VIEW_ATTRIBUTES',
@@ -451,18 +452,40 @@ def _refresh_jvp_container(t, ans, container, item, held=None):
     return _refresh_vjp_container(t, ans, container, item, held)
 
 
+def _keys_of(container) -> list:
+    """A dict's keys, a list's or tuple's positions (they carry no derivative)."""
+    return list(container) if isinstance(container, dict) else list(range(len(container)))
+
+
 def _refresh_jvp_item(t, ans, container, item, held=None):
     if container is (item if held is None else held):
         return t
     if not _is_container(container):
         return zeros_like_value(container)
     slots = set(_slots(container, item if held is None else held))
-    keys = container.keys() if isinstance(container, dict) else range(len(container))
-    parts = {k: t if k in slots else zeros_like_value(container[k]) for k in keys}
+    keys = _keys_of(container)
+    # (no dict comprehension: the compiler reads this rule at third order)
+    out = [t if k in slots else zeros_like_value(container[k]) for k in keys]
     if isinstance(container, dict):
-        return parts
-    out = [parts[k] for k in keys]
+        return _dict_of(keys, out)
     return tuple(out) if isinstance(container, tuple) else out
+
+
+def _dict_of(keys, values):
+    """dict(zip(keys, values)), a primitive (linear in `values`)."""
+    return dict(zip(keys, values))
+
+
+def _dict_of_vjp(g, ans, keys, values):
+    if g.__class__ is float and g == 0.0:
+        return 0.0
+    return [g.get(k, 0.0) for k in keys]
+
+
+def _dict_of_jvp(t, ans, keys, values):
+    if t.__class__ is float and t == 0.0:
+        return 0.0
+    return dict(zip(keys, t))
 
 
 def _linear_in_cotangent(rule, statics):
@@ -479,10 +502,15 @@ for _rule in (_refresh_vjp_container, _refresh_vjp_item):
 for _rule in (_reread_vjp_container, _reread_vjp_item):
     _linear_in_cotangent(_rule, 9)
 
+defvjp(_dict_of, None, _dict_of_vjp)
+defjvp(_dict_of, None, _dict_of_jvp)
+static(_dict_of, 0)
+linear_pair(_dict_of_vjp, _dict_of_jvp)
+RULES_OF_RULES.add(_dict_of)            # a helper of refresh_items's forward rule
 defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
 
 nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size, as_mask,
                   insert_index, holds, is_mutable, overlap_value, check_overlap, check_apart,
-                  check_refresh, _slots, _slot_of, _reread_slot, _is_container)
+                  check_refresh, _slots, _slot_of, _reread_slot, _is_container, _keys_of)

@@ -171,7 +171,7 @@ def astype_vjp(g, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=T
     return fit(_cast_back(g, x, dtype), x)
 
 def astype_jvp(t, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=True, device=None):
-    return np.asarray(_cast_back(t, x, dtype), dtype=ans.dtype)    # (t may be a Python float)
+    return _in_dtype(_cast_back(t, x, dtype), ans.dtype)
 
 def array_vjp(g, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0, like=None,
               device=None):
@@ -179,7 +179,15 @@ def array_vjp(g, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin
 
 def array_jvp(t, ans, obj, dtype=None, order=None, copy=None, subok=False, ndmin=0, like=None,
               device=None):
-    return np.asarray(_ndmin(_pack(t), ndmin), dtype=ans.dtype)
+    return _in_dtype(_ndmin(_pack(t), ndmin), ans.dtype)
+
+
+def _in_dtype(t, dtype):
+    """The tangent `t` cast to `dtype`; a Python number (the tangent of a 0-d value, in
+    generated code differentiated again) made an array first."""
+    if t.__class__ in (float, int, complex):
+        t = np.asarray(t)
+    return t.astype(dtype)
 
 
 # ---------------------------------------------------------------- constructors with a derivative

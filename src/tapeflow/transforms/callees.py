@@ -334,8 +334,9 @@ def arity_variant(fn, count, parse):
     star parameter is rebound, or that takes `**kwargs` or keyword-only parameters,
     is returned as it is (the fence refuses its signature with its location)."""
     table = _ARITY_VARIANTS.setdefault(fn, {})
-    if count in table:
-        return table[count]
+    made = _kept_variant(table, count, fn)
+    if made is not None:
+        return made
     source = parse(fn)
     node = source.node
     star = node.args.vararg
@@ -358,7 +359,7 @@ def arity_variant(fn, count, parse):
     node.name = f'{_id(fn)}_{count}'
     made = _function(fn, node, defaults=None if count else fn.__defaults__)
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
-    _keep(table, count, made)
+    _keep(table, count, made, fn)
     return made
 
 
@@ -432,10 +433,11 @@ def bound_variant(fn, bound, parse):
     key = tuple(sorted(bound.items(), key=lambda item: item[0]))
     table = _BOUND_VARIANTS.setdefault(fn, {})
     try:
-        if key in table:
-            return table[key]
+        made = _kept_variant(table, key, fn)
     except TypeError:                  # an unhashable callable: not specialised
         return fn
+    if made is not None:
+        return made
     source = parse(fn)
     node = source.node
     params = node.args.args
@@ -452,17 +454,26 @@ def bound_variant(fn, bound, parse):
         params[i].id = namer.new(f'_{params[i].id}_unread')
     made = _function(fn, node, cells=cells)
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
-    _keep(table, key, made)
+    _keep(table, key, made, fn)
     return made
 
 
 _VARIANTS_KEPT = 64     # variants of one function kept (a new lambda passed each call makes one)
 
 
-def _keep(table, key, made):
+def _keep(table, key, made, fn):
     if len(table) >= _VARIANTS_KEPT:
         table.pop(next(iter(table)))
-    table[key] = made
+    table[key] = (fn.__code__, fn.__defaults__, made)
+
+
+def _kept_variant(table, key, fn):
+    """The variant kept for `key`, if `fn`'s code and defaults are still those it was
+    made from."""
+    kept = table.get(key)
+    if kept is None or kept[0] is not fn.__code__ or kept[1] is not fn.__defaults__:
+        return None
+    return kept[2]
 
 
 def _function(fn, node, defaults=_KEEP, cells=None):

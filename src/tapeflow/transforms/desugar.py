@@ -10,7 +10,9 @@ Runs after `syntax.fence` and `syntax.resolve`. Guarantees on its output:
   body (marked `Key.LOOP_EXIT`), and a single `return`, the last statement:
   jumps are lowered to flags that guard the statements they skip.
 
-Expressions are left alone (ANF runs next).
+Calls of the user's functions are made for what they are given (a variant for
+the number of star arguments, and for the functions passed); `[x] * n` is the
+call `repeated([x], n)`. Other expressions are left alone (ANF runs next).
 """
 from __future__ import annotations
 
@@ -169,7 +171,7 @@ class _FoldTransforms(gast.NodeTransformer):
         if isinstance(fn, functools.partial):
             return self.partial_call(fn, node)
         if not getattr(fn, '__tapeflow_fold__', False):
-            return self.user_call(fn, node) if _is_user_function(fn) else node
+            return self.user_call(fn, node) if _is_compiled_function(fn) else node
         try:
             args = [_static_value(a) for a in node.args]
             kwargs = {k.arg: _static_value(k.value) for k in node.keywords}
@@ -232,7 +234,10 @@ class _FoldTransforms(gast.NodeTransformer):
         if fn.__code__.co_flags & inspect.CO_VARARGS:
             node = self.star_call(fn, node)
             fn = getanno(node.func, Key.RESOLVED)
-        return self.bound_call(fn, node) if self._function_arguments(fn, node) else node
+        if (getattr(fn, '__module__', None) or '').startswith('tapeflow.'):
+            return node                 # tapeflow's own helpers: read as they are
+        bound = self._function_arguments(fn, node)
+        return self.bound_call(fn, bound, node) if bound else node
 
     def star_call(self, fn, node):
         """`g(a, b, c)` of `def g(x, *rest)`: a call of `g` made for two values in `rest`
@@ -264,12 +269,12 @@ class _FoldTransforms(gast.NodeTransformer):
                     found[i] = value
         return found
 
-    def bound_call(self, fn, node):
-        """`g(x, np.tanh)`: a call of `g` made for that function (`callees.bound_variant`),
-        whose calls of its parameter are calls of np.tanh."""
+    def bound_call(self, fn, bound, node):
+        """`g(x, np.tanh)`: a call of `g` made for that function (`callees.bound_variant`;
+        `bound`: {position: function}), whose calls of its parameter are calls of np.tanh."""
         from tapeflow.syntax.parse import parse_function
         from tapeflow.transforms.callees import bound_variant
-        made = bound_variant(fn, self._function_arguments(fn, node), parse_function)
+        made = bound_variant(fn, bound, parse_function)
         if made is fn:
             return node
         params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
@@ -501,11 +506,10 @@ class _LowerNamedOps(gast.NodeTransformer):
         return nodes.call(_numpy(np.arange), start, stop, step)
 
 
-def _is_user_function(fn) -> bool:
-    """A def or lambda of the user's (not a primitive with rules, not tapeflow's own)."""
+def _is_compiled_function(fn) -> bool:
+    """A def or lambda the compiler reads (not a primitive with rules)."""
     from tapeflow.rules.registry import lookup
-    return isinstance(fn, types.FunctionType) and lookup(fn) is None and \
-        not (getattr(fn, '__module__', None) or '').startswith('tapeflow.')
+    return isinstance(fn, types.FunctionType) and lookup(fn) is None
 
 
 def _constant_number(node):
