@@ -33,6 +33,7 @@ import types
 import numpy as np
 
 from tapeflow.runtime import support
+from tapeflow.syntax import nodes
 from tapeflow.syntax.errors import TapeflowError
 from tapeflow.syntax.unparse import render
 from tapeflow.transforms import pipeline
@@ -133,7 +134,7 @@ def _fallback_text(unit, role):
     name = unit.name
     wanted = {'combined': 'd' + name, 'forward': name + '_forward', 'backward': name + '_backward',
               'jvp': name + '_jvp'}[role]
-    module = ast.parse(unit.compiled.module_source)
+    module = nodes.parse_ast(unit.compiled.module_source)
     for node in module.body:
         if isinstance(node, ast.FunctionDef) and node.name == wanted:
             return ast.get_source_segment(unit.compiled.module_source, node) + '\n'
@@ -420,7 +421,7 @@ class _ModuleWriter:
         """The source of one of tapeflow's own classes, its globals named in this module."""
         where = f'{cls.__module__}.{cls.__qualname__}'
         try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+            tree = nodes.parse_ast(textwrap.dedent(inspect.getsource(cls))).body[0]
         except (OSError, TypeError, SyntaxError):
             raise ExportError(f'cannot export {name!r}: the source of {where} is not available') \
                 from None
@@ -457,7 +458,7 @@ def _function_ast(fn):
     if not text:
         return None
     try:
-        module = ast.parse(text)
+        module = nodes.parse_ast(text)
     except SyntaxError:
         return None
     code = fn.__code__
@@ -487,9 +488,9 @@ def _function_ast(fn):
 
 def _same_code(node, code):
     try:
-        compiled = compile(ast.Expression(body=node) if isinstance(node, ast.Lambda) else
-                           ast.Module(body=[node], type_ignores=[]), '<candidate>',
-                           'eval' if isinstance(node, ast.Lambda) else 'exec')
+        compiled = nodes.compile_ast(ast.Expression(body=node) if isinstance(node, ast.Lambda)
+                                     else ast.Module(body=[node], type_ignores=[]), '<candidate>',
+                                     'eval' if isinstance(node, ast.Lambda) else 'exec')
     except (SyntaxError, ValueError, TypeError):
         return False
     for const in compiled.co_consts:

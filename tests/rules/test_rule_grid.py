@@ -57,12 +57,12 @@ def _module(spec, tmp_path):
     """`packed(p)`: spec.fn called with the differentiated inputs p[0], p[1], ..."""
     params, call_args, consts = [], [], {}
     for k, marker in enumerate(spec.args):
-        if isinstance(marker, L):
+        if isinstance(marker, L) and not _structured(marker):
             names = [f'x{k}_{j}' for j in range(len(marker.items))]
             params += names
             call_args.append(('(' if marker.tuple_ else '[') + ', '.join(names)
                              + (',)' if marker.tuple_ else ']'))
-        elif isinstance(marker, (A, F)):
+        elif isinstance(marker, (A, F, L)):        # (a NamedTuple: passed whole, a pytree)
             params.append(f'x{k}')
             call_args.append(f'x{k}')
         else:
@@ -88,12 +88,16 @@ def _module(spec, tmp_path):
     return module
 
 
+def _structured(marker):
+    return isinstance(marker.tuple_, type)
+
+
 def _flat(spec, args):
     out = []
     for marker, value in zip(spec.args, args):
-        if isinstance(marker, L):
+        if isinstance(marker, L) and not _structured(marker):
             out += list(value)
-        elif isinstance(marker, (A, F)):
+        elif isinstance(marker, (A, F, L)):
             out.append(value)
     return tuple(out)
 

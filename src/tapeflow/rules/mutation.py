@@ -488,19 +488,13 @@ def _dict_of_jvp(t, ans, keys, values):
     return dict(zip(keys, t))
 
 
-def _linear_in_cotangent(rule, statics):
-    """`rule` (a VJP rule: linear in its cotangent) as a primitive of its own, for
-    derivatives of the reverse sweep (forward over reverse): its JVP is itself."""
-    def jvp(t, ans, g, *args):
-        return rule(t, *args)
-    defjvp(rule, jvp)
-    static(rule, *range(1, statics))
-
-
-for _rule in (_refresh_vjp_container, _refresh_vjp_item):
-    _linear_in_cotangent(_rule, 5)
-for _rule in (_reread_vjp_container, _reread_vjp_item):
-    _linear_in_cotangent(_rule, 9)
+# The rules of refresh_items and reread_item are linear in their cotangent (tangent),
+# each pair the transpose of the other: primitives whose rules are each other, so the
+# reverse sweep differentiates again in both modes.
+linear_pair(_refresh_vjp_container, _refresh_jvp_container)
+linear_pair(_refresh_vjp_item, _refresh_jvp_item)
+linear_pair(_reread_vjp_container, _reread_jvp_container)
+linear_pair(_reread_vjp_item, _reread_jvp_item)
 
 defvjp(_dict_of, None, _dict_of_vjp)
 defjvp(_dict_of, None, _dict_of_jvp)

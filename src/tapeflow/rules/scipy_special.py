@@ -66,8 +66,19 @@ def gamma_vjp(g, ans, x): return g * ans * sc.digamma(x)
 def gamma_jvp(t, ans, x): return t * ans * sc.digamma(x)
 def digamma_vjp(g, ans, x): return g * hurwitz_zeta(2.0, x)
 def digamma_jvp(t, ans, x): return t * hurwitz_zeta(2.0, x)
-def zeta_vjp_q(g, ans, s, q): return fit(-g * s * hurwitz_zeta(s + 1.0, q), q)
-def zeta_jvp_q(t, ans, s, q): return -t * s * hurwitz_zeta(s + 1.0, q)
+def zeta_vjp_q(g, ans, s, q): return fit(g * _zeta_slope(s, q), q)
+def zeta_jvp_q(t, ans, s, q): return t * _zeta_slope(s, q)
+
+
+def _zeta_slope(s, q):
+    """d zeta(s, q) / dq = -s zeta(s + 1, q): a primitive whose s is static (a rule's
+    s + 1 never moves through zeta's s, which has no derivative), so the rules
+    differentiate again: its own slope in q is -s * _zeta_slope(s + 1, q)."""
+    return -s * hurwitz_zeta(s + 1.0, q)
+
+
+def _zeta_slope_vjp(g, ans, s, q): return fit(-g * s * _zeta_slope(s + 1.0, q), q)
+def _zeta_slope_jvp(t, ans, s, q): return -t * s * _zeta_slope(s + 1.0, q)
 def rgamma_vjp(g, ans, x): return -g * ans * sc.digamma(x)
 def rgamma_jvp(t, ans, x): return -t * ans * sc.digamma(x)
 def erf_vjp(g, ans, x): return g * TWO_OVER_SQRT_PI * np.exp(-x * x)
@@ -179,6 +190,10 @@ if sc is not None:
         defjvp(hurwitz_zeta, None, zeta_jvp_q)
         # (no rule in s: differentiating in s is an error, never a silent 0)
         describe('Hurwitz zeta(s, q): derivative in q; none in s', hurwitz_zeta)
+        defvjp(_zeta_slope, None, _zeta_slope_vjp)
+        defjvp(_zeta_slope, None, _zeta_slope_jvp)
+        static(_zeta_slope, 0)
+        RULES_OF_RULES.add(_zeta_slope)
     defvjp(sc.polygamma, None, polygamma_vjp, name='scipy.special.polygamma')
     defjvp(sc.polygamma, None, polygamma_jvp)
     static(sc.polygamma, 0)

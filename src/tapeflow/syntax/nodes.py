@@ -7,7 +7,9 @@ generated.
 """
 from __future__ import annotations
 
+import ast
 import copy
+import threading
 
 import gast
 
@@ -129,13 +131,38 @@ def load(node):
     return node
 
 
+# CPython 3.11 keeps the depth of its AST conversion in state threads share: two
+# threads parsing at once can fail with "SystemError: AST constructor recursion depth
+# mismatch" (python/cpython#106905). Every parse of tapeflow's goes through here, one
+# at a time (a parse is short; compiling holds it only while parsing).
+_PARSING = threading.RLock()
+
+
+def parse_gast(src: str, mode: str = 'exec'):
+    """`gast.parse(src, mode)`, one thread at a time."""
+    with _PARSING:
+        return gast.parse(src, mode=mode)
+
+
+def parse_ast(src: str, mode: str = 'exec'):
+    """`ast.parse(src, mode=mode)`, one thread at a time."""
+    with _PARSING:
+        return ast.parse(src, mode=mode)
+
+
+def compile_ast(tree, filename: str, mode: str):
+    """`compile(tree, filename, mode)` of a stdlib syntax tree, one thread at a time."""
+    with _PARSING:
+        return compile(tree, filename, mode)
+
+
 def parse_statement(src: str):
-    body = gast.parse(src).body
+    body = parse_gast(src).body
     return body[0] if len(body) == 1 else body
 
 
 def parse_expression(src: str):
-    return gast.parse(src, mode='eval').body
+    return parse_gast(src, mode='eval').body
 
 
 class _Substitute(gast.NodeTransformer):
@@ -159,13 +186,13 @@ def template(src: str, **subs):
 
     >>> unparse(template('target = target + value', target='bx', value=expr))
     """
-    tree = gast.parse(src)
+    tree = parse_gast(src)
     body = [_Substitute(subs).visit(stmt) for stmt in tree.body]
     return body[0] if len(body) == 1 else body
 
 
 def template_expr(src: str, **subs):
-    return _Substitute(subs).visit(gast.parse(src, mode='eval').body)
+    return _Substitute(subs).visit(parse_gast(src, mode='eval').body)
 
 
 def clone(node):

@@ -20,6 +20,7 @@ import weakref
 
 import gast
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.naming import identifier
 from tapeflow.syntax.errors import SourceUnavailableError, TapeflowError, UnsupportedError
@@ -64,7 +65,7 @@ def parse_function(fn) -> Source:
     text = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) - (len(text.splitlines()[0]) - len(text.splitlines()[0].lstrip()))
     try:
-        tree = gast.parse(text)
+        tree = nodes.parse_gast(text)
     except SyntaxError as e:
         raise UnsupportedError(f'cannot parse: {e.msg}', filename,
                                first_line + (e.lineno or 1) - 1, (e.offset or 1) - 1) from None
@@ -144,7 +145,7 @@ def _file_tree(text: str):
     """The (stdlib) syntax tree of a file's text, parsed once per text."""
     tree = _TREES.get(text)
     if tree is None:
-        tree = ast.parse(text)
+        tree = nodes.parse_ast(text)
         if len(_TREES) > 32:
             _TREES.clear()
         _TREES[text] = tree
@@ -280,7 +281,7 @@ def _pass_through_name(fn):
 
 def parse_source_text(text: str, filename: str = '<string>', first_line: int = 1) -> gast.Module:
     """Parse module text (the CLI reads whole files), nodes located in `filename`."""
-    tree = gast.parse(text)
+    tree = nodes.parse_gast(text)
     for n in gast.walk(tree):
         if hasattr(n, 'lineno'):
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset))

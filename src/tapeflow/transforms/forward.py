@@ -161,7 +161,7 @@ class _Forward(Sweep):
             # contributions of several operands add by structure where y may hold a list
             # nothing recorded (generated code and tapeflow's rules, read again)
             structural = y in self.ctx.containers or _calls(value, 'add_adjoint') or \
-                self.ctx.check_static
+                self.ctx.check_static or _given_a_container(value, self.ctx.containers)
             tangent = _sum(terms, structural)
         elif isinstance(value, gast.Constant):
             tangent = nodes.const(0.0)
@@ -364,6 +364,13 @@ class _Forward(Sweep):
                 raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
                                        f'only .append() is supported on differentiated lists')
         return [stmt]
+
+
+def _given_a_container(value, containers) -> bool:
+    """A call given a list, tuple or dict (`refresh_items(ys, x)`): its result may be one
+    too, whose tangents add item by item (`+` would concatenate them)."""
+    return isinstance(value, gast.Call) and any(
+        isinstance(a, gast.Name) and a.id in containers for a in value.args)
 
 
 def _sum(terms, structural=False):

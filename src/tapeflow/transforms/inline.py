@@ -27,7 +27,7 @@ def _rule_template(rule):
         return _NOT_INLINABLE
     try:
         source = textwrap.dedent(inspect.getsource(rule))
-        tree = gast.parse(source)
+        tree = nodes.parse_gast(source)
     except (OSError, TypeError, SyntaxError):
         return _NOT_INLINABLE
     fdef = tree.body[0]
