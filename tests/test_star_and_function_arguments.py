@@ -1,5 +1,5 @@
 """Functions of `*args`, and functions passed to functions: compiled for what a call
-gives them (`callees.arity_variant`, `callees.bound_variant`), checked against plain
+gives them (`variants.arity_variant`, `variants.bound_variant`), checked against plain
 Python and central differences; what cannot be made so is refused where it is written."""
 import inspect
 

@@ -29,7 +29,7 @@ from tapeflow.syntax.errors import UnsupportedError
 from tapeflow.syntax import parse, sourcemap
 from tapeflow.runtime import pytree, support
 from tapeflow.runtime.support import is_zero
-from tapeflow.transforms import callees, pipeline
+from tapeflow.transforms import pipeline, variants
 
 __all__ = ['grad', 'value_and_grad', 'vjp', 'jvp', 'source', 'compile_adjoint', 'compile_tangent']
 
@@ -54,7 +54,7 @@ def argument_kinds(args) -> tuple:
     """What each argument is (a scalar, an array, a list...; `analysis.aliasing`), or the
     function it is (`FunctionArgument`): part of a compilation's key, so the compiler
     knows which writes change what, and which function a parameter calls."""
-    return tuple(FunctionArgument(a) if callees.is_function(a) else kind_of_value(a)
+    return tuple(FunctionArgument(a) if variants.is_function(a) else kind_of_value(a)
                  for a in args)
 
 
@@ -280,10 +280,10 @@ def _made_for(fn, kinds, arity=None):
     if arity is None or not isinstance(fn, types.FunctionType):
         return fn
     if fn.__code__.co_flags & inspect.CO_VARARGS:
-        fn = callees.arity_variant(fn, max(arity - fn.__code__.co_argcount, 0),
+        fn = variants.arity_variant(fn, max(arity - fn.__code__.co_argcount, 0),
                                    parse.parse_function)
     bound = {i: k.fn for i, k in enumerate(kinds) if k.__class__ is FunctionArgument}
-    return callees.bound_variant(fn, bound, parse.parse_function) if bound else fn
+    return variants.bound_variant(fn, bound, parse.parse_function) if bound else fn
 
 
 def _is_library_rule(fn) -> bool:

@@ -1,13 +1,10 @@
-"""User functions called from compiled code: what they write, and variants that return it.
+"""User functions called from compiled code: what they write into their arguments.
 
 A call `h(a)` of a user function that writes into its argument (`v *= 2`,
 `v[0] = s`, `v.append(s)`, or a call that does) changes the caller's `a`.
 The caller's mutation pass (`transforms.mutation`) needs to know that
-(`summarize`) and calls instead `variant(h, (0,))`: `h` returning
-`(result, a)`, the argument's final value, which it rebinds. The variant is
-`h`'s own source with `_entry_v = v` first and every `return r` as
-`return (r, _entry_v)`; it runs in `h`'s globals and closure, and errors
-point at `h`'s lines.
+(`Summaries`) and calls instead `variants.variant(h, (0,))`: `h` returning
+`(result, a)`, the argument's final value, which it rebinds.
 
 Summaries come from the aliasing analysis of the callee (run on its ANF, its
 own calls summarized in turn); recursion is solved by iterating to a fixpoint.
@@ -15,19 +12,15 @@ own calls summarized in turn); recursion is solved by iterating to a fixpoint.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import weakref
 
 import gast
-import numpy as np
 
-from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import aliasing as al
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.errors import TapeflowError
-from tapeflow.syntax.naming import Namer
 
 
 class Summaries:
@@ -259,247 +252,3 @@ def _identical(state, a, b) -> bool:
                     seen.add(other)
                     stack.append(other)
     return False
-
-
-# ---------------------------------------------------------------- variants
-
-_VARIANTS = weakref.WeakKeyDictionary()      # fn -> {positions: variant}
-_KEEP = object()
-
-
-def variant(fn, positions, parse, derived=()):
-    """`fn` returning `(its result, *its arguments at positions)` as they are when it returns.
-
-    `parse(fn)`: its `syntax.parse.Source`. `derived`: ((j, i, steps), ...), parameters
-    the caller passes views of others (`transforms.propagation.derivations`): the variant
-    starts by deriving parameter j from parameter i through `steps`.
-    """
-    table = _VARIANTS.setdefault(fn, {})
-    key = (positions, derived)
-    if key in table:
-        return table[key]
-    source = parse(fn)
-    node = source.node
-    params = [a.id for a in node.args.args]
-    namer = Namer.for_function(node)
-    prologue = []
-    for j, i, steps in derived:
-        current = params[i]
-        for step in steps:
-            name = namer.new('_view')
-            prologue.append(nodes.assign(name, nodes.substitute(
-                nodes.parse_expression(step), {'__source__': current})))
-            current = name
-        prologue.append(nodes.assign(params[j], current))
-    entries = [namer.new(f'_entry_{params[i]}') for i in positions]
-    prologue += [nodes.assign(e, params[i]) for e, i in zip(entries, positions)]
-    nodes.located(prologue, node)
-    node.body = prologue + _with_entries(node.body, entries)
-    if not (node.body and isinstance(node.body[-1], gast.Return)):
-        node.body.append(nodes.located(
-            nodes.return_(nodes.tuple_(nodes.const(None), *entries)), node.body[-1]))
-    node.name = f'{_id(fn)}_inplace'
-    made = _function(fn, node)
-    made.__tapeflow_source__ = dataclasses.replace(source, node=node)
-    made.__tapeflow_variant_of__ = (fn, positions)
-    table[key] = made
-    return made
-
-
-def _with_entries(stmts, entries):
-    """Every `return r` of the function itself (not of nested defs) returns the entries too."""
-    out = []
-    for stmt in stmts:
-        if isinstance(stmt, gast.Return):
-            value = stmt.value if stmt.value is not None else nodes.const(None)
-            new = nodes.return_(nodes.tuple_(value, *entries))
-            out.append(nodes.copy_location(new, stmt))
-            continue
-        if not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
-            for field in ('body', 'orelse', 'finalbody'):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner:
-                    setattr(stmt, field, _with_entries(inner, entries))
-        out.append(stmt)
-    return out
-
-
-_ARITY_VARIANTS = weakref.WeakKeyDictionary()     # fn -> {number of star arguments: variant}
-
-
-def arity_variant(fn, count, parse):
-    """`fn(a, *rest)` called with `count` values in `rest`, as a function of named
-    parameters: `def fn(a, rest_0, rest_1): rest = (rest_0, rest_1); ...`, where
-    `g(*rest)` and `g(*rest[1:])` pass those names one by one. A function whose
-    star parameter is rebound, or that takes `**kwargs` or keyword-only parameters,
-    is returned as it is (the fence refuses its signature with its location)."""
-    table = _ARITY_VARIANTS.setdefault(fn, {})
-    made = _kept_variant(table, count, fn)
-    if made is not None:
-        return made
-    source = parse(fn)
-    node = source.node
-    star = node.args.vararg
-    if star is None or node.args.kwarg is not None or node.args.kwonlyargs or any(
-            isinstance(n, gast.Name) and n.id == star.id and not isinstance(n.ctx, gast.Load)
-            for n in gast.walk(node) if n is not star):
-        return fn
-    namer = Namer.for_function(node)
-    names = [namer.new(f'{star.id}_{k}') for k in range(count)]
-    _ExpandStar(star.id, names).visit(node)
-    for name in names:
-        param = nodes.name(name)
-        param.ctx = gast.Param()
-        node.args.args.append(param)
-    node.args.vararg = None
-    if count:                  # every named parameter is passed: their defaults never apply
-        node.args.defaults = []
-    pack = nodes.located(nodes.assign(star.id, nodes.tuple_(*map(nodes.name, names))), node)
-    node.body = [pack] + node.body
-    node.name = f'{_id(fn)}_{count}'
-    made = _function(fn, node, defaults=None if count else fn.__defaults__)
-    made.__tapeflow_source__ = dataclasses.replace(source, node=node)
-    _keep(table, count, made, fn)
-    return made
-
-
-class _ExpandStar(gast.NodeTransformer):
-    """`*rest` and `*rest[i:j:k]` (numbers written out) in calls and displays: the names
-    `rest` holds, one by one."""
-
-    def __init__(self, star, names):
-        self.star, self.names = star, names
-
-    def _items(self, node):
-        if not isinstance(node, gast.Starred):
-            return None
-        value = node.value
-        if isinstance(value, gast.Name) and value.id == self.star:
-            return list(self.names)
-        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
-                and value.value.id == self.star and isinstance(value.slice, gast.Slice):
-            bounds = [value.slice.lower, value.slice.upper, value.slice.step]
-            if all(b is None or (isinstance(b, gast.Constant) and isinstance(b.value, int))
-                   for b in bounds):
-                picked = slice(*(None if b is None else b.value for b in bounds))
-                return self.names[picked]
-        return None
-
-    def _expand(self, elts):
-        out = []
-        for elt in elts:
-            items = self._items(elt)
-            out += [elt] if items is None else \
-                [nodes.copy_location(nodes.name(n), elt) for n in items]
-        return out
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        node.args = self._expand(node.args)
-        return node
-
-    def visit_Tuple(self, node):
-        self.generic_visit(node)
-        node.elts = self._expand(node.elts)
-        return node
-
-    visit_List = visit_Tuple
-
-    def visit_FunctionDef(self, node):
-        params = {a.id for a in node.args.args}
-        if self.star in params:          # a nested def's own parameter of that name
-            return node
-        self.generic_visit(node)
-        return node
-
-
-_BOUND_VARIANTS = weakref.WeakKeyDictionary()     # fn -> {((position, function), ...): variant}
-_FUNCTION_TYPES = frozenset({types.FunctionType, types.BuiltinFunctionType, np.ufunc,
-                             type(np.sum), functools.partial})
-
-
-def is_function(value) -> bool:
-    """Whether `value` is a function (a def, a lambda, a NumPy or builtin function, a
-    partial) that compiled code may take as a constant when it is passed as an argument."""
-    return value.__class__ in _FUNCTION_TYPES
-
-
-def bound_variant(fn, bound, parse):
-    """`fn` with the functions `bound` ({position: function}) passed for its parameters
-    read as constants: `def loss(x, act)` called with `act=np.tanh` becomes a function
-    whose `act` is a closure cell holding np.tanh (its calls resolved and differentiated
-    while compiling), the parameter kept, unread, so that arguments keep their places.
-    A function that assigns such a parameter, or never reads it, is returned as it is."""
-    key = tuple(sorted(bound.items(), key=lambda item: item[0]))
-    table = _BOUND_VARIANTS.setdefault(fn, {})
-    try:
-        made = _kept_variant(table, key, fn)
-    except TypeError:                  # an unhashable callable: not specialised
-        return fn
-    if made is not None:
-        return made
-    source = parse(fn)
-    node = source.node
-    params = node.args.args
-    names = {params[i].id for i in bound if i < len(params)}
-    body = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id in names
-            and all(n is not p for p in params)]
-    if len(names) != len(bound) or not body or \
-            any(not isinstance(n.ctx, gast.Load) for n in body):
-        return fn                    # not read (generated code's unread parameter), or rebound
-    namer = Namer.for_function(node)
-    cells = {}
-    for i, value in bound.items():
-        cells[params[i].id] = value
-        params[i].id = namer.new(f'_{params[i].id}_unread')
-    made = _function(fn, node, cells=cells)
-    made.__tapeflow_source__ = dataclasses.replace(source, node=node)
-    _keep(table, key, made, fn)
-    return made
-
-
-_VARIANTS_KEPT = 64     # variants of one function kept (a new lambda passed each call makes one)
-
-
-def _keep(table, key, made, fn):
-    if len(table) >= _VARIANTS_KEPT:
-        table.pop(next(iter(table)))
-    table[key] = (fn.__code__, fn.__defaults__, made)
-
-
-def _kept_variant(table, key, fn):
-    """The variant kept for `key`, if `fn`'s code and defaults are still those it was
-    made from."""
-    kept = table.get(key)
-    if kept is None or kept[0] is not fn.__code__ or kept[1] is not fn.__defaults__:
-        return None
-    return kept[2]
-
-
-def _function(fn, node, defaults=_KEEP, cells=None):
-    """A function object for `node`, in `fn`'s globals and closure cells (and `fn`'s
-    defaults, unless others are given), and new cells holding the values `cells`."""
-    from tapeflow.syntax.unparse import unparse
-    free = fn.__code__.co_freevars + tuple(cells or ())
-    inner = unparse(node)
-    if free:
-        body = ''.join('    ' + line + '\n' for line in inner.splitlines())
-        text = f'def __tapeflow_cells({", ".join(free)}):\n{body}    return {node.name}\n'
-    else:
-        text = inner
-    code = compile(text, f'<tapeflow {node.name}>', 'exec')
-    if free:
-        outer = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-        code = next(c for c in outer.co_consts if isinstance(c, types.CodeType)
-                    and c.co_name == node.name)
-        held = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-        held.update({name: types.CellType(value) for name, value in (cells or {}).items()})
-        closure = tuple(held[n] for n in code.co_freevars)
-    else:
-        code = next(c for c in code.co_consts if isinstance(c, types.CodeType)
-                    and c.co_name == node.name)
-        closure = None
-    made = types.FunctionType(code, fn.__globals__, node.name,
-                              fn.__defaults__ if defaults is _KEEP else defaults, closure)
-    made.__kwdefaults__ = fn.__kwdefaults__
-    return made

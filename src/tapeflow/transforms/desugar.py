@@ -241,9 +241,9 @@ class _FoldTransforms(gast.NodeTransformer):
 
     def star_call(self, fn, node):
         """`g(a, b, c)` of `def g(x, *rest)`: a call of `g` made for two values in `rest`
-        (`callees.arity_variant`), a function of named parameters."""
+        (`variants.arity_variant`), a function of named parameters."""
         from tapeflow.syntax.parse import parse_function
-        from tapeflow.transforms.callees import arity_variant
+        from tapeflow.transforms.variants import arity_variant
         if any(isinstance(a, gast.Starred) for a in node.args):
             return node                      # the fence has said where
         count = max(len(node.args) - fn.__code__.co_argcount, 0)
@@ -254,7 +254,7 @@ class _FoldTransforms(gast.NodeTransformer):
     def _function_arguments(fn, node):
         """{parameter position: function} for the arguments of `node` that are functions
         known while compiling (`g(x, np.tanh)`, `g(x, act=relu)`)."""
-        from tapeflow.transforms.callees import is_function
+        from tapeflow.transforms.variants import is_function
         params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
         given = list(enumerate(node.args)) + [(params.index(k.arg), k.value) for k in node.keywords
                                               if k.arg in params]
@@ -270,10 +270,10 @@ class _FoldTransforms(gast.NodeTransformer):
         return found
 
     def bound_call(self, fn, bound, node):
-        """`g(x, np.tanh)`: a call of `g` made for that function (`callees.bound_variant`;
+        """`g(x, np.tanh)`: a call of `g` made for that function (`variants.bound_variant`;
         `bound`: {position: function}), whose calls of its parameter are calls of np.tanh."""
         from tapeflow.syntax.parse import parse_function
-        from tapeflow.transforms.callees import bound_variant
+        from tapeflow.transforms.variants import bound_variant
         made = bound_variant(fn, bound, parse_function)
         if made is fn:
             return node

@@ -27,7 +27,7 @@ from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse
 from tapeflow.transforms import (anf, callees, desugar, forward, mutation, optimize, reverse,
-                                 tape_ops)
+                                 tape_ops, variants)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -286,7 +286,7 @@ def _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names, passes, kind
         summaries = callees.Summaries(anf_of)
         written = mutation.transform(node, mutation.Context(
             source, namer, param_kinds, summaries,
-            lambda f, positions, derived=(): callees.variant(f, positions, parse.parse_function,
+            lambda f, positions, derived=(): variants.variant(f, positions, parse.parse_function,
                                                               derived),
             bindings.computed.__setitem__))
         record('mutation', node)

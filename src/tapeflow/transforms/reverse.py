@@ -280,7 +280,7 @@ class _Reverse(Sweep):
         return [stmt], []                 # pass, assert, nested def, loop exit
 
     def saved_arguments(self, fn, call):
-        """The pushes saving the arguments a variant (`transforms.callees.variant`) writes
+        """The pushes saving the arguments a variant (`transforms.variants.variant`) writes
         into, and the restores that put them back, in reverse-sweep order."""
         saves, restores = [], []
         for i in getattr(fn, '__tapeflow_variant_of__', (None, ()))[1]:
