@@ -88,7 +88,7 @@ bench: install $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
 
 # autograd's own test suite against tapeflow (a measurement: clones HIPS/autograd into
-# .cache/ the first time; AUTOGRAD=path reads a checkout of yours). About 30 minutes.
+# .cache/ the first time; AUTOGRAD=path reads a checkout of yours). About 15 minutes.
 # Writes the section of docs/numpy-support.md that lists what did not pass.
 autograd-suite: install
 	$(PY) benchmarks/autograd_suite/run.py $(if $(AUTOGRAD),--autograd $(AUTOGRAD)) \

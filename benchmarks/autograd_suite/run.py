@@ -191,11 +191,13 @@ def _markdown(outcomes, table, kinds):
     lines.append('| all | ' + ' | '.join(str(total[k]) for k in kinds)
                  + f' | {sum(total.values())} |')
     lines += ['', 'A *refused* test stopped at a located error saying what is not differentiated; '
-              'a *crashed* one raised anything else: tests of autograd\'s own API '
-              '(`np.make_diagonal`, attributes of autograd\'s boxes on Python floats) '
-              'crash here as they do in plain NumPy, and a test that expects autograd\'s '
-              '`NotImplementedError` fails where tapeflow differentiates. *wrong* (a '
-              'derivative that disagrees with finite differences) must stay 0.',
+              'a *crashed* one raised anything else: a test of autograd\'s own boxes '
+              '(`.shape` of a Python float) crashes here as it does in plain NumPy, and a '
+              'test that expects autograd\'s `NotImplementedError` (an odd-length `rfftn`) '
+              'fails because tapeflow differentiates it and its check passes. *wrong* (a '
+              'derivative that disagrees with finite differences) must stay 0. autograd\'s '
+              'additions to NumPy (`make_diagonal`, `linalg.T`, `linalg._dot`) are written '
+              'as plain NumPy in the adapter.',
               '', 'Every test that did not pass, and why:', '']
     for kind in kinds[1:]:
         for o in outcomes:
