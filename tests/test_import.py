@@ -33,3 +33,33 @@ def test_available_skips_names_a_module_deprecates_or_lacks():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         assert available(module, ['kept', 'deprecated', 'removed']) == [len]
+
+
+def _run(code):
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env)
+
+
+def test_import_leaves_scipy_alone_until_its_functions_are_differentiated():
+    # SciPy takes longer to import than tapeflow: its rules are registered when first needed
+    result = _run('import sys, tapeflow\n'
+                  'print("scipy" in sys.modules)\n'
+                  'import numpy as np\n'
+                  'print(round(float(tapeflow.grad(np.i0)(0.5)), 12))\n'
+                  'print("scipy.special" in sys.modules)\n'
+                  'from scipy.special import expit\n'
+                  'print(round(float(tapeflow.grad(expit)(0.0)), 12))\n')
+    assert result.returncode == 0, result.stderr
+    from scipy.special import i1
+    assert result.stdout.split() == ['False', str(round(float(i1(0.5)), 12)), 'True', '0.25']
+
+
+def test_the_eager_tape_meets_scipy_functions_first():
+    result = _run('import tapeflow as tf\n'
+                  'from scipy.special import expit\n'
+                  'x = tf.Variable(0.0, dtype="float64")\n'
+                  'with tf.GradientTape() as tape:\n'
+                  '    y = expit(x)\n'
+                  'print(float(tape.gradient(y, x)))\n')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ['0.25']

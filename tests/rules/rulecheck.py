@@ -35,7 +35,9 @@ import numpy as np
 from tapeflow.rules.sequences import Items
 
 from tapeflow.rules import RULES
-from tapeflow.rules.registry import ATTRIBUTES, METHODS
+from tapeflow.rules.registry import ATTRIBUTES, METHODS, load_lazily, lookup
+
+load_lazily()               # the spec table reads the whole rule table, SciPy's too
 
 
 # ---------------------------------------------------------------- markers
@@ -366,6 +368,6 @@ def check(spec: Spec):
 
 def lookup_rule(fn):
     try:
-        return RULES.get(fn)
+        return lookup(fn)
     except TypeError:
         return None

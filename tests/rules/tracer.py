@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules import RULES
+from tapeflow.rules import lookup
 from tapeflow.rules.numpy_shape import astype
 from tapeflow.rules.shapes import add_cotangents
 
@@ -83,7 +83,7 @@ def _traced_in(x):
 
 def record(fn, args, kwargs):
     ans = fn(*plain(args), **plain(kwargs))
-    entry = RULES.get(fn)
+    entry = lookup(fn)
     assert entry is not None, f'a rule called {fn}, which has no rule'
     live = [i for i, a in enumerate(args) if _traced_in(a)]
     node = Node(fn, args, kwargs, ans) if live and not entry.nondiff else None
@@ -139,7 +139,7 @@ def gradient(out, wrt):
             continue
         if isinstance(node.ans, (tuple, list)):
             g = tuple(g) + (None,) * (len(node.ans) - len(g))
-        entry = RULES[node.fn]
+        entry = lookup(node.fn)
         for i, arg in enumerate(node.args):
             if not _traced_in(arg):
                 continue

@@ -1,7 +1,10 @@
 """Derivative rules, one module per family of primitives (VJP and JVP side by side).
 
-Importing this package fills the table in `registry`; nothing else does.
+Importing this package fills the table in `registry`; nothing else does. The
+family of an optional library (SciPy's) is registered when a lookup first needs it.
 """
+import numpy as np
+
 from tapeflow.rules import registry
 from tapeflow.rules.registry import (RULES, ATTRIBUTES, METHODS, MissingRule, Primitive,
                                      defjvp, defvjp, jvp_rule, lookup, nondifferentiable,
@@ -11,8 +14,17 @@ from tapeflow.rules import operators  # noqa: F401  (registers)
 from tapeflow.rules import (  # noqa: F401  (each registers its family)
     array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_scans,
     numpy_order, numpy_shape, numpy_join, numpy_products, numpy_einsum, numpy_linalg, numpy_fft,
-    numpy_nondiff, numpy_methods, math_rules, scipy_special, user, fields,
+    numpy_nondiff, numpy_methods, math_rules, user, fields,
 )
+
+
+def _register_scipy_special():
+    import importlib
+    importlib.import_module('tapeflow.rules.scipy_special')
+
+
+# scipy.special's rules (and np.i0's, which needs scipy's i1): when first needed
+registry.lazily('scipy.special', _register_scipy_special, np.i0)
 
 __all__ = ['registry', 'RULES', 'ATTRIBUTES', 'METHODS', 'MissingRule', 'Primitive',
            'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'lookup', 'nondifferentiable',

@@ -32,6 +32,7 @@ The helpers in :mod:`tapeflow.rules.shapes` make the common shapes one word.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Optional
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
     'register_method', 'FORMS', 'describe', 'static', 'available',
     'VERSION_DEPENDENT', 'version_dependent', 'linear_pair', 'RULES_OF_RULES',
+    'lazily', 'load_lazily',
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
@@ -109,11 +111,51 @@ def primitive(fn, name: Optional[str] = None) -> Primitive:
 
 
 def lookup(fn) -> Optional[Primitive]:
-    """The entry for `fn`, or None. Never raises (unhashable callables too)."""
+    """The entry for `fn`, or None. Never raises (unhashable callables too). A rule
+    family registered lazily (`lazily`) is registered at the first miss that may be
+    one of its functions."""
     try:
-        return RULES.get(fn)
+        entry = RULES.get(fn)
     except TypeError:
         return None
+    if entry is None:
+        make = getattr(fn, '__tapeflow_rules__', None)      # a rule whose rules wait
+        if make is not None:
+            make()
+            entry = RULES.get(fn)
+        elif _LAZY and load_lazily(fn):
+            entry = RULES.get(fn)
+    return entry
+
+
+# ------------------------------------------------------------------ lazy families
+
+# The rules of an optional library are registered when first needed: importing SciPy
+# takes longer than all of tapeflow, and most programs never call it.
+_LAZY: list = []        # [(module that must be imported first, register(), objects)]
+
+
+def lazily(module, register, *objects):
+    """Register a rule family by calling `register()` when a lookup misses while
+    `module` has been imported (its functions can only be met then), or misses for one
+    of `objects` (NumPy functions whose rules live in that family)."""
+    _LAZY.append((module, register, objects))
+
+
+def load_lazily(fn=None) -> bool:
+    """Register the lazy families `fn` may belong to (every one, without `fn`)."""
+    import sys
+    loaded = False
+    for entry in list(_LAZY):
+        module, register, objects = entry
+        if fn is None or module in sys.modules or any(fn is o for o in objects):
+            try:
+                _LAZY.remove(entry)
+            except ValueError:          # another thread is registering it
+                continue
+            register()
+            loaded = True
+    return loaded
 
 
 def defvjp(fn, *vjps, argnums=None, name=None):
@@ -210,7 +252,7 @@ def static(fn, *argnums):
 RULES_OF_RULES: set = set()
 
 
-def linear_pair(vjp, jvp, statics=40, depth=4):
+def linear_pair(vjp, jvp, statics=40):
     """Make the rules `vjp(g, ans, *args)` and `jvp(t, ans, *args)` of a function that only
     moves numbers (a gather and its scatter) primitives of their own: each is linear in
     its first argument and the transpose of the other, and the rest (the output, the
@@ -234,9 +276,11 @@ def linear_pair(vjp, jvp, statics=40, depth=4):
         defjvp(rule, jvp_rule, argnums=[0])
         static(rule, *range(1, statics))
         RULES_OF_RULES.add(rule)
-    if depth > 1:           # the rules' rules are such a pair again (orders 3, 4...)
-        linear_pair(vjp_of_jvp, jvp_of_jvp, statics + 2, depth - 1)
-        linear_pair(vjp_of_vjp, jvp_of_vjp, statics + 2, depth - 1)
+    # the rules' rules are such a pair again (orders 3, 4...): registered when first
+    # looked up (`lookup`), not here, so importing tapeflow stays quick
+    for pair in ((vjp_of_jvp, jvp_of_jvp), (vjp_of_vjp, jvp_of_vjp)):
+        for rule in pair:
+            rule.__tapeflow_rules__ = functools.partial(linear_pair, *pair, statics + 2)
 
 
 # ------------------------------------------- names only some versions have

@@ -157,7 +157,7 @@ def record(tapes, fn, inputs, args, kwargs, out, candidates):
         else:
             return
         try:
-            rule = RULES.get(fn)
+            rule = RULES.get(fn) or lookup(fn)      # (a miss may register a lazy family)
         except TypeError:   # an unhashable callable has no rule
             rule = None
         if out.__class__ is tuple:
@@ -193,7 +193,7 @@ def record(tapes, fn, inputs, args, kwargs, out, candidates):
             continue
         if node is None:
             try:
-                rule = RULES.get(fn)
+                rule = RULES.get(fn) or lookup(fn)
             except TypeError:   # an unhashable callable has no rule
                 rule = None
             if rule is None:
