@@ -21,6 +21,8 @@ from tapeflow.syntax.naming import identifier as _id
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules import registry
+from tapeflow.rules.arrays import (has_numpy_dispatch, is_foreign_array, library_of,
+                                   mixed_libraries, numpy_dtype, same_library)
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
@@ -540,6 +542,8 @@ def _dtype_of(value):
         return None
     if isinstance(value, (np.ndarray, np.generic)):
         return value.dtype
+    if is_foreign_array(value):
+        return numpy_dtype(value)
     return None
 
 
@@ -550,6 +554,8 @@ def _like(g, arg):
     if cls is float:
         return 0.0 if is_zero(g) else float(np.real(g))
     if isinstance(arg, np.ndarray):
+        if is_foreign_array(g):         # NumPy weights, Dask data: a lazy gradient
+            return _like_foreign(g, arg)
         dtype = arg.dtype if np.issubdtype(arg.dtype, np.inexact) else np.float64
         if is_zero(g):
             return np.zeros(arg.shape, dtype)
@@ -561,6 +567,8 @@ def _like(g, arg):
         return g.astype(dtype, copy=False)
     if arg is None:
         return None
+    if is_foreign_array(arg):
+        return _like_foreign(g, arg)
     children = pytree.children(arg)
     if children is not None:
         parts = pytree.child_cotangents(g, arg, children)
@@ -576,6 +584,62 @@ def _like(g, arg):
     raise TypeError(f'cannot differentiate with respect to a {type(arg).__name__}: arguments '
                     f'are pytrees (tuples, lists, dicts, dataclasses, NamedTuples, classes '
                     f'registered with tf.register_pytree) of floats and float arrays')
+
+
+def check_libraries(fn, compiled, args):
+    """A clear error where `fn`'s arguments, or an argument and an array global it
+    reads, belong to array libraries that cannot compute together (`rules.arrays`),
+    before generated code fails deep inside with a TypeError (once per argument types)."""
+    if not any(is_foreign_array(leaf) for a in args for leaf in pytree.leaves(a)):
+        return
+    names = inspect.signature(fn).parameters if hasattr(fn, '__code__') else {}
+    names = list(names) + [f'argument {i}' for i in range(len(names), len(args))]
+    named = [(f'argument {names[i]!r}', leaf) for i, a in enumerate(args)
+             for leaf in pytree.leaves(a)]
+    bindings = getattr(compiled, 'bindings', None)
+    values = getattr(bindings, 'values', {}) if bindings is not None else {}
+    named += [(f'the global {name!r}', v) for name, v in values.items()]
+    why = mixed_libraries(named)
+    if why:
+        code = fn.__code__
+        raise TypeError(f'{code.co_filename}:{code.co_firstlineno}:1: {fn.__name__}() mixes '
+                        f'array libraries: {why}')
+
+
+def _like_foreign(g, arg):
+    """`_like` for an array of another library (CuPy, Dask), or a NumPy argument whose
+    gradient another library computed (NumPy weights, Dask data): made in that library,
+    by functions NumPy dispatches to it (`rules.arrays`); a Dask gradient stays lazy."""
+    if not has_numpy_dispatch(arg) or not has_numpy_dispatch(g):
+        return _like_api(g, arg)
+    dtype = numpy_dtype(arg)
+    dtype = dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+    if is_zero(g):
+        return np.zeros_like(arg, dtype=dtype)
+    if not is_foreign_array(g):
+        g = np.zeros_like(arg, dtype=dtype) + g      # a number, or a NumPy scalar: into arg's library
+    elif is_foreign_array(arg) and not same_library(g, arg):
+        raise TypeError(f'the gradient of a {library_of(arg)} argument came out as a '
+                        f'{library_of(g)} array: mixed array libraries (see docs/scaling-out.md)')
+    if np.iscomplexobj(g) and not np.issubdtype(dtype, np.complexfloating):
+        g = np.real(g)
+    if g.shape != arg.shape:
+        g = np.broadcast_to(g, arg.shape)
+    return g.astype(dtype, copy=False) if g.dtype != dtype else g
+
+
+def _like_api(g, arg):
+    """`_like` for an array of a namespace NumPy cannot reach (array_api_strict): with
+    the functions of its own namespace."""
+    xp = arg.__array_namespace__()
+    if is_zero(g) or g.__class__ in (float, int):
+        return xp.full(arg.shape, 0.0 if is_zero(g) else g, dtype=arg.dtype, device=arg.device)
+    if not same_library(g, arg):
+        raise TypeError(f'the gradient of a {library_of(arg)} argument came out as a '
+                        f'{library_of(g)} array: mixed array libraries (see docs/scaling-out.md)')
+    if tuple(g.shape) != tuple(arg.shape):
+        g = xp.broadcast_to(g, arg.shape)
+    return g if g.dtype == arg.dtype else xp.astype(g, arg.dtype)
 
 
 def _check_not_structured(fn, args, kind):
@@ -597,7 +661,7 @@ def _check_not_structured(fn, args, kind):
 
 
 def _check_scalar(value, fname):
-    if not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+    if not isinstance(value, (numbers.Number, np.ndarray, np.generic)) and not is_foreign_array(value):
         forgot = ' (None: does it lack a return?)' if value is None else ''
         raise TypeError(f'grad requires real-valued outputs (output dtype that is a sub-dtype of '
                         f'np.floating), but {fname}() returned {type(value).__name__}{forgot}')
@@ -644,6 +708,7 @@ def _differentiated(f, argnums, has_aux, kind):
         kinds = argument_kinds(args)
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), kinds=kinds)
+        check_libraries(python_fn, compiled, args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
         valid = cache.validator(compiled, compiled.fn)

@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ def losses(out):
 
 def test_every_example_is_tested():
     tested = {'seed_gradient_tape.py', 'seed_compiled.py', 'logistic_regression.py', 'mlp.py',
-              'rnn.py', 'projectile.py', 'custom_gradient.py', 'demo.py'}
+              'rnn.py', 'projectile.py', 'custom_gradient.py', 'demo.py', 'scaling_out.py'}
     assert {p.name for p in EXAMPLES.glob('*.py')} == tested
 
 
@@ -114,3 +115,15 @@ def test_custom_gradient():
     assert re.search(r'custom_gradient: +1\.0$', out, re.M)
     assert re.search(r'automatic: +nan$', out, re.M)
     assert 'np.clip(' in out.split('The generated gradient calls the rule:')[1]
+
+
+def test_scaling_out():
+    out = run_example('scaling_out.py')
+    lines = out.splitlines()
+    assert lines[0] == 'gradient: a lazy dask array of 1 chunk(s) over 4 chunks of data'
+    assert lines[1] == 'computing on a local cluster of 2 workers'
+    steps = losses(out)
+    assert len(steps) == 5 and steps[0] == round(np.log(2.0), 6)
+    assert all(b < a for a, b in zip(steps, steps[1:]))       # gradient descent descends
+    difference = float(re.search(r'in-memory gradient: (\S+)$', out, re.M).group(1))
+    assert difference < 1e-12

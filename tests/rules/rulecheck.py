@@ -193,6 +193,7 @@ def scalar_close(a, b, rtol, atol, what):
 class FakeTensor(np.lib.mixins.NDArrayOperatorsMixin):
     """A stand-in for tapeflow's Tensor: dispatches NumPy, refuses unwrapping."""
 
+    __tapeflow_tensor__ = True      # records what it is given, as Tensor does
     called: set = set()
 
     def __init__(self, value):

@@ -4,11 +4,12 @@ import warnings
 import pytest
 
 from rulecheck import check
+from specs_array_api import SPECS as ARRAY_API
 from specs_arrays import SPECS as ARRAYS
 from specs_elementwise import SPECS as ELEMENTWISE
 from specs_linalg import SPECS as LINALG
 
-ALL = ELEMENTWISE + ARRAYS + LINALG
+ALL = ELEMENTWISE + ARRAYS + LINALG + ARRAY_API
 
 
 def _ids(specs):

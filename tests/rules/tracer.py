@@ -23,6 +23,8 @@ class Node:
 
 
 class Traced(np.lib.mixins.NDArrayOperatorsMixin):
+    __tapeflow_tensor__ = True      # records what it is given, as Tensor does
+
     def __init__(self, value, node=None, index=None):
         self.value, self.node, self.index = np.asarray(value), node, index
 

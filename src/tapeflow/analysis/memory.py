@@ -33,6 +33,7 @@ import gast
 import numpy as np
 
 from tapeflow.syntax.anno import Key, getanno
+from tapeflow.rules.arrays import is_foreign_array
 
 SCALAR, ARRAY, LIST, TUPLE, DICT, NUMERIC = 'scalar', 'array', 'list', 'tuple', 'dict', 'numeric'
 MUTABLE = frozenset({ARRAY, LIST, DICT})
@@ -46,7 +47,7 @@ def kind_of_value(value):
     """The kind of a Python object known while compiling (a constant, a global)."""
     if isinstance(value, (bool, int, float, complex, str, bytes, np.generic)) or value is None:
         return SCALAR
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or is_foreign_array(value):
         return ARRAY
     for cls, kind in ((list, LIST), (tuple, TUPLE), (dict, DICT)):
         if isinstance(value, cls):

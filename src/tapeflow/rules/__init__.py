@@ -14,7 +14,7 @@ from tapeflow.rules import operators  # noqa: F401  (registers)
 from tapeflow.rules import (  # noqa: F401  (each registers its family)
     array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_scans,
     numpy_order, numpy_shape, numpy_join, numpy_products, numpy_einsum, numpy_linalg, numpy_fft,
-    numpy_nondiff, numpy_methods, math_rules, user, fields,
+    numpy_nondiff, numpy_methods, math_rules, user, fields, array_api,
 )
 
 

@@ -21,6 +21,8 @@ import numpy as np
 
 from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, positions,
                                       scatter_add, scatter_add_batch)
+from tapeflow.rules.arrays import is_foreign_array, library_of
+from tapeflow.rules.array_api import is_api_only, zeros_api
 from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
 from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
 from tapeflow.rules.sequences import Items
@@ -47,6 +49,8 @@ def untake(g, x, idx):
     if isinstance(x, (list, tuple, Items)):
         return _untake_sequence(g, x, idx)
     shape = np.shape(x)
+    if is_foreign_array(g) or is_foreign_array(x):
+        return _untake_foreign(g, x, idx, shape)
     if type(g) in (np.ndarray, float, int) or isinstance(g, np.generic):
         dtype = x.dtype if np.issubdtype(getattr(x, 'dtype', float), np.inexact) \
             else np.result_type(g, float)
@@ -57,6 +61,32 @@ def untake(g, x, idx):
             return out
         return scatter_add(g, positions(shape)[idx], shape).astype(dtype, copy=False)
     return fit(scatter_add(g, positions(shape)[idx], shape), x)
+
+
+def _untake_foreign(g, x, idx, shape):
+    """`untake` for CuPy, Dask and other arrays NumPy dispatches to: zeros made like
+    the foreign operand, with `g` written at `idx` (a lazy write on Dask). An index
+    that reads one element twice would need a scatter-add those libraries do not
+    share: refused (located at the subscript) rather than summed wrongly."""
+    like = g if is_foreign_array(g) else x
+    if is_api_only(like):
+        out = zeros_api(x if is_foreign_array(x) else g, shape)
+        out[idx] = g
+        return out
+    dtype = np.dtype(getattr(x, 'dtype', np.float64))
+    dtype = dtype if np.issubdtype(dtype, np.inexact) else np.result_type(g.dtype, np.float64)
+    if not is_basic_index(idx):
+        flat = positions(shape)[idx]
+        if np.unique(flat).size != flat.size:
+            raise NotImplementedError(
+                f'this index reads an element more than once; its gradient on a '
+                f'{library_of(like)} array would add the repeats, which tapeflow does only for '
+                f'NumPy arrays: index with distinct positions, or compute on NumPy arrays')
+    if np.iscomplexobj(g) and not np.issubdtype(dtype, np.complexfloating):
+        g = np.real(g)
+    out = np.zeros_like(like, dtype=dtype, shape=shape)
+    out[idx] = g
+    return out
 
 
 def _untake_sequence(g, x, idx):

@@ -30,6 +30,7 @@ import types
 import numpy as np
 
 from tapeflow.errors import UnsupportedError
+from tapeflow.rules.arrays import is_foreign_array, is_lazy, same_library
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import zeros_like_value
@@ -182,8 +183,19 @@ def diagonal_index(a, wrap=False):
 
 
 def is_array(value) -> bool:
-    """Whether `y += v` writes into `value` (an ndarray) or makes a new object (a number)."""
-    return isinstance(value, np.ndarray)
+    """Whether `y += v` writes into `value` (an ndarray, a CuPy array) or makes a new
+    object (a number, a Dask array: Dask has no in-place arithmetic)."""
+    return isinstance(value, np.ndarray) or \
+        (is_foreign_array(value) and hasattr(value.__class__, '__iadd__'))
+
+
+def check_memory(value, reason, filename, lineno, col):
+    """Before a write that the mutation pass follows with updates of the names sharing
+    the written memory (views, aliases): NumPy's memory model. A Dask array's views are
+    new graphs that a write does not reach, so there the plain code means something
+    else: the located refusal `reason`."""
+    if is_lazy(value):
+        raise UnsupportedError(reason, filename, lineno, col)
 
 
 def is_list(value) -> bool:
@@ -273,7 +285,13 @@ def _parts(value, deep) -> list:
 
 def _overlap(a, b) -> bool:
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-        return a is b
+        if a is b or not (is_foreign_array(a) and is_foreign_array(b)) or is_lazy(a) \
+                or not same_library(a, b):
+            return a is b       # Dask arrays share no memory: a view is a new graph
+        try:                    # CuPy: its own may_share_memory, through NumPy's dispatch
+            return bool(np.may_share_memory(a, b))
+        except Exception:       # noqa: BLE001 -- cannot tell: as if shared (a refusal)
+            return True
     if not np.may_share_memory(a, b):
         return False
     try:
@@ -505,6 +523,6 @@ defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
 
-nondifferentiable(put_index, diagonal_index, is_array, is_list, shares, index_size, as_mask,
+nondifferentiable(put_index, diagonal_index, is_array, check_memory, is_list, shares, index_size, as_mask,
                   insert_index, holds, is_mutable, overlap_value, check_overlap, check_apart,
                   check_refresh, _slots, _slot_of, _reread_slot, _is_container, _keys_of)

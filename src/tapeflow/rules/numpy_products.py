@@ -30,6 +30,12 @@ def _contracted(a_ndim, b_ndim, axes):
     return [i % a_ndim for i in a_axes], [i % b_ndim for i in b_axes]
 
 
+def _permutation(order):
+    """The inverse of the permutation `order`, as a tuple of ints (Dask's transpose
+    takes no array of axes)."""
+    return tuple(int(i) for i in np.argsort(order))
+
+
 def tensordot_grad_a(g, a, b, axes):
     """The cotangent of `a` in `np.tensordot(a, b, axes)`."""
     a_ax, b_ax = _contracted(np.ndim(a), np.ndim(b), axes)
@@ -38,7 +44,7 @@ def tensordot_grad_a(g, a, b, axes):
     g_b = list(range(len(a_free), len(a_free) + len(b_free)))
     out = np.tensordot(g, b, axes=(g_b, b_free))
     order = a_free + [a_ax[k] for k in np.argsort(b_ax)]
-    return np.transpose(out, np.argsort(order)) if order else out
+    return np.transpose(out, _permutation(order)) if order else out
 
 
 def tensordot_grad_b(g, a, b, axes):
@@ -48,7 +54,7 @@ def tensordot_grad_b(g, a, b, axes):
     b_free = [i for i in range(np.ndim(b)) if i not in b_ax]
     out = np.tensordot(a, g, axes=(a_free, list(range(len(a_free)))))
     order = [b_ax[k] for k in np.argsort(a_ax)] + b_free
-    return np.transpose(out, np.argsort(order)) if order else out
+    return np.transpose(out, _permutation(order)) if order else out
 
 
 def _dot_axes(a, b):

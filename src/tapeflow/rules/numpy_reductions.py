@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import dense, fit, fit_batch, stack_batch
@@ -51,6 +52,8 @@ def batch_axes(ndim, axis):
 def expand(g, x, axis=None, keepdims=False):
     """`g`, the cotangent of a reduction of `x` over `axis`, spread over x's shape."""
     shape = np.shape(x)
+    if np.ndim(g) == 0 and is_foreign_array(x) and not is_foreign_array(g):
+        return np.full_like(x, g, dtype=np.result_type(float_dtype(x), g))   # in x's library
     if not keepdims:
         g = np.reshape(g, kept_shape(shape, axis))
     return np.broadcast_to(g, shape) + 0.0
@@ -311,7 +314,7 @@ def products_of_others(a, axis, where):
     after = np.where(position == n - 1, 1.0, np.roll(flat, -1, axis=-1))
     left = np.cumprod(before, axis=-1)
     right = np.flip(np.cumprod(np.flip(after, -1), -1), -1)
-    return np.transpose(np.reshape(left * right, np.shape(moved)), np.argsort(order))
+    return np.transpose(np.reshape(left * right, np.shape(moved)), tuple(int(i) for i in np.argsort(order)))
 
 
 def prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):

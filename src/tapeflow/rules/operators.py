@@ -11,6 +11,7 @@ import operator
 import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
+from tapeflow.rules.array_api import is_api_only, matmul_grad_a, matmul_grad_b
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import (broadcast_tangent, dense, is_symbolic_zero, unbroadcast,
                                    unbroadcast_batch)
@@ -231,6 +232,8 @@ def grad_of_matmul_a(g, a, b):
             return b @ g
     if is_symbolic_zero(g) or is_symbolic_zero(b):
         return 0.0
+    if is_api_only(g) or is_api_only(a) or is_api_only(b):
+        return matmul_grad_a(_namespace(g, a, b), g, a, b)
     if np.ndim(b) == 1:
         if np.ndim(a) == 1:
             return g * b
@@ -254,6 +257,8 @@ def grad_of_matmul_b(g, a, b):
             return a[:, None] * g                  # outer(a, g)
     if is_symbolic_zero(g) or is_symbolic_zero(a):
         return 0.0
+    if is_api_only(g) or is_api_only(a) or is_api_only(b):
+        return matmul_grad_b(_namespace(g, a, b), g, a, b)
     if np.ndim(b) == 1 and np.ndim(a) == 2:
         return g @ a
     if np.ndim(a) == 1:
@@ -263,6 +268,10 @@ def grad_of_matmul_b(g, a, b):
     if np.ndim(b) == 1:
         return unbroadcast_matmul((np.swapaxes(a, -1, -2) @ np.expand_dims(g, -1))[..., 0], b)
     return unbroadcast_matmul(np.swapaxes(a, -1, -2) @ g, b)
+
+
+def _namespace(*values):
+    return next(v for v in values if is_api_only(v)).__array_namespace__()
 
 
 def unbroadcast_matmul(g, x):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.rules.array_api import is_api_only, unbroadcast_api, zeros_api
 from tapeflow.rules.sequences import Items
 
 from tapeflow.rules import registry
@@ -36,6 +38,8 @@ def unbroadcast(g, x):
         if g.__class__ is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
             return g                      # the common case: nothing to sum, nothing to cast
         shape = x.shape
+    elif not isinstance(g, (np.ndarray, np.generic)) and (is_api_only(g) or is_api_only(x)):
+        return _unbroadcast_api(g, x)
     else:
         shape = np.shape(x)
     if g.shape == shape:
@@ -43,6 +47,19 @@ def unbroadcast(g, x):
     if g.ndim < len(shape) and not np.any(g):
         return 0.0          # the symbolic zero through arithmetic (0.0 / np.float64(2.0))
     return _as_dtype_of(unbroadcast_to(g, shape), x)
+
+
+def _unbroadcast_api(g, x):
+    """`unbroadcast` for arrays NumPy's functions cannot reach (array_api_strict):
+    summed with their namespace's `sum`, cast with its `astype`."""
+    if x.__class__ in _SCALARS:
+        return g if g.__class__ in _SCALARS else g.__array_namespace__().sum(g)
+    xp = x.__array_namespace__()
+    g = unbroadcast_api(xp, g, x.shape)
+    if g.__class__ in _SCALARS or g.dtype == x.dtype:
+        return g
+    return xp.astype(g, x.dtype) if xp.isdtype(x.dtype, 'real floating') and \
+        xp.isdtype(g.dtype, 'real floating') else g
 
 
 def broadcast_tangent(t, ans):
@@ -133,6 +150,11 @@ def zeros_like_value(x):
         return rebuild(x, [zeros_like_value(v) for v in x])
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, x.dtype if np.issubdtype(x.dtype, np.inexact) else float)
+    if is_api_only(x):
+        return zeros_api(x)
+    if is_foreign_array(x):                 # CuPy, Dask...: zeros in x's library
+        dtype = np.dtype(x.dtype)
+        return np.zeros_like(x, dtype=dtype if np.issubdtype(dtype, np.inexact) else float)
     if isinstance(x, np.generic):
         return x.dtype.type(0) if np.issubdtype(x.dtype, np.inexact) else 0.0
     return 0.0

@@ -42,6 +42,8 @@ import weakref
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
+
 from tapeflow.rules import MissingRule
 from tapeflow.runtime.recording import _state, wrap
 from tapeflow.runtime.structure import flatten, flatten_up_to, pack_sequence_as
@@ -53,6 +55,7 @@ __all__ = ['ForwardAccumulator']
 
 _SEQUENCE_TYPES = frozenset((list, tuple))
 _ARRAYS = (np.ndarray, np.generic)
+
 _ZERO = UnconnectedGradients.ZERO
 _RNG = np.random.default_rng(20240601)   # points at which backward functions are transposed
 
@@ -173,8 +176,10 @@ class ForwardAccumulator:
             if tangent is None:
                 if not zero or x is None:
                     return None
-                value = np.asarray(x._value if isinstance(x, Tensor) else x)
-                return wrap(np.zeros(value.shape, value.dtype))
+                value = x._value if isinstance(x, Tensor) else x
+                if not (isinstance(value, _ARRAYS) or is_foreign_array(value)):
+                    value = np.asarray(value)
+                return wrap(np.zeros_like(value))
             if tangent.__class__ is not Tensor:
                 tangent = live[id(x)] = _as_tensor(tangent)
             return tangent
@@ -269,7 +274,7 @@ class ForwardAccumulator:
         else:
             if isinstance(c, Tensor):
                 c = c._value
-            if not isinstance(c, _ARRAYS):
+            if not (isinstance(c, _ARRAYS) or is_foreign_array(c)):
                 c = np.asarray(c)
             cvalue = c
         if cvalue.shape != value.shape:
@@ -313,7 +318,7 @@ def _forget(self_ref, key, ref):
 def _as_tensor(t):
     if isinstance(t, Tensor):
         return t
-    return wrap(t if isinstance(t, _ARRAYS) else np.asarray(t))
+    return wrap(t if (isinstance(t, _ARRAYS) or is_foreign_array(t)) else np.asarray(t))
 
 
 def _as_value(t):

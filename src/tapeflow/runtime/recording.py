@@ -33,6 +33,8 @@ import threading
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
+
 from tapeflow.rules import ATTRIBUTES, METHODS, RULES, MissingRule, lookup
 from tapeflow.runtime.tensor import Tensor
 
@@ -45,6 +47,7 @@ _NO_KWARGS: dict = {}   # shared; never mutated
 _SEQUENCES = (list, tuple)
 _SEQUENCE_TYPES = frozenset(_SEQUENCES)
 _ARRAYS = (np.ndarray, np.generic)
+
 
 
 class _State(threading.local):
@@ -292,9 +295,9 @@ def wrap(raw):
 
 def _wrap(raw):
     """Tensors for the arrays in a NumPy function's result; other results as is."""
-    if isinstance(raw, _ARRAYS):
+    if isinstance(raw, _ARRAYS) or is_foreign_array(raw):
         return wrap(raw)
-    if isinstance(raw, _SEQUENCES) and raw and all(isinstance(r, _ARRAYS) for r in raw):
+    if isinstance(raw, _SEQUENCES) and raw and all(isinstance(r, _ARRAYS) or is_foreign_array(r) for r in raw):
         items = [wrap(r) for r in raw]
         if raw.__class__ is list:
             return items

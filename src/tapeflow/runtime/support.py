@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from tapeflow.rules import registry
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch, lift_tangent,
                                      rows_at, set_rows_at)
 from tapeflow.rules.array_ops import add_at, written
@@ -19,7 +20,7 @@ from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item,
-                                     overlap_value, check_overlap, insert_index, check_apart,
+                                     overlap_value, check_overlap, insert_index, check_apart, check_memory,
                                      holds, like_layout, check_refresh, is_mutable)
 from tapeflow.rules.shapes import (broadcast_tangent, carries_float, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
@@ -30,7 +31,7 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
            'reread_item', 'overlap_value', 'check_overlap', 'insert_index',
-           'check_apart', 'holds', 'like_layout', 'check_refresh',
+           'check_apart', 'check_memory', 'holds', 'like_layout', 'check_refresh',
            'is_mutable']
 
 
@@ -111,9 +112,10 @@ def getitem_adjoint(adjoint, k):
 
 def densify(adjoint, value):
     """A symbolic zero made concrete in the shape of `value` (for rules that need one)."""
-    if not is_zero(adjoint) or not isinstance(value, np.ndarray):
+    if not is_zero(adjoint) or not (isinstance(value, np.ndarray) or is_foreign_array(value)):
         return adjoint
-    return np.zeros_like(value, dtype=value.dtype if np.issubdtype(value.dtype, np.inexact) else float)
+    dtype = np.dtype(value.dtype)
+    return np.zeros_like(value, dtype=dtype if np.issubdtype(dtype, np.inexact) else float)
 
 
 def setitem_value_adjoint(adjoint, index, value):
@@ -139,7 +141,7 @@ def setitem_clear_adjoint(adjoint, index):
         cleared = list(adjoint)
         cleared[index] = 0.0
         return cleared
-    cleared = np.array(adjoint, copy=True)
+    cleared = adjoint.copy() if is_foreign_array(adjoint) else np.array(adjoint, copy=True)
     cleared[index] = 0
     return cleared
 

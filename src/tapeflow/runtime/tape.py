@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
+
 from tapeflow.runtime.recording import CUSTOM, _state, wrap
 from tapeflow.runtime import pytree
 from tapeflow.runtime.structure import flatten, flatten_up_to, pack_sequence_as
@@ -31,6 +33,7 @@ __all__ = ['GradientTape', 'UnconnectedGradients']
 _SEQUENCES = (list, tuple)
 _SEQUENCE_TYPES = frozenset(_SEQUENCES)   # `cls in` a set: one hash, no __eq__
 _ARRAYS = (np.ndarray, np.generic)
+
 _new = object.__new__
 
 
@@ -208,7 +211,7 @@ class GradientTape:
                         if isinstance(value, np.generic):   # _ones(value)
                             seed = _ONE.get(value.dtype) or _one(value.dtype)
                         else:
-                            seed = np.ones(value.shape, value.dtype)
+                            seed = np.ones_like(value)     # in value's library
                         tensor_mode = bool(_state.tapes)
                         if tensor_mode:
                             seed = wrap(seed)
@@ -474,7 +477,7 @@ def _output_gradients(target, targets, output_gradients):
             value = g._value
             if g._is_variable:
                 g = +g
-        elif isinstance(g, _ARRAYS):
+        elif isinstance(g, _ARRAYS) or is_foreign_array(g):
             value = g
         else:
             value = g = np.asarray(g, dtype=t.dtype)
@@ -503,13 +506,12 @@ def _ones(value):
         if one is None:
             one = _one(dtype)
         return one
-    return np.ones(value.shape, value.dtype)
+    return np.ones_like(value)
 
 
 def _zeros(like, tensor_mode):
     value = like._value
-    zero = value.dtype.type(0) if isinstance(value, np.generic) else np.zeros(value.shape,
-                                                                              value.dtype)
+    zero = value.dtype.type(0) if isinstance(value, np.generic) else np.zeros_like(value)
     return wrap(zero) if tensor_mode else zero
 
 
@@ -519,10 +521,10 @@ def _result(g, source, mode):
     if g is None or dtype.kind not in 'fc':
         if mode is _NONE:
             return None
-        return wrap(np.zeros(source.shape, dtype))
+        return wrap(np.zeros_like(source._value))
     if g.__class__ is Tensor:
         return g if g._value.dtype == dtype else g.astype(dtype)
-    if not isinstance(g, _ARRAYS):
+    if not (isinstance(g, _ARRAYS) or is_foreign_array(g)):
         g = np.asarray(g)
     kind = g.dtype
     if kind is not dtype and kind != dtype:

@@ -22,6 +22,8 @@ import operator
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
+
 __all__ = ['Tensor', 'Variable', 'constant', 'convert_to_tensor', 'as_value',
            'to_numpy_value']
 
@@ -40,6 +42,12 @@ def to_numpy_value(value, dtype=None, copy=False):
         value = value.copy()
     if isinstance(value, Tensor):
         value = value._value
+    elif is_foreign_array(value):       # CuPy, Dask...: held as given (`rules.arrays`)
+        if copy:
+            value = value.copy()
+        if dtype is not None and np.dtype(dtype) != np.dtype(value.dtype):
+            value = value.astype(dtype)
+        return value
     elif not isinstance(value, (np.ndarray, np.generic)):
         value = np.asarray(value)
         if dtype is None:
@@ -73,6 +81,7 @@ class Tensor:
     """An immutable eager value. See the module docstring."""
 
     __slots__ = ('_value', '__weakref__')
+    __tapeflow_tensor__ = True      # not an array library of its own (`rules.arrays`)
     _is_variable = False
     # ndarray's binary operators defer to us (we also define __array_ufunc__).
     __array_priority__ = 100

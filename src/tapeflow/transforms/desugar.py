@@ -28,12 +28,15 @@ import numpy as np
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.syntax import nodes
+from tapeflow.transforms import namespaces
 from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
 from tapeflow.syntax.naming import Namer
 
 
 def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> gast.FunctionDef:
+    if source is not None and bindings is not None:
+        namespaces.rewrite(node, namer, source, bindings)       # xp.exp(z) -> exp(xp, z)
     if source is not None:
         _lift_nested_defs(node, source, fn, namer, bindings)
         _LowerNamedOps(source).visit(node)

@@ -440,7 +440,7 @@ class _Rewriter(Lowerings):
         captures, updates, unresolved = Propagation(self, state, name, affected, stmt,
                                                     deep, structural).run()
         self.aliased.append(stmt)
-        checks = []
+        checks = [self.memory_model(stmt, name)] if captures or updates else []
         for alias in sorted(unresolved):      # apart when it runs: nothing to bring up to date
             reason = (f'{name} shares memory with {alias}{self.made_at(alias, stmt)} in a way '
                       f'not known here; writing into {name} changes {alias} -- write '
@@ -449,6 +449,18 @@ class _Rewriter(Lowerings):
             self.pending.append(Pending(stmt, frozenset({name}) | frozenset(values)
                                         | frozenset(unresolved), reason, checks[-1]))
         return checks + captures + lowered + updates
+
+    def memory_model(self, stmt, name):
+        """A statement raising a located refusal where, when it runs, `name` is an array
+        whose views are not its memory (Dask): the updates after this write are NumPy's."""
+        where = self.error(stmt, f'writing into {name} here changes other names that see its '
+                                 f'memory (views, aliases) on NumPy and CuPy, not on Dask, whose '
+                                 f'views are copies -- write {name} = {name}.copy() first, or '
+                                 f'compute the new value without writing into {name}')
+        return nodes.located(nodes.expr_stmt(nodes.call(
+            _runtime('check_memory'), name, nodes.const(where.reason),
+            nodes.const(where.filename), nodes.const(where.lineno),
+            nodes.const(where.offset - 1))), stmt)
 
     def apart(self, stmt, name, other, reason, deep=False, unless=None):
         """A statement raising the located refusal `reason` where, when it runs, `name` (or

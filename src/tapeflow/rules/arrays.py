@@ -1,0 +1,98 @@
+"""Which array library a value belongs to, read off the value itself.
+
+tapeflow's rules and generated code are written with NumPy's names (`np.sin`,
+`np.sum`, `np.zeros_like`). On a NumPy array they are NumPy; on an array of
+another library they reach that library through NumPy's dispatch protocols
+(NEP 13's `__array_ufunc__`, NEP 18's `__array_function__`): CuPy and Dask
+implement both, so `np.sum(g, axis=0)` on a Dask array is a lazy Dask sum and
+on a CuPy array a sum on its GPU. What the protocols cannot reach, constructors
+that take a shape (`np.zeros(shape)`), tapeflow never calls on a foreign
+value's behalf: it makes arrays `*_like` an operand (`np.zeros_like(x)`), which
+dispatch. `docs/how-it-works.md` ("Arrays other than NumPy's") says why.
+
+This module knows libraries only by their protocols and module names: it
+imports none of them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ['is_foreign_array', 'is_array', 'library_of', 'is_lazy', 'same_library',
+           'takes_numpy_operands', 'mixed_libraries', 'numpy_dtype', 'has_numpy_dispatch']
+
+_SCALARS = (float, int, bool, complex)
+
+
+def is_foreign_array(value) -> bool:
+    """An array of a library other than NumPy that NumPy's functions dispatch to (not
+    a tapeflow Tensor, which records them: its class sets `__tapeflow_tensor__`)."""
+    cls = value.__class__
+    if cls is np.ndarray or cls in _SCALARS or isinstance(value, (np.ndarray, np.generic)) \
+            or getattr(cls, '__tapeflow_tensor__', False):
+        return False
+    return hasattr(cls, '__array_function__') and hasattr(cls, 'shape') or \
+        hasattr(cls, '__array_namespace__') and hasattr(value, 'shape') and hasattr(value, 'dtype')
+
+
+def is_array(value) -> bool:
+    """A NumPy array or a foreign one (`is_foreign_array`)."""
+    return isinstance(value, np.ndarray) or is_foreign_array(value)
+
+
+def library_of(value) -> str:
+    """The top-level module of the library a value's class comes from ('numpy' for
+    NumPy arrays and scalars and for Python numbers)."""
+    cls = value.__class__
+    if cls is np.ndarray or cls in _SCALARS or isinstance(value, (np.ndarray, np.generic)):
+        return 'numpy'
+    return (cls.__module__ or '').partition('.')[0]
+
+
+def is_lazy(value) -> bool:
+    """A Dask array: its values exist once it is computed (`.compute()`)."""
+    return library_of(value) == 'dask'
+
+
+def same_library(a, b) -> bool:
+    return library_of(a) == library_of(b)
+
+
+def takes_numpy_operands(library: str) -> bool:
+    """Whether arrays of `library` compute with NumPy arrays as operands (Dask wraps
+    them; CuPy and the array API's strict namespace refuse them)."""
+    return library in ('numpy', 'dask')
+
+
+def mixed_libraries(named) -> str | None:
+    """Why the arrays in `named` ((description, value) pairs: arguments, globals) cannot
+    meet in one computation, or None: two foreign libraries, or a foreign library that
+    takes no NumPy operands beside a NumPy array."""
+    first = {}
+    for what, value in named:
+        if is_array(value) and np.ndim(value) > 0 or is_foreign_array(value):
+            first.setdefault(library_of(value), what)
+    foreign = [lib for lib in first if lib != 'numpy']
+    if len(foreign) > 1:
+        a, b = foreign[:2]
+        return f'{first[a]} is a {a} array and {first[b]} a {b} array'
+    if foreign and 'numpy' in first and not takes_numpy_operands(foreign[0]):
+        lib = foreign[0]
+        return (f'{first[lib]} is a {lib} array and {first["numpy"]} a NumPy array: {lib} '
+                f'computes with {lib} arrays only -- make it one ({lib}.asarray(...)), or pass '
+                f'it as an argument')
+    return None
+
+
+def numpy_dtype(value) -> np.dtype:
+    """The NumPy dtype of the same name as an array's (an array API namespace's dtypes
+    are its own objects: array_api_strict.float64 is not np.float64)."""
+    dtype = value.dtype
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(getattr(dtype, 'name', None) or str(dtype).rpartition('.')[2])
+
+
+def has_numpy_dispatch(value) -> bool:
+    """NumPy's functions reach it (NEP 18): NumPy, CuPy, Dask; not array_api_strict."""
+    return isinstance(value, (np.ndarray, np.generic)) or hasattr(value.__class__, '__array_function__')

@@ -1,0 +1,132 @@
+"""A stand-in for CuPy where no GPU is: an array library that NumPy dispatches to and
+that, like CuPy, refuses NumPy arrays as operands and refuses to become one.
+
+`DuckArray` holds a NumPy array and implements NEP 13 (`__array_ufunc__`) and NEP 18
+(`__array_function__`) by computing on what it holds and wrapping the result. A
+NumPy array among the operands is a TypeError, as CuPy's 'Unsupported type
+<class 'numpy.ndarray'>'; `np.asarray(duck)` is a TypeError, as CuPy's 'Implicit
+conversion to a NumPy array is not allowed'. Generated code that makes a seed, a
+zero or a constant as a NumPy array fails on it exactly where it fails on CuPy.
+NumPy scalars and Python numbers are accepted, as CuPy accepts them.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
+    __slots__ = ('_a',)
+
+    def __init__(self, a):
+        if isinstance(a, DuckArray):
+            a = a._a
+        self._a = np.array(a, copy=True) if not isinstance(a, np.ndarray) else a
+
+    # ---------------------------------------------------------------- protocols
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError('Implicit conversion to a NumPy array is not allowed. '
+                        'Please use `.get()` to construct a NumPy array explicitly.')
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = _unwrap(inputs)
+        if 'out' in kwargs:
+            kwargs['out'] = _unwrap(kwargs['out'])
+        return _wrap(getattr(ufunc, method)(*inputs, **kwargs))
+
+    def __array_function__(self, func, types, args, kwargs):
+        if not all(issubclass(t, (DuckArray, np.ndarray)) for t in types):
+            return NotImplemented
+        return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+
+    # ---------------------------------------------------------------- the array
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    T = property(lambda self: DuckArray(self._a.T))
+    real = property(lambda self: DuckArray(self._a.real))
+    imag = property(lambda self: DuckArray(self._a.imag))
+
+    def get(self):
+        """The NumPy array (CuPy's name for the copy to the host)."""
+        return self._a.copy()
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (DuckArray(row) for row in self._a)
+
+    def __getitem__(self, index):
+        return _wrap(self._a[_index(index)])
+
+    def __setitem__(self, index, value):
+        self._a[_index(index)] = _unwrap((value,))[0]
+
+    def __float__(self):
+        return float(self._a)
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __index__(self):
+        return self._a.__index__()
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __repr__(self):
+        return f'DuckArray({self._a!r})'
+
+    def __getattr__(self, name):            # methods: x.sum(axis=0), x.reshape(...), x.copy()
+        method = getattr(self._a, name)
+        if not callable(method):
+            return _wrap(method)
+        return lambda *args, **kwargs: _wrap(method(*_unwrap(args), **_unwrap(kwargs)))
+
+
+DuckArray.__module__ = 'duckgpu'    # its library, as `rules.arrays.library_of` reads it
+
+
+def _unwrap(value):
+    if isinstance(value, DuckArray):
+        return value._a
+    if isinstance(value, np.ndarray):
+        raise TypeError(f'Unsupported type {np.ndarray}')
+    if isinstance(value, tuple):
+        return tuple(_unwrap(v) for v in value)
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+def _index(index):
+    """An index: NumPy integer and boolean arrays are taken, as CuPy takes them."""
+    if isinstance(index, tuple):
+        return tuple(_index(i) for i in index)
+    if isinstance(index, np.ndarray) and index.dtype.kind in 'iub':
+        return index
+    return _unwrap(index)
+
+
+def _wrap(value):
+    if isinstance(value, np.ndarray):
+        return DuckArray(value)
+    if isinstance(value, np.generic) and not isinstance(value, (np.bool_, numbers.Integral)):
+        return DuckArray(np.asarray(value))      # CuPy's reductions give 0-d arrays
+    if isinstance(value, tuple):
+        return tuple(_wrap(v) for v in value)
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+def asarray(value):
+    return DuckArray(np.asarray(value))

@@ -1,0 +1,291 @@
+"""Gradients on arrays other than NumPy's: Dask (lazy, on a cluster) and a CuPy stand-in.
+
+`tests/duck_gpu.py`'s DuckArray refuses NumPy operands as CuPy does, so every
+seed, zero or constant that generated code or a rule made as a NumPy array
+fails here as it fails on a GPU. The tests with CuPy itself are marked `gpu`
+(tests/test_cupy.py). Each gradient is compared with the NumPy path's on the
+same values, which the rest of the suite checks against finite differences.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.corpus import CASES
+from tests.duck_gpu import DuckArray
+
+dask = pytest.importorskip('dask', reason='dask[array] comes with the dev extras (make install)')
+da = pytest.importorskip('dask.array')
+
+BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'benchmarks')
+
+
+class Computed(Exception):
+    """A Dask graph was computed where it should have stayed lazy."""
+
+
+def _refuse(*args, **kwargs):
+    raise Computed('a Dask graph was computed')
+
+
+def lazy_only():
+    """Within it, computing any Dask graph raises `Computed`."""
+    return dask.config.set(scheduler=_refuse)
+
+
+def sine_decay(x):
+    """W6 of the benchmarks (an elementwise reduction)."""
+    return np.sum(np.sin(x) ** 2 * np.exp(-x))
+
+
+def workloads():
+    """W3 logistic regression, W4 MLP, W5 RNN (smaller than the benchmarks'), W6."""
+    sys.path.insert(0, BENCHMARKS)
+    try:
+        from w3_logistic import logistic_loss
+        from w4_mlp import mlp_loss
+        from w5_rnn import rnn_loss
+    finally:
+        sys.path.remove(BENCHMARKS)
+    rng = np.random.default_rng(3)
+    n = rng.standard_normal
+    return [
+        ('W3', logistic_loss, (0.1 * n(10), n((40, 10)), (rng.random(40) < 0.5) * 1.0), (0,)),
+        ('W4', mlp_loss, (0.3 * n((6, 8)), 0.1 * n(8), 0.3 * n((8, 3)), 0.1 * n(3), n((20, 6)),
+                          n((20, 3))), (0, 1, 2, 3)),
+        ('W5', rnn_loss, (0.3 * n((4, 5)), 0.3 * n((5, 5)), 0.1 * n(5), n((6, 3, 4)),
+                          np.zeros((3, 5))), (0, 1, 2)),
+        ('W6', sine_decay, (rng.uniform(-1, 1, 1000),), (0,)),
+    ]
+
+
+WORKLOADS = workloads()
+
+
+def corpus_cases():
+    """Corpus functions with an array argument."""
+    return [c for c in CASES if any(isinstance(a, np.ndarray) for a in c.args(np.random.default_rng(0)))]
+
+
+def convert(args, to):
+    return tuple(to(a) if isinstance(a, np.ndarray) and a.dtype.kind in 'fc' else a for a in args)
+
+
+def to_dask(a):
+    return da.from_array(a, chunks=tuple(max(1, s // 2) for s in a.shape))
+
+
+def host(value):
+    if isinstance(value, DuckArray):
+        return value.get()
+    if hasattr(value, 'compute'):
+        return value.compute()
+    return value
+
+
+def assert_same_gradient(result, expected, library):
+    (value, grads), (value0, grads0) = result, expected
+    np.testing.assert_allclose(host(value), value0, rtol=1e-12, atol=1e-12)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    grads0 = grads0 if isinstance(grads0, tuple) else (grads0,)
+    assert len(grads) == len(grads0)
+    for g, g0 in zip(grads, grads0):
+        if isinstance(g0, np.ndarray):
+            assert library(g), f'a gradient came back as {type(g).__name__}'
+            assert g.shape == g0.shape and np.dtype(g.dtype) == g0.dtype
+        np.testing.assert_allclose(host(g), g0, rtol=1e-10, atol=1e-12)
+
+
+def is_dask(value):
+    return isinstance(value, da.Array)
+
+
+def is_duck(value):
+    return isinstance(value, DuckArray)
+
+
+def plain_runs(fn, args):
+    """Whether the plain function runs on these arrays at all (Dask's reshape and CuPy's
+    refusal of NumPy operands are the user's code's business, not tapeflow's)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            fn(*args)
+    except Exception:       # noqa: BLE001
+        return False
+    return True
+
+
+def plain_is_lazy(fn, args):
+    try:
+        with lazy_only(), warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            fn(*args)
+    except Exception:       # noqa: BLE001 -- Computed, or what NumPy made of it
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- a CuPy stand-in
+
+@pytest.mark.parametrize('case', corpus_cases(), ids=lambda c: c.name)
+def test_corpus_on_a_library_that_refuses_numpy_operands(case):
+    args = case.args(np.random.default_rng(0))
+    if not plain_runs(case.fn, convert(case.args(np.random.default_rng(0)), DuckArray)):
+        # the user's own code makes a NumPy array (np.zeros(4)) and writes duck values in
+        with pytest.raises(TypeError, match='Unsupported type'):
+            tf.value_and_grad(case.fn, argnums=case.wrt)(*convert(args, DuckArray))
+        return
+    expected = tf.value_and_grad(case.fn, argnums=case.wrt)(*args)
+    result = tf.value_and_grad(case.fn, argnums=case.wrt)(*convert(args, DuckArray))
+    assert_same_gradient(result, expected, is_duck)
+
+
+def test_most_of_the_corpus_runs_on_the_stand_in():
+    runs = [c for c in corpus_cases()
+            if plain_runs(c.fn, convert(c.args(np.random.default_rng(0)), DuckArray))]
+    assert len(runs) >= 30, [c.name for c in runs]
+
+
+@pytest.mark.parametrize('name, fn, args, wrt', WORKLOADS, ids=[w[0] for w in WORKLOADS])
+def test_workloads_on_the_stand_in(name, fn, args, wrt):
+    expected = tf.value_and_grad(fn, argnums=wrt)(*args)
+    result = tf.value_and_grad(fn, argnums=wrt)(*convert(args, DuckArray))
+    assert_same_gradient(result, expected, is_duck)
+
+
+def test_vjp_and_jvp_on_the_stand_in():
+    x = np.linspace(-1.0, 1.0, 7)
+    v = np.cos(3 * x)
+    out0, pullback0 = tf.vjp(sine_decay, x)
+    out, pullback = tf.vjp(sine_decay, DuckArray(x))
+    np.testing.assert_allclose(host(out), out0)
+    (g,), (g0,) = pullback(1.0), pullback0(1.0)
+    assert is_duck(g)
+    np.testing.assert_allclose(host(g), g0)
+    primal, tangent = tf.jvp(sine_decay, (DuckArray(x),), (DuckArray(v),))
+    primal0, tangent0 = tf.jvp(sine_decay, (x,), (v,))
+    np.testing.assert_allclose(host(primal), primal0)
+    np.testing.assert_allclose(host(tangent), tangent0)
+
+
+def test_eager_tape_records_stand_in_arrays():
+    x = np.linspace(0.1, 1.0, 6)
+    grads = []
+    for value in (x, DuckArray(x)):
+        v = tf.Variable(value)
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(tf.sin(v) * v) + tf.reduce_sum(v * v)
+        grads.append(tape.gradient(y, v))
+    assert is_duck(grads[1]._value)
+    np.testing.assert_allclose(grads[1]._value.get(), grads[0].numpy())
+    np.testing.assert_allclose(grads[0].numpy(), np.sin(x) + x * np.cos(x) + 2 * x)
+
+
+WEIGHTS = np.linspace(0.5, 1.5, 4)      # a NumPy global, read beside a stand-in argument
+
+
+def reads_a_numpy_global(x):
+    return np.sum(x * WEIGHTS)
+
+
+def two_arrays(x, y):
+    return np.sum(x * y)
+
+
+def test_mixing_libraries_is_a_clear_error():
+    with pytest.raises(TypeError) as info:
+        tf.grad(reads_a_numpy_global)(DuckArray(np.ones(4)))
+    message = str(info.value)
+    assert message.startswith(f'{__file__}:{reads_a_numpy_global.__code__.co_firstlineno}:1: ')
+    assert "argument 'x' is a duckgpu array and the global 'WEIGHTS' a NumPy array" in message
+    with pytest.raises(TypeError, match="argument 'x' is a duckgpu array and argument 'y' a "
+                                        "NumPy array"):
+        tf.grad(two_arrays)(DuckArray(np.ones(4)), np.ones(4))
+    with pytest.raises(TypeError, match="argument 'x' is a duckgpu array and argument 'y' a "
+                                        "dask array"):
+        tf.grad(two_arrays)(DuckArray(np.ones(4)), da.ones(4))
+    # Dask computes with NumPy operands: no error, and the NumPy gradient
+    g = tf.grad(reads_a_numpy_global)(da.from_array(np.ones(4), chunks=2))
+    np.testing.assert_allclose(g.compute(), WEIGHTS)
+
+
+# ---------------------------------------------------------------- Dask
+
+@pytest.mark.parametrize('case', corpus_cases(), ids=lambda c: c.name)
+def test_corpus_on_dask_stays_lazy(case):
+    args = case.args(np.random.default_rng(0))
+    dargs = convert(args, to_dask)
+    if not plain_runs(case.fn, dargs):
+        return      # Dask's own limits (an uneven reshape), met by the plain call too
+    expected = tf.value_and_grad(case.fn, argnums=case.wrt)(*args)
+    if plain_is_lazy(case.fn, dargs):
+        with lazy_only(), warnings.catch_warnings():
+            warnings.simplefilter('error')      # no fallback of Dask's to NumPy either
+            result = tf.value_and_grad(case.fn, argnums=case.wrt)(*dargs)
+    else:   # the function itself computes (a branch on a value): so may its gradient
+        result = tf.value_and_grad(case.fn, argnums=case.wrt)(*dargs)
+    assert_same_gradient(result, expected, is_dask)
+
+
+def test_most_of_the_corpus_is_lazy_on_dask():
+    lazy = [c for c in corpus_cases() if plain_runs(c.fn, convert(c.args(np.random.default_rng(0)), to_dask))
+            and plain_is_lazy(c.fn, convert(c.args(np.random.default_rng(0)), to_dask))]
+    assert len(lazy) >= 25, [c.name for c in lazy]
+
+
+@pytest.mark.parametrize('name, fn, args, wrt', WORKLOADS, ids=[w[0] for w in WORKLOADS])
+def test_workloads_on_dask_stay_lazy(name, fn, args, wrt):
+    expected = tf.value_and_grad(fn, argnums=wrt)(*args)
+    with lazy_only():
+        result = tf.value_and_grad(fn, argnums=wrt)(*convert(args, to_dask))
+    assert_same_gradient(result, expected, is_dask)
+
+
+def test_eager_tape_records_dask_arrays_lazily():
+    x = np.linspace(0.1, 1.0, 6)
+    with lazy_only():
+        v = tf.Variable(da.from_array(x, chunks=3))
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(tf.sin(v) * v)
+        g = tape.gradient(y, v)
+    assert is_dask(g._value)
+    np.testing.assert_allclose(g._value.compute(), np.sin(x) + x * np.cos(x))
+
+
+def writes_through_a_view(x):
+    y = x * 1.0
+    v = y[1:]
+    v[0] = 5.0          # NumPy: writes y[1]; Dask: only v
+    return np.sum(y * y)
+
+
+def test_a_write_through_a_view_of_a_dask_array_is_refused():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(writes_through_a_view)(da.ones(4, chunks=2))
+    line = writes_through_a_view.__code__.co_firstlineno + 3
+    assert str(info.value).startswith(f'{__file__}:{line}:5: writing into v here changes')
+    assert 'not on Dask, whose views are copies' in str(info.value)
+    np.testing.assert_allclose(tf.grad(writes_through_a_view)(np.ones(4)), [2.0, 0.0, 2.0, 2.0])
+
+
+def test_dask_gradient_on_a_two_worker_local_cluster():
+    distributed = pytest.importorskip('distributed', reason='distributed comes with the dev extras')
+    rng = np.random.default_rng(5)
+    X, y, w = rng.standard_normal((400, 8)), (rng.random(400) < 0.5) * 1.0, 0.1 * rng.standard_normal(8)
+    loss = WORKLOADS[0][1]
+    expected = tf.grad(loss)(w, X, y)
+    with lazy_only():
+        g = tf.grad(loss)(w, da.from_array(X, chunks=(100, 8)), da.from_array(y, chunks=100))
+    assert is_dask(g) and g.npartitions >= 1
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        assert len(client.scheduler_info()['workers']) == 2
+        computed = g.compute()
+    np.testing.assert_allclose(computed, expected, rtol=1e-12)

@@ -1,0 +1,61 @@
+"""Gradients on a GPU with CuPy: the workloads and the corpus, beside the NumPy path.
+
+Marked `gpu`: they run where CuPy imports and sees a CUDA device, and are skipped
+elsewhere with that reason in pytest's summary (`-rs`). Without a GPU the same
+code paths are tested against tests/duck_gpu.py (tests/test_array_libraries.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.test_array_libraries import WORKLOADS, assert_same_gradient, convert, corpus_cases, plain_runs
+
+
+def _cupy():
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+    except Exception:       # noqa: BLE001 -- not installed, no driver, no device
+        return None
+    return cupy
+
+
+cp = _cupy()
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(cp is None, reason='gpu: CuPy with a CUDA GPU is not available here')]
+
+
+def to_gpu(a):
+    return cp.asarray(a)
+
+
+def on_gpu(value):
+    return isinstance(value, cp.ndarray)
+
+
+def host(value):
+    return cp.asnumpy(value) if on_gpu(value) else value
+
+
+@pytest.mark.parametrize('name, fn, args, wrt', WORKLOADS, ids=[w[0] for w in WORKLOADS])
+def test_workloads_on_the_gpu(name, fn, args, wrt):
+    expected = tf.value_and_grad(fn, argnums=wrt)(*args)
+    value, grads = tf.value_and_grad(fn, argnums=wrt)(*convert(args, to_gpu))
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    assert all(on_gpu(g) for g in grads)
+    assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
+
+
+@pytest.mark.parametrize('case', corpus_cases(), ids=lambda c: c.name)
+def test_corpus_on_the_gpu(case):
+    args = case.args(np.random.default_rng(0))
+    gpu_args = convert(args, to_gpu)
+    if not plain_runs(case.fn, gpu_args):
+        return      # the function itself mixes NumPy and CuPy arrays
+    expected = tf.value_and_grad(case.fn, argnums=case.wrt)(*args)
+    value, grads = tf.value_and_grad(case.fn, argnums=case.wrt)(*gpu_args)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
