@@ -7,12 +7,12 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy demo bench fuzz clean autograd-suite rule-grid
+.PHONY: install test test-numpy demo bench bench-gpu fuzz clean autograd-suite rule-grid
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@echo 'make: creating $(VENV) and installing tapeflow with its test dependencies (pytest, hypothesis, scipy); about 30 s the first time'
+	@echo 'make: creating $(VENV) and installing tapeflow with its test dependencies (pytest, hypothesis, scipy, dask, array-api-strict); about 30 s the first time'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -86,6 +86,11 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: install $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
+
+# On a machine with a CUDA GPU and CuPy (pip install -e '.[cupy]'), torch and JAX:
+# W3, W4 and W6 on the GPU, side by side. Elsewhere it says there is nothing to time.
+bench-gpu: install
+	$(PY) benchmarks/gpu.py
 
 # autograd's own test suite against tapeflow (a measurement: clones HIPS/autograd into
 # .cache/ the first time; AUTOGRAD=path reads a checkout of yours). About 15 minutes.
