@@ -38,6 +38,10 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
     def __array_function__(self, func, types, args, kwargs):
         if not all(issubclass(t, (DuckArray, np.ndarray)) for t in types):
             return NotImplemented
+        if func in _CREATION:               # NEP 35: np.asarray(host_value, like=duck)
+            return DuckArray(np.asarray(func(*args, **kwargs)))
+        if (func.__module__ or '').startswith('tapeflow'):
+            return NotImplemented           # as CuPy: it knows only its own functions
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
 
     # ---------------------------------------------------------------- the array
@@ -84,6 +88,8 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
         return f'DuckArray({self._a!r})'
 
     def __getattr__(self, name):            # methods: x.sum(axis=0), x.reshape(...), x.copy()
+        if name.startswith('__'):           # not NumPy's protocols (__array_interface__...)
+            raise AttributeError(name)
         method = getattr(self._a, name)
         if not callable(method):
             return _wrap(method)
@@ -91,6 +97,7 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
 
 
 DuckArray.__module__ = 'duckgpu'    # its library, as `rules.arrays.library_of` reads it
+_CREATION = {np.asarray, np.array, np.arange, np.zeros, np.ones, np.empty, np.full}
 
 
 def _unwrap(value):

@@ -21,7 +21,8 @@ from tapeflow.syntax.naming import identifier as _id
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules import registry
-from tapeflow.rules.arrays import (has_numpy_dispatch, is_foreign_array, library_of,
+from tapeflow.rules.array_api import is_api_only
+from tapeflow.rules.arrays import (is_foreign_array, library_of,
                                    mixed_libraries, numpy_dtype, same_library)
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import MissingRule
@@ -610,7 +611,7 @@ def _like_foreign(g, arg):
     """`_like` for an array of another library (CuPy, Dask), or a NumPy argument whose
     gradient another library computed (NumPy weights, Dask data): made in that library,
     by functions NumPy dispatches to it (`rules.arrays`); a Dask gradient stays lazy."""
-    if not has_numpy_dispatch(arg) or not has_numpy_dispatch(g):
+    if is_api_only(arg) or is_api_only(g):
         return _like_api(g, arg)
     dtype = numpy_dtype(arg)
     dtype = dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)

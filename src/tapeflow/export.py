@@ -34,7 +34,7 @@ import numpy as np
 
 from tapeflow.runtime import support
 from tapeflow.syntax import nodes
-from tapeflow.syntax.errors import TapeflowError
+from tapeflow.syntax.errors import TapeflowError, UnsupportedError
 from tapeflow.syntax.unparse import render
 from tapeflow.transforms import pipeline
 
@@ -327,6 +327,11 @@ class _ModuleWriter:
                 raise ExportError(f'{user} uses the module {obj.__name__}; an exported module '
                                   f'cannot import tapeflow')
             self.modules[name] = obj.__name__
+            return
+        if obj is UnsupportedError:                # a helper's refusal: a class of its own here
+            self.named[id(obj)] = name
+            self.definitions.append(f'class {name}(NotImplementedError):\n'
+                                    f'    """tapeflow\'s refusal of a construct, raised by a helper."""')
             return
         literal = self._literal(obj, user)
         if literal is not None:

@@ -71,3 +71,7 @@ SPECS += [
     Spec(api.full_like, (np, np.zeros((2, 3)), F()), name='xp.full_like', second=False),
     Spec(api.real, (np, A((3,))), name='xp.real', second=False),
 ]
+
+# the lowerings' move of a NumPy value into the library it is written into: the identity
+from tapeflow.rules.arrays import to_library  # noqa: E402
+SPECS.append(Spec(to_library, (A((3,)), np.zeros(3)), name='to_library', second=False))

@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from tapeflow.errors import UnsupportedError
+from tapeflow.rules.arrays import is_foreign_array, is_lazy, library_of, numpy_dtype, to_library
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
@@ -46,6 +48,11 @@ def dispatches(fn):
                 overloaded.append(arg)
         if not overloaded:
             return fn(*args, **kwargs)
+        foreign = getattr(public, '_foreign', None)
+        if foreign is not None and not any(getattr(type(a), '__tapeflow_tensor__', False)
+                                           for a in overloaded) \
+                and not any(is_lazy(a) for a in overloaded):
+            return foreign(*args, **kwargs)     # CuPy's arrays: its own functions, on its device
         types = tuple(type(a) for a in overloaded)
         for arg in overloaded:
             result = type(arg).__array_function__(arg, public, types, args, kwargs)
@@ -56,9 +63,20 @@ def dispatches(fn):
     return public
 
 
-@functools.lru_cache(maxsize=256)
 def positions(shape, start=0):
     """The flat index (plus `start`) of every element of an array of `shape`."""
+    try:
+        return _positions(shape, start)
+    except ValueError:
+        if any(n != n for n in shape):      # NaN: a Dask array's length unknown until computed
+            raise UnsupportedError(f'an array of shape {shape}, whose length is not known until '
+                                   f'it is computed (Dask, after a boolean mask): compute it first '
+                                   f'(x.compute_chunk_sizes())') from None
+        raise
+
+
+@functools.lru_cache(maxsize=256)
+def _positions(shape, start=0):
     out = np.arange(start, start + math.prod(shape)).reshape(shape)
     out.setflags(write=False)
     return out
@@ -104,6 +122,33 @@ def scatter_add(g, index, shape):
     else:
         out = np.bincount(index, weights, minlength=size)
     return out.astype(dtype, copy=False).reshape(shape)
+
+
+def _gather_foreign(x, index):
+    """`gather` on an array of another library (CuPy): a zero appended for index -1."""
+    flat = np.ravel(x)
+    flat = np.concatenate([flat, np.zeros_like(flat[:1])])
+    return np.take(flat, to_library(np.asarray(index), x))
+
+
+def _scatter_add_foreign(g, index, shape):
+    """`scatter_add` on an array of another library (CuPy): its `bincount`, with the
+    dropped index -1 counted in a slot of its own."""
+    index = np.asarray(index) if not is_foreign_array(index) else index
+    weights = np.ravel(np.broadcast_to(g, index.shape))
+    slots = to_library(np.ravel(index) + 1, g)
+    size = math.prod(shape) + 1
+    if np.iscomplexobj(weights):
+        out = (np.bincount(slots, np.real(weights), minlength=size)
+               + 1j * np.bincount(slots, np.imag(weights), minlength=size))
+    else:
+        out = np.bincount(slots, weights, minlength=size)
+    dtype = g.dtype if np.issubdtype(np.dtype(g.dtype), np.inexact) else np.float64
+    return np.reshape(out[1:].astype(dtype), shape)
+
+
+gather._foreign = _gather_foreign
+scatter_add._foreign = _scatter_add_foreign
 
 
 def gather_batch(t, index):
@@ -185,6 +230,28 @@ def add_at(x, idx, v):
     return out
 
 
+def _assign_foreign(x, idx, v):
+    out = x.copy()
+    out[idx] = to_library(v, x) if isinstance(v, np.ndarray) else v
+    return out
+
+
+def _add_at_foreign(x, idx, v):
+    if not is_foreign_array(x):
+        raise UnsupportedError(f'np.add.at adds {library_of(v)} values into a NumPy array: '
+                               f'mixed array libraries -- make both arrays of one library')
+    if any(is_foreign_array(i) for i in (idx if isinstance(idx, tuple) else (idx,))):
+        raise UnsupportedError(f'np.add.at with an index array of {library_of(x)} values: '
+                               f'index with NumPy integers')
+    flat = positions(np.shape(x))[idx]
+    v = v if is_foreign_array(v) else to_library(np.asarray(v), x)
+    return x + _scatter_add_foreign(v, flat, np.shape(x))
+
+
+assign._foreign = _assign_foreign
+add_at._foreign = _add_at_foreign
+
+
 def _kept(shape, idx):
     """Boolean mask: True where `x[idx] = v` leaves `x`'s element in place."""
     mask = np.ones(shape, dtype=bool)
@@ -197,10 +264,36 @@ def written(g, shape, idx):
     picked = g[idx]
     if is_basic_index(idx):
         return picked
+    if is_foreign_array(picked) and not is_lazy(picked):
+        return _written_foreign(picked, shape, idx)
     order = positions(np.shape(picked))
     last = np.full(shape, -1)
     last[idx] = order
-    return np.where(last[idx] == order, picked, 0.0)
+    stayed = last[idx] == order
+    return np.where(stayed, picked, 0.0)           # (Dask takes a NumPy condition)
+
+
+def _written_foreign(picked, shape, idx):
+    """`written` on CuPy's arrays: a write through an index that repeats an element is
+    undefined there (which write lands is not NumPy's last), so it is refused."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if all(_is_basic_one(i) or _is_mask(i) for i in parts):
+        return picked                               # slices and masks: no element twice
+    if any(is_foreign_array(i) for i in parts):
+        raise UnsupportedError(f'a write through an index array of {library_of(picked)} '
+                               f'integers: whether it repeats an element is not known here, and '
+                               f'which repeated write lands is undefined there -- index with '
+                               f'NumPy integers')
+    flat = positions(shape)[idx]
+    if np.unique(flat).size != flat.size:
+        raise UnsupportedError(f'a write that repeats an element: which write lands is undefined '
+                               f'on {library_of(picked)} arrays -- index each element once')
+    return picked
+
+
+def _is_mask(index) -> bool:
+    dtype = getattr(index, 'dtype', None)
+    return dtype is not None and numpy_dtype(index) == np.bool_
 
 
 def assign_vjp_x(g, ans, x, idx, v):

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ['is_foreign_array', 'is_array', 'library_of', 'is_lazy', 'same_library',
-           'takes_numpy_operands', 'mixed_libraries', 'numpy_dtype', 'has_numpy_dispatch']
+           'takes_numpy_operands', 'mixed_libraries', 'numpy_dtype', 'shares_views',
+           'memory_unknown', 'to_library', 'copy_of']
 
 _SCALARS = (float, int, bool, complex)
 
@@ -93,6 +94,35 @@ def numpy_dtype(value) -> np.dtype:
         return np.dtype(getattr(dtype, 'name', None) or str(dtype).rpartition('.')[2])
 
 
-def has_numpy_dispatch(value) -> bool:
-    """NumPy's functions reach it (NEP 18): NumPy, CuPy, Dask; not array_api_strict."""
-    return isinstance(value, (np.ndarray, np.generic)) or hasattr(value.__class__, '__array_function__')
+
+def shares_views(value) -> bool:
+    """An array whose views share its memory, as NumPy's do (CuPy's), and which NumPy's
+    `may_share_memory` reaches; not Dask's (a view is a new graph), not a library's that
+    NumPy cannot reach (array_api_strict: `may_share_memory` would copy it)."""
+    cls = value.__class__
+    if cls is np.ndarray or isinstance(value, np.ndarray):
+        return True
+    return is_foreign_array(value) and hasattr(cls, '__array_function__') and not is_lazy(value)
+
+
+def memory_unknown(value) -> bool:
+    """An array of a library whose memory NumPy cannot inspect (array_api_strict)."""
+    cls = value.__class__
+    return is_foreign_array(value) and not hasattr(cls, '__array_function__')
+
+
+def to_library(value, like):
+    """A NumPy value (an index, a constant of a rule) as an array of `like`'s library, on
+    its device: NEP 35's `like=` (CuPy, Dask), or the namespace's `asarray`."""
+    if not is_foreign_array(like) or is_foreign_array(value):
+        return value
+    if hasattr(like.__class__, '__array_function__'):
+        return np.asarray(value, like=like)
+    return like.__array_namespace__().asarray(value, device=like.device)
+
+
+def copy_of(value):
+    """A copy of a foreign array (the array API has no `.copy()` method: `asarray(copy=True)`)."""
+    if hasattr(value, 'copy'):
+        return value.copy()
+    return value.__array_namespace__().asarray(value, copy=True)

@@ -21,7 +21,8 @@ import numpy as np
 
 from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, positions,
                                       scatter_add, scatter_add_batch)
-from tapeflow.rules.arrays import is_foreign_array, library_of
+from tapeflow.errors import UnsupportedError
+from tapeflow.rules.arrays import is_foreign_array, library_of, to_library
 from tapeflow.rules.array_api import is_api_only, zeros_api
 from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
 from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
@@ -78,10 +79,10 @@ def _untake_foreign(g, x, idx, shape):
     if not is_basic_index(idx):
         flat = positions(shape)[idx]
         if np.unique(flat).size != flat.size:
-            raise NotImplementedError(
+            raise UnsupportedError(       # (located at the subscript by `sourcemap`)
                 f'this index reads an element more than once; its gradient on a '
                 f'{library_of(like)} array would add the repeats, which tapeflow does only for '
-                f'NumPy arrays: index with distinct positions, or compute on NumPy arrays')
+                f'NumPy arrays -- index with distinct positions, or compute on NumPy arrays')
     if np.iscomplexobj(g) and not np.issubdtype(dtype, np.complexfloating):
         g = np.real(g)
     out = np.zeros_like(like, dtype=dtype, shape=shape)
@@ -277,9 +278,10 @@ describe('offset (last two axes)', np.linalg.trace)
 # ---------------------------------------------------------------- sort, partition
 
 def _sorted_sources(x, order, axis):
+    sources = to_library(positions(np.shape(x)), order)     # (CuPy: on its device)
     if axis is None:
-        return np.take_along_axis(np.ravel(positions(np.shape(x))), order, 0)
-    return np.take_along_axis(positions(np.shape(x)), order, axis)
+        return np.take_along_axis(np.ravel(sources), order, 0)
+    return np.take_along_axis(sources, order, axis)
 
 
 def sort_vjp(g, ans, a, axis=-1, kind=None, order=None, stable=None):

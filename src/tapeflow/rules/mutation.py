@@ -30,7 +30,8 @@ import types
 import numpy as np
 
 from tapeflow.errors import UnsupportedError
-from tapeflow.rules.arrays import is_foreign_array, is_lazy, same_library
+from tapeflow.rules.arrays import (is_foreign_array, is_lazy, library_of, memory_unknown,
+                                   same_library, shares_views, to_library)
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import zeros_like_value
@@ -206,8 +207,16 @@ def is_list(value) -> bool:
 def shares(part, whole) -> bool:
     """Whether `part`, made from `whole` by a view NumPy may make or not (`reshape`...), is
     one; or, after `whole <op>= v` on what may be a number, whether it is still `part`."""
-    return part is whole or (part.__class__ is np.ndarray and isinstance(whole, np.ndarray)
-                             and np.may_share_memory(part, whole))
+    if part is whole:
+        return True
+    if part.__class__ is np.ndarray and isinstance(whole, np.ndarray):
+        return np.may_share_memory(part, whole)
+    if memory_unknown(part) or memory_unknown(whole):
+        raise UnsupportedError(f'whether this is a view of the array it is made from is not '
+                               f'known for {library_of(part)} arrays, and a write follows -- '
+                               f'copy it first (xp.asarray(x, copy=True))')
+    return shares_views(part) and shares_views(whole) and same_library(part, whole) and \
+        bool(np.may_share_memory(part, whole))
 
 
 _IN_PLACE = {'+': '__iadd__', '-': '__isub__', '*': '__imul__', '/': '__itruediv__',
@@ -228,6 +237,8 @@ def index_size(index) -> int:
 
 def as_mask(mask, shape):
     """`mask` as a boolean array of `shape` (NumPy's `place`/`putmask` read it flat)."""
+    if is_foreign_array(mask):
+        return np.reshape(mask.astype(bool), shape)      # in its own library (CuPy)
     return np.reshape(np.asarray(mask, dtype=bool), shape)
 
 
@@ -257,7 +268,7 @@ def check_refresh(container, written, holders, reason, filename, lineno, col):
     know and refreshes as a list holding `holders` after the write, is, if an array, one
     of `holders` (the refresh makes it the written object) or apart from `written`;
     else the located refusal `reason`."""
-    if isinstance(container, np.ndarray) and isinstance(written, np.ndarray) \
+    if shares_views(container) and shares_views(written) \
             and not any(container is h for h in holders) and _overlap(container, written):
         raise UnsupportedError(reason, filename, lineno, col)
 
@@ -270,7 +281,7 @@ def _parts(value, deep) -> list:
         if id(v) in seen:
             continue
         seen.add(id(v))
-        if isinstance(v, np.ndarray):
+        if isinstance(v, np.ndarray) or is_foreign_array(v):
             out.append(v)
         elif isinstance(v, (list, tuple, dict)):
             out.append(v)
@@ -285,9 +296,13 @@ def _parts(value, deep) -> list:
 
 def _overlap(a, b) -> bool:
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-        if a is b or not (is_foreign_array(a) and is_foreign_array(b)) or is_lazy(a) \
+        if a is b:
+            return True
+        if not (is_foreign_array(a) and is_foreign_array(b)) or is_lazy(a) or is_lazy(b) \
                 or not same_library(a, b):
-            return a is b       # Dask arrays share no memory: a view is a new graph
+            return False        # Dask arrays share no memory: a view is a new graph
+        if memory_unknown(a):
+            return True         # cannot tell: as if shared (a refusal)
         try:                    # CuPy: its own may_share_memory, through NumPy's dispatch
             return bool(np.may_share_memory(a, b))
         except Exception:       # noqa: BLE001 -- cannot tell: as if shared (a refusal)
@@ -303,7 +318,9 @@ def _overlap(a, b) -> bool:
 def overlap_value(y, value):
     """A copy of `value` where it may share memory with the array `y` it is written into,
     else None (what `check_overlap` compares the write with)."""
-    if isinstance(value, np.ndarray) and isinstance(y, np.ndarray) \
+    if isinstance(value, np.ndarray) and isinstance(y, np.ndarray):
+        return value.copy() if np.may_share_memory(y, value) else None
+    if shares_views(value) and shares_views(y) and same_library(y, value) \
             and np.may_share_memory(y, value):
         return value.copy()
     return None
@@ -375,7 +392,7 @@ def _reread_slot(container, item, inside):
 def is_mutable(value) -> bool:
     """Whether `value <op>= v` writes into `value` (an array, list or dict) rather than
     making a new object (a number)."""
-    return isinstance(value, (np.ndarray, list, dict))
+    return isinstance(value, (np.ndarray, list, dict)) or is_array(value)
 
 
 def _reread_vjp_container(g, ans, container, item, inside, reason, filename, lineno, col):
@@ -522,6 +539,13 @@ RULES_OF_RULES.add(_dict_of)            # a helper of refresh_items's forward ru
 defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
+
+# `to_library(value, like)` moves a NumPy value into the library of the array it is
+# written into (the lowerings of np.put, np.place, np.putmask, np.copyto): the same
+# numbers, so its derivative is the identity.
+defvjp(to_library, lambda g, ans, value, like: g)
+defjvp(to_library, lambda t, ans, value, like: t)
+static(to_library, 1)
 
 nondifferentiable(put_index, diagonal_index, is_array, check_memory, is_list, shares, index_size, as_mask,
                   insert_index, holds, is_mutable, overlap_value, check_overlap, check_apart,

@@ -51,9 +51,13 @@ def flatten(a, order='C'):
 
 
 def reshape_vjp(g, ans, a, shape=None, order='C', copy=None):
+    if order == 'C':            # (Dask's reshape takes no order)
+        return fit(np.reshape(g, np.shape(a)), a)
     return fit(np.reshape(g, np.shape(a), order=order), a)
 
 def reshape_jvp(t, ans, a, shape=None, order='C', copy=None):
+    if order == 'C':
+        return np.reshape(t, np.shape(ans))
     return np.reshape(t, np.shape(ans), order=order)
 
 def ravel_vjp(g, ans, a, order='C'): return fit(np.reshape(g, np.shape(a), order=order), a)

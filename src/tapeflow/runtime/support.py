@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from tapeflow.rules import registry
-from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.rules.arrays import copy_of, is_foreign_array
 from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch, lift_tangent,
                                      rows_at, set_rows_at)
 from tapeflow.rules.array_ops import add_at, written
@@ -20,7 +20,7 @@ from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item,
-                                     overlap_value, check_overlap, insert_index, check_apart, check_memory,
+                                     overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library,
                                      holds, like_layout, check_refresh, is_mutable)
 from tapeflow.rules.shapes import (broadcast_tangent, carries_float, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
@@ -31,7 +31,7 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
            'reread_item', 'overlap_value', 'check_overlap', 'insert_index',
-           'check_apart', 'check_memory', 'holds', 'like_layout', 'check_refresh',
+           'check_apart', 'check_memory', 'to_library', 'holds', 'like_layout', 'check_refresh',
            'is_mutable']
 
 
@@ -101,6 +101,14 @@ def add_adjoint(a, b):
     return a + b
 
 
+_NUMBERS = (float, complex, int)
+
+
+def _whole(index) -> bool:
+    """`...` or `()`: the index of all of a 0-d array."""
+    return index is Ellipsis or index == ()
+
+
 def getitem_adjoint(adjoint, k):
     """The cotangent of element `k` of a tuple, list or dict, given the container's."""
     if is_zero(adjoint):
@@ -126,8 +134,10 @@ def setitem_value_adjoint(adjoint, index, value):
     """
     if is_zero(adjoint):
         return 0.0
-    if adjoint.__class__ is np.ndarray:
+    if adjoint.__class__ is np.ndarray or is_foreign_array(adjoint):
         return unbroadcast(written(adjoint, adjoint.shape, index), value)
+    if (adjoint.__class__ in _NUMBERS or isinstance(adjoint, np.generic)) and _whole(index):
+        return unbroadcast(adjoint, value)      # of a 0-d array (a CuPy x[i]): all of it
     return unbroadcast(adjoint[index], value)
 
 
@@ -141,7 +151,9 @@ def setitem_clear_adjoint(adjoint, index):
         cleared = list(adjoint)
         cleared[index] = 0.0
         return cleared
-    cleared = adjoint.copy() if is_foreign_array(adjoint) else np.array(adjoint, copy=True)
+    if (adjoint.__class__ in _NUMBERS or isinstance(adjoint, np.generic)) and _whole(index):
+        return 0.0                              # of a 0-d array: all of it overwritten
+    cleared = copy_of(adjoint) if is_foreign_array(adjoint) else np.array(adjoint, copy=True)
     cleared[index] = 0
     return cleared
 
@@ -216,7 +228,10 @@ def old_value(container, index):
     value = container[index]
     if isinstance(container, (list, dict)):
         return value
-    return value.copy() if isinstance(value, np.ndarray) else value
+    # (a copy of a Dask array is a new object: `z[...]` may be `z`, whose graph the write replaces)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return copy_of(value) if is_foreign_array(value) else value
 
 
 # ---------------------------------------------------------------- writes to shared memory
@@ -264,6 +279,8 @@ def saved_contents(value):
     """What `restore_contents` needs to undo any write into `value`."""
     if isinstance(value, np.ndarray):
         return value.copy()
+    if is_foreign_array(value):
+        return copy_of(value)
     if isinstance(value, list):
         return list(value)
     if isinstance(value, dict):
@@ -276,6 +293,8 @@ def restore_contents(value, saved):
     if isinstance(value, np.ndarray):
         if value.shape != saved.shape:
             value.resize(saved.shape, refcheck=False)
+        value[...] = saved
+    elif is_foreign_array(value):
         value[...] = saved
     elif isinstance(value, list):
         value[:] = saved
@@ -298,6 +317,8 @@ def snapshot(value):
     """A copy of arrays (in containers too) that the reverse sweep will restore in place."""
     if isinstance(value, np.ndarray):
         return value.copy()
+    if is_foreign_array(value):
+        return copy_of(value)
     if isinstance(value, (list, tuple)):
         return type(value)(snapshot(v) for v in value)
     return value

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import traceback
 
-from tapeflow.errors import TapeflowError
+from tapeflow.errors import TapeflowError, UnsupportedError
 
 # generated file name -> (user file name, {generated line: (user line, user column)})
 _MAPS: dict = {}
@@ -37,12 +37,17 @@ def register(generated_filename: str, user_filename: str, lines: dict) -> None:
         _MAPS[generated_filename] = (user_filename, dict(lines))
 
 
-def location_of(tb):
-    """(file, line, column) of the user's code behind the innermost mapped generated frame."""
+def location_of(tb, nearest=False):
+    """(file, line, column) of the user's code behind the innermost mapped generated frame
+    (with `nearest`, a generated line without a map takes the nearest mapped line above it)."""
     where = None
     for frame, lineno in traceback.walk_tb(tb):
         entry = _MAPS.get(frame.f_code.co_filename)
-        if entry is not None and lineno in entry[1]:
+        if entry is None:
+            continue
+        if lineno not in entry[1] and nearest:
+            lineno = max((n for n in entry[1] if n < lineno), default=lineno)
+        if lineno in entry[1]:
             line, col = entry[1][lineno]
             where = (entry[0], line, col)
     return where
@@ -51,6 +56,11 @@ def location_of(tb):
 def located(error: BaseException):
     """`error` told at the user's location (an exception of its kind that is also a
     TapeflowError), or None when it is tapeflow's own or no generated line maps."""
+    if isinstance(error, UnsupportedError) and error.filename == '<unknown>':
+        where = location_of(error.__traceback__, nearest=True)   # a helper's refusal, at run time
+        if where is None:
+            return None
+        return UnsupportedError(error.reason, where[0], where[1], where[2])
     if isinstance(error, TapeflowError) or not isinstance(error, Exception):
         return None
     where = location_of(error.__traceback__)

@@ -105,8 +105,9 @@ class Lowerings:
         where = args.get('where')
         if where is None or _is_const(where, True):
             return [nodes.assign(nodes.subscript(name, _whole(), store=True), src)]
-        chosen = self.new('_where')
-        return [nodes.assign(chosen, nodes.call(_numpy('where'), where, src, name)),
+        chosen, mask, values = self.new('_where'), self.new('_mask'), self.new('_values')
+        return [nodes.assign(mask, _like(where, name)), nodes.assign(values, _like(src, name)),
+                nodes.assign(chosen, nodes.call(_numpy('where'), mask, values, name)),
                 self.write_all(name, chosen)]
 
     def lower_put(self, call, name, args):
@@ -128,9 +129,10 @@ class Lowerings:
     def write_cycled(self, name, where, values):
         """`name[where] = values`, `values` repeated or cut to as many as `where` selects
         (how `np.put`, `np.place` and `np.fill_diagonal` read their values)."""
-        count, cycled = self.new('_count'), self.new('_values')
+        count, resized, cycled = self.new('_count'), self.new('_resized'), self.new('_values')
         return [nodes.assign(count, nodes.call(_runtime('index_size'), where)),
-                nodes.assign(cycled, nodes.call(_numpy('resize'), values, count)),
+                nodes.assign(resized, nodes.call(_numpy('resize'), values, count)),
+                nodes.assign(cycled, _like(resized, name)),
                 nodes.assign(nodes.subscript(name, where, store=True), cycled)]
 
     def lower_putmask(self, call, name, args):
@@ -138,9 +140,12 @@ class Lowerings:
             return None
         shape, mask, values, chosen = (self.new('_shape'), self.new('_mask'), self.new('_values'),
                                        self.new('_where'))
+        flat_mask, resized = self.new('_flat_mask'), self.new('_resized')
         return [nodes.assign(shape, nodes.call(_numpy('shape'), name)),
-                nodes.assign(mask, nodes.call(_runtime('as_mask'), args['mask'], shape)),
-                nodes.assign(values, nodes.call(_numpy('resize'), args['values'], shape)),
+                nodes.assign(flat_mask, nodes.call(_runtime('as_mask'), args['mask'], shape)),
+                nodes.assign(mask, _like(flat_mask, name)),
+                nodes.assign(resized, nodes.call(_numpy('resize'), args['values'], shape)),
+                nodes.assign(values, _like(resized, name)),
                 nodes.assign(chosen, nodes.call(_numpy('where'), mask, values, name)),
                 self.write_all(name, chosen)]
 
@@ -265,3 +270,9 @@ def _builtin(name):
 def _callee_label(call):
     func = call.func
     return func.attr if isinstance(func, gast.Attribute) else getattr(func, 'id', 'out')
+
+
+def _like(value, name):
+    """`value` (a mask, values a NumPy function reads) in the library of the array `name`
+    it is written into: `to_library` (CuPy takes no NumPy operand; NumPy's arrays pass)."""
+    return nodes.call(_runtime('to_library'), value, nodes.name(name))

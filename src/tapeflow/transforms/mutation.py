@@ -381,6 +381,11 @@ class _Rewriter(Lowerings):
             return self.opaque(stmt, [stmt], name, state, values, _opaque_reason(call, name))
         if form == 'copyto':                 # `np.copyto(y, x)`: `y[...] = x`, as NumPy copies
             lowered = self.overlap_checked(stmt, lowered[0], state) + lowered[1:]
+        if form in _COPYING_ON_DASK:
+            lowered = [self.memory_model(stmt, name, (
+                f'np.{form} writes into {name} in place on NumPy and CuPy; on a Dask array it '
+                f'writes into a NumPy copy and leaves {name} as it was -- write '
+                f'{name} = da.where(...) or {name}[...] = ... instead'))] + lowered
         return self.after_write(stmt, lowered, name, state, values,
                                 structural=form in ('append', 'extend', 'insert', 'pop'))
 
@@ -450,13 +455,14 @@ class _Rewriter(Lowerings):
                                         | frozenset(unresolved), reason, checks[-1]))
         return checks + captures + lowered + updates
 
-    def memory_model(self, stmt, name):
+    def memory_model(self, stmt, name, reason=None):
         """A statement raising a located refusal where, when it runs, `name` is an array
-        whose views are not its memory (Dask): the updates after this write are NumPy's."""
-        where = self.error(stmt, f'writing into {name} here changes other names that see its '
-                                 f'memory (views, aliases) on NumPy and CuPy, not on Dask, whose '
-                                 f'views are copies -- write {name} = {name}.copy() first, or '
-                                 f'compute the new value without writing into {name}')
+        whose views are not its memory (Dask): the updates after this write are NumPy's
+        (or, with `reason`, so is the write itself)."""
+        where = self.error(stmt, reason or (
+            f'writing into {name} here changes other names that see its memory (views, '
+            f'aliases) on NumPy and CuPy, not on Dask, whose views are copies -- write '
+            f'{name} = {name}.copy() first, or compute the new value without writing into {name}'))
         return nodes.located(nodes.expr_stmt(nodes.call(
             _runtime('check_memory'), name, nodes.const(where.reason),
             nodes.const(where.filename), nodes.const(where.lineno),
@@ -526,6 +532,10 @@ class _Rewriter(Lowerings):
 
 
 # ---------------------------------------------------------------- reading calls
+
+# NumPy functions that write in place, which Dask runs on a NumPy copy of its array
+_COPYING_ON_DASK = ('copyto', 'put', 'place', 'putmask', 'fill_diagonal')
+
 
 def _kind_of(atom, state):
     if isinstance(atom, gast.Name) and atom.id in state.kinds:
