@@ -75,3 +75,9 @@ SPECS += [
 # the lowerings' move of a NumPy value into the library it is written into: the identity
 from tapeflow.rules.arrays import to_library  # noqa: E402
 SPECS.append(Spec(to_library, (A((3,)), np.zeros(3)), name='to_library', second=False))
+
+# the lowerings' values of np.put / np.place / np.putmask: np.resize in the array's library
+from tapeflow.rules.mutation import cycled  # noqa: E402
+SPECS += [Spec(cycled, (A((3,)), 7), name='cycled(longer)', second=False),
+          Spec(cycled, (A((4,)), (2, 2)), name='cycled(shape)', second=False),
+          Spec(cycled, (A((5,)), 2), name='cycled(shorter)', second=False)]

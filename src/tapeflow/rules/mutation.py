@@ -23,6 +23,7 @@ they carry no derivative. Generated code calls them (`runtime.support`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 
 import types
@@ -31,8 +32,8 @@ import numpy as np
 
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.arrays import (is_foreign_array, is_lazy, library_of, memory_unknown,
-                                   same_library, shares_views, to_library)
-from tapeflow.rules.indexing import untake
+                                   numpy_dtype, same_library, shares_views, to_library)
+from tapeflow.rules.indexing import def_gather, untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import zeros_like_value
 from tapeflow.rules.registry import (RULES_OF_RULES, defjvp, defvjp, linear_pair,
@@ -230,7 +231,7 @@ def inplace_op(value, operand, op):
 
 def index_size(index) -> int:
     """How many elements `x[index]` selects: a boolean mask, or an index of `np.unravel_index` form."""
-    if isinstance(index, np.ndarray) and index.dtype == bool:
+    if (isinstance(index, np.ndarray) or is_foreign_array(index)) and numpy_dtype(index) == np.bool_:
         return int(np.count_nonzero(index))
     return int(np.size(index[0])) if isinstance(index, tuple) and index else int(np.size(index))
 
@@ -539,6 +540,21 @@ RULES_OF_RULES.add(_dict_of)            # a helper of refresh_items's forward ru
 defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
 defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
 static(refresh_items, 2)
+
+def cycled(values, shape):
+    """`np.resize(values, shape)`: `values` flat, repeated or cut to fill `shape` (how
+    np.put, np.place and np.putmask read their values), in the library of `values`."""
+    if not is_foreign_array(values):
+        return np.resize(values, shape)
+    flat = np.ravel(values)
+    size = math.prod(shape) if isinstance(shape, tuple) else int(shape)
+    if flat.shape[0] != size:
+        flat = np.concatenate([flat] * -(-size // flat.shape[0]))[:size]
+    return np.reshape(flat, shape) if isinstance(shape, tuple) else flat
+
+
+def_gather(cycled, forms='any shape')
+static(cycled, 1)
 
 # `to_library(value, like)` moves a NumPy value into the library of the array it is
 # written into (the lowerings of np.put, np.place, np.putmask, np.copyto): the same

@@ -20,7 +20,7 @@ from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item,
-                                     overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library,
+                                     overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
                                      holds, like_layout, check_refresh, is_mutable)
 from tapeflow.rules.shapes import (broadcast_tangent, carries_float, dense, unbroadcast, unbroadcast_batch,
                                    zeros_like_value)
@@ -31,7 +31,7 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
            'reread_item', 'overlap_value', 'check_overlap', 'insert_index',
-           'check_apart', 'check_memory', 'to_library', 'holds', 'like_layout', 'check_refresh',
+           'check_apart', 'check_memory', 'to_library', 'cycled', 'holds', 'like_layout', 'check_refresh',
            'is_mutable']
 
 

@@ -131,7 +131,7 @@ class Lowerings:
         (how `np.put`, `np.place` and `np.fill_diagonal` read their values)."""
         count, resized, cycled = self.new('_count'), self.new('_resized'), self.new('_values')
         return [nodes.assign(count, nodes.call(_runtime('index_size'), where)),
-                nodes.assign(resized, nodes.call(_numpy('resize'), values, count)),
+                nodes.assign(resized, nodes.call(_runtime('cycled'), values, count)),
                 nodes.assign(cycled, _like(resized, name)),
                 nodes.assign(nodes.subscript(name, where, store=True), cycled)]
 
@@ -144,7 +144,7 @@ class Lowerings:
         return [nodes.assign(shape, nodes.call(_numpy('shape'), name)),
                 nodes.assign(flat_mask, nodes.call(_runtime('as_mask'), args['mask'], shape)),
                 nodes.assign(mask, _like(flat_mask, name)),
-                nodes.assign(resized, nodes.call(_numpy('resize'), args['values'], shape)),
+                nodes.assign(resized, nodes.call(_runtime('cycled'), args['values'], shape)),
                 nodes.assign(values, _like(resized, name)),
                 nodes.assign(chosen, nodes.call(_numpy('where'), mask, values, name)),
                 self.write_all(name, chosen)]

@@ -55,7 +55,7 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index', 'insert_adjoint',
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
                  'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item',
-                 'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library',
+                 'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable')
 
 
