@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy demo bench bench-gpu fuzz clean autograd-suite rule-grid
+.PHONY: install test test-numpy demo bench bench-gpu fuzz fuzz-libraries clean autograd-suite rule-grid
 
 install: $(STAMP)
 
@@ -74,6 +74,11 @@ FUZZ_OUT ?= build/fuzz
 
 fuzz: install
 	$(PY) -m tests.fuzz.run --seed $(SEED) --count $(COUNT) --shrink $(SHRINK) --out $(FUZZ_OUT)
+
+# The same programs on Dask arrays and on the CuPy stand-in (tests/fuzz/libraries.py)
+fuzz-libraries: install
+	$(PY) -m tests.fuzz.libraries --library dask --seed $(SEED) --count $(COUNT)
+	$(PY) -m tests.fuzz.libraries --library duck --seed $(SEED) --count $(COUNT)
 
 # autograd and JAX give the benchmarks their comparison columns; without them
 # (no index reachable) those columns read n/a and the rest still runs.
