@@ -289,3 +289,26 @@ def test_dask_gradient_on_a_two_worker_local_cluster():
         assert len(client.scheduler_info()['workers']) == 2
         computed = g.compute()
     np.testing.assert_allclose(computed, expected, rtol=1e-12)
+
+
+@tf.function
+def fused_loss(w, X):
+    return tf.reduce_sum(tf.sin(X @ w) ** 2)
+
+
+def plain_loss(w, X):
+    return np.sum(np.sin(X @ w) ** 2)
+
+
+@pytest.mark.parametrize('library', ['dask', 'duck'])
+def test_a_compiled_function_under_the_tape_is_one_node_on_other_arrays(library):
+    rng = np.random.default_rng(2)
+    w0, X0 = rng.normal(size=3), rng.normal(size=(5, 3))
+    to, is_library = (to_dask, is_dask) if library == 'dask' else (DuckArray, is_duck)
+    with lazy_only():
+        w = tf.Variable(to(w0))
+        with tf.GradientTape() as tape:
+            y = fused_loss(w, to(X0))
+        g = tape.gradient(y, w)
+    assert is_library(g._value)
+    np.testing.assert_allclose(host(g._value), tf.grad(plain_loss)(w0, X0), rtol=1e-12)

@@ -27,6 +27,7 @@ import operator
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array, numpy_dtype
 from tapeflow import api, cache
 from tapeflow.runtime import recording
 from tapeflow.runtime.recording import CUSTOM, _state, _variable_read
@@ -349,7 +350,7 @@ def _is_float_value(value) -> bool:
     dtype = getattr(value, 'dtype', None)
     if dtype is None:
         return isinstance(value, (float, complex))
-    return dtype.kind in 'fc'
+    return (dtype.kind if hasattr(dtype, 'kind') else numpy_dtype(value).kind) in 'fc'
 
 
 def _wrap(out):
@@ -359,5 +360,7 @@ def _wrap(out):
         return tuple([_wrap(o) for o in out])
     if isinstance(out, Tensor):
         return out
+    if is_foreign_array(out):                   # CuPy, Dask...: held as it is
+        return recording.wrap(out)
     return recording.wrap(np.asarray(out))      # a Python float stays float64
 
