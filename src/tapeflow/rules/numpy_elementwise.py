@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.operators import conj_unit
 from tapeflow.rules.registry import defjvp, defvjp, describe
@@ -148,7 +149,9 @@ def _inverse_modulus(x):
 
 def _no_slope(like):
     """Zeros of `like`'s shape (the derivative of a piecewise-constant function)."""
-    return 0.0 if like.__class__ in (float, int) else np.zeros(np.shape(like))
+    if like.__class__ in (float, int):
+        return 0.0
+    return np.zeros_like(like, dtype=float) if is_foreign_array(like) else np.zeros(np.shape(like))
 
 
 def sign_vjp(g, ans, x):

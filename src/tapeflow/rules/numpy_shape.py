@@ -13,7 +13,7 @@ from tapeflow.rules.array_ops import positions, scatter_add
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.registry import (defjvp, defvjp, describe, linear_pair, nondifferentiable,
                                      static)
-from tapeflow.rules.shapes import fill_zeros, fit, stack_batch, structure_shape
+from tapeflow.rules.shapes import broadcast_tangent, fill_zeros, fit, stack_batch, structure_shape
 
 __all__ = ['flatten', 'astype', 'MAX_ARGS']
 
@@ -213,7 +213,7 @@ def full_vjp(g, ans, shape, fill_value, dtype=None, order='C', device=None, like
     return fit(g, fill_value)
 
 def full_jvp(t, ans, shape, fill_value, dtype=None, order='C', device=None, like=None):
-    return np.broadcast_to(t, np.shape(ans)) + 0.0
+    return broadcast_tangent(t, ans) + 0.0
 
 def full_like_vjp_a(g, ans, a, fill_value, dtype=None, order='K', subok=True, shape=None,
                     device=None):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.rules.arrays import is_foreign_array, to_library
 from tapeflow.rules.array_api import is_api_only, unbroadcast_api, zeros_api
 from tapeflow.rules.sequences import Items
 
@@ -71,7 +71,12 @@ def broadcast_tangent(t, ans):
         return t
     if np.ndim(t) > len(shape):              # a batch of tangents (rules/batching.py)
         shape = np.shape(t)[:1] + shape
-    return t if np.shape(t) == shape else np.broadcast_to(t, shape)
+    if np.shape(t) == shape:
+        return t
+    if is_foreign_array(ans) and not is_foreign_array(t):     # a number, into ans's library
+        return np.full_like(ans, t, shape=shape) if np.ndim(t) == 0 else \
+            np.broadcast_to(to_library(np.asarray(t), ans), shape)
+    return np.broadcast_to(t, shape)
 
 
 def unbroadcast_to(g, shape):
