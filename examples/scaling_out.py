@@ -12,6 +12,7 @@ machines, connect the client to its scheduler instead:
     python examples/scaling_out.py [--rows N] [--threads]
 """
 import argparse
+import logging
 import os
 import tempfile
 
@@ -71,7 +72,9 @@ def main():
         client = None
         if not options.threads:
             from distributed import Client, LocalCluster
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
+            # (silence_logs: a worker's heartbeat can race the shutdown and log an error)
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                   silence_logs=logging.CRITICAL)
             client = Client(cluster)
             print(f'computing on a local cluster of {len(client.scheduler_info()["workers"])} workers')
         try:

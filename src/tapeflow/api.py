@@ -21,8 +21,7 @@ from tapeflow.syntax.naming import identifier as _id
 from tapeflow import cache, wrappers
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules import registry
-from tapeflow.rules.array_api import is_api_only
-from tapeflow.rules.arrays import (is_foreign_array, library_of,
+from tapeflow.rules.arrays import (is_api_only, is_foreign_array, library_of,
                                    mixed_libraries, numpy_dtype, same_library)
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import MissingRule
@@ -555,7 +554,7 @@ def _like(g, arg):
     if cls is float:
         return 0.0 if is_zero(g) else float(np.real(g))
     if isinstance(arg, np.ndarray):
-        if is_foreign_array(g):         # NumPy weights, Dask data: a lazy gradient
+        if g.__class__ is not np.ndarray and is_foreign_array(g):   # NumPy weights, Dask data
             return _like_foreign(g, arg)
         dtype = arg.dtype if np.issubdtype(arg.dtype, np.inexact) else np.float64
         if is_zero(g):

@@ -21,7 +21,7 @@ import math
 
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 
-__all__ = ['FUNCTIONS', 'namespace_of', 'is_api_only', 'spread', 'matmul_grad_a', 'matmul_grad_b',
+__all__ = ['FUNCTIONS', 'namespace_of', 'spread', 'matmul_grad_a', 'matmul_grad_b',
            'unbroadcast_api', 'zeros_api']
 
 FUNCTIONS: dict = {}    # the standard's name -> the function of it here
@@ -49,14 +49,6 @@ def namespace_of(*arrays):
 
 
 nondifferentiable(namespace_of)
-
-
-def is_api_only(value) -> bool:
-    """An array that names its namespace but which NumPy's functions cannot reach
-    (no `__array_function__`): array_api_strict's."""
-    cls = value.__class__
-    return hasattr(cls, '__array_namespace__') and not hasattr(cls, '__array_function__') \
-        and hasattr(value, 'shape') and not cls.__module__.startswith('numpy')
 
 
 def _scalar(x):

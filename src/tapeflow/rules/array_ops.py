@@ -63,20 +63,13 @@ def dispatches(fn):
     return public
 
 
+@functools.lru_cache(maxsize=256)
 def positions(shape, start=0):
     """The flat index (plus `start`) of every element of an array of `shape`."""
-    try:
-        return _positions(shape, start)
-    except ValueError:
-        if any(n != n for n in shape):      # NaN: a Dask array's length unknown until computed
-            raise UnsupportedError(f'an array of shape {shape}, whose length is not known until '
-                                   f'it is computed (Dask, after a boolean mask): compute it first '
-                                   f'(x.compute_chunk_sizes())') from None
-        raise
-
-
-@functools.lru_cache(maxsize=256)
-def _positions(shape, start=0):
+    if any(n != n for n in shape):      # NaN: a Dask array's length unknown until computed
+        raise UnsupportedError(f'an array of shape {shape}, whose length is not known until it is '
+                               f'computed (Dask, after a boolean mask): compute it first '
+                               f'(x.compute_chunk_sizes())')
     out = np.arange(start, start + math.prod(shape)).reshape(shape)
     out.setflags(write=False)
     return out

@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ['is_foreign_array', 'is_array', 'library_of', 'is_lazy', 'same_library',
            'takes_numpy_operands', 'mixed_libraries', 'numpy_dtype', 'shares_views',
-           'memory_unknown', 'to_library', 'copy_of']
+           'is_api_only', 'to_library', 'copy_of']
 
 _SCALARS = (float, int, bool, complex)
 
@@ -94,7 +94,6 @@ def numpy_dtype(value) -> np.dtype:
         return np.dtype(getattr(dtype, 'name', None) or str(dtype).rpartition('.')[2])
 
 
-
 def shares_views(value) -> bool:
     """An array whose views share its memory, as NumPy's do (CuPy's), and which NumPy's
     `may_share_memory` reaches; not Dask's (a view is a new graph), not a library's that
@@ -105,10 +104,11 @@ def shares_views(value) -> bool:
     return is_foreign_array(value) and hasattr(cls, '__array_function__') and not is_lazy(value)
 
 
-def memory_unknown(value) -> bool:
-    """An array of a library whose memory NumPy cannot inspect (array_api_strict)."""
-    cls = value.__class__
-    return is_foreign_array(value) and not hasattr(cls, '__array_function__')
+def is_api_only(value) -> bool:
+    """An array that names its array API namespace but which NumPy's functions cannot
+    reach (no `__array_function__`): array_api_strict's. Its memory NumPy cannot inspect
+    either; rules reach it through its namespace (`rules.array_api`)."""
+    return is_foreign_array(value) and not hasattr(value.__class__, '__array_function__')
 
 
 def to_library(value, like):

@@ -22,8 +22,8 @@ import numpy as np
 from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, positions,
                                       scatter_add, scatter_add_batch)
 from tapeflow.errors import UnsupportedError
-from tapeflow.rules.arrays import is_foreign_array, library_of, to_library
-from tapeflow.rules.array_api import is_api_only, zeros_api
+from tapeflow.rules.arrays import is_api_only, is_foreign_array, library_of, to_library
+from tapeflow.rules.array_api import zeros_api
 from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
 from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
 from tapeflow.rules.sequences import Items

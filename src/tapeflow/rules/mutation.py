@@ -31,7 +31,7 @@ import types
 import numpy as np
 
 from tapeflow.errors import UnsupportedError
-from tapeflow.rules.arrays import (is_foreign_array, is_lazy, library_of, memory_unknown,
+from tapeflow.rules.arrays import (is_api_only, is_foreign_array, is_lazy, library_of,
                                    numpy_dtype, same_library, shares_views, to_library)
 from tapeflow.rules.indexing import def_gather, untake
 from tapeflow.rules.sequences import Items
@@ -196,7 +196,7 @@ def check_memory(value, reason, filename, lineno, col):
     the written memory (views, aliases): NumPy's memory model. A Dask array's views are
     new graphs that a write does not reach, so there the plain code means something
     else: the located refusal `reason`."""
-    if is_lazy(value):
+    if value.__class__ is not np.ndarray and is_lazy(value):
         raise UnsupportedError(reason, filename, lineno, col)
 
 
@@ -212,7 +212,7 @@ def shares(part, whole) -> bool:
         return True
     if part.__class__ is np.ndarray and isinstance(whole, np.ndarray):
         return np.may_share_memory(part, whole)
-    if memory_unknown(part) or memory_unknown(whole):
+    if is_api_only(part) or is_api_only(whole):
         raise UnsupportedError(f'whether this is a view of the array it is made from is not '
                                f'known for {library_of(part)} arrays, and a write follows -- '
                                f'copy it first (xp.asarray(x, copy=True))')
@@ -302,7 +302,7 @@ def _overlap(a, b) -> bool:
         if not (is_foreign_array(a) and is_foreign_array(b)) or is_lazy(a) or is_lazy(b) \
                 or not same_library(a, b):
             return False        # Dask arrays share no memory: a view is a new graph
-        if memory_unknown(a):
+        if is_api_only(a):
             return True         # cannot tell: as if shared (a refusal)
         try:                    # CuPy: its own may_share_memory, through NumPy's dispatch
             return bool(np.may_share_memory(a, b))

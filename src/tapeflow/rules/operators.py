@@ -11,7 +11,8 @@ import operator
 import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.array_api import is_api_only, matmul_grad_a, matmul_grad_b
+from tapeflow.rules.array_api import matmul_grad_a, matmul_grad_b
+from tapeflow.rules.arrays import is_api_only
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import (broadcast_tangent, dense, is_symbolic_zero, unbroadcast,
                                    unbroadcast_batch)

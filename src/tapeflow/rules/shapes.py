@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapeflow.rules.arrays import is_foreign_array, to_library
-from tapeflow.rules.array_api import is_api_only, unbroadcast_api, zeros_api
+from tapeflow.rules.arrays import is_api_only, is_foreign_array, to_library
+from tapeflow.rules.array_api import unbroadcast_api, zeros_api
 from tapeflow.rules.sequences import Items
 
 from tapeflow.rules import registry

@@ -104,9 +104,11 @@ def add_adjoint(a, b):
 _NUMBERS = (float, complex, int)
 
 
-def _whole(index) -> bool:
-    """`...` or `()`: the index of all of a 0-d array."""
-    return index is Ellipsis or index == ()
+def _number_for_all(adjoint, index) -> bool:
+    """A number as the cotangent of an array written whole (`...`, `()`: all of a 0-d
+    array, a CuPy `x[i]`)."""
+    return (adjoint.__class__ in _NUMBERS or isinstance(adjoint, np.generic)) and \
+        (index is Ellipsis or index.__class__ is tuple and not index)
 
 
 def getitem_adjoint(adjoint, k):
@@ -122,8 +124,7 @@ def densify(adjoint, value):
     """A symbolic zero made concrete in the shape of `value` (for rules that need one)."""
     if not is_zero(adjoint) or not (isinstance(value, np.ndarray) or is_foreign_array(value)):
         return adjoint
-    dtype = np.dtype(value.dtype)
-    return np.zeros_like(value, dtype=dtype if np.issubdtype(dtype, np.inexact) else float)
+    return zeros_like_value(value)
 
 
 def setitem_value_adjoint(adjoint, index, value):
@@ -136,7 +137,7 @@ def setitem_value_adjoint(adjoint, index, value):
         return 0.0
     if adjoint.__class__ is np.ndarray or is_foreign_array(adjoint):
         return unbroadcast(written(adjoint, adjoint.shape, index), value)
-    if (adjoint.__class__ in _NUMBERS or isinstance(adjoint, np.generic)) and _whole(index):
+    if _number_for_all(adjoint, index):
         return unbroadcast(adjoint, value)      # of a 0-d array (a CuPy x[i]): all of it
     return unbroadcast(adjoint[index], value)
 
@@ -151,7 +152,7 @@ def setitem_clear_adjoint(adjoint, index):
         cleared = list(adjoint)
         cleared[index] = 0.0
         return cleared
-    if (adjoint.__class__ in _NUMBERS or isinstance(adjoint, np.generic)) and _whole(index):
+    if _number_for_all(adjoint, index):
         return 0.0                              # of a 0-d array: all of it overwritten
     cleared = copy_of(adjoint) if is_foreign_array(adjoint) else np.array(adjoint, copy=True)
     cleared[index] = 0

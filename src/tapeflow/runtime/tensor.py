@@ -42,13 +42,13 @@ def to_numpy_value(value, dtype=None, copy=False):
         value = value.copy()
     if isinstance(value, Tensor):
         value = value._value
-    elif is_foreign_array(value):       # CuPy, Dask...: held as given (`rules.arrays`)
-        if copy:
-            value = value.copy()
-        if dtype is not None and np.dtype(dtype) != np.dtype(value.dtype):
-            value = value.astype(dtype)
-        return value
     elif not isinstance(value, (np.ndarray, np.generic)):
+        if is_foreign_array(value):     # CuPy, Dask...: held as given (`rules.arrays`)
+            if copy:
+                value = value.copy()
+            if dtype is not None and np.dtype(dtype) != np.dtype(value.dtype):
+                value = value.astype(dtype)
+            return value
         value = np.asarray(value)
         if dtype is None:
             kind = value.dtype.kind
