@@ -85,18 +85,21 @@ def _compiler_kinds(kinds) -> tuple:
 
 
 def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=(),
-                    kinds=()):
+                    kinds=(), checkpoint=None):
     """The compiled adjoint of `fn` for the parameters at positions `wrt` (cached).
 
     `scalar_args` and `arg_shapes` specialise it to the arguments' shapes,
-    `kinds` to what they are (`argument_kinds`).
+    `kinds` to what they are (`argument_kinds`); `checkpoint` bounds the tape of its
+    loops (`transforms.checkpoint`).
     """
     fn = _unwrap(fn, tuple(kinds))
     key = (tuple(wrt), tuple(lifted), optimize, tuple(scalar_args), tuple(arg_shapes), tuple(kinds))
+    if checkpoint:
+        key += (('checkpoint', checkpoint),)
     return cache.compile_once(fn, key, tuple(wrt), tuple(lifted), lambda: pipeline.compile_reverse(
         fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=_compile_callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes), kinds=_compiler_kinds(kinds)))
+        arg_shapes=tuple(arg_shapes), kinds=_compiler_kinds(kinds), checkpoint=checkpoint))
 
 
 def _make_caller(name, text, compiled, python_fn, namespace=()):
@@ -553,6 +556,9 @@ def _like(g, arg):
     cls = arg.__class__
     if cls is float:
         return 0.0 if is_zero(g) else float(np.real(g))
+    if cls is np.ndarray and g.__class__ is np.ndarray and g.dtype is arg.dtype \
+            and g.shape == arg.shape and g.dtype.kind == 'f':
+        return g                        # the common case, as the lines below would return it
     if isinstance(arg, np.ndarray):
         if g.__class__ is not np.ndarray and is_foreign_array(g):   # NumPy weights, Dask data
             return _like_foreign(g, arg)
@@ -675,19 +681,40 @@ def _check_scalar(value, fname):
 
 # ------------------------------------------------------------------ transformations
 
-def value_and_grad(f, argnums=0, has_aux=False):
-    """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux."""
-    return _differentiated(f, argnums, has_aux, 'value_and_grad')
+def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None):
+    """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux.
+
+    `checkpoint`: see `grad`.
+    """
+    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint)
 
 
-def grad(f, argnums=0, has_aux=False):
-    """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple)."""
-    return _differentiated(f, argnums, has_aux, 'grad')
+def grad(f, argnums=0, has_aux=False, checkpoint=None):
+    """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple).
+
+    `checkpoint=True` bounds the memory of `f`'s loops (those at the top level of `f`,
+    over `range` or `while`): snapshots of the loop's variables every ~sqrt(n) trips
+    instead of a tape of every trip, each trip run once more. `checkpoint=k` (an int)
+    keeps at most k snapshots (binomial checkpointing: less memory, more reruns).
+    """
+    return _differentiated(f, argnums, has_aux, 'grad', checkpoint)
 
 
-def _differentiated(f, argnums, has_aux, kind):
+def _checkpoint_policy(checkpoint):
+    if checkpoint is None or checkpoint is False or checkpoint is True:
+        return checkpoint or None
+    if isinstance(checkpoint, int) and not isinstance(checkpoint, bool) and checkpoint >= 1:
+        return checkpoint
+    raise ValueError(f'checkpoint= takes True, False, None or a number of snapshots >= 1, '
+                     f'not {checkpoint!r}')
+
+
+def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
     """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
+    checkpoint = _checkpoint_policy(checkpoint)
     if hasattr(f, '__tapeflow_jacobian__') and isinstance(argnums, int) and not has_aux:
+        if checkpoint:
+            raise ValueError('checkpoint= applies to a function, not to a Jacobian function')
         return _gradient_of_jacobian(f, argnums, kind)
     single = isinstance(argnums, int)
     wrt = (argnums,) if single else tuple(argnums)
@@ -707,7 +734,7 @@ def _differentiated(f, argnums, has_aux, kind):
             _check_pytree_argument(args[i], i, fname)
         kinds = argument_kinds(args)
         compiled = compile_adjoint(f, wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=kinds)
+                                   arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint)
         check_libraries(python_fn, compiled, args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in _SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
@@ -723,7 +750,7 @@ def _differentiated(f, argnums, has_aux, kind):
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
             out = value[0]
-        if out.__class__ is not float:
+        if out.__class__ is not float and out.__class__ is not np.float64:
             _check_scalar(out, fname)
         if single:
             grads = _like(grads, args[argnums])
@@ -752,12 +779,13 @@ def _differentiated(f, argnums, has_aux, kind):
             args = bind(args, kwargs)
         key = tuple(map(type, args))
         if np.ndarray in key:             # specialised on array shapes too
-            key += tuple(a.shape for a in args if a.__class__ is np.ndarray)
+            key += tuple([a.shape for a in args if a.__class__ is np.ndarray])
         entry = state.get(key)
         if entry is None or not entry[1]():
             entry = prepare(args, key)
         for i in entry[2]:
-            _check_differentiable(args[i], i, fname)
+            if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
+                _check_differentiable(args[i], i, fname)
         try:
             value, grads = entry[0].combined(*args, seed)
         except Exception as error:
@@ -918,22 +946,26 @@ def _tangent_like(tangent, value):
     return pytree.rebuild(value, [_tangent_like(t, v) for t, (_, v) in zip(parts, kids)])
 
 
-def source(f, argnums=0, mode='reverse', optimize=True, args=None):
+def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=None):
     """The generated Python source of `f`'s gradient (or, forward, its jvp), as a string.
 
     The combined value-and-gradient function first, then the forward and
     backward functions of every user function it calls. With `args` (example
-    arguments), the code specialised to their shapes, as `grad` runs it.
+    arguments), the code specialised to their shapes, as `grad` runs it; with
+    `checkpoint`, its loops checkpointed as `grad(f, checkpoint=...)` runs them.
     """
+    checkpoint = _checkpoint_policy(checkpoint)
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
                                            arg_shapes=array_shapes(args),
                                            kinds=argument_kinds(args))
     if mode == 'forward':
+        if checkpoint:
+            raise ValueError('checkpoint= applies to reverse mode: forward mode keeps no tape')
         compiled = compile_tangent(f, wrt, optimize=optimize, **shapes)
         part = 'source'
     elif mode == 'reverse':
-        compiled = compile_adjoint(f, wrt, optimize=optimize, **shapes)
+        compiled = compile_adjoint(f, wrt, optimize=optimize, checkpoint=checkpoint, **shapes)
         part = 'split_source'
     else:
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")

@@ -18,6 +18,7 @@ from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch,
 from tapeflow.rules.array_ops import add_at, written
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
+from tapeflow.runtime.checkpoint import checkpoints
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
@@ -310,7 +311,7 @@ def generated_namespace() -> dict:
     import math
     names = {name: globals()[name] for name in __all__}
     names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
-    names.update(np=np, math=math, range=range, slice=slice, len=len)
+    names.update(np=np, math=math, range=range, slice=slice, len=len, checkpoints=checkpoints)
     return names
 
 

@@ -45,6 +45,9 @@ class Key(enum.Enum):
     # take the symbolic zero for `g`: (g's name, the primal result, the contribution
     # node); on a callee's backward call, (g's name or None, the result, the call, 'keep').
     COTANGENT = 'cotangent'
+    # On the forward sweep's `y = f_forward(_tape, ...)` of a user function: the primal
+    # `y = f(...)`, what a checkpointed loop runs without the tape (`transforms.checkpoint`).
+    PRIMAL = 'primal'
 
 
 _ATTR = '_tapeflow_anno'

@@ -26,8 +26,8 @@ from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse
-from tapeflow.transforms import (anf, callees, desugar, forward, mutation, optimize, reverse,
-                                 tape_ops, variants)
+from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
+                                 mutation, optimize, reverse, tape_ops, variants)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -56,7 +56,9 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
                  'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item',
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
-                 'holds', 'like_layout', 'check_refresh', 'is_mutable')
+                 'holds', 'like_layout', 'check_refresh', 'is_mutable',
+                 # checkpointed loops (transforms.checkpoint)
+                 'checkpoints')
 
 
 @dataclasses.dataclass
@@ -123,13 +125,15 @@ def bind_pending(compiled):
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=(), kinds=()) -> Compiled:
+                    arg_shapes=(), kinds=(), checkpoint=None) -> Compiled:
     """Run the pipeline on `fn`, differentiating the parameters at `wrt`.
 
     `scalar_args`: positions whose arguments are scalars in the calls this
     compilation serves; `arg_shapes`: (position, shape) of array arguments.
     The caller keys its cache on both; the code drops `unbroadcast` where they
-    show nothing was broadcast.
+    show nothing was broadcast. `checkpoint` (True, or a number of snapshots):
+    the combined function's top-level loops keep snapshots instead of a tape
+    (`transforms.checkpoint`); the split pair keeps the tape.
     """
     passes = []
     front = _front(fn, wrt, lifted, scalar_args, arg_shapes, runtime_names,
@@ -175,6 +179,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
     compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
+    combined_forward, combined_reverse = forward, rev_body
+    if checkpoint:
+        combined_forward, combined_reverse, unbound = checkpointing.transform(
+            nodes.clone(forward), nodes.clone(rev_body),
+            checkpointing.Context(names, namer, params, source, order), checkpoint)
+        prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | unbound)]
 
     grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
         else (nodes.name(grads[0]) if grads[0] else nodes.const(0.0))
@@ -187,8 +197,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         [nodes.assign(names.tape, nodes.list_()),
          nodes.assign(names.push, nodes.attribute(names.tape, 'append')),
          nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))]
-        + prologue + forward
-        + [nodes.assign(names.value, capture)] + rev_body
+        + prologue + combined_forward
+        + [nodes.assign(names.value, capture)] + combined_reverse
         + [nodes.return_(nodes.tuple_(names.value, grad_value))],
         defaults=user_defaults + [1.0])
     _trim_tape(combined, names)

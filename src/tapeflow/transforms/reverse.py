@@ -422,7 +422,7 @@ class _Reverse(Sweep):
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
         call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)
-        forward = _listed(push) + [nodes.assign(y, call_fwd)]
+        forward = _listed(push) + [setanno(nodes.assign(y, call_fwd), Key.PRIMAL, stmt)]
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
         grads = self.ctx.namer.new('_b' + _id(fn))
         backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))

@@ -1,0 +1,213 @@
+"""Checkpointed loops: trade recomputation for tape memory (`grad(f, checkpoint=...)`).
+
+Runs after `optimize`, on the combined function's sweeps. A loop of the
+forward sweep and its mirror in the reverse sweep (they share a
+`Key.TAPE_PAIR`: the trip count's push and pop) become:
+
+    _ck = checkpoints(len(_range), policy)         # the forward sweep: no tape
+    for _a, _b in _ck.forward():
+        _ck.save(_a, (x, s, ...))                   # the loop's variables before trip _a
+        for i in _range[_a:_b]:
+            <the body without its pushes>
+
+    for _act, _a, _b in _ck.backward():             # the reverse sweep
+        if _act == 0:   (x, s, ...) = _ck.load(_a)
+        elif _act == 1: <trips _a.._b without the tape>
+        elif _act == 2: _ck.save(_a, (x, s, ...))
+        else:           <trips _a.._b with pushes>; <their adjoints, backwards>
+    (x, s, ...) = _ck.load(0)                       # as the loop found them
+
+The schedule (`runtime.checkpoint`) decides which trips are kept and rerun. A
+segment's pushes and pops pair up as in the loop without checkpointing, and
+the reverse of a segment leaves the variables as they were before it: each
+segment of the reverse sweep sees exactly the values the plain tape would
+have given it. Snapshots hold references, so a loop that writes memory in
+place (`y[i] = v`, `ys.append(v)`, a call writing into its arguments) is
+refused, as are loops that exit early and loops over anything but `range`.
+"""
+from __future__ import annotations
+
+import copy
+
+import gast
+
+from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno
+from tapeflow.transforms.optimize import definitely_assigned
+
+# On the forward sweep's call `y = f_forward(_tape, ...)` of a user function: the
+# primal statement `y = f(...)`, which a checkpointed loop runs without the tape.
+PRIMAL = Key.PRIMAL
+
+
+def transform(forward, reverse, ctx, policy):
+    """(forward, reverse, names to bind to None first) with every top-level loop of
+    `forward` checkpointed by `policy` (True, or a number of snapshots)."""
+    loops = {getanno(stmt, Key.TAPE_PAIR): stmt for stmt in reverse
+             if isinstance(stmt, gast.For) and getanno(stmt, Key.TAPE_PAIR) is not None}
+    out, unbound, defined = [], set(), set(ctx.params)
+    k = 0
+    while k < len(forward):
+        stmt = forward[k]
+        trip_push = forward[k + 1] if k + 1 < len(forward) else None
+        pair = getanno(trip_push, Key.TAPE_PAIR) if trip_push is not None else None
+        if isinstance(stmt, (gast.For, gast.While)) and pair in loops:
+            rev_loop = loops.pop(pair)
+            state = _state(stmt, ctx)
+            unbound |= set(state) - _assigned_before(out, defined)
+            fwd, rev = _checkpointed(stmt, trip_push, rev_loop, state, ctx, policy)
+            out.extend(fwd)
+            reverse = [s for r in reverse for s in (rev if r is rev_loop else [r])]
+            k += 2
+            continue
+        if isinstance(stmt, (gast.For, gast.While)) and any(
+                _is_push(s, ctx) for s in nodes.statements(stmt.body)):
+            raise ctx.source.error(stmt, 'cannot checkpoint this loop: its reverse sweep is not '
+                                         'one loop; differentiate without checkpoint=')
+        out.append(stmt)                  # (a loop that keeps no tape is left as it is)
+        k += 1
+    return out, reverse, unbound
+
+
+class Context:
+    """What the rewrite needs: the tape's names, a namer, the function's parameters,
+    the source (for located errors)."""
+
+    def __init__(self, names, namer, params, source, order):
+        self.names, self.namer, self.params, self.source = names, namer, params, source
+        self.order = order
+
+
+def _assigned_before(stmts, defined) -> set:
+    return definitely_assigned(stmts, set(defined))
+
+
+def _state(loop, ctx) -> list:
+    """The names the loop assigns (its variables; the tape's own names aside)."""
+    own = {ctx.names.tape, ctx.names.push, ctx.names.pop}
+    names = nodes.store_names([loop])
+    return sorted(names - own)
+
+
+def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
+    lists = sorted(_check(loop, rev_loop, ctx))
+    namer = ctx.namer
+    ck, a, b, act = namer.new('_ck'), namer.new('_a'), namer.new('_b'), namer.new('_act')
+    values = nodes.tuple_(*state)
+    grown = [nodes.tuple_(*lists)] if lists else []      # lists the loop appends to
+
+    def snapshot(at):
+        return nodes.call(nodes.attribute(ck, 'save'), at, values, *grown)
+
+    def save(at):
+        return nodes.expr_stmt(snapshot(at))
+
+    def load(at):
+        stmts = [nodes.assign(nodes.tuple_(*state, store=True),
+                              nodes.call(nodes.attribute(ck, 'load'), at))]
+        if lists:                          # appended since: cut back to their length then
+            stmts.append(nodes.expr_stmt(nodes.call(nodes.attribute(ck, 'trim'), at, *grown)))
+        return stmts
+
+    taped = loop.body
+    plain = _plain(taped, ctx)
+    pops = rev_loop.body
+    if isinstance(loop, gast.For):
+        trips = nodes.call('len', loop.iter)
+        run = lambda body: nodes.for_(nodes.clone(loop.target), nodes.subscript(  # noqa: E731
+            loop.iter, gast.Slice(lower=nodes.name(a), upper=nodes.name(b), step=None)), body)
+        forward = [nodes.assign(ck, nodes.call('checkpoints', trips, nodes.const(policy))),
+                   nodes.for_(nodes.tuple_(a, b, store=True),
+                              nodes.call(nodes.attribute(ck, 'forward')),
+                              [save(a), run(nodes.clone(plain))])]
+    else:
+        counter = trip_push.value.args[0].id
+        nxt = namer.new('_next')
+        run = lambda body: nodes.for_(namer.new('_'), nodes.call(  # noqa: E731
+            'range', nodes.binop(nodes.name(b), gast.Sub(), nodes.name(a))), body)
+        due = nodes.if_(_equals(counter, nxt), [nodes.assign(nxt, snapshot(counter))], [])
+        forward = [nodes.assign(ck, nodes.call('checkpoints', nodes.const(None), nodes.const(policy))),
+                   nodes.assign(nxt, snapshot(nodes.const(0))),
+                   gast.While(test=loop.test, body=nodes.clone(plain) + [due], orelse=[]),
+                   nodes.expr_stmt(nodes.call(nodes.attribute(ck, 'finish'), counter))]
+    back = nodes.for_(nodes.tuple_(act, a, b, store=True), nodes.call(nodes.attribute(ck, 'backward')), [
+        nodes.if_(_equals(act, nodes.const(0)), load(a), [
+            nodes.if_(_equals(act, nodes.const(1)), [run(nodes.clone(plain))], [
+                nodes.if_(_equals(act, nodes.const(2)), [save(a)], [
+                    run(taped),
+                    nodes.for_(namer.new('_'), nodes.call('range', nodes.binop(
+                        nodes.name(b), gast.Sub(), nodes.name(a))), pops)])])])])
+    for stmt in forward + [back]:
+        nodes.located(stmt, loop)
+    return forward, [back] + nodes.located(load(nodes.const(0)), loop)
+
+
+def _check(loop, rev_loop, ctx) -> set:
+    """Refuse what snapshots of references cannot undo, where it is written; the names
+    of the lists the loop appends to (a snapshot keeps their length)."""
+    def refuse(node, why):
+        raise ctx.source.error(node, f'cannot checkpoint this loop: {why}; rewrite the loop '
+                                     f'without it, or differentiate without checkpoint=')
+    if ctx.order > 1:
+        refuse(loop, 'it is generated code differentiated again')
+    lists = set()
+    for stmt in nodes.statements(loop.body):
+        if getanno(stmt, Key.LOOP_EXIT):
+            refuse(stmt, 'it may exit early (break or return)')
+        if getanno(stmt, Key.MUTATES) is not None or (
+                isinstance(stmt, gast.Assign) and not isinstance(stmt.targets[0], gast.Name)
+                and not isinstance(stmt.targets[0], gast.Tuple)):
+            refuse(stmt, 'it writes into memory in place, and snapshots hold references, not copies')
+        method = _method(stmt)
+        if method == 'append':
+            lists.add(stmt.value.func.value.id)
+        elif method is not None and not _is_push(stmt, ctx):
+            refuse(stmt, f'.{method}() changes its object in place, and snapshots hold '
+                         f'references, not copies')
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) and getattr(
+                getanno(stmt.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None):
+            refuse(stmt, 'the function it calls writes into its arguments')
+    for stmt in nodes.statements(rev_loop.body):
+        undoes_append = _method(stmt) == 'pop' and not stmt.value.args and \
+            stmt.value.func.value.id in lists
+        if getanno(stmt, Key.RESTORES_IN_PLACE) and not undoes_append:
+            refuse(loop, 'it writes into memory in place, and snapshots hold references, not copies')
+    return lists
+
+
+def _method(stmt):
+    """`m` for a statement `name.m(...)`, else None."""
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and isinstance(
+            stmt.value.func, gast.Attribute):
+        return stmt.value.func.attr if isinstance(stmt.value.func.value, gast.Name) else '?'
+    return None
+
+
+def _is_push(stmt, ctx) -> bool:
+    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
+        isinstance(stmt.value.func, gast.Name) and stmt.value.func.id == ctx.names.push
+
+
+def _plain(body, ctx):
+    """The body as the primal runs it: no pushes, user functions called themselves."""
+    out = []
+    for stmt in body:
+        if _is_push(stmt, ctx):
+            continue
+        primal = getanno(stmt, PRIMAL)
+        if primal is not None:
+            out.append(nodes.clone(primal))
+            continue
+        stmt = copy.copy(stmt)
+        for field in ('body', 'orelse'):
+            if isinstance(getattr(stmt, field, None), list):
+                setattr(stmt, field, _plain(getattr(stmt, field), ctx))
+        if getattr(stmt, 'body', None) == []:
+            stmt.body = [nodes.pass_()]
+        out.append(stmt)
+    return out
+
+
+def _equals(left, right):
+    return gast.Compare(left=nodes.name(left) if isinstance(left, str) else left, ops=[gast.Eq()],
+                        comparators=[nodes.name(right) if isinstance(right, str) else right])
