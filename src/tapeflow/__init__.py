@@ -2,7 +2,7 @@
 from tapeflow._version import __version__  # noqa: F401
 from tapeflow import rules  # noqa: F401  (fills the rule table)
 from tapeflow.api import (grad, value_and_grad, vjp, jvp, source, jacfwd, jacrev,  # noqa: E402,F401
-                          jacobian, hessian, hvp)
+                          jacobian, hessian, hvp, checkpoint)
 from tapeflow.checking import check_grads  # noqa: E402,F401
 from tapeflow.cache import set_cache_size  # noqa: E402,F401
 from tapeflow.syntax.errors import UnsupportedError, TapeflowError  # noqa: E402,F401

@@ -700,6 +700,26 @@ def grad(f, argnums=0, has_aux=False, checkpoint=None):
     return _differentiated(f, argnums, has_aux, 'grad', checkpoint)
 
 
+def checkpoint(fn):
+    """`fn`, recomputed in the reverse sweep instead of taped, like `jax.checkpoint`.
+
+    A differentiated function that calls the returned function (decorate `fn` with
+    `@tf.checkpoint`, or bind `cell = tf.checkpoint(step)` at module level) calls it
+    plainly in its forward sweep, keeping nothing of its insides; its reverse sweep
+    calls `fn`'s forward again, with the tape, just before `fn`'s backward. Called
+    outside a gradient, it is `fn`.
+    """
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f'tf.checkpoint takes a Python function, not a {type(fn).__name__}')
+    marked = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                fn.__closure__)
+    marked.__kwdefaults__ = fn.__kwdefaults__
+    marked.__dict__.update(fn.__dict__)
+    marked.__qualname__, marked.__module__, marked.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    marked.__tapeflow_checkpoint__ = True
+    return marked
+
+
 def _checkpoint_policy(checkpoint):
     if checkpoint is None or checkpoint is False or checkpoint is True:
         return checkpoint or None

@@ -285,3 +285,56 @@ def test_memory_is_bounded():
         checkpointed, peak = _peak(compiled(policy), 0.3, 100_000)
         assert checkpointed == plain
         assert peak < 0.05 * plain_peak, (peak, plain_peak)
+
+
+# ------------------------------------------------------------------ tf.checkpoint on a function
+
+def _step(h, x, W):
+    a = h @ W + x
+    return np.tanh(a) * 0.9 + 0.1 * np.sin(a)
+
+
+step = tf.checkpoint(_step)
+
+
+def rnn_checkpointed_steps(W, xs, h):
+    for t in range(xs.shape[0]):
+        h = step(h, xs[t], W)
+    return np.sum(h * h)
+
+
+def rnn_taped_steps(W, xs, h):
+    for t in range(xs.shape[0]):
+        h = _step(h, xs[t], W)
+    return np.sum(h * h)
+
+
+@pytest.mark.parametrize('policy', [None, True, 2])
+def test_checkpointed_function_equals_the_taped_one(policy):
+    rng = np.random.default_rng(4)
+    args = (0.5 * rng.standard_normal((4, 4)), rng.standard_normal((6, 3, 4)),
+            rng.standard_normal((3, 4)))
+    value, grads = tf.value_and_grad(rnn_checkpointed_steps, argnums=(0, 2), checkpoint=policy)(*args)
+    plain = tf.value_and_grad(rnn_taped_steps, argnums=(0, 2))(*args)
+    assert value == plain[0]
+    for g, p in zip(grads, plain[1]):
+        np.testing.assert_array_equal(g, p)
+    check_gradient(rnn_checkpointed_steps, list(grads), args, (0, 2), rng)
+
+
+def test_checkpointed_function_is_recomputed_in_the_reverse_sweep():
+    rng = np.random.default_rng(5)
+    args = (np.eye(4), rng.standard_normal((2, 3, 4)), np.zeros((3, 4)))
+    text = tf.source(rnn_checkpointed_steps, argnums=(0, 2), args=args).split('\n\n')[0]
+    forward, reverse = text.split('_value = ')
+    assert 'h = step(h, _item2, W)' in forward and '_forward' not in forward
+    assert '_h = _step_forward(_tape, h, _item2, W)' in reverse
+    assert reverse.index('h = _pop()') < reverse.index('_step_forward') < reverse.index('_step_backward')
+
+
+def test_checkpoint_outside_a_gradient_is_the_function():
+    x, W = np.ones((3, 4)), np.eye(4)
+    np.testing.assert_array_equal(step(x, x, W), _step(x, x, W))
+    assert step.__name__ == '_step' and step is not _step
+    with pytest.raises(TypeError, match='tf.checkpoint takes a Python function'):
+        tf.checkpoint(np.sin)

@@ -426,12 +426,19 @@ class _Reverse(Sweep):
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
         grads = self.ctx.namer.new('_b' + _id(fn))
         backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
+        result = y
+        if getattr(fn, '__tapeflow_checkpoint__', False):
+            # `tf.checkpoint(fn)`: called plainly; the reverse sweep, once `y` is popped
+            # (the arguments as they were), calls its forward again, then its backward
+            result = self.ctx.namer.new('_' + y)
+            forward = _listed(push) + [stmt]
+            backward = [pop, nodes.assign(result, call_fwd), backward]
         # the callee's rules do not all take the symbolic zero: where `by` may be it,
         # `optimize.zero_cotangents` gives it `dense(by, y)` (the call is never dropped)
-        setanno(backward, Key.COTANGENT, (by if isinstance(by, str) else None, y,
-                                          backward.value, 'keep'))
-        rev = [backward]
-        rev += [nodes.assign(by, 0.0)] * isinstance(by, str) + [pop]
+        setanno(_listed(backward)[-1], Key.COTANGENT, (by if isinstance(by, str) else None, result,
+                                                        _listed(backward)[-1].value, 'keep'))
+        rev = _listed(backward)
+        rev += [nodes.assign(by, 0.0)] * isinstance(by, str) + [pop] * (result is y)
         for k, i in enumerate(active):
             part = nodes.subscript(grads, nodes.const(k)) if len(active) > 1 else nodes.name(grads)
             rev.append(self.accumulate(call.args[i].id, part))
