@@ -138,9 +138,45 @@ def classify(program, f, path, value_and_grad) -> Outcome:
                or derivative_problem(outcome, f, args, program, grads, plain))
     if problem:
         outcome.kind, outcome.reason = problem
+    if outcome.kind == 'ok' and value_and_grad is tf.value_and_grad:
+        problem = checkpoint_problem(program, f, path, args, value, grads)
+        if problem:
+            outcome.kind, outcome.reason = problem
     if outcome.kind == 'wrong':
         outcome.numeric_grads = tuple(numeric_gradient(f, args, i) for i in program.wrt)
     return outcome
+
+
+def checkpoint_problem(program, f, path, args, value, grads):
+    """With checkpointed loops (`checkpoint=True`, and 2 snapshots), the plain tape's value
+    and gradients to rounding, or a located refusal."""
+    if 'for ' not in program.source and 'while ' not in program.source:
+        return None
+    for policy in (True, 2):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                ck_value, ck_grads = tf.value_and_grad(f, argnums=program.wrt, checkpoint=policy)(
+                    *copy.deepcopy(args))
+        except tf.UnsupportedError as error:
+            if refusal(program, path, error, None).kind != 'refused':
+                return 'crash', f'checkpoint={policy}: refusal not located: {error}'
+            continue
+        except Exception as error:  # noqa: BLE001 -- every other exception is a crash, reported
+            return 'crash', f'checkpoint={policy}: {summary(error)}'
+        same = np.allclose(float(ck_value), float(value), rtol=1e-12, atol=0) and all(
+            np.allclose(np.asarray(a, dtype=complex), np.asarray(b, dtype=complex), rtol=1e-9,
+                        atol=1e-12) for a, b in zip(_flat(ck_grads), _flat(grads)))
+        if not same:
+            return 'wrong', (f'checkpoint={policy}: ({ck_value!r}, {ck_grads!r}) differs from '
+                             f'the plain tape\'s ({value!r}, {grads!r})')
+    return None
+
+
+def _flat(tree):
+    if isinstance(tree, (list, tuple)):
+        return [leaf for item in tree for leaf in _flat(item)]
+    return [tree]
 
 
 def plain_value(f, args):

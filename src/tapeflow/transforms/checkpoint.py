@@ -164,9 +164,11 @@ def _check(loop, rev_loop, ctx) -> set:
         elif method is not None and not _is_push(stmt, ctx):
             refuse(stmt, f'.{method}() changes its object in place, and snapshots hold '
                          f'references, not copies')
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) and getattr(
-                getanno(stmt.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None):
-            refuse(stmt, 'the function it calls writes into its arguments')
+        called = getanno(stmt, PRIMAL) or stmt          # the user's call, not its forward
+        if isinstance(called, gast.Assign) and isinstance(called.value, gast.Call) and getattr(
+                getanno(called.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None):
+            refuse(stmt, 'the function it calls writes into its arguments, and snapshots '
+                         'hold references, not copies')
     for stmt in nodes.statements(rev_loop.body):
         undoes_append = _method(stmt) == 'pop' and not stmt.value.args and \
             stmt.value.func.value.id in lists

@@ -427,6 +427,10 @@ class _Reverse(Sweep):
         grads = self.ctx.namer.new('_b' + _id(fn))
         backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
         result = y
+        if getattr(getattr(fn, '__tapeflow_variant_of__', (None,))[0], '__tapeflow_checkpoint__', False):
+            raise self.error(stmt, f'{fn.__name__[:-len("_inplace")]}() is checkpointed '
+                                   f'(tf.checkpoint) and writes into its arguments: running it '
+                                   f'again would write twice; return the new value instead')
         if getattr(fn, '__tapeflow_checkpoint__', False):
             # `tf.checkpoint(fn)`: called plainly; the reverse sweep, once `y` is popped
             # (the arguments as they were), calls its forward again, then its backward
