@@ -80,53 +80,48 @@ def import_tapeflow():
 _EXTERNAL = {}
 
 
-def autograd_modules():
-    if 'autograd' not in _EXTERNAL:
+def _optional(name, load):
+    """What `load()` returns, loaded once; raises Unavailable (with the reason) when it failed."""
+    if name not in _EXTERNAL:
         try:
-            import autograd
-            import autograd.numpy as anp
-            _EXTERNAL['autograd'] = (autograd, anp)
+            _EXTERNAL[name] = load()
         except Exception as exc:  # noqa: BLE001
-            _EXTERNAL['autograd'] = Unavailable(f'autograd not importable ({type(exc).__name__})')
-    mods = _EXTERNAL['autograd']
+            _EXTERNAL[name] = Unavailable(f'{name} not importable ({type(exc).__name__})')
+    mods = _EXTERNAL[name]
     if isinstance(mods, Exception):
         raise mods
     return mods
+
+
+def autograd_modules():
+    def load():
+        import autograd
+        import autograd.numpy as anp
+        return autograd, anp
+    return _optional('autograd', load)
 
 
 def jax_modules():
-    if 'jax' not in _EXTERNAL:
-        try:
-            import jax
-            jax.config.update('jax_enable_x64', True)     # compare in float64 like the rest
-            jax.config.update('jax_platforms', 'cpu')
-            import jax.numpy as jnp
-            _EXTERNAL['jax'] = (jax, jnp)
-        except Exception as exc:  # noqa: BLE001
-            _EXTERNAL['jax'] = Unavailable(f'jax not importable ({type(exc).__name__})')
-    mods = _EXTERNAL['jax']
-    if isinstance(mods, Exception):
-        raise mods
-    return mods
+    def load():
+        import jax
+        jax.config.update('jax_enable_x64', True)     # compare in float64 like the rest
+        jax.config.update('jax_platforms', 'cpu')
+        import jax.numpy as jnp
+        return jax, jnp
+    return _optional('jax', load)
 
 
 def torch_modules():
     """torch, one thread, and a namespace that answers the NumPy names the workloads use."""
-    if 'torch' not in _EXTERNAL:
+    def load():
+        import torch
+        torch.set_num_threads(1)
         try:
-            import torch
-            torch.set_num_threads(1)
-            try:
-                torch.set_num_interop_threads(1)
-            except RuntimeError:            # already set, or parallel work already ran
-                pass
-            _EXTERNAL['torch'] = (torch, _torch_numpy(torch))
-        except Exception as exc:  # noqa: BLE001
-            _EXTERNAL['torch'] = Unavailable(f'torch not importable ({type(exc).__name__})')
-    mods = _EXTERNAL['torch']
-    if isinstance(mods, Exception):
-        raise mods
-    return mods
+            torch.set_num_interop_threads(1)
+        except RuntimeError:            # already set, or parallel work already ran
+            pass
+        return torch, _torch_numpy(torch)
+    return _optional('torch', load)
 
 
 def _torch_numpy(torch):
@@ -470,6 +465,17 @@ def build(cell, builder):
         return None
     cell.first_call = now() - t0
     return result
+
+
+def latency_text(cell, notes, where):
+    """A millisecond figure for a report line: 'best ms (min of n; median)', `n/a: why`
+    for what cannot run here, or `fail[k]` with the reason added to `notes` (run.Footnotes)."""
+    if cell.error is not None:
+        if cell.unavailable:
+            return 'n/a: ' + cell.error
+        return f'fail[{notes.add(f"{where}: {cell.error}")}]'
+    return (f'{cell.best * 1e3:6.1f} ms  (min of {len(cell.times)}; median '
+            f'{cell.median * 1e3:.1f} ms){"  ! " + cell.note if cell.note else ""}')
 
 
 # ----------------------------------------------------------------------------- workloads and rows
