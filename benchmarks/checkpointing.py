@@ -9,10 +9,11 @@ between two snapshots on the way back. Two long loops:
     RNN   W5's tanh RNN, 10 000 steps, batch 8, 32 -> 32, d/d(Wx, Wh, b)
 
 Both return the mean over steps (of x, of h*h / 2), not the last step's value
-alone: the loops contract, so the gradient of the last value would hardly
-depend on the early steps (W1's own gradient is about 1e-44), and a wrong
-recomputation there would go unseen. With the mean every step adds to the
-gradient.
+alone, and are differentiated with respect to parameters that every step uses
+(the loop's `a`, W1's 0.5): the loops contract, so the gradient of the last
+value with respect to the start would hardly depend on the early steps (W1's
+own gradient is about 1e-44), and a wrong recomputation there would go unseen.
+This way every step adds to the gradient.
 
 Each is run three ways: a hand-written adjoint (stores every step, as the
 plain tape must), tapeflow's plain tape, tapeflow checkpointed. Time is value

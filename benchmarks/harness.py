@@ -85,6 +85,9 @@ def _optional(name, load):
     if name not in _EXTERNAL:
         try:
             _EXTERNAL[name] = load()
+        except ModuleNotFoundError as exc:
+            _EXTERNAL[name] = Unavailable(f'{name} is not installed' if exc.name == name else
+                                          f'{name} not importable (no module {exc.name})')
         except Exception as exc:  # noqa: BLE001
             _EXTERNAL[name] = Unavailable(f'{name} not importable ({type(exc).__name__})')
     mods = _EXTERNAL[name]
