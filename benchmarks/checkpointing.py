@@ -19,7 +19,8 @@ Each is run three ways: a hand-written adjoint (stores every step, as the
 plain tape must), tapeflow's plain tape, tapeflow checkpointed. Time is value
 and gradient, min over interleaved rounds; peak memory is traced by
 tracemalloc (NumPy's allocations included) over one call of each, made after
-a warm-up call so compiling is not counted. Checked before timing: the hand
+a warm-up call so compiling is not counted (a --quick run does not trace the
+10**6-step loop: under tracemalloc it takes tens of seconds). Checked before timing: the hand
 adjoint against finite differences, the plain tape against the hand adjoint,
 the checkpointed gradient against the plain tape's (rtol 1e-10).
 When `checkpoint=` is not accepted the checkpointed column is n/a.
@@ -113,11 +114,16 @@ def _rnn_arguments():
 
 WORKLOADS = (
     ('checkpoint-loop', 'loop, 10**6 steps', 'scalar loop x = sin(x)*x + a*x, 10**6 steps, mean of x, '
-     'd/d(x, a)', long_loop, long_loop_adjoint, lambda: (0.7, 0.5, LOOP_STEPS), (0, 1)),
+     'd/d(x, a)', long_loop, long_loop_adjoint, lambda: (0.7, 0.5, LOOP_STEPS), (0, 1), False),
     ('checkpoint-rnn', f'RNN, {RNN_STEPS:,} steps', f'tanh RNN, {RNN_STEPS:,} steps, batch {RNN_BATCH}, '
      f'{RNN_IN}->{RNN_HIDDEN}, mean of h*h/2, d/d(Wx, Wh, b)', rnn_mean_loss, rnn_mean_adjoint,
-     _rnn_arguments, (0, 1, 2)),
+     _rnn_arguments, (0, 1, 2), True),
 )
+# The last field: whether --quick traces memory too. Under tracemalloc every
+# allocation is recorded, and the 10**6-step loop's millions of floats make it
+# 10 to 60 times slower (tens of seconds): a quick run leaves its memory out.
+NOT_TRACED = 'memory not traced in a --quick run'
+
 
 
 def _as_tuple(grads, n):
@@ -188,7 +194,7 @@ def _check(row, key, fn, args, argnums, results, log):
                   log)
 
 
-def _run(key, label, title, fn, hand, make_args, argnums, settings, log):
+def _run(key, label, title, fn, hand, make_args, argnums, trace, settings, log):
     row = Row(key, title, COLUMNS, unit='s', baseline='plain')
     row.label = label
     args = make_args()
@@ -201,10 +207,9 @@ def _run(key, label, title, fn, hand, make_args, argnums, settings, log):
     _check(row, key, fn, args, argnums, results, log)
     del results
     live = [c for c in row.cells.values() if c.call is not None]
-    peaks = {}
-    for cell in live:
-        peaks[cell.name] = peak_memory(cell.call)
-    row.extra['peak_bytes'] = peaks
+    row.extra['peak_bytes'] = {c.name: peak_memory(c.call) for c in live} if trace else {}
+    if not trace:
+        row.extra['memory_skipped'] = NOT_TRACED
     for _ in range(2 if settings.quick else 5):
         for cell in live:
             start = now()
@@ -223,9 +228,10 @@ def memory_ratio(row):
 
 def rows(settings, log=print):
     out = []
-    for key, label, title, fn, hand, make_args, argnums in WORKLOADS:
+    for key, label, title, fn, hand, make_args, argnums, traced_in_quick in WORKLOADS:
         log(f'... {key}: {title}')
-        out.append(_run(key, label, title, fn, hand, make_args, argnums, settings, log))
+        out.append(_run(key, label, title, fn, hand, make_args, argnums,
+                        traced_in_quick or not settings.quick, settings, log))
     return out
 
 
@@ -238,8 +244,8 @@ def _cell_texts(row, name, notes):
             notes.unavailable.append(cell.error)
         return [text, text]
     flag = '!' if cell.note else ''
-    peak = row.extra['peak_bytes'][name]
-    return [f'{cell.best:.3f} s{flag}', f'{peak / 1e6:.2f} MB']
+    peak = row.extra['peak_bytes'].get(name)
+    return [f'{cell.best:.3f} s{flag}', 'not traced' if peak is None else f'{peak / 1e6:.2f} MB']
 
 
 def lines(rows_, notes):
@@ -263,5 +269,6 @@ def lines(rows_, notes):
         out.append('  ' + '  '.join(x.ljust(w) if i == 0 else x.rjust(w)
                                     for i, (x, w) in enumerate(zip(cells, widths))))
     for row in rows_:
-        out.append(f'  {row.label}: {row.title}')
+        out.append(f'  {row.label}: {row.title}'
+                   + (f' ({row.extra["memory_skipped"]})' if 'memory_skipped' in row.extra else ''))
     return out

@@ -206,14 +206,14 @@ def targets(rows):
     and how far apart they may be, or a time or a share it must stay under.
     The hand-written gradient is the fastest a Python gradient of that code
     can be; status is ok, MISSED, or n/a when the figure was not measured.
-    A measured figure whose check failed carries `!` and the reason.
+    A measured figure whose check failed carries `!` and the reason; n/a may say why.
     """
     by_key = {r.key: r for r in rows}
     out = []
 
     def add(desc, value, limit, fmt, flag=None):
         if value is None:
-            out.append((desc, 'n/a', 'n/a'))
+            out.append((desc, f'n/a ({flag})' if flag else 'n/a', 'n/a'))
         else:
             out.append((desc, fmt(value) + (f' ! {flag}' if flag else ''),
                         'ok' if value <= limit else 'MISSED'))
@@ -266,7 +266,8 @@ def targets(rows):
     if r is not None:
         ratio = checkpointing.memory_ratio(r)
         add('10**6-step loop checkpointed: peak memory under 5% of the plain tape\'s',
-            ratio, 0.05, lambda v: f'{v * 100:.1f}%', flag('checkpoint-loop', 'checkpointed'))
+            ratio, 0.05, lambda v: f'{v * 100:.1f}%',
+            flag('checkpoint-loop', 'checkpointed') or r.extra.get('memory_skipped'))
         add('10**6-step loop checkpointed: time at most 2.5x the plain tape\'s',
             r.ratio('checkpointed'), 2.5, times, flag('checkpoint-loop', 'checkpointed'))
     return out
