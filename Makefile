@@ -80,8 +80,9 @@ fuzz-libraries: install
 	$(PY) -m tests.fuzz.libraries --library dask --seed $(SEED) --count $(COUNT)
 	$(PY) -m tests.fuzz.libraries --library duck --seed $(SEED) --count $(COUNT)
 
-# autograd and JAX give the benchmarks their comparison columns; without them
-# (no index reachable) those columns read n/a and the rest still runs.
+# autograd and JAX give the benchmarks their comparison columns (torch too, when
+# installed by hand); without them (no index reachable) those columns read n/a
+# and the rest still runs.
 BENCH_STAMP := $(VENV)/.installed-bench
 
 $(BENCH_STAMP): $(STAMP)

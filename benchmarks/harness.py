@@ -12,6 +12,8 @@ zero-argument callable per column of the table, each returning
     tape        the eager GradientTape around the same NumPy code on Tensors
     fn+tape     a @tapeflow.function called under a GradientTape
     autograd    autograd.value_and_grad, same source with autograd.numpy bound
+    torch       torch eager: same source on torch tensors (NumPy's names mapped to
+                torch's), torch.autograd.grad, one thread
     jax         jax.jit(jax.value_and_grad), same source with jax.numpy bound
 
 Timing is interleaved: every round times every column once, so a burst of load
@@ -29,7 +31,7 @@ import types
 
 import numpy as np
 
-COLUMNS = ('forward', 'hand', 'tf.grad', 'tape', 'fn+tape', 'autograd', 'jax')
+COLUMNS = ('forward', 'hand', 'tf.grad', 'tape', 'fn+tape', 'autograd', 'torch', 'jax')
 
 
 # ----------------------------------------------------------------------------- settings
@@ -39,7 +41,7 @@ class Settings:
 
     def __init__(self, quick=False, external=True, clock='cpu'):
         self.quick = quick
-        self.external = external            # autograd / JAX columns
+        self.external = external            # autograd / torch / JAX columns
         self.rounds = 3 if quick else 15    # interleaved rounds; min over rounds
         self.min_round = 0.002 if quick else 0.015   # seconds per column per round
         self.max_loops = 200_000
@@ -78,34 +80,66 @@ def import_tapeflow():
 _EXTERNAL = {}
 
 
-def autograd_modules():
-    if 'autograd' not in _EXTERNAL:
+def _optional(name, load):
+    """What `load()` returns, loaded once; raises Unavailable (with the reason) when it failed."""
+    if name not in _EXTERNAL:
         try:
-            import autograd
-            import autograd.numpy as anp
-            _EXTERNAL['autograd'] = (autograd, anp)
+            _EXTERNAL[name] = load()
+        except ModuleNotFoundError as exc:
+            _EXTERNAL[name] = Unavailable(f'{name} is not installed' if exc.name == name else
+                                          f'{name} not importable (no module {exc.name})')
         except Exception as exc:  # noqa: BLE001
-            _EXTERNAL['autograd'] = Unavailable(f'autograd not importable ({type(exc).__name__})')
-    mods = _EXTERNAL['autograd']
+            _EXTERNAL[name] = Unavailable(f'{name} not importable ({type(exc).__name__})')
+    mods = _EXTERNAL[name]
     if isinstance(mods, Exception):
         raise mods
     return mods
+
+
+def autograd_modules():
+    def load():
+        import autograd
+        import autograd.numpy as anp
+        return autograd, anp
+    return _optional('autograd', load)
 
 
 def jax_modules():
-    if 'jax' not in _EXTERNAL:
+    def load():
+        import jax
+        jax.config.update('jax_enable_x64', True)     # compare in float64 like the rest
+        jax.config.update('jax_platforms', 'cpu')
+        import jax.numpy as jnp
+        return jax, jnp
+    return _optional('jax', load)
+
+
+def torch_modules():
+    """torch, one thread, and a namespace that answers the NumPy names the workloads use."""
+    def load():
+        import torch
+        torch.set_num_threads(1)
         try:
-            import jax
-            jax.config.update('jax_enable_x64', True)     # compare in float64 like the rest
-            jax.config.update('jax_platforms', 'cpu')
-            import jax.numpy as jnp
-            _EXTERNAL['jax'] = (jax, jnp)
-        except Exception as exc:  # noqa: BLE001
-            _EXTERNAL['jax'] = Unavailable(f'jax not importable ({type(exc).__name__})')
-    mods = _EXTERNAL['jax']
-    if isinstance(mods, Exception):
-        raise mods
-    return mods
+            torch.set_num_interop_threads(1)
+        except RuntimeError:            # already set, or parallel work already ran
+            pass
+        return torch, _torch_numpy(torch)
+    return _optional('torch', load)
+
+
+def _torch_numpy(torch):
+    """NumPy's names for torch's functions; reductions take NumPy's `axis` and `keepdims`."""
+    def reduction(whole, along):
+        def reduce(a, axis=None, keepdims=False):
+            if axis is None and not keepdims:
+                return whole(a)
+            return along(a, dim=axis, keepdim=keepdims)
+        return reduce
+    return types.SimpleNamespace(
+        sin=torch.sin, cos=torch.cos, tan=torch.tan, exp=torch.exp, log=torch.log,
+        tanh=torch.tanh, sqrt=torch.sqrt, dot=torch.dot,
+        sum=reduction(torch.sum, torch.sum), mean=reduction(torch.mean, torch.mean),
+        max=reduction(torch.max, torch.amax))
 
 
 def rebind(fn, numpy_module):
@@ -254,14 +288,41 @@ def jax_value_and_grad(fn, args, argnums, grad_only=False):
     return call
 
 
+def torch_value_and_grad(fn, args, argnums, grad_only=False):
+    """Eager torch: the forward on tensors (inputs made before timing), then torch.autograd.grad."""
+    torch, tnp = torch_modules()
+    f = rebind(fn, tnp)
+    tensors = []
+    for i, a in enumerate(args):
+        if i in argnums:
+            tensors.append(torch.tensor(a, dtype=torch.float64, requires_grad=True))
+        elif isinstance(a, np.ndarray):
+            tensors.append(torch.from_numpy(a))
+        else:
+            tensors.append(a)
+    wrt = [tensors[i] for i in argnums]
+    autograd_grad = torch.autograd.grad
+
+    def raw():
+        value = f(*tensors)
+        return value, autograd_grad(value, wrt)
+
+    def call():
+        value, grads = raw()
+        return (None if grad_only else value.detach().numpy()), tuple(g.numpy() for g in grads)
+    call.raw = raw
+    return call
+
+
 STANDARD_PATHS = {
     'tf.grad': tapeflow_value_and_grad,
     'tape': eager_tape,
     'fn+tape': compiled_under_tape,
     'autograd': autograd_value_and_grad,
+    'torch': torch_value_and_grad,
     'jax': jax_value_and_grad,
 }
-EXTERNAL = ('autograd', 'jax')
+EXTERNAL = ('autograd', 'torch', 'jax')
 
 
 # ----------------------------------------------------------------------------- verification
@@ -409,13 +470,24 @@ def build(cell, builder):
     return result
 
 
+def latency_text(cell, notes, where):
+    """A millisecond figure for a report line: 'best ms (min of n; median)', `n/a: why`
+    for what cannot run here, or `fail[k]` with the reason added to `notes` (run.Footnotes)."""
+    if cell.error is not None:
+        if cell.unavailable:
+            return 'n/a: ' + cell.error
+        return f'fail[{notes.add(f"{where}: {cell.error}")}]'
+    return (f'{cell.best * 1e3:6.1f} ms  (min of {len(cell.times)}; median '
+            f'{cell.median * 1e3:.1f} ms){"  ! " + cell.note if cell.note else ""}')
+
+
 # ----------------------------------------------------------------------------- workloads and rows
 
 class Workload:
     """One function to differentiate, with everything each column needs.
 
     fn        the function, written against `np` and `math` (tapeflow, fn+tape,
-              autograd and JAX all run this source)
+              autograd, torch and JAX all run this source)
     args      its arguments; `argnums` the differentiated ones
     hand      hand(*args) -> (value, (grad, ...)): the hand-written NumPy adjoint
     eager_fn  the same function for the eager tape, when `fn` cannot take Tensors
