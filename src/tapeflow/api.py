@@ -781,6 +781,7 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
         return (grads, value[1]) if has_aux else grads
 
     bind = _binder(python_fn, fname)
+    ndarray = np.ndarray
     nparams = python_fn.__code__.co_argcount
     if python_fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         nparams = None              # compiling says where: the fence rejects *args
@@ -797,9 +798,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
             args = bind(args, kwargs)
         elif len(args) != nparams and nparams is not None:
             args = bind(args, kwargs)
-        key = tuple(map(type, args))
-        if np.ndarray in key:             # specialised on array shapes too
-            key += tuple([a.shape for a in args if a.__class__ is np.ndarray])
+        # argument classes, array shapes in place of the ndarray class: specialised on both
+        key = tuple([a.shape if a.__class__ is ndarray else a.__class__ for a in args])
         entry = state.get(key)
         if entry is None or not entry[1]():
             entry = prepare(args, key)

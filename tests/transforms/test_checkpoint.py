@@ -365,3 +365,24 @@ def test_checkpointed_function_writing_into_its_arguments_is_refused():
             '_scaled_sum() is checkpointed (tf.checkpoint) and writes into its arguments')) as info:
         tf.grad(calls_a_checkpointed_writer)(np.ones(3))
     assert str(info.value).startswith(f'{__file__}:')
+
+
+def rebinds_an_input_after_the_loop(x):
+    """Found by the fuzzer: `s` is only read in the loop and rebound after it; the plain
+    reverse sweep never needs its old value (no tape entry), the rerun of the loop does."""
+    a = np.sin(x)
+    s = np.sum(x) + 2.0
+    for i in range(3):
+        ys = []
+        for j in range(2):
+            ys.append(np.tanh(s) * j)
+    s = 2.0
+    return s + sum(ys) + np.sum(a * a)
+
+
+@pytest.mark.parametrize('policy', POLICIES)
+def test_inputs_of_the_loop_are_in_its_snapshots(policy):
+    x = np.array([1.13, 0.77, 0.54])
+    plain = tf.grad(rebinds_an_input_after_the_loop)(x)
+    np.testing.assert_array_equal(tf.grad(rebinds_an_input_after_the_loop, checkpoint=policy)(x), plain)
+    check_gradient(rebinds_an_input_after_the_loop, [plain], (x,), (0,), np.random.default_rng(2))

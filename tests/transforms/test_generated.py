@@ -145,9 +145,8 @@ def dearly_return(x, bretval=1.0):
         if _pop():
             bx = bx + bretval
             bretval = 0.0
-        _bx = bx
         x = _pop()
-        bx = unbroadcast(_bx * 2.0, x)
+        bx = unbroadcast(bx * 2.0, x)
     return (_value, bx)
 '''
 

@@ -137,6 +137,24 @@ def grad_of_mean(g, x, axis=None, keepdims=False, where=True):
     return fit(_masked(expand(g, x, axis, keepdims), where) / count(x, axis, where), x)
 
 
+def uniform_sum(g, x):
+    """`grad_of_sum(g, x)` (whole-array), as the number `g` where generated code only
+    combines it with arrays of x's shape (`transforms.uniform`) and float64 arithmetic
+    on the number equals it on the array element by element."""
+    if x.__class__ is np.ndarray and x.dtype == np.float64 and (
+            g.__class__ is float or g.__class__ is np.float64):
+        return g
+    return grad_of_sum(g, x)
+
+
+def uniform_mean(g, x):
+    """`grad_of_mean(g, x)` (whole-array) as one number where it may be (`uniform_sum`)."""
+    if x.__class__ is np.ndarray and x.dtype == np.float64 and (
+            g.__class__ is float or g.__class__ is np.float64):
+        return g / x.size
+    return grad_of_mean(g, x)
+
+
 def grad_of_max(g, x, ans, axis=None, keepdims=False, where=True):
     """The cotangent of `x` in `ans = np.max(x, axis, ...)` (or min, amax, nanmax...).
 
@@ -148,6 +166,9 @@ def grad_of_max(g, x, ans, axis=None, keepdims=False, where=True):
             g = g.reshape(kept) if g.__class__ is np.ndarray else g
             ans = ans.reshape(kept) if ans.__class__ is np.ndarray else ans
         hit = x == ans
+        if np.count_nonzero(hit) == np.size(ans) and not np.isnan(ans).any():
+            return hit * g          # one element attains each maximum: no ties to share
+        # (a NaN maximum is attained nowhere, so the count alone could hide a tie)
         ties = hit.sum(axis=axis, dtype=x.dtype, keepdims=True)
         return hit * (g / np.maximum(ties, 1))
     return fit(expand(g, x, axis, keepdims) * _choice(x, ans, axis, keepdims, where), x)

@@ -19,6 +19,7 @@ from tapeflow.rules.array_ops import add_at, written
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.sequences import Items
 from tapeflow.runtime.checkpoint import checkpoints
+from tapeflow.rules.numpy_reductions import uniform_mean, uniform_sum
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
@@ -311,7 +312,8 @@ def generated_namespace() -> dict:
     import math
     names = {name: globals()[name] for name in __all__}
     names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
-    names.update(np=np, math=math, range=range, slice=slice, len=len, checkpoints=checkpoints)
+    names.update(np=np, math=math, range=range, slice=slice, len=len, checkpoints=checkpoints,
+                 uniform_sum=uniform_sum, uniform_mean=uniform_mean)
     return names
 
 

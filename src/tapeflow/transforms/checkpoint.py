@@ -46,6 +46,7 @@ def transform(forward, reverse, ctx, policy):
     loops = {getanno(stmt, Key.TAPE_PAIR): stmt for stmt in reverse
              if isinstance(stmt, gast.For) and getanno(stmt, Key.TAPE_PAIR) is not None}
     out, unbound, defined = [], set(), set(ctx.params)
+    local = defined | nodes.store_names(forward) | nodes.store_names(reverse)
     k = 0
     while k < len(forward):
         stmt = forward[k]
@@ -53,7 +54,7 @@ def transform(forward, reverse, ctx, policy):
         pair = getanno(trip_push, Key.TAPE_PAIR) if trip_push is not None else None
         if isinstance(stmt, (gast.For, gast.While)) and pair in loops:
             rev_loop = loops.pop(pair)
-            state = _state(stmt, ctx)
+            state = _state(stmt, ctx, local)
             unbound |= set(state) - _assigned_before(out, defined)
             fwd, rev = _checkpointed(stmt, trip_push, rev_loop, state, ctx, policy)
             out.extend(fwd)
@@ -82,11 +83,14 @@ def _assigned_before(stmts, defined) -> set:
     return definitely_assigned(stmts, set(defined))
 
 
-def _state(loop, ctx) -> list:
-    """The names the loop assigns (its variables; the tape's own names aside)."""
+def _state(loop, ctx, local) -> list:
+    """The local names the loop reads or assigns (the tape's own aside): what a rerun of
+    its trips needs. Those it only reads count too: the optimizer keeps no tape entry
+    for a value the plain reverse sweep does not read, so a statement after the loop
+    may have rebound one (`s = 2.0`) by the time the reverse sweep reruns the loop."""
     own = {ctx.names.tape, ctx.names.push, ctx.names.pop}
-    names = nodes.store_names([loop])
-    return sorted(names - own)
+    names = nodes.store_names([loop]) | nodes.load_names(loop)
+    return sorted((names & local) - own)
 
 
 def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):

@@ -1,6 +1,7 @@
 """The one ordered pipeline from a Python function to its compiled adjoint.
 
-    parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize -> codegen
+    parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize
+          -> checkpoint -> fusion -> uniform -> codegen
 
 Each pass is its own module with one entry point; the order is fixed here and
 nowhere else. `compile_reverse` runs it and loads the result. The generated
@@ -26,8 +27,9 @@ from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse
+from tapeflow.rules.numpy_reductions import grad_of_mean, grad_of_sum
 from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
-                                 mutation, optimize, reverse, tape_ops, variants)
+                                 fusion, mutation, optimize, reverse, tape_ops, uniform, variants)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -41,6 +43,9 @@ PASSES = (
     'activity',   # which names carry derivatives: only those get adjoints
     'reverse',    # forward sweep with pushes, reverse sweep with pops
     'optimize',   # drop dead adjoints and unneeded push/pop pairs
+    'checkpoint', # with checkpoint=: loops keep snapshots instead of a tape of every trip
+    'fusion',     # single-use temporaries into their one reader: fewer interpreter steps
+    'uniform',    # whole-array sum/mean cotangents kept as one number where they broadcast
     'codegen',    # unparse and load, registered with linecache
 )
 
@@ -57,8 +62,8 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item',
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable',
-                 # checkpointed loops (transforms.checkpoint)
-                 'checkpoints')
+                 # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform)
+                 'checkpoints', 'uniform_sum', 'uniform_mean')
 
 
 @dataclasses.dataclass
@@ -179,16 +184,29 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
     compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
-    combined_forward, combined_reverse = forward, rev_body
-    if checkpoint:
-        combined_forward, combined_reverse, unbound = checkpointing.transform(
-            nodes.clone(forward), nodes.clone(rev_body),
-            checkpointing.Context(names, namer, params, source, order), checkpoint)
-        prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | unbound)]
-
     grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
         else (nodes.name(grads[0]) if grads[0] else nodes.const(0.0))
     capture = nodes.call('snapshot', output) if compiled.in_place else output
+    own = {adj[n] for n in active if n.startswith('_')}          # adjoints of temporaries
+
+    def fuse(fdef):                                                     # fusion
+        if not optimize_code:
+            return fdef
+        return fusion.transform(fdef, push={names.push}, pop={names.pop},
+                                keep={names.value, *grad_names},
+                                temporary=lambda n: n[0] == '_' or n in own)
+
+    # the combined function's sweeps, fused (as one function) before checkpointing
+    value = nodes.assign(names.value, capture)
+    body = fuse(nodes.function_def('d', params + [seed_name], nodes.clone(forward) + [value]
+                                   + nodes.clone(rev_body) + [nodes.return_(grad_value)])).body
+    at = next(k for k, stmt in enumerate(body) if stmt is value)
+    combined_forward, combined_reverse = body[:at], body[at + 1:-1]
+    if checkpoint:                                                      # checkpoint
+        combined_forward, combined_reverse, unbound = checkpointing.transform(
+            combined_forward, combined_reverse,
+            checkpointing.Context(names, namer, params, source, order), checkpoint)
+        prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | unbound)]
     # The user's defaults stay (lifted free variables come last and have none).
     user_defaults = [] if lifted else _bound_defaults(fn, front.node, namer, namespace)
     name = _id(fn)
@@ -198,7 +216,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
          nodes.assign(names.push, nodes.attribute(names.tape, 'append')),
          nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))]
         + prologue + combined_forward
-        + [nodes.assign(names.value, capture)] + combined_reverse
+        + [value] + combined_reverse
         + [nodes.return_(nodes.tuple_(names.value, grad_value))],
         defaults=user_defaults + [1.0])
     _trim_tape(combined, names)
@@ -224,8 +242,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         f'{name}_backward', [names.tape, seed_name],
         [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + restore
         + rev_body + [nodes.return_(grad_value)])
+    fwd_fn, bwd_fn = fuse(nodes.clone(fwd_fn)), fuse(nodes.clone(bwd_fn))   # (they share statements)
     _trim_tape(fwd_fn, names)
     _trim_tape(bwd_fn, names)
+    if optimize_code:                                                   # uniform
+        for fdef in (combined, fwd_fn, bwd_fn):
+            uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
 
     filename = front.source.filename                                    # codegen
     plain = [unparse(tree) for tree in (fwd_fn, bwd_fn, combined)]
@@ -247,6 +269,9 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         generated.__tapeflow_order__ = order
     compiled.passes = passes
     return compiled
+
+
+_REDUCTIONS = {'grad_of_sum': grad_of_sum, 'grad_of_mean': grad_of_mean}
 
 
 def _register_lines(namespace, filename, texts, trees):

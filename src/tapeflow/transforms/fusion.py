@@ -1,0 +1,219 @@
+"""Fuse single-use temporaries into the one statement that reads them.
+
+ANF names every intermediate, and the reverse sweep names every adjoint
+contribution; a hand-written adjoint writes `bx = bx * 0.5 + bmul * _sin`
+where the generated one writes three statements. Each statement costs the
+interpreter a store and a load, which on scalar code is most of the time.
+This pass, run on each finished function, moves the value of
+
+    t = <arithmetic>
+
+into the one later statement of the same block that reads `t`, when:
+
+- the value is arithmetic on names and constants (`+ - * / ** @`, unary `-`,
+  and calls of `math` functions and NumPy ufuncs), so evaluating it later
+  computes the same number;
+- no statement in between rebinds a name the value reads, writes memory
+  (a subscript or attribute target), or calls anything but the tape's push
+  and `_pop()`, so the operands are the same objects with the same contents;
+- that statement is an assignment reading `t` once, and `t` is dead after
+  it: the statement rebinds `t` (`bx = bx + ...`), or `t` is assigned once
+  and read once in the whole function.
+
+The operations and their order are unchanged (the tree is moved, not
+rewritten), so the numbers are bit for bit those of the unfused code.
+"""
+from __future__ import annotations
+
+import math
+
+import gast
+import numpy as np
+
+from tapeflow.syntax import nodes
+
+_ARITHMETIC = (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant, gast.operator, gast.unaryop,
+               gast.Load, gast.expr_context)
+
+
+def transform(fdef: gast.FunctionDef, push=(), pop=(), keep=(), temporary=None) -> gast.FunctionDef:
+    """Fuse in place (and return) `fdef`; `push` and `pop`: the names of the tape's push
+    and pop in it (calls that change no array the code reads); `keep`: names never
+    fused away (the value's and the gradients', which readers look for); `temporary`,
+    a predicate: the names that may vanish (the compiler's, not the user's own).
+    A name that is rebound by the statement reading it (`bx = bx + ...`) stays anyway."""
+    loads, stores = _counts(fdef)
+    for name in keep:
+        stores[name] = stores.get(name, 0) + 2          # never assigned once
+    _Fuser(loads, stores, set(push), set(pop), temporary or (lambda name: True)).block(fdef.body)
+    return fdef
+
+
+def _counts(fdef):
+    loads, stores = {}, {}
+    for arg in fdef.args.args:
+        stores[arg.id] = stores.get(arg.id, 0) + 1
+    for node in gast.walk(fdef):
+        if isinstance(node, gast.Name):
+            table = loads if isinstance(node.ctx, gast.Load) else stores
+            table[node.id] = table.get(node.id, 0) + 1
+    return loads, stores
+
+
+class _Fuser:
+    def __init__(self, loads, stores, push, pop, temporary):
+        self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
+        self.temporary = temporary
+        # `math.f` and `np.f` name the modules unless the function binds those names
+        self.modules = {m for m in ('math', 'np') if not stores.get(m)}
+
+    def block(self, stmts):
+        for stmt in stmts:
+            for field in ('body', 'orelse'):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    self.block(inner)
+        changed = True
+        while changed:                  # a fusion may open another one earlier in the block
+            changed, i = False, 0
+            while i < len(stmts):
+                if self.fuse_at(stmts, i):
+                    changed = True
+                else:
+                    i += 1
+
+    def fuse_at(self, stmts, i) -> bool:
+        stmt = stmts[i]
+        if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], gast.Name) and self.pure(stmt.value)):
+            return False
+        t = stmt.targets[0].id
+        if isinstance(stmt.value, gast.Name) and self.stores.get(t) == 1 and \
+                self.temporary(t) and self.propagate(stmts, i, t, stmt.value.id):
+            return True
+        operands = nodes.load_names(stmt.value)
+        for k in range(i + 1, len(stmts)):
+            later = stmts[k]
+            reads = nodes.load_names(later)
+            if t in reads:
+                return self.substitute(stmts, i, k, t)
+            if not self.passable(later, operands | {t}):
+                return False
+        return False
+
+    def propagate(self, stmts, i, t, source) -> bool:
+        """`t = source`, `t` assigned nowhere else: every read of `t` reads `source`, the
+        same object, where no statement since rebinds `source`."""
+        spots, found = [], 0
+        for later in stmts[i + 1:]:
+            if found == self.loads.get(t, 0):
+                break
+            names = [n for n in gast.walk(later) if isinstance(n, gast.Name)]
+            here = [n for n in names if n.id == t]
+            spots += here
+            found += len(here)
+            if any(n.id == source and not isinstance(n.ctx, gast.Load) for n in names):
+                # rebound here: reads of `t` in an assignment's value come before the store
+                if here and not (isinstance(later, gast.Assign) and isinstance(
+                        later.targets[0], (gast.Name, gast.Tuple))):
+                    return False
+                break
+        if not spots or found != self.loads.get(t, 0):
+            return False
+        for n in spots:
+            n.id = source
+        self.loads[source] = self.loads.get(source, 0) + len(spots) - 1
+        self.loads[t], self.stores[t] = 0, 0
+        del stmts[i]
+        return True
+
+    def substitute(self, stmts, i, k, t) -> bool:
+        use = stmts[k]
+        if not (isinstance(use, gast.Assign) and len(use.targets) == 1
+                and isinstance(use.targets[0], gast.Name)):
+            return False
+        spots = [n for n in gast.walk(use.value) if isinstance(n, gast.Name) and n.id == t]
+        if len(spots) != 1 or not self.plain(use.value):
+            return False
+        rebinds = use.targets[0].id == t
+        if not rebinds and (self.loads.get(t) != 1 or self.stores.get(t) != 1
+                            or not self.temporary(t)):
+            return False
+        use.value = _replace(use.value, spots[0], stmts[i].value)
+        del stmts[i]
+        self.loads[t] -= 1
+        self.stores[t] -= 1
+        return True
+
+    def passable(self, stmt, names) -> bool:
+        """Whether `stmt` may run between a value's old and new place."""
+        if isinstance(stmt, gast.Expr):
+            return self.harmless_call(stmt.value) and all(self.plain(a) for a in stmt.value.args)
+        if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+            return False
+        target = stmt.targets[0]
+        targets = [target] if isinstance(target, gast.Name) else getattr(target, 'elts', None)
+        if targets is None or not all(isinstance(e, gast.Name) for e in targets):
+            return False                       # writes memory
+        if any(e.id in names for e in targets):
+            return False
+        return self.plain(stmt.value)
+
+    def plain(self, value) -> bool:
+        """No call that may change an array: arithmetic, pure calls, the tape's pop."""
+        for node in gast.walk(value):
+            if isinstance(node, gast.Call) and not self.pure_call(node) and not self.is_pop(node):
+                return False
+        return True
+
+    def harmless_call(self, value) -> bool:
+        return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+            value.func.id in self.push
+
+    def is_pop(self, call) -> bool:
+        return isinstance(call.func, gast.Name) and call.func.id in self.pop and not call.args
+
+    def pure(self, value) -> bool:
+        """Arithmetic on names and constants: no attribute (`_tape.pop` must stay bound
+        to its name: generated code differentiated again finds its tape by it)."""
+        functions = set()
+        for node in gast.walk(value):
+            if isinstance(node, gast.Call):
+                if not self.pure_call(node) or node.keywords:
+                    return False
+                functions.add(id(node.func))
+            elif isinstance(node, gast.Attribute):
+                if id(node) not in functions:
+                    return False
+            elif not isinstance(node, _ARITHMETIC):
+                return False
+        return True
+
+    def pure_call(self, call) -> bool:
+        func = call.func
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id in self.modules):
+            return False
+        if func.value.id == 'math':
+            return callable(getattr(math, func.attr, None))
+        if func.value.id == 'np':
+            return isinstance(getattr(np, func.attr, None), np.ufunc)
+        return False
+
+
+def _replace(tree, old, new):
+    """`tree` with the node `old` replaced by `new`."""
+    if tree is old:
+        return new
+    for node in gast.walk(tree):
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if value is old:
+                setattr(node, field, new)
+                return tree
+            if isinstance(value, list):
+                for k, item in enumerate(value):
+                    if item is old:
+                        value[k] = new
+                        return tree
+    return tree

@@ -1,0 +1,66 @@
+"""Cotangents of whole-array sums and means kept as one number where they meet arrays.
+
+The cotangent of `s = np.sum(x)` is `bs` in every element of x's shape, and
+of `np.mean(x)` that divided by its size; `grad_of_sum(bs, x)` builds that
+array, and the arithmetic that follows reads it element by element. Where
+every read of the cotangent is arithmetic that meets an array of x's shape
+(`bsub * y`, `-bsub / _add`) before it is stored, the number alone gives the
+same result in every element: this pass, run on each finished function with
+the shapes specialisation found, writes `uniform_sum(bs, x)` (or
+`uniform_mean`) instead, which returns the number where the dtypes make the
+two computations equal bit for bit (a float cotangent of float64, or a
+Python float, on a float array) and the array otherwise.
+"""
+from __future__ import annotations
+
+import gast
+
+from tapeflow.syntax import nodes
+
+_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div)
+UNIFORM = {'grad_of_sum': 'uniform_sum', 'grad_of_mean': 'uniform_mean'}
+
+
+def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: dict):
+    """Rewrite in place the whole-array `grad_of_sum` / `grad_of_mean` of `fdef` whose
+    reads all broadcast (`shapes`: name -> static shape; `namespace`, the generated
+    module's, and `helpers`, name -> function, confirm what the names call)."""
+    parents, stores, reads = {}, {}, {}
+    for node in gast.walk(fdef):
+        for child in gast.iter_child_nodes(node):
+            parents[id(child)] = node
+        if isinstance(node, gast.Name):
+            if isinstance(node.ctx, gast.Load):
+                reads.setdefault(node.id, []).append(node)
+            else:
+                stores[node.id] = stores.get(node.id, 0) + 1
+    for stmt in nodes.statements(fdef.body):
+        call = getattr(stmt, 'value', None) if isinstance(stmt, gast.Assign) else None
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Name)
+                and call.func.id in UNIFORM and len(call.args) == 2 and not call.keywords
+                and all(isinstance(a, gast.Name) for a in call.args)
+                and namespace.get(call.func.id) is helpers.get(call.func.id)
+                and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)):
+            continue
+        target, like = stmt.targets[0].id, call.args[1].id
+        shape = shapes.get(like)
+        if not shape or stores.get(target) != 1 or not reads.get(target):
+            continue
+        if all(_meets(read, shape, shapes, parents) for read in reads[target]):
+            call.func = nodes.name(UNIFORM[call.func.id])
+
+
+def _meets(node, shape, shapes, parents) -> bool:
+    """Whether the value read at `node` meets, through unary minus and `+ - * /` only,
+    an array of `shape` (named) before the statement uses it otherwise."""
+    while True:
+        parent = parents.get(id(node))
+        if isinstance(parent, gast.UnaryOp) and isinstance(parent.op, (gast.USub, gast.UAdd)):
+            node = parent
+            continue
+        if not (isinstance(parent, gast.BinOp) and isinstance(parent.op, _OPERATORS)):
+            return False
+        other = parent.right if parent.left is node else parent.left
+        if isinstance(other, gast.Name) and shapes.get(other.id) == shape:
+            return True
+        node = parent
