@@ -8,8 +8,8 @@ compilation is not cached on disk (it is compiled as without a disk cache).
 The text holds
 - tapeflow: its version, a stamp of its source files (path, size, mtime: a
   developer's edit is a new version), the rule table's `registry.VERSION`;
-  Python's major.minor (and the cache tag of its bytecode), NumPy's and gast's
-  versions;
+  Python's major.minor (and the cache tag of its bytecode, and -O: code
+  compiled under it has no asserts), NumPy's and gast's versions;
   the derivative rules code outside tapeflow registered (`defvjp`, custom_vjp);
 - the function: module, qualname, file and first line, the text of its lines,
   its defaults, and each free name it may read (closure cells, globals,
@@ -99,7 +99,7 @@ def _environment() -> str:
         _ENVIRONMENT.append(
             f'tapeflow-disk-cache {FORMAT}\ntapeflow {__version__} {_source_stamp()} '
             f'rules {registry.VERSION}\npython {sys.version_info[0]}.{sys.version_info[1]} '
-            f'{sys.implementation.cache_tag}\nnumpy {np.__version__}\n'
+            f'{sys.implementation.cache_tag} -O{sys.flags.optimize}\nnumpy {np.__version__}\n'
             f'gast {getattr(gast, "__version__", "?")}')
     return _ENVIRONMENT[0]
 

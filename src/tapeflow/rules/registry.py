@@ -115,7 +115,10 @@ _REGISTRARS = frozenset({__name__, 'tapeflow.rules.user', 'tapeflow.rules.batchi
 
 def _note_registrar(fn):
     """Note `fn` when the code asking to change its entry is not tapeflow's."""
-    frame = sys._getframe(2)
+    try:
+        frame = sys._getframe(2)
+    except ValueError:                  # called from the bottom of the stack: not tapeflow
+        frame = None
     while frame is not None and frame.f_globals.get('__name__') in _REGISTRARS:
         frame = frame.f_back
     module = (frame.f_globals.get('__name__') or '') if frame is not None else ''
