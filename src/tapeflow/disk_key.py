@@ -354,13 +354,13 @@ def _code_digest(code) -> str:
     digest, pending = hashlib.sha256(), [code]
     while pending:
         current = pending.pop()
-        places = tuple(current.co_positions()) if hasattr(current, 'co_positions') else \
-            tuple(current.co_lines())
-        digest.update(repr((current.co_name, current.co_argcount, current.co_posonlyargcount,
-                            current.co_kwonlyargcount, current.co_flags, current.co_names,
-                            current.co_varnames, current.co_freevars, current.co_cellvars,
-                            [_constant_text(c) for c in current.co_consts], places)).encode())
+        digest.update(repr((current.co_name, current.co_firstlineno, current.co_argcount,
+                            current.co_posonlyargcount, current.co_kwonlyargcount,
+                            current.co_flags, current.co_names, current.co_varnames,
+                            current.co_freevars, current.co_cellvars,
+                            [_constant_text(c) for c in current.co_consts])).encode())
         digest.update(current.co_code)
+        digest.update(current.co_linetable)     # the lines and columns of each instruction
         pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     return digest.hexdigest()
 
