@@ -11,8 +11,9 @@ The text holds
   Python's major.minor (and the cache tag of its bytecode, and -O: code
   compiled under it has no asserts), NumPy's and gast's versions;
   the derivative rules code outside tapeflow registered (`defvjp`, custom_vjp);
-- the function: module, qualname, file and first line, the text of its lines,
-  its defaults, and each free name it may read (closure cells, globals,
+- the function: module, qualname, file and first line, the text of its lines
+  and its code (instructions, names, constants, their lines and columns), its
+  defaults, and each free name it may read (closure cells, globals,
   builtins: every name its code and its nested code name), with the value
   that name has now, described (below); the subkey (differentiated
   positions, lifted names, shapes, argument kinds, mode, options).
@@ -59,6 +60,7 @@ _MAX_ITEMS = 10_000      # items of a list/tuple/dict described one by one, at m
 
 _LIBRARIES = frozenset({'builtins', 'numpy', 'tapeflow'})   # their versions are in every key
 _SITE = (os.sep + 'site-packages' + os.sep, os.sep + 'dist-packages' + os.sep)
+_STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
 class Opaque(Exception):
@@ -303,17 +305,20 @@ _VERSIONS: dict = {}
 
 def _library_version(module):
     """'' for the standard library, NumPy and tapeflow (their versions are in every key),
-    the package's version for one installed under site-packages, None for the user's own."""
-    name = module.__name__
-    top = name.partition('.')[0]
-    if top in _LIBRARIES or top in sys.stdlib_module_names:
-        return ''
+    the package's version for one installed under site-packages, None for the user's own
+    (a module of the user's named as one of the standard library's is the user's)."""
+    top = module.__name__.partition('.')[0]
     if top not in _VERSIONS:
         package = sys.modules.get(top, module)
         path = getattr(package, '__file__', None) or ''
         version = getattr(package, '__version__', None)
-        _VERSIONS[top] = str(version) if version is not None and any(s in path for s in _SITE) \
-            else None
+        if top in _LIBRARIES or top in sys.stdlib_module_names and \
+                (not path or path.startswith(_STDLIB)):
+            _VERSIONS[top] = ''
+        elif version is not None and any(s in path for s in _SITE):
+            _VERSIONS[top] = str(version)
+        else:
+            _VERSIONS[top] = None
     return _VERSIONS[top]
 
 
