@@ -301,6 +301,30 @@ def test_what_cannot_be_described_is_compiled_as_without_the_cache(disk, tmp_pat
     assert cache.stats['disk_writes'] == 0 and not list(disk.glob('*.tapeflow'))
 
 
+def test_a_name_read_only_as_an_attribute_needs_no_description(disk, tmp_path):
+    model = write_module(tmp_path, 'dc_attribute', textwrap.dedent('''\
+        import typing
+
+        import numpy as np
+
+        T = typing.TypeVar('T')              # no description: a function reading it is not cached
+
+
+        def transposed(x):
+            return np.sum(x.T * x.T)         # `.T`, an attribute: not the global
+
+
+        def reads_t(x):
+            return np.sum(x * x) if T is not None else 0.0
+        '''))
+    x = np.arange(6.0).reshape(2, 3)
+    assert _counts(lambda: tf.grad(model.transposed)(x)) == (0, 1)
+    assert _counts(lambda: tf.grad(model.transposed)(x)) == (1, 0)
+    assert _counts(lambda: tf.grad(model.reads_t)(x)) == (0, 1)
+    assert _counts(lambda: tf.grad(model.reads_t)(x)) == (0, 1)
+    np.testing.assert_allclose(tf.grad(model.transposed)(x), 2 * x)
+
+
 def test_set_cache_dir_none_turns_it_off(disk, tmp_path):
     model = write_module(tmp_path, 'dc_off', SINES)
     tf.set_cache_dir(None)

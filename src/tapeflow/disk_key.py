@@ -40,6 +40,7 @@ What must run first: nothing; this module reads objects and files, never parses.
 from __future__ import annotations
 
 import builtins
+import dis
 import hashlib
 import inspect
 import linecache
@@ -56,7 +57,7 @@ FORMAT = 1          # of the text below; a change of it is a new key everywhere
 # Larger arrays are not cached: hashing their bytes costs ~0.5 ms per MB on
 # every lookup, and an array that large read as a global is rare.
 ARRAY_BYTES = 1 << 20
-_MAX_ITEMS = 10_000      # items of a list/tuple/dict described one by one, at most
+_MAX_ITEMS = 10_000      # items of lists/tuples/dicts described one by one in a key, at most
 
 _LIBRARIES = frozenset({'builtins', 'numpy', 'tapeflow'})   # their versions are in every key
 _SITE = (os.sep + 'site-packages' + os.sep, os.sep + 'dist-packages' + os.sep)
@@ -81,8 +82,8 @@ def key_of(fn, key):
         describer = _Describer()
         text = '\n'.join((_environment(), _user_rules(), 'key ' + describer.value(key),
                           describer.function(fn, top=True)))
-    except Opaque:
-        return None
+    except Exception:            # noqa: BLE001  (Opaque, or an object that fails when read:
+        return None              # either way not described, compiled as without the cache)
     return Key(hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest(),
                describer.top_names)
 
@@ -151,6 +152,7 @@ class _Describer:
         self.keep = []           # what is numbered by id stays alive meanwhile
         self.top_names = frozenset()
         self.tolerant = tolerant
+        self.items = 0           # container items described so far (bounded: `_MAX_ITEMS`)
 
     def part(self, obj) -> str:
         """`value(obj)`, or 'opaque' when tolerant."""
@@ -164,7 +166,7 @@ class _Describer:
 
     def value(self, obj) -> str:
         cls = obj.__class__
-        if obj is None or cls in (bool, int, float, complex, str, bytes):
+        if obj is None or obj is Ellipsis or cls in (bool, int, float, complex, str, bytes):
             return f'{cls.__name__}:{obj!r}'
         if cls in (tuple, list, set, frozenset, dict):
             return self._container(obj, cls)
@@ -183,7 +185,8 @@ class _Describer:
         return self.named(obj)
 
     def _container(self, obj, cls):
-        if len(obj) > _MAX_ITEMS:
+        self.items += len(obj)
+        if self.items > _MAX_ITEMS:
             raise Opaque(obj)
         if cls is dict:
             items = sorted(f'{self.value(k)}: {self.value(v)}' for k, v in obj.items())
@@ -250,10 +253,10 @@ class _Describer:
                     parts.append(f'cell {name} = {self.part(cells[name].cell_contents)}')
                 except ValueError:       # an empty cell
                     parts.append(f'cell {name} empty')
-            elif name in fn.__globals__:
-                parts.append(f'global {name} = {self.part(fn.__globals__[name])}')
-            elif hasattr(builtins, name):
-                parts.append(f'builtin {name} = {self.value(getattr(builtins, name))}')
+            elif name in fn.__globals__ or hasattr(builtins, name):
+                where = 'global' if name in fn.__globals__ else 'builtin'
+                value = fn.__globals__[name] if where == 'global' else getattr(builtins, name)
+                parts.append(f'{where} {name} = {self._global(code, name, value)}')
             else:
                 parts.append(f'unbound {name}')
         from tapeflow.rules import registry
@@ -263,6 +266,16 @@ class _Describer:
         if top:
             self.top_names = frozenset(names)
         return '{' + '\n'.join(parts) + '}'
+
+    def _global(self, code, name, value) -> str:
+        """`value(value)`; for a name the code only reads as an attribute (`x.T`, while
+        the module holds a global `T` that cannot be described), that fact instead."""
+        try:
+            return self.part(value)
+        except Opaque:
+            if name in _global_loads(code):
+                raise
+            return 'an attribute only'
 
     def rules(self, entry) -> str:
         """A rule table entry: its flags and rules (a rule that is not a def: by kind only,
@@ -289,6 +302,21 @@ def free_names(code) -> frozenset:
         names.update(current.co_names)
         pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     return frozenset(names)
+
+
+def _global_loads(code) -> set:
+    """The names `code` (and the code nested in it) reads as globals or builtins, not as
+    attributes: read from its instructions only when it matters (`_Describer._global`)."""
+    names, pending = set(), [code]
+    while pending:
+        current = pending.pop()
+        names.update(i.argval for i in dis.get_instructions(current) if i.opname in _GLOBAL_OPS)
+        pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return names
+
+
+_GLOBAL_OPS = frozenset({'LOAD_GLOBAL', 'LOAD_NAME', 'STORE_GLOBAL', 'DELETE_GLOBAL',
+                         'LOAD_FROM_DICT_OR_GLOBALS'})
 
 
 def follow(obj, qualname):
