@@ -33,7 +33,7 @@ A value is described exactly or not at all:
   defaults, closure and free names, recursively; its registered rules), so
   that a callee's edit or rebinding is a new key;
 - anything else (an instance of a user's class, a partial, a function
-  tapeflow generated, a lambda lifted out of another...): not described.
+  tapeflow generated, a nested def lifted out of its function...): not described.
 
 What must run first: nothing; this module reads objects and files, never parses.
 """
