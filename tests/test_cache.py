@@ -69,7 +69,8 @@ def test_cache_counts_hits():
     cache.clear()
     compile_adjoint(square, (0,))
     compile_adjoint(square, (0,))
-    assert cache.stats == {'hits': 1, 'misses': 1}
+    assert cache.stats == {'hits': 1, 'misses': 1, 'compiles': 1,
+                           'disk_hits': 0, 'disk_misses': 0, 'disk_writes': 0}
 
 
 def test_closure_value_change_recompiles():

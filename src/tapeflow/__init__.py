@@ -5,6 +5,7 @@ from tapeflow.api import (grad, value_and_grad, vjp, jvp, source, jacfwd, jacrev
                           jacobian, hessian, hvp, checkpoint)
 from tapeflow.checking import check_grads  # noqa: E402,F401
 from tapeflow.cache import set_cache_size  # noqa: E402,F401
+from tapeflow.disk_cache import set_cache_dir  # noqa: E402,F401
 from tapeflow.syntax.errors import UnsupportedError, TapeflowError  # noqa: E402,F401
 from tapeflow.rules.registry import MissingRule, nondifferentiable  # noqa: E402,F401
 from tapeflow.rules.user import defjvp, defvjp  # noqa: E402,F401

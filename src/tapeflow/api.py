@@ -99,7 +99,8 @@ def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_
     return cache.compile_once(fn, key, tuple(wrt), tuple(lifted), lambda: pipeline.compile_reverse(
         fn, tuple(wrt), tuple(lifted), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=_compile_callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes), kinds=_compiler_kinds(kinds), checkpoint=checkpoint))
+        arg_shapes=tuple(arg_shapes), kinds=_compiler_kinds(kinds), checkpoint=checkpoint),
+        link=(_NAMESPACE, _compile_callee))
 
 
 def _make_caller(name, text, compiled, python_fn, namespace=()):
@@ -240,7 +241,8 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), 
     return cache.compile_once(fn, key, tuple(wrt), (), lambda: pipeline.compile_forward(
         fn, tuple(wrt), runtime_names=_NAMESPACE, optimize_code=optimize,
         compile_callee=callee, scalar_args=tuple(scalar_args),
-        arg_shapes=tuple(arg_shapes), batched=batched, kinds=_compiler_kinds(kinds)))
+        arg_shapes=tuple(arg_shapes), batched=batched, kinds=_compiler_kinds(kinds)),
+        link=(_NAMESPACE, callee))
 
 
 def _unwrap(fn, kinds=(), arity=None):

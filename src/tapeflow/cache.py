@@ -29,6 +29,8 @@ import collections
 import threading
 import weakref
 
+from tapeflow import disk_cache
+
 DEFAULT_SIZE = 512
 
 _lock = threading.Lock()                  # guards the tables below; never held while compiling
@@ -37,7 +39,9 @@ _recent: 'collections.OrderedDict' = collections.OrderedDict()      # finished _
 _waiting: dict = {}                       # thread ident -> the _Cell it waits for
 _size = [DEFAULT_SIZE]
 _local = threading.local()                # .session: [(table, subkey, _Cell)], .private: {(code, subkey): _Cell}
-stats = {'hits': 0, 'misses': 0}
+# in memory: hits, misses; of the misses: disk_hits (read from the disk cache), disk_misses
+# (looked for there, not found), compiles (the pipeline ran), disk_writes (written there)
+stats = {'hits': 0, 'misses': 0, 'disk_hits': 0, 'disk_misses': 0, 'compiles': 0, 'disk_writes': 0}
 
 
 class _Cell:
@@ -326,19 +330,21 @@ def _publish(session):
         _evict()
 
 
-def compile_once(fn, key, wrt, lifted, compile_fn):
+def compile_once(fn, key, wrt, lifted, compile_fn, link=None):
     """The cached entry for (fn, key), or `compile_fn()`'s result, stored.
 
     The entry is registered before compiling, so recursion finds it: a
     function that calls itself binds its own (still incomplete) entry, which
     is filled in place when compilation ends. A failed compilation leaves
-    nothing behind.
+    nothing behind. `link`, (runtime names, compile_callee): what code read
+    from the disk cache is linked with (`disk_cache`); without it, or with
+    the disk cache off, every miss compiles.
     """
     from tapeflow.transforms.pipeline import Compiled, bind_pending
 
     def build(cell):
         placeholder = cell.compiled = Compiled(fn, wrt, lifted, [], '', '', {})
-        compiled = compile_fn()
+        compiled = _load_or_compile(placeholder, key, compile_fn, link)
         pending = placeholder.pending
         placeholder.__dict__.update(compiled.__dict__)
         placeholder.pending = pending
@@ -348,6 +354,24 @@ def compile_once(fn, key, wrt, lifted, compile_fn):
     return get_or_compile(fn, key, build)
 
 
+def _load_or_compile(placeholder, key, compile_fn, link):
+    """The entry read from the disk cache, or compiled (and then written there)."""
+    found = disk_cache.entry(placeholder.fn, key) if link is not None else None
+    placeholder.disk_key = found.digest if found is not None else None    # seen by recursion
+    if found is not None:
+        compiled = found.load(placeholder, *link)
+        if compiled is not None:
+            stats['disk_hits'] += 1
+            return compiled
+        stats['disk_misses'] += 1
+    stats['compiles'] += 1
+    compiled = compile_fn()
+    compiled.disk_key = placeholder.disk_key
+    if found is not None and found.store(compiled, link[0]):
+        stats['disk_writes'] += 1
+    return compiled
+
+
 def clear():
     """Forget every finished entry (entries being compiled finish and are then kept)."""
     with _lock:
@@ -355,4 +379,4 @@ def clear():
             if cell.table.get(cell.subkey) is cell:
                 del cell.table[cell.subkey]
         _recent.clear()
-    stats.update(hits=0, misses=0)
+    stats.update(dict.fromkeys(stats, 0))

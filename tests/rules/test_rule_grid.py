@@ -9,10 +9,8 @@ and again on the functions (x, v) -> vjp(f, x)(v) and (x, v) -> jvp(f, x, v), so
 every rule's own rules are differentiated by the compiler too. Specs at a kink
 (`second=False`) are checked to first order.
 """
-import importlib.util
 import itertools
 import os
-import sys
 import warnings
 import zlib
 
@@ -23,6 +21,7 @@ from rulecheck import A, F, L, realize
 from specs_elementwise import SPECS as ELEMENTWISE
 from test_specs import ALL, _ids
 from tests.gradcheck import check_grads
+from tests.user_module import write_module
 
 _ELEMENTWISE = {id(spec.fn) for spec in ELEMENTWISE}
 
@@ -76,12 +75,7 @@ def _module(spec, tmp_path):
             f'    return FN({", ".join(call_args)})\n\n\n'
             f'def packed(p):\n    return user({packed})\n')
     name = f'grid_{next(_counter)}'
-    path = tmp_path / f'{name}.py'
-    path.write_text(text)
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
+    module = write_module(tmp_path, name, text)
     module.FN = spec.fn
     for key, value in consts.items():
         setattr(module, key, value)

@@ -2,9 +2,7 @@
 `np.sum(fn(x, ...) * w)`, written to a module file as a user would, against
 central finite differences of that function. One spec per primitive (the
 first of the table), to keep the run short."""
-import importlib.util
 import itertools
-import sys
 import warnings
 import zlib
 
@@ -14,6 +12,7 @@ import pytest
 import tapeflow as tf
 from rulecheck import A, F, L, Spec, realize
 from test_specs import ALL, _ids
+from tests.user_module import write_module
 
 
 def _plain_markers(spec):
@@ -64,12 +63,7 @@ def _user_module(spec, tmp_path, n_outputs, complex_out):
         terms = [f'np.sum(np.real(out[{i}] * W{i}))' for i in range(n_outputs)]
         body.append('    return ' + ' + '.join(terms))
     name = f'user_{next(_counter)}'
-    path = tmp_path / f'{name}.py'
-    path.write_text('import numpy as np\n\n\n' + '\n'.join(body) + '\n')
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
+    module = write_module(tmp_path, name, 'import numpy as np\n\n\n' + '\n'.join(body) + '\n')
     module.FN = spec.fn
     for key, value in consts.items():
         setattr(module, key, value)

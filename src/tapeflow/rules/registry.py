@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from typing import Callable, Optional
 
 __all__ = [
@@ -41,7 +42,7 @@ __all__ = [
     'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
     'register_method', 'FORMS', 'describe', 'static', 'available',
     'VERSION_DEPENDENT', 'version_dependent', 'linear_pair', 'RULES_OF_RULES',
-    'lazily', 'load_lazily',
+    'lazily', 'load_lazily', 'user_primitives', 'user_generation',
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
@@ -102,8 +103,43 @@ def _name_of(fn) -> str:
     return f'{module}.{name}' if module else name
 
 
+# Primitives whose entries code outside tapeflow changed (`defvjp` in a user's
+# module, a `custom_vjp`), in order: the disk cache's key holds their rules
+# (tapeflow's own rules are part of tapeflow's version). Every change of an
+# entry passes through `primitive`, which notes who asked for it.
+_USER_PRIMITIVES: dict = {}
+_user_generation = [0]
+_REGISTRARS = frozenset({__name__, 'tapeflow.rules.user', 'tapeflow.rules.batching',
+                         'tapeflow.custom_derivatives'})
+
+
+def _note_registrar(fn):
+    """Note `fn` when the code asking to change its entry is not tapeflow's."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:                  # called from the bottom of the stack: not tapeflow
+        frame = None
+    while frame is not None and frame.f_globals.get('__name__') in _REGISTRARS:
+        frame = frame.f_back
+    module = (frame.f_globals.get('__name__') or '') if frame is not None else ''
+    if module != 'tapeflow' and not module.startswith('tapeflow.'):
+        _USER_PRIMITIVES[fn] = None
+        _user_generation[0] += 1
+
+
+def user_primitives() -> list:
+    """The primitives whose entries code outside tapeflow changed, first changed first."""
+    return list(_USER_PRIMITIVES)
+
+
+def user_generation() -> int:
+    """A number that changes whenever code outside tapeflow changes an entry."""
+    return _user_generation[0]
+
+
 def primitive(fn, name: Optional[str] = None) -> Primitive:
     """The table entry for `fn`, created empty if it is new."""
+    _note_registrar(fn)
     entry = RULES.get(fn)
     if entry is None:
         entry = RULES[fn] = Primitive(fn, name or _name_of(fn))

@@ -16,7 +16,7 @@ import gast
 
 from tapeflow.syntax.anno import Key, setanno
 
-_MISSING = object()
+_MISSING = MISSING = object()       # what `Bindings.lookup` gives for an unbound name
 
 
 @dataclasses.dataclass

@@ -23,7 +23,7 @@ _MAPS: dict = {}
 _CLASSES: dict = {}
 _LOCK = threading.Lock()
 
-__all__ = ['register', 'located', 'reraise', 'UserCodeError']
+__all__ = ['register', 'lines_of', 'located', 'reraise', 'UserCodeError']
 
 
 class UserCodeError(TapeflowError):
@@ -35,6 +35,12 @@ def register(generated_filename: str, user_filename: str, lines: dict) -> None:
     """The user's (line, column) of each line of the generated module, 1-based lines."""
     if lines:
         _MAPS[generated_filename] = (user_filename, dict(lines))
+
+
+def lines_of(generated_filename: str):
+    """(user file name, {generated line: (user line, user column)}) registered for a
+    generated module, or None."""
+    return _MAPS.get(generated_filename)
 
 
 def location_of(tb, nearest=False):

@@ -38,18 +38,32 @@ def _number_statements(node):
                 stack.extend(block)
 
 
-def load_module(text: str, namespace: dict, label: str, display: str | None = None) -> dict:
+def load_module(text: str, namespace: dict, label: str, display: str | None = None,
+                code=None) -> dict:
     """Execute `text` in `namespace` (updated in place); return it.
 
     `display` (the same lines, with trailing comments: the source map) is what
-    tracebacks and `inspect` show for it.
+    tracebacks and `inspect` show for it. `code`: `text` compiled already, under
+    any file name (the disk cache keeps it so); it gets this module's name.
     """
     filename = f'<tapeflow {label} #{next(_counter)}>'
     shown = display if display is not None else text
     linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
-    exec(compile(text, filename, 'exec'), namespace)
+    code = compile(text, filename, 'exec') if code is None else _renamed(code, filename)
+    exec(code, namespace)
     namespace['__tapeflow_filename__'] = filename
     return namespace
+
+
+def label_of(filename: str) -> str:
+    """The `label` a module loaded under `filename` was given."""
+    return filename[len('<tapeflow '):filename.rindex(' #')]
+
+
+def _renamed(code, filename):
+    """`code` and the code nested in it, told to come from `filename`."""
+    consts = tuple(_renamed(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 # ------------------------------------------------------------------ rendering with origins

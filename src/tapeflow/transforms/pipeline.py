@@ -88,6 +88,10 @@ class Compiled:
     # (namespace, name, role): callers that bound this function while it was
     # still compiling (recursion); `bind_pending` fills them in at the end.
     pending: list = dataclasses.field(default_factory=list)
+    # One per callee, in order: the call `compile_callee(fn, wrt, **keywords)` that
+    # made it, as (fn, wrt, keywords, {role: name bound here}); `disk_cache` replays it.
+    links: list = dataclasses.field(default_factory=list)
+    disk_key: object = None    # `disk_cache`'s key of this entry, or None (not cacheable)
 
 
 def _checks_static(fn, order) -> bool:
@@ -114,8 +118,12 @@ def _bound_defaults(fn, node, namer, namespace):
     return bound
 
 
-def _bind_later(callee, namespace, name, role):
-    """Bind `name` to the `role` function of `callee`, which is still compiling."""
+def bind_role(callee, namespace, name, role):
+    """Bind `name` to the `role` function of `callee`; while `callee` is still compiling
+    (recursion), to a forwarding lambda that `bind_pending` replaces when it is done."""
+    if getattr(callee, role) is not None:
+        namespace[name] = getattr(callee, role)
+        return
     namespace[name] = lambda *a: getattr(callee, role)(*a)       # until it is done
     callee.pending.append((namespace, name, role))
 
@@ -443,13 +451,12 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
         kinds = _argument_kinds(stmt)
         key = fn, wrt, arg_shapes, kinds
         if key not in bound:
-            callee = compile_callee(fn, wrt, arg_shapes=arg_shapes, kinds=kinds)
+            request = dict(arg_shapes=arg_shapes, kinds=kinds)
+            callee = compile_callee(fn, wrt, **request)
             compiled.callees.append(callee)
             name = namer.new(f'{_id(callee.fn)}_jvp')
-            if callee.combined is None:                 # still compiling: recursion
-                _bind_later(callee, namespace, name, 'combined')
-            else:
-                namespace[name] = callee.combined
+            bind_role(callee, namespace, name, 'combined')
+            compiled.links.append((fn, wrt, request, {'combined': name}))
             bound[key] = name
         return bound[key]
     return bind
@@ -486,12 +493,9 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
         compiled.callees.append(callee)
         fwd = namer.new(f'{_id(callee.fn)}_forward')     # the name it is printed under
         bwd = namer.new(f'{_id(callee.fn)}_backward')
-        if callee.forward is None:          # still compiling: recursion
-            _bind_later(callee, namespace, fwd, 'forward')
-            _bind_later(callee, namespace, bwd, 'backward')
-        else:
-            namespace[fwd] = callee.forward
-            namespace[bwd] = callee.backward
+        bind_role(callee, namespace, fwd, 'forward')
+        bind_role(callee, namespace, bwd, 'backward')
+        compiled.links.append((fn, wrt, {'kinds': kinds}, {'forward': fwd, 'backward': bwd}))
         bound[fn, wrt, kinds] = fwd, bwd
         return fwd, bwd
     return bind
