@@ -64,6 +64,7 @@ class _Fuser:
     def __init__(self, loads, stores, push, pop, temporary):
         self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
         self.temporary = temporary
+        self.memo = {}                  # id(statement) -> (names it reads, the statement)
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {m for m in ('math', 'np') if not stores.get(m)}
 
@@ -94,12 +95,20 @@ class _Fuser:
         operands = nodes.load_names(stmt.value)
         for k in range(i + 1, len(stmts)):
             later = stmts[k]
-            reads = nodes.load_names(later)
+            reads = self.reads_of(later)
             if t in reads:
                 return self.substitute(stmts, i, k, t)
             if not self.passable(later, operands | {t}):
                 return False
         return False
+
+    def reads_of(self, stmt) -> set:
+        """The names `stmt` reads (memoised: a statement changes only where a fusion
+        rewrites it, which forgets its entry)."""
+        reads = self.memo.get(id(stmt))
+        if reads is None:
+            reads = self.memo[id(stmt)] = (nodes.load_names(stmt), stmt)
+        return reads[0]
 
     def propagate(self, stmts, i, t, source) -> bool:
         """`t = source`, `t` assigned nowhere else: every read of `t` reads `source`, the
@@ -122,6 +131,8 @@ class _Fuser:
             return False
         for n in spots:
             n.id = source
+        for later in stmts[i + 1:]:
+            self.memo.pop(id(later), None)
         self.loads[source] = self.loads.get(source, 0) + len(spots) - 1
         self.loads[t], self.stores[t] = 0, 0
         del stmts[i]
@@ -140,6 +151,7 @@ class _Fuser:
                             or not self.temporary(t)):
             return False
         use.value = _replace(use.value, spots[0], stmts[i].value)
+        self.memo.pop(id(use), None)
         del stmts[i]
         self.loads[t] -= 1
         self.stores[t] -= 1

@@ -25,27 +25,35 @@ def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: di
     """Rewrite in place the whole-array `grad_of_sum` / `grad_of_mean` of `fdef` whose
     reads all broadcast (`shapes`: name -> static shape; `namespace`, the generated
     module's, and `helpers`, name -> function, confirm what the names call)."""
-    parents, stores, reads = {}, {}, {}
-    for node in gast.walk(fdef):
-        for child in gast.iter_child_nodes(node):
-            parents[id(child)] = node
-        if isinstance(node, gast.Name):
-            if isinstance(node.ctx, gast.Load):
-                reads.setdefault(node.id, []).append(node)
-            else:
-                stores[node.id] = stores.get(node.id, 0) + 1
+    wanted = {}                                       # target -> (call, shape of `like`)
     for stmt in nodes.statements(fdef.body):
-        call = getattr(stmt, 'value', None) if isinstance(stmt, gast.Assign) else None
-        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Name)
-                and call.func.id in UNIFORM and len(call.args) == 2 and not call.keywords
-                and all(isinstance(a, gast.Name) for a in call.args)
-                and namespace.get(call.func.id) is helpers.get(call.func.id)
-                and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)):
+        call = stmt.value if isinstance(stmt, gast.Assign) else None
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) \
+                and call.func.id in UNIFORM and len(call.args) == 2 and not call.keywords \
+                and all(isinstance(a, gast.Name) for a in call.args) \
+                and namespace.get(call.func.id) is helpers.get(call.func.id) \
+                and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) \
+                and shapes.get(call.args[1].id):
+            target = stmt.targets[0].id
+            wanted[target] = None if target in wanted else (call, shapes[call.args[1].id])
+    if not any(wanted.values()):
+        return
+    parents, stores, reads = {}, {}, {}
+    for stmt in fdef.body:                  # (a walk of each covers its nested blocks)
+        if not (nodes.names_in(stmt) & wanted.keys()):
             continue
-        target, like = stmt.targets[0].id, call.args[1].id
-        shape = shapes.get(like)
-        if not shape or stores.get(target) != 1 or not reads.get(target):
+        for node in gast.walk(stmt):
+            for child in gast.iter_child_nodes(node):
+                parents[id(child)] = node
+            if isinstance(node, gast.Name) and node.id in wanted:
+                if isinstance(node.ctx, gast.Load):
+                    reads.setdefault(node.id, []).append(node)
+                else:
+                    stores[node.id] = stores.get(node.id, 0) + 1
+    for target, found in wanted.items():
+        if found is None or stores.get(target) != 1 or not reads.get(target):
             continue
+        call, shape = found
         if all(_meets(read, shape, shapes, parents) for read in reads[target]):
             call.func = nodes.name(UNIFORM[call.func.id])
 
