@@ -38,6 +38,7 @@ from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
     reach_objects, text)
 from tapeflow.rules import mutation as table
 from tapeflow.rules import registry
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 # Builtins whose result is a fresh immutable value (or a fresh number).
@@ -133,7 +134,7 @@ class Aliasing:
     def loop_head(self, stmt, state):
         if isinstance(stmt, gast.For):
             state = state.copy()
-            for n in gast.walk(stmt.target):
+            for n in nodes.walk(stmt.target):
                 if isinstance(n, gast.Name):
                     self.bind(state, n.id, SCALAR, frozenset())
         return state
@@ -240,7 +241,7 @@ class Aliasing:
                 kind if kind in _NUMBERS else NUMERIC)
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, (gast.Compare, gast.BoolOp)):
-            kinds = [self.atom(a, state)[0] for a in gast.walk(v) if isinstance(a, gast.Name)]
+            kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, gast.Name)]
             kind = SCALAR if all(k == SCALAR for k in kinds) else NUMERIC
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, gast.Subscript):
@@ -442,7 +443,6 @@ class Aliasing:
         kill_items(state, name, keep_appended=False, stored=index)
         if isinstance(value, gast.Name) and value.id in state.kinds and value.id != name \
                 and kind in (LIST, DICT) and isinstance(index, (gast.Constant, gast.Name)):
-            from tapeflow.syntax import nodes
             read = nodes.subscript(name, nodes.clone(index))
             state.eqs = state.eqs | {Eq(value.id, name, 'index', text(read), read,
                                         names_of(read), kind)}
@@ -463,7 +463,7 @@ def _same_slot(state, eqs, target):
 
 
 def _everything(state, node) -> frozenset:
-    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in gast.walk(node)
+    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk(node)
                                   if isinstance(n, gast.Name)))
     return reach_objects(state, objects)
 

@@ -32,6 +32,7 @@ import dataclasses
 import gast
 import numpy as np
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.rules.arrays import is_foreign_array
 
@@ -166,7 +167,7 @@ def text(node) -> str:
 
 
 def names_of(node) -> frozenset:
-    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+    return frozenset(n.id for n in nodes.walk(node) if isinstance(n, gast.Name)
                      and not getanno(n, Key.RESOLVED))
 
 

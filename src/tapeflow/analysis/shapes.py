@@ -17,6 +17,7 @@ import builtins
 import gast
 import numpy as np
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 _REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.std, np.var}
@@ -150,7 +151,7 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
     """
     params = {a.id for a in node.args.args}
     assignments, loop_counters = [], set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             assignments.append((n.targets[0].id, n.value))
         elif isinstance(n, gast.For):

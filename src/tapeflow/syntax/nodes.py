@@ -125,7 +125,7 @@ def _as_store(node):
 def load(node):
     """A copy of a target expression usable in load context."""
     node = copy.deepcopy(node)
-    for n in gast.walk(node):
+    for n in walk(node):
         if hasattr(n, 'ctx') and not isinstance(n.ctx, gast.Param):
             n.ctx = Load()
     return node
@@ -270,23 +270,56 @@ def store_names(body) -> set:
     return out
 
 
+def walk(node):
+    """Every node under `node` (itself first), in `ast.walk`'s order and as lazily: a
+    node's children are read just before it is yielded. About twice as fast."""
+    todo = [node]
+    AST = gast.AST
+    for n in todo:                  # the list grows as it is read: breadth first
+        for field in n._fields:
+            value = getattr(n, field, None)
+            if isinstance(value, AST):
+                todo.append(value)
+            elif isinstance(value, list):
+                todo.extend([v for v in value if isinstance(v, AST)])
+        yield n
+
+
+# Fields that hold no names: contexts and operators (`load_names` skips them).
+_NAMELESS_FIELDS = frozenset({'ctx', 'op', 'ops'})
+_NAME_FIELDS: dict = {}     # node class -> its fields that may hold names
+
+
+def _name_fields(cls):
+    fields = _NAME_FIELDS[cls] = tuple(f for f in cls._fields if f not in _NAMELESS_FIELDS)
+    return fields
+
+
 def load_names(node, out=None) -> set:
     """Names read in `node` (a faster `gast.walk` for the analyses' hot loop)."""
     out = set() if out is None else out
     stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     Name, Load_, AST = gast.Name, gast.Load, gast.AST
+    fields_of = _NAME_FIELDS.get
     while stack:
-        n = stack.pop()
-        if n.__class__ is Name:
+        n = pop()
+        cls = n.__class__
+        if cls is Name:
             if n.ctx.__class__ is Load_:
                 out.add(n.id)
             continue
-        for field in n._fields:
+        fields = fields_of(cls)
+        if fields is None:
+            if not isinstance(n, AST):
+                continue
+            fields = _name_fields(cls)
+        for field in fields:
             value = getattr(n, field, None)
             if value.__class__ is list:
-                stack.extend(v for v in value if isinstance(v, AST))
+                extend(value)
             elif isinstance(value, AST):
-                stack.append(value)
+                push(value)
     return out
 
 
@@ -296,9 +329,9 @@ def copy_location(new, old):
 
 def names_in(node) -> set:
     """Every identifier read or written in `node`."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, gast.Name)}
 
 
 def loaded_names(node) -> set:
-    return {n.id for n in gast.walk(node)
+    return {n.id for n in walk(node)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}

@@ -47,11 +47,11 @@ def _namespace_names(node, namer, bindings) -> set:
     """Names assigned exactly once, from a namespace getter (the getter made a
     non-differentiable call of `namespace_of`)."""
     stores = {}
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
     names = set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
                 and _is_getter(n.value) and stores.get(n.targets[0].id) == 1:
             names.add(n.targets[0].id)

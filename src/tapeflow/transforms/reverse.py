@@ -150,7 +150,7 @@ def _container_names(body, known=()) -> set:
     """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
     accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
     names = set(known)
-    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+    for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
                 names.add(n.targets[0].id)
@@ -171,7 +171,7 @@ def _container_names(body, known=()) -> set:
         if isinstance(n, gast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
             names |= {a.id for a in n.args if isinstance(a, gast.Name)}
     copies = []
-    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+    for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, gast.Name):
                 copies.append((n.targets[0].id, n.value.id))
@@ -654,10 +654,10 @@ def _target_name(stmt):
 
 
 def _names(node) -> set:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return {n.id for n in nodes.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def _assigned(stmt) -> set:
-    return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return {n.id for n in nodes.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 

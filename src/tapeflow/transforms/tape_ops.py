@@ -10,6 +10,7 @@ from __future__ import annotations
 import gast
 
 from tapeflow.rules import registry
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 
@@ -44,7 +45,7 @@ def tape_ops(node) -> dict:
 def tape_bindings(node) -> dict:
     """name -> ('push' or 'pop', the tape's name), for `_push = _tape.append` and the like."""
     ops = {}
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
                 and isinstance(n.value, gast.Attribute) and n.value.attr in ('append', 'pop') \
                 and isinstance(n.value.value, gast.Name) and n.value.value.id.startswith('_tape'):
@@ -57,7 +58,7 @@ def pushed_names(node) -> set:
     derivatives are read later, through the tape."""
     ops = tape_ops(node)
     out = set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if not isinstance(n, gast.Call):
             continue
         if isinstance(n.func, gast.Name) and ops.get(n.func.id) == 'push':
@@ -74,7 +75,7 @@ def popped_names(node) -> set:
     the tape): inputs the tape carries in."""
     ops = tape_ops(node)
     out = set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
                 and isinstance(n.value, gast.Call):
             func, args = n.value.func, n.value.args
