@@ -167,9 +167,10 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
 
     forward = adjoint.forward
     rev_body = optimize.zero_cotangents(rev_body)       # rules never given 0.0 they cannot take
+    effects = {}                  # what statements read and write (`Liveness`), reused below
     if optimize_code:                                                   # optimize
         forward, rev_body, undefined = optimize.transform(
-            forward, rev_body, set(grad_names) | {names.value}, params)
+            forward, rev_body, set(grad_names) | {names.value}, params, effects)
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
@@ -191,11 +192,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         + [nodes.assign(names.value, capture)] + rev_body
         + [nodes.return_(nodes.tuple_(names.value, grad_value))],
         defaults=user_defaults + [1.0])
-    _trim_tape(combined, names)
+    read = {}
+    _trim_tape(combined, names, read)
 
     # The split pair: the forward saves the locals the reverse reads at its start.
     local = set(params) | nodes.store_names(forward)
-    entry_live = sorted((Liveness(rev_body, set(grad_names)).live_in & local) - {seed_name})
+    entry_live = sorted((Liveness(rev_body, set(grad_names), effects).live_in & local) - {seed_name})
     maybe_unset = sorted(set(entry_live) - optimize.definitely_assigned(forward, set(params)))
     split_prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | set(maybe_unset))]
     fwd_fn = nodes.function_def(
@@ -214,8 +216,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         f'{name}_backward', [names.tape, seed_name],
         [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + restore
         + rev_body + [nodes.return_(grad_value)])
-    _trim_tape(fwd_fn, names)
-    _trim_tape(bwd_fn, names)
+    _trim_tape(fwd_fn, names, read)
+    _trim_tape(bwd_fn, names, read)
 
     filename = front.source.filename                                    # codegen
     plain = [unparse(tree) for tree in (fwd_fn, bwd_fn, combined)]
@@ -420,9 +422,13 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
     return bind
 
 
-def _trim_tape(fdef, names):
-    """Drop the push/pop bindings (and the tape) a function does not use."""
+def _trim_tape(fdef, names, read=None):
+    """Drop the push/pop bindings (and the tape) a function does not use.
+
+    `read`: id(statement) -> (statement, names it reads), shared by the functions of
+    one compilation, which share their statements (trimming changes no statement)."""
     bindings = {names.push, names.pop, names.tape}
+    read = {} if read is None else read
 
     def binding(stmt):
         return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
@@ -431,7 +437,10 @@ def _trim_tape(fdef, names):
     used = set()
     for stmt in fdef.body:
         if not binding(stmt):
-            nodes.load_names(stmt, used)
+            known = read.get(id(stmt))
+            if known is None or known[0] is not stmt:
+                known = read[id(stmt)] = stmt, nodes.load_names(stmt)
+            used |= known[1]
     if names.push in used or names.pop in used:
         used.add(names.tape)
     fdef.body = [s for s in fdef.body if not binding(s) or s.targets[0].id in used]
