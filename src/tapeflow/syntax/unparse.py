@@ -24,6 +24,93 @@ def unparse(node) -> str:
     return gast.unparse(node).strip() + '\n'
 
 
+def unparse_together(trees) -> list:
+    """`[unparse(tree) for tree in trees]`, each statement the trees share printed once.
+
+    The functions of one compilation share their statements (the combined function
+    holds the forward and the backward sweeps). A top-level statement of a body is
+    printed once and its text used again at the same indentation, where what it read
+    of the printer's state (the precedence of a node it did not set) is the same.
+    """
+    printed = {}
+    texts = []
+    for tree in trees:
+        node = gast.Module(body=tree, type_ignores=[]) if isinstance(tree, list) else tree
+        _number_statements(node)
+        printer = _SharingUnparser(printed) if _SharingUnparser is not None else None
+        text = printer.visit(node) if printer is not None else gast.unparse(node)
+        texts.append(text.strip() + '\n')
+    return texts
+
+
+class _Precedences(dict):
+    """The printer's precedences while it prints one statement: what the statement
+    sets stays in this dict, what it reads that it did not set is noted in `read`."""
+
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.read = {}
+
+    def get(self, node, default=None):
+        if node in self:
+            return self[node]
+        value = self.base.get(node, default)
+        self.read.setdefault(node, value)
+        return value
+
+
+def _sharing_unparser():
+    try:
+        from gast.unparser import _Precedence, _Unparser
+    except ImportError:         # another gast: print every tree in full
+        return None
+    default = _Precedence.TEST
+
+    class SharingUnparser(_Unparser):
+        """gast's printer, which keeps the text of the statements of a function's body
+        (`printed`: id -> (statement, indentation, text, precedences set, read)) and
+        writes it again where the statement reads the same precedences."""
+
+        def __init__(self, printed):
+            super().__init__()
+            self._printed = printed
+
+        def _write_docstring_and_traverse_body(self, node):
+            docstring = self.get_raw_docstring(node)
+            if docstring:
+                self._write_docstring(docstring)
+            for stmt in node.body[1:] if docstring else node.body:
+                self._statement(stmt)
+
+        def _statement(self, node):
+            if not self._source or self._in_try_star or self._type_ignores \
+                    or isinstance(self._precedences, _Precedences):
+                return self.traverse(node)
+            base = self._precedences
+            known = self._printed.get(id(node))
+            if known is not None and known[0] is node and known[1] == self._indent \
+                    and all(base.get(n, default) == p for n, p in known[4].items()):
+                self._source.extend(known[2])
+                base.update(known[3])
+                return None
+            start = len(self._source)
+            self._precedences = recording = _Precedences(base)
+            try:
+                self.traverse(node)
+            finally:
+                self._precedences = base
+            base.update(recording)
+            self._printed[id(node)] = (node, self._indent, self._source[start:],
+                                       dict(recording), recording.read)
+            return None
+
+    return SharingUnparser
+
+
+_SharingUnparser = _sharing_unparser()
+
+
 def _number_statements(node):
     """The unparser reads `lineno` of statements only (for type comments): give it one."""
     stack = [node]

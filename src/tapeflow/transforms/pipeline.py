@@ -25,7 +25,7 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
-from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse
+from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse, unparse_together
 from tapeflow.transforms import (anf, callees, desugar, forward, mutation, optimize, reverse,
                                  tape_ops, variants)
 from tapeflow.transforms.inline import RuleEmitter
@@ -220,7 +220,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     _trim_tape(bwd_fn, names, read)
 
     filename = front.source.filename                                    # codegen
-    plain = [unparse(tree) for tree in (fwd_fn, bwd_fn, combined)]
+    plain = unparse_together((fwd_fn, bwd_fn, combined))
     rendered = [annotate(text, tree, filename) for text, tree in zip(plain, (fwd_fn, bwd_fn, combined))]
     text = plain[2]
     split_text = '\n\n'.join(plain[:2])
