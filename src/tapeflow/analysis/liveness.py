@@ -32,10 +32,6 @@ def writes(stmt) -> set:
     return set()
 
 
-# Statements whose reads and writes are those of the parts `Liveness.effects` checks.
-_KEYED = (gast.Assign, gast.Expr, gast.Return, gast.If, gast.While, gast.For)
-
-
 class Liveness:
     """`effects`: a memo of what statements read and write, which analyses of the same
     statements may share (rounds of `optimize`) -- an entry holds while the statement's
@@ -55,24 +51,31 @@ class Liveness:
 
     def effects(self, node):
         """(reads, writes) of a simple statement, or of a loop's or branch's head."""
-        if isinstance(node, gast.FunctionDef):
+        cls = node.__class__
+        if cls is gast.Assign:
+            parts = node.value, node.targets
+        elif cls is gast.Expr or cls is gast.Return:
+            parts = node.value, None
+        elif cls is gast.If or cls is gast.While:
+            parts = node.test, None
+        elif cls is gast.For:
+            parts = node.iter, node.target
+        elif cls is gast.FunctionDef:
             return {n.id for n in nodes.walk(node) if isinstance(n, gast.Name)
                     and isinstance(n.ctx, gast.Load)}, {node.name}
-        if not isinstance(node, _KEYED):
+        else:
             return reads(node), writes(node)
-        parts = (node, getattr(node, 'value', None), getattr(node, 'targets', None),
-                 getattr(node, 'test', None), getattr(node, 'iter', None),
-                 getattr(node, 'target', None))
         known = self._effects.get(id(node))
-        if known is not None and all(a is b for a, b in zip(known[0], parts)):
-            return known[1]
-        if isinstance(node, gast.For):
+        if known is not None and known[0] is node and known[1] is parts[0] \
+                and known[2] is parts[1]:
+            return known[3]
+        if cls is gast.For:
             found = reads(node.iter), writes_target(node)
-        elif isinstance(node, (gast.If, gast.While)):
+        elif cls is gast.If or cls is gast.While:
             found = reads(node.test), set()
         else:
             found = reads(node), writes(node)
-        self._effects[id(node)] = parts, found
+        self._effects[id(node)] = node, parts[0], parts[1], found
         return found
 
     def statement(self, stmt, live):

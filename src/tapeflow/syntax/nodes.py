@@ -18,75 +18,93 @@ from tapeflow.syntax.anno import Key, copyanno, getanno, setanno
 Load, Store, Del = gast.Load, gast.Store, gast.Del
 
 
+def _new(cls, **fields):
+    """`cls(**fields)` as gast's constructor makes it (the fields in the node's dict, in
+    this order), without the constructor's overhead: passes build many nodes."""
+    node = cls.__new__(cls)
+    node.__dict__.update(fields)
+    return node
+
+
+def _context(store):
+    return Store.__new__(Store) if store else Load.__new__(Load)
+
+
 def name(identifier: str, store: bool = False) -> gast.Name:
-    return gast.Name(id=identifier, ctx=Store() if store else Load(),
-                     annotation=None, type_comment=None)
+    node = _Name_new(gast.Name)
+    fields = node.__dict__
+    fields['id'] = identifier
+    fields['ctx'] = Store.__new__(Store) if store else Load.__new__(Load)
+    fields['annotation'] = fields['type_comment'] = None
+    return node
+
+
+_Name_new = gast.Name.__new__
 
 
 def const(value) -> gast.Constant:
-    return gast.Constant(value=value, kind=None)
+    return _new(gast.Constant, value=value, kind=None)
 
 
 def attribute(value, attr: str) -> gast.Attribute:
-    return gast.Attribute(value=_expr(value), attr=attr, ctx=Load())
+    return _new(gast.Attribute, value=_expr(value), attr=attr, ctx=_context(False))
 
 
 def call(func, *args, keywords=()) -> gast.Call:
-    kws = [k if isinstance(k, gast.keyword) else gast.keyword(arg=k[0], value=_expr(k[1]))
+    kws = [k if isinstance(k, gast.keyword) else _new(gast.keyword, arg=k[0], value=_expr(k[1]))
            for k in keywords]
-    return gast.Call(func=_expr(func), args=[_expr(a) for a in args], keywords=kws)
+    return _new(gast.Call, func=_expr(func), args=[_expr(a) for a in args], keywords=kws)
 
 
 def assign(target, value) -> gast.Assign:
     target = name(target, store=True) if isinstance(target, str) else _as_store(target)
-    return gast.Assign(targets=[target], value=_expr(value), type_comment=None)
+    return _new(gast.Assign, targets=[target], value=_expr(value), type_comment=None)
 
 
 def expr_stmt(value) -> gast.Expr:
-    return gast.Expr(value=_expr(value))
+    return _new(gast.Expr, value=_expr(value))
 
 
 def if_(test, body, orelse=()) -> gast.If:
-    return gast.If(test=_expr(test), body=list(body) or [gast.Pass()], orelse=list(orelse))
+    return _new(gast.If, test=_expr(test), body=list(body) or [pass_()], orelse=list(orelse))
 
 
 def for_(target, iterable, body) -> gast.For:
     target = name(target, store=True) if isinstance(target, str) else _as_store(target)
-    return gast.For(target=target, iter=_expr(iterable), body=list(body) or [gast.Pass()],
-                    orelse=[], type_comment=None)
+    return _new(gast.For, target=target, iter=_expr(iterable), body=list(body) or [pass_()],
+                orelse=[], type_comment=None)
 
 
 def while_(test, body) -> gast.While:
-    return gast.While(test=_expr(test), body=list(body) or [gast.Pass()], orelse=[])
+    return _new(gast.While, test=_expr(test), body=list(body) or [pass_()], orelse=[])
 
 
 def tuple_(*elts, store=False) -> gast.Tuple:
-    return gast.Tuple(elts=[_expr(e) for e in elts], ctx=Store() if store else Load())
+    return _new(gast.Tuple, elts=[_expr(e) for e in elts], ctx=_context(store))
 
 
 def list_(*elts) -> gast.List:
-    return gast.List(elts=[_expr(e) for e in elts], ctx=Load())
+    return _new(gast.List, elts=[_expr(e) for e in elts], ctx=_context(False))
 
 
 def subscript(value, index, store=False) -> gast.Subscript:
-    return gast.Subscript(value=_expr(value), slice=_expr(index),
-                          ctx=Store() if store else Load())
+    return _new(gast.Subscript, value=_expr(value), slice=_expr(index), ctx=_context(store))
 
 
 def binop(left, op: gast.operator, right) -> gast.BinOp:
-    return gast.BinOp(left=_expr(left), op=op, right=_expr(right))
+    return _new(gast.BinOp, left=_expr(left), op=op, right=_expr(right))
 
 
 def pass_() -> gast.Pass:
-    return gast.Pass()
+    return _new(gast.Pass)
 
 
 def break_() -> gast.Break:
-    return gast.Break()
+    return _new(gast.Break)
 
 
 def return_(value) -> gast.Return:
-    return gast.Return(value=None if value is None else _expr(value))
+    return _new(gast.Return, value=None if value is None else _expr(value))
 
 
 def function_def(fname: str, params, body, defaults=()) -> gast.FunctionDef:
@@ -201,16 +219,25 @@ def clone(node):
         return [clone(n) for n in node]
     if not isinstance(node, gast.AST):
         return node
-    new = node.__class__.__new__(node.__class__)
+    cls = node.__class__
+    new = cls.__new__(cls)
+    old, fields = node.__dict__, new.__dict__
     for field in node._fields:
-        setattr(new, field, clone(getattr(node, field, None)))
-    for attr in ('lineno', 'col_offset', 'end_lineno', 'end_col_offset'):
-        if attr in node.__dict__:
-            setattr(new, attr, node.__dict__[attr])
-    annotations = node.__dict__.get('_tapeflow_anno')
-    if annotations is not None:
-        new.__dict__['_tapeflow_anno'] = annotations.__class__(annotations)
+        value = old[field] if field in old else getattr(node, field, None)
+        fields[field] = value if value is None or value.__class__ in ATOMS else clone(value)
+    if old:
+        for attr in _LOCATION:
+            if attr in old:
+                fields[attr] = old[attr]
+        annotations = old.get('_tapeflow_anno')
+        if annotations is not None:
+            fields['_tapeflow_anno'] = annotations.__class__(annotations)
     return new
+
+
+# Field values that are not nodes: a copy keeps them as they are.
+ATOMS = frozenset({str, int, float, bool, complex, bytes})
+_LOCATION = ('lineno', 'col_offset', 'end_lineno', 'end_col_offset')
 
 
 def substitute(node, subs: dict):

@@ -178,8 +178,11 @@ def _rewrite(node, subs, globals_, same):
     if not isinstance(node, gast.AST):
         return node
     new = node.__class__.__new__(node.__class__)
+    fields = new.__dict__
     for field in node._fields:
-        setattr(new, field, _rewrite(getattr(node, field, None), subs, globals_, same))
+        value = getattr(node, field, None)
+        fields[field] = value if value is None or value.__class__ in nodes.ATOMS \
+            else _rewrite(value, subs, globals_, same)
     if isinstance(new, gast.Call):
         return _simplify_call(new, globals_, same)
     return new
