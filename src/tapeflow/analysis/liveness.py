@@ -101,7 +101,12 @@ class Liveness:
         if isinstance(stmt, gast.Return):
             return set(self.effects(stmt)[0])
         read, written = self.effects(stmt)
-        return (live - written) | read if written else live | read
+        if read <= live and (written.isdisjoint(live) or written <= read):
+            return live                 # (live - written) | read is live itself
+        out = live.copy()               # a copy and two updates: faster than `-` and `|`
+        out -= written
+        out |= read
+        return out
 
 
 def writes_target(loop) -> set:

@@ -171,6 +171,9 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
             state[t] = _TOP
     shapes = _Shapes(state)
     shapes.integers = {c for c in loop_counters if state.get(c) == ()}
+    values = {}                     # name -> the values assigned to it, in order
+    for t, v in assignments:
+        values.setdefault(t, []).append(v)
     changed = True
     while changed:
         changed = False
@@ -178,9 +181,7 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
             if state.get(name) is None:
                 continue
             current = state[name]
-            for t, v in assignments:
-                if t != name:
-                    continue
+            for v in values[name]:
                 produced = shapes.value(v) if v is not None else None
                 current = _meet(current, produced)
             if current != state[name]:
