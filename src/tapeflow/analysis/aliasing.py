@@ -204,7 +204,7 @@ class Aliasing:
         if kind in (SCALAR, TUPLE) and not inside:
             return frozenset()
         new, old = site + ('new',), site + ('old',)
-        if new in state.contents or any(new in s for s in state.pts.values()):
+        if new in state.contents or _held(new, state.pts):
             _age(state, new, old)
         state.contents[new] = frozenset(inside)
         return frozenset({new})
@@ -449,6 +449,14 @@ class Aliasing:
 
 
 _MISSING = object()
+
+
+def _held(obj, pts) -> bool:
+    """Whether a name may hold `obj` (a loop: the check runs for every allocation)."""
+    for objects in pts.values():
+        if obj in objects:
+            return True
+    return False
 
 
 def _same_slot(state, eqs, target):
