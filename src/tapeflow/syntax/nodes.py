@@ -183,7 +183,73 @@ def parse_expression(src: str):
     return parse_gast(src, mode='eval').body
 
 
-class _Substitute(gast.NodeTransformer):
+class Visitor(gast.NodeVisitor):
+    """`gast.NodeVisitor` as it behaves, faster: the method for a class of node is looked
+    up once per visitor class, and `generic_visit` runs without generators. (The
+    `visit_Num`-style methods of Python < 3.8 are not looked for: write `visit_Constant`.)"""
+    _methods: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}          # node class -> the function that visits it
+
+    def visit(self, node):
+        method = self._methods.get(node.__class__)
+        if method is None:
+            method = self._methods[node.__class__] = getattr(
+                type(self), 'visit_' + node.__class__.__name__, type(self).generic_visit)
+        return method(self, node)
+
+    def visit_Constant(self, node):
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        AST = gast.AST
+        for field in node._fields:
+            try:
+                value = getattr(node, field)
+            except AttributeError:
+                continue
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        self.visit(item)
+            elif isinstance(value, AST):
+                self.visit(value)
+
+
+class Transformer(Visitor, gast.NodeTransformer):
+    """`gast.NodeTransformer` as it behaves, at the speed of `Visitor`."""
+
+    def generic_visit(self, node):
+        AST = gast.AST
+        for field in node._fields:
+            try:
+                old_value = getattr(node, field)
+            except AttributeError:
+                continue
+            if isinstance(old_value, list):
+                new_values = []
+                for value in old_value:
+                    if isinstance(value, AST):
+                        value = self.visit(value)
+                        if value is None:
+                            continue
+                        if not isinstance(value, AST):
+                            new_values.extend(value)
+                            continue
+                    new_values.append(value)
+                old_value[:] = new_values
+            elif isinstance(old_value, AST):
+                new_node = self.visit(old_value)
+                if new_node is None:
+                    delattr(node, field)
+                else:
+                    setattr(node, field, new_node)
+        return node
+
+
+class _Substitute(Transformer):
     def __init__(self, subs):
         self.subs = subs
 

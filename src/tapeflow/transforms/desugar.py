@@ -152,7 +152,7 @@ def _positional_arguments(call, name, params, defaults, source):
 
 # ------------------------------------------------------------------ tf.multiply & co
 
-class _FoldTransforms(gast.NodeTransformer):
+class _FoldTransforms(nodes.Transformer):
     """`tf.grad(f)` inside compiled code is computed while compiling.
 
     A callable marked `__tapeflow_fold__` (tapeflow's `grad`, `jacfwd`...)
@@ -417,7 +417,7 @@ def _static_value(node):
     return getanno(node, Key.RESOLVED)
 
 
-class _LowerNamedOps(gast.NodeTransformer):
+class _LowerNamedOps(nodes.Transformer):
     """`tf.reduce_sum(x, axis=0)` is `np.sum(x, axis=0)` in compiled code.
 
     An op that says which NumPy function it means (`__tapeflow_numpy__`) is
@@ -537,7 +537,7 @@ def _numpy(fn):
 
 # ------------------------------------------------------------------ x += y
 
-class _Rewriter(gast.NodeTransformer):
+class _Rewriter(nodes.Transformer):
     def visit_body(self, body):
         out = []
         for stmt in body:

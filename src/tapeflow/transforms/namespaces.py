@@ -79,7 +79,7 @@ def _namespace_call(call, namer, bindings):
     return nodes.copy_location(gast.Call(func=func, args=args, keywords=[]), call)
 
 
-class _Calls(gast.NodeTransformer):
+class _Calls(nodes.Transformer):
     def __init__(self, names, namer, source, bindings):
         self.names, self.namer, self.source, self.bindings = names, namer, source, bindings
 

@@ -125,7 +125,7 @@ def arity_variant(fn, count, parse):
     return made
 
 
-class _ExpandStar(gast.NodeTransformer):
+class _ExpandStar(nodes.Transformer):
     """`*rest` and `*rest[i:j:k]` (numbers written out) in calls and displays: the names
     `rest` holds, one by one."""
 
