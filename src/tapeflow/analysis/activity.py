@@ -94,7 +94,7 @@ def _call_operands(call) -> set:
 
 
 def _names(node) -> set:
-    return {n.id for n in nodes.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return nodes.load_names(node)
 
 
 def _assignments(body):

@@ -9,6 +9,10 @@ import enum
 
 
 class Key(enum.Enum):
+    # Hashed by identity, in C: passes look annotations up at every node they visit, and
+    # Enum's own __hash__ is a Python function. (Members are singletons, equal to themselves only.)
+    __hash__ = object.__hash__
+
     # Location of the user's code a node comes from: (lineno, col_offset) in
     # the user's file. Set by `parse`, copied by every pass that rewrites.
     ORIGIN = 'origin'
@@ -64,7 +68,8 @@ def setanno(node, key: Key, value):
 
 
 def getanno(node, key: Key, default=None):
-    return node.__dict__.get(_ATTR, {}).get(key, default)
+    annotations = node.__dict__.get(_ATTR)
+    return default if annotations is None else annotations.get(key, default)
 
 
 def hasanno(node, key: Key) -> bool:

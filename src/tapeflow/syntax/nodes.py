@@ -390,16 +390,20 @@ def _name_fields(cls):
 
 def load_names(node, out=None) -> set:
     """Names read in `node` (a faster `gast.walk` for the analyses' hot loop)."""
-    out = set() if out is None else out
+    return _names(node, set() if out is None else out, gast.Load)
+
+
+def _names(node, out, context=None) -> set:
+    """Add to `out` the ids of the Name nodes under `node` (of that `context` class only)."""
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
-    Name, Load_, AST = gast.Name, gast.Load, gast.AST
+    Name, AST = gast.Name, gast.AST
     fields_of = _NAME_FIELDS.get
     while stack:
         n = pop()
         cls = n.__class__
         if cls is Name:
-            if n.ctx.__class__ is Load_:
+            if context is None or n.ctx.__class__ is context:
                 out.add(n.id)
             continue
         fields = fields_of(cls)
@@ -422,7 +426,7 @@ def copy_location(new, old):
 
 def names_in(node) -> set:
     """Every identifier read or written in `node`."""
-    return {n.id for n in walk(node) if isinstance(n, gast.Name)}
+    return _names(node, set())
 
 
 def loaded_names(node) -> set:

@@ -203,8 +203,7 @@ def _drop_tangents(stmts, liveness, removed):
 
 def _uses_tape(node) -> bool:
     """Reads a tape (ours, or the one of generated code being differentiated again)."""
-    return any(isinstance(n, gast.Name) and n.id.startswith(('_tape', '_pop', '_push'))
-               for n in nodes.walk(node))
+    return any(name.startswith(('_tape', '_pop', '_push')) for name in nodes.names_in(node))
 
 
 def _empty(body) -> bool:

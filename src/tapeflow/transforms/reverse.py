@@ -654,7 +654,7 @@ def _target_name(stmt):
 
 
 def _names(node) -> set:
-    return {n.id for n in nodes.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return nodes.load_names(node)
 
 
 def _assigned(stmt) -> set:
