@@ -42,3 +42,13 @@ def test_walk_is_ast_walk():
 def test_load_names_skips_stores_and_nameless_fields():
     stmt = nodes.parse_statement('y[i] = -a + b * f(c, k=d) if e < g else {h: None, **m}')
     assert nodes.load_names(stmt) == {'y', 'i', 'a', 'b', 'f', 'c', 'd', 'e', 'g', 'h', 'm'}
+
+
+def test_printer_writes_what_gast_writes():
+    # tapeflow's own modules: every construct of the language the printer overrides touch
+    import pathlib
+    import tapeflow
+    root = pathlib.Path(tapeflow.__file__).parent
+    for path in sorted(root.rglob('*.py')):
+        tree = nodes.parse_gast(path.read_text())
+        assert unparse(tree) == gast.unparse(tree).strip() + '\n', path

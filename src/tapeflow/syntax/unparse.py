@@ -21,7 +21,8 @@ def unparse(node) -> str:
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
     _number_statements(node)
-    return gast.unparse(node).strip() + '\n'
+    text = _SharingUnparser().visit(node) if _SharingUnparser is not None else gast.unparse(node)
+    return text.strip() + '\n'
 
 
 def unparse_together(trees) -> list:
@@ -62,19 +63,52 @@ class _Precedences(dict):
 
 def _sharing_unparser():
     try:
-        from gast.unparser import _Precedence, _Unparser
+        from gast.unparser import _Precedence, _Unparser, nullcontext
     except ImportError:         # another gast: print every tree in full
         return None
     default = _Precedence.TEST
+    nothing = nullcontext()
+
+    class Delimit:
+        """`_Unparser.delimit` without a generator: `start`, the block, `end`."""
+        __slots__ = ('printer', 'start', 'end')
+
+        def __init__(self, printer, start, end):
+            self.printer, self.start, self.end = printer, start, end
+
+        def __enter__(self):
+            self.printer.write(self.start)
+
+        def __exit__(self, *exc_info):
+            self.printer.write(self.end)
 
     class SharingUnparser(_Unparser):
         """gast's printer, which keeps the text of the statements of a function's body
         (`printed`: id -> (statement, indentation, text, precedences set, read)) and
-        writes it again where the statement reads the same precedences."""
+        writes it again where the statement reads the same precedences. (Also faster at
+        what it prints: the method for a class of node is looked up once.)"""
+        _methods = {}          # node class -> the function that prints it
 
-        def __init__(self, printed):
+        def __init__(self, printed=None):
             super().__init__()
-            self._printed = printed
+            self._printed = printed     # None: print every statement
+
+        def traverse(self, node):
+            if isinstance(node, list):
+                for item in node:
+                    self.traverse(item)
+                return
+            method = self._methods.get(node.__class__)
+            if method is None:
+                method = self._methods[node.__class__] = getattr(
+                    type(self), 'visit_' + node.__class__.__name__, type(self).generic_visit)
+            method(self, node)
+
+        def delimit(self, start, end):
+            return Delimit(self, start, end)
+
+        def delimit_if(self, start, end, condition):
+            return Delimit(self, start, end) if condition else nothing
 
         def _write_docstring_and_traverse_body(self, node):
             docstring = self.get_raw_docstring(node)
@@ -84,7 +118,7 @@ def _sharing_unparser():
                 self._statement(stmt)
 
         def _statement(self, node):
-            if not self._source or self._in_try_star or self._type_ignores \
+            if self._printed is None or not self._source or self._in_try_star or self._type_ignores \
                     or isinstance(self._precedences, _Precedences):
                 return self.traverse(node)
             base = self._precedences
