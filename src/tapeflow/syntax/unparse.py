@@ -189,15 +189,24 @@ def render(tree, filename=None, annotate=True, label=os.path.basename):
     return _annotated(unparse(tree), tree, filename, annotate, label)
 
 
-def annotate(plain, tree, filename=None, label=os.path.basename):
-    """`render` for a tree already unparsed to `plain` (the same lines, commented)."""
-    return _annotated(plain, tree, filename, True, label)
+def annotate(plain, tree, filename=None, label=os.path.basename, origins=None):
+    """`render` for a tree already unparsed to `plain` (the same lines, commented);
+    `origins`: `origins(tree)`, where the caller has it."""
+    return _annotated(plain, tree, filename, True, label, origins)
 
 
-def _annotated(plain, tree, filename, annotate_lines, label):
+def origins(tree) -> list:
+    """One entry per line `unparse` prints for `tree`: the user location, or None."""
+    found = []
+    _origins_of(tree, found)
+    return found
+
+
+def _annotated(plain, tree, filename, annotate_lines, label, origins=None):
     lines = plain.rstrip('\n').split('\n')
-    origins = []
-    _origins_of(tree, origins)
+    if origins is None:
+        origins = []
+        _origins_of(tree, origins)
     if len(origins) != len(lines):
         return plain, {}
     line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
@@ -233,11 +242,13 @@ def _origins_of(stmt, origins):
             _origins_of(child, origins)
 
 
-def line_origins(plain, tree, first_line=1) -> dict:
+def line_origins(plain, tree, first_line=1, origins=None) -> dict:
     """{line of `plain` (counted from `first_line`): the user's (line, column)} for the
-    statements of `tree` that have a location; empty where the layout is not followed."""
-    origins = []
-    _origins_of(tree, origins)
+    statements of `tree` that have a location; empty where the layout is not followed.
+    `origins`: `origins(tree)`, where the caller has it."""
+    if origins is None:
+        origins = []
+        _origins_of(tree, origins)
     if len(origins) != len(plain.rstrip('\n').split('\n')):
         return {}
     return {first_line + i: tuple(o) for i, o in enumerate(origins) if o is not None}

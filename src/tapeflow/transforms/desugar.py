@@ -68,7 +68,7 @@ def _lift_nested_defs(node, source, fn, namer=None, bindings=None):
     """
     from tapeflow.syntax.resolve import local_names, resolve_expression
     from tapeflow.syntax.unparse import load_module, unparse
-    outer_locals = local_names(node)
+    outer_locals = None             # the function's locals, read before any def is lifted
     lifted = {}
     for stmt in list(nodes.walk(node)):
         for field in ('body', 'orelse'):
@@ -77,6 +77,8 @@ def _lift_nested_defs(node, source, fn, namer=None, bindings=None):
                 continue
             for child in list(block):
                 if isinstance(child, gast.FunctionDef) and child is not node:
+                    if outer_locals is None:
+                        outer_locals = local_names(node)
                     hoisted = _hoist_defaults(child, namer, outer_locals, bindings)
                     at = block.index(child)
                     block[at:at] = nodes.located(hoisted, child)

@@ -25,7 +25,8 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
-from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse, unparse_together
+from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origins, unparse,
+                                     unparse_together)
 from tapeflow.transforms import (anf, callees, desugar, forward, mutation, optimize, reverse,
                                  tape_ops, variants)
 from tapeflow.transforms.inline import RuleEmitter
@@ -221,13 +222,15 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
 
     filename = front.source.filename                                    # codegen
     plain = unparse_together((fwd_fn, bwd_fn, combined))
-    rendered = [annotate(text, tree, filename) for text, tree in zip(plain, (fwd_fn, bwd_fn, combined))]
+    located = [origins(tree) for tree in (fwd_fn, bwd_fn, combined)]     # of each line
+    rendered = [annotate(text, tree, filename, origins=where)
+                for text, tree, where in zip(plain, (fwd_fn, bwd_fn, combined), located)]
     text = plain[2]
     split_text = '\n\n'.join(plain[:2])
     module_text = split_text + '\n\n' + text
     record('codegen', combined)
     load_module(module_text, namespace, name, display='\n\n'.join(r[0] for r in rendered))
-    _register_lines(namespace, filename, plain, (fwd_fn, bwd_fn, combined))
+    _register_lines(namespace, filename, plain, (fwd_fn, bwd_fn, combined), located)
     compiled.source = text
     compiled.module_source = module_text
     compiled.split_source = split_text
@@ -241,11 +244,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     return compiled
 
 
-def _register_lines(namespace, filename, texts, trees):
-    """Errors in the module just loaded (`texts` joined by blank lines) speak of the user's lines."""
+def _register_lines(namespace, filename, texts, trees, located=None):
+    """Errors in the module just loaded (`texts` joined by blank lines) speak of the user's
+    lines; `located`: `origins` of each tree, where the caller has them."""
     lines, first = {}, 1
-    for text, tree in zip(texts, trees):
-        lines.update(line_origins(text, tree, first))
+    for k, (text, tree) in enumerate(zip(texts, trees)):
+        lines.update(line_origins(text, tree, first, located[k] if located else None))
         first += text.count('\n') + 2
     sourcemap.register(namespace['__tapeflow_filename__'], filename, lines)
 

@@ -149,7 +149,7 @@ _STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint
 def _container_names(body, known=()) -> set:
     """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
     accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
-    names = set(known)
+    names, copies = set(known), []
     for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
@@ -170,8 +170,6 @@ def _container_names(body, known=()) -> set:
             names.add(n.args[0].id)         # the cotangent of a container, read by structure
         if isinstance(n, gast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
             names |= {a.id for a in n.args if isinstance(a, gast.Name)}
-    copies = []
-    for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, gast.Name):
                 copies.append((n.targets[0].id, n.value.id))

@@ -16,20 +16,7 @@ from tapeflow.syntax.anno import Key, getanno
 
 def mentions_tape(node) -> bool:
     """Whether `node` may be generated code (it names a `_tape...`): a cheap first test."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.__class__ is gast.Name:
-            if n.id.startswith('_tape'):
-                return True
-            continue
-        for field in n._fields:
-            value = getattr(n, field, None)
-            if value.__class__ is list:
-                stack.extend(v for v in value if isinstance(v, gast.AST))
-            elif isinstance(value, gast.AST):
-                stack.append(value)
-    return False
+    return any(name.startswith('_tape') for name in nodes.names_in(node))
 
 
 def carries_tape(args) -> bool:
