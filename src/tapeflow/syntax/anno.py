@@ -72,6 +72,17 @@ def getanno(node, key: Key, default=None):
     return default if annotations is None else annotations.get(key, default)
 
 
+def defaultanno(node, key: Key, value):
+    """`setanno(node, key, value)` where the node has no `key` (or it is None)."""
+    annotations = node.__dict__.get(_ATTR)
+    if annotations is None:
+        annotations = node.__dict__[_ATTR] = _Annotations()
+    elif annotations.get(key) is not None:
+        return node
+    annotations[key] = value
+    return node
+
+
 def hasanno(node, key: Key) -> bool:
     return key in node.__dict__.get(_ATTR, {})
 

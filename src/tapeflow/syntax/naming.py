@@ -19,7 +19,7 @@ class Namer:
 
     @classmethod
     def for_function(cls, node) -> 'Namer':
-        return cls({n.id for n in nodes.walk(node) if isinstance(n, gast.Name)} |
+        return cls(nodes.names_in(node) |
                    {n.name for n in nodes.walk(node) if isinstance(n, gast.FunctionDef)})
 
     def new(self, base: str) -> str:

@@ -13,7 +13,7 @@ import threading
 
 import gast
 
-from tapeflow.syntax.anno import Key, copyanno, getanno, setanno
+from tapeflow.syntax.anno import Key, copyanno, defaultanno, getanno, setanno
 
 Load, Store, Del = gast.Load, gast.Store, gast.Del
 
@@ -325,10 +325,10 @@ def located(new, source):
     stack = list(new) if isinstance(new, list) else [new]
     while stack:
         n = stack.pop()
-        if getanno(n, Key.ORIGIN) is None:
-            setanno(n, Key.ORIGIN, where)
+        defaultanno(n, Key.ORIGIN, where)
+        fields = n.__dict__
         for field in ('body', 'orelse'):
-            block = getattr(n, field, None)
+            block = fields.get(field)
             if isinstance(block, list):
                 stack.extend(block)
     return new

@@ -77,7 +77,7 @@ def parse_function(fn) -> Source:
         raise SourceUnavailableError(f'no function definition in the source of {fn!r}')
     node = defs[0]
     for n in nodes.walk(node):
-        if hasattr(n, 'lineno'):
+        if 'lineno' in n.__dict__:      # hasattr: no gast class has a `lineno` of its own
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset + indent))
     node.decorator_list = []
     return Source(node, filename, first_line, text)

@@ -151,6 +151,8 @@ def _container_names(body, known=()) -> set:
     accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
     names, copies = set(known), []
     for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
+        if n.__class__ is not gast.Assign and n.__class__ is not gast.Call:
+            continue                        # (what follows looks at these two only)
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
                 names.add(n.targets[0].id)
