@@ -62,7 +62,9 @@ class _Annotations(dict):
 
 
 def setanno(node, key: Key, value):
-    annotations = node.__dict__.setdefault(_ATTR, _Annotations())
+    annotations = node.__dict__.get(_ATTR)
+    if annotations is None:
+        annotations = node.__dict__[_ATTR] = _Annotations()
     annotations[key] = value
     return node
 
@@ -92,7 +94,12 @@ def delanno(node, key: Key):
 
 
 def copyanno(source, target, *keys: Key):
-    for key in keys or tuple(Key):
-        if hasanno(source, key):
-            setanno(target, key, getanno(source, key))
+    annotations = source.__dict__.get(_ATTR)
+    if annotations:
+        for key in keys or _KEYS:
+            if key in annotations:
+                setanno(target, key, annotations[key])
     return target
+
+
+_KEYS = tuple(Key)

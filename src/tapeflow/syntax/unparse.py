@@ -46,12 +46,9 @@ def unparse_together(trees) -> list:
 
 class _Precedences(dict):
     """The printer's precedences while it prints one statement: what the statement
-    sets stays in this dict, what it reads that it did not set is noted in `read`."""
-
-    def __init__(self, base):
-        super().__init__()
-        self.base = base
-        self.read = {}
+    sets stays in this dict, what it reads that it did not set (from `base`) is noted
+    in `read`. (Made empty, its two slots set by the printer: no __init__ to call.)"""
+    __slots__ = ('base', 'read')
 
     def get(self, node, default=None):
         if node in self:
@@ -129,7 +126,8 @@ def _sharing_unparser():
                 base.update(known[3])
                 return None
             start = len(self._source)
-            self._precedences = recording = _Precedences(base)
+            self._precedences = recording = _Precedences()
+            recording.base, recording.read = base, {}
             try:
                 self.traverse(node)
             finally:
