@@ -204,17 +204,13 @@ class Visitor(gast.NodeVisitor):
         return self.generic_visit(node)
 
     def generic_visit(self, node):
-        AST = gast.AST
-        for field in node._fields:
-            try:
-                value = getattr(node, field)
-            except AttributeError:
-                continue
+        for field in node._fields:      # a field the node lacks reads None: nothing to visit
+            value = getattr(node, field, None)
             if isinstance(value, list):
                 for item in value:
-                    if isinstance(item, AST):
+                    if isinstance(item, gast.AST):
                         self.visit(item)
-            elif isinstance(value, AST):
+            elif isinstance(value, gast.AST):
                 self.visit(value)
 
 
@@ -223,11 +219,8 @@ class Transformer(Visitor, gast.NodeTransformer):
 
     def generic_visit(self, node):
         AST = gast.AST
-        for field in node._fields:
-            try:
-                old_value = getattr(node, field)
-            except AttributeError:
-                continue
+        for field in node._fields:      # each read at its turn, after the ones before changed
+            old_value = getattr(node, field, None)
             if isinstance(old_value, list):
                 new_values = []
                 for value in old_value:
