@@ -52,3 +52,20 @@ def test_printer_writes_what_gast_writes():
     for path in sorted(root.rglob('*.py')):
         tree = nodes.parse_gast(path.read_text())
         assert unparse(tree) == gast.unparse(tree).strip() + '\n', path
+
+
+def test_clone_copies_fields_locations_and_annotations():
+    from tapeflow.syntax.anno import Key, getanno, setanno
+    tree = nodes.parse_gast('def f(x, *a, k=None):\n    y = x[1:2] + g(x, k=k)\n    return y')
+    names = [n for n in nodes.walk(tree) if isinstance(n, gast.Name)]
+    setanno(names[0], Key.ORIGIN, (3, 4))
+    names[1].ctx.marked = True                   # a context that carries something: copied too
+    copy = nodes.clone(tree)
+    assert gast.dump(copy, include_attributes=True) == gast.dump(tree, include_attributes=True)
+    pairs = list(zip(nodes.walk(tree), nodes.walk(copy)))
+    assert all(a is not b for a, b in pairs if isinstance(a, gast.AST))
+    assert getanno(nodes.walk(copy).__next__(), Key.ORIGIN) is None
+    copied = [n for n in nodes.walk(copy) if isinstance(n, gast.Name)]
+    assert getanno(copied[0], Key.ORIGIN) == (3, 4)
+    assert copied[0].__dict__['_tapeflow_anno'] is not names[0].__dict__['_tapeflow_anno']
+    assert getattr(copied[1].ctx, 'marked', None) is None    # as before: fields and locations only

@@ -281,9 +281,15 @@ def clone(node):
     cls = node.__class__
     new = cls.__new__(cls)
     old, fields = node.__dict__, new.__dict__
-    for field in node._fields:
-        value = old[field] if field in old else getattr(node, field, None)
-        fields[field] = value if value is None or value.__class__ in ATOMS else clone(value)
+    ctx = old.get('ctx')
+    if cls is _NameClass and old.keys() <= _NAME_KEYS and old.get('id').__class__ is str \
+            and ctx.__class__ in _CONTEXTS and not ctx.__dict__ \
+            and old.get('annotation') is None and old.get('type_comment') is None:
+        # the commonest node, copied as below without a call per field
+        fields['id'], fields['ctx'] = old['id'], ctx.__class__.__new__(ctx.__class__)
+        fields['annotation'] = fields['type_comment'] = None
+    else:
+        _copy_fields(node, old, fields)
     if old:
         for attr in _LOCATION:
             if attr in old:
@@ -293,6 +299,17 @@ def clone(node):
             fields['_tapeflow_anno'] = annotations.__class__(annotations)
     return new
 
+
+def _copy_fields(node, old, fields):
+    for field in node._fields:
+        value = old[field] if field in old else getattr(node, field, None)
+        fields[field] = value if value is None or value.__class__ in ATOMS else clone(value)
+
+
+_NameClass = gast.Name
+_NAME_KEYS = {'id', 'ctx', 'annotation', 'type_comment', 'lineno', 'col_offset', 'end_lineno',
+              'end_col_offset', '_tapeflow_anno'}
+_CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del, gast.Param})     # nodes without fields
 
 # Field values that are not nodes: a copy keeps them as they are.
 ATOMS = frozenset({str, int, float, bool, complex, bytes})
