@@ -69,7 +69,6 @@ class Aliasing:
         self.summary = summary or (lambda fn, kinds: OPAQUE_SUMMARY)
         self.before = {}              # id(stmt) -> State
         self.after = {}               # id(stmt) -> State (simple statements)
-        self.recording = True
         state = State()
         for arg in node.args.args:
             p = arg.id
@@ -99,20 +98,19 @@ class Aliasing:
         return state
 
     def statement(self, stmt, state):
-        if self.recording:
-            self.before[id(stmt)] = state
+        self.before[id(stmt)] = state
         if isinstance(stmt, gast.If):
             return self.block(stmt.body, state).join(self.block(stmt.orelse, state))
         if isinstance(stmt, (gast.For, gast.While)):
             return self.loop(stmt, state)
         new = state.copy()
         self.simple(stmt, new)
-        if self.recording:
-            self.after[id(stmt)] = new
+        self.after[id(stmt)] = new
         return new
 
     def loop(self, stmt, state):
-        recording, self.recording = self.recording, False
+        # Every trip records the facts of the body; the last one's stand: it started from
+        # the fixpoint's head (a trip that ends where it began is not followed by another).
         head = state
         for _ in range(50):
             entry = self.loop_head(stmt, head)
@@ -123,10 +121,7 @@ class Aliasing:
             head = new
         else:                              # pragma: no cover - the lattice is finite
             raise RuntimeError('aliasing: loop fixpoint did not converge')
-        self.recording = recording
-        if recording:
-            self.before[id(stmt)] = head
-            self.block(stmt.body, self.loop_head(stmt, head))
+        self.before[id(stmt)] = head
         # The loop may run no trip, or leave after any (a break), unless it surely runs
         # all of a range of constant, non-zero length: then it ends after a whole trip.
         return end if _runs_whole_trips(stmt) else head
