@@ -4,6 +4,11 @@
 and replaces the placeholder names in it by nodes or names; the reverse
 transform writes its adjoints this way, so what it emits reads like what is
 generated.
+
+The passes also walk trees through here: `walk` (ast.walk's order, faster),
+`load_names`/`names_in` (the names a node reads or holds), `statements`, and the
+`Visitor`/`Transformer` bases (gast's, faster). A compilation walks its trees
+dozens of times; these keep the first compile of a function short.
 """
 from __future__ import annotations
 
