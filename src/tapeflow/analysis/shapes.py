@@ -36,6 +36,10 @@ def broadcast(*shapes):
         return None
     if any(s is _TOP for s in shapes):
         return _TOP
+    first = shapes[0] if shapes else None
+    if first.__class__ is tuple and all(d.__class__ is int and d >= 0 for d in first) \
+            and all(s == first for s in shapes):    # the common case, without NumPy's call
+        return first
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
