@@ -16,6 +16,7 @@ import gast
 import numpy as np
 
 from tapeflow.rules import registry
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 # Operators whose result carries no derivative.
@@ -93,7 +94,7 @@ def _call_operands(call) -> set:
 
 
 def _names(node) -> set:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return nodes.load_names(node)
 
 
 def _assignments(body):

@@ -38,6 +38,7 @@ from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
     reach_objects, text)
 from tapeflow.rules import mutation as table
 from tapeflow.rules import registry
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 # Builtins whose result is a fresh immutable value (or a fresh number).
@@ -68,7 +69,6 @@ class Aliasing:
         self.summary = summary or (lambda fn, kinds: OPAQUE_SUMMARY)
         self.before = {}              # id(stmt) -> State
         self.after = {}               # id(stmt) -> State (simple statements)
-        self.recording = True
         state = State()
         for arg in node.args.args:
             p = arg.id
@@ -98,20 +98,19 @@ class Aliasing:
         return state
 
     def statement(self, stmt, state):
-        if self.recording:
-            self.before[id(stmt)] = state
+        self.before[id(stmt)] = state
         if isinstance(stmt, gast.If):
             return self.block(stmt.body, state).join(self.block(stmt.orelse, state))
         if isinstance(stmt, (gast.For, gast.While)):
             return self.loop(stmt, state)
         new = state.copy()
         self.simple(stmt, new)
-        if self.recording:
-            self.after[id(stmt)] = new
+        self.after[id(stmt)] = new
         return new
 
     def loop(self, stmt, state):
-        recording, self.recording = self.recording, False
+        # Every trip records the facts of the body; the last one's stand: it started from
+        # the fixpoint's head (a trip that ends where it began is not followed by another).
         head = state
         for _ in range(50):
             entry = self.loop_head(stmt, head)
@@ -122,10 +121,7 @@ class Aliasing:
             head = new
         else:                              # pragma: no cover - the lattice is finite
             raise RuntimeError('aliasing: loop fixpoint did not converge')
-        self.recording = recording
-        if recording:
-            self.before[id(stmt)] = head
-            self.block(stmt.body, self.loop_head(stmt, head))
+        self.before[id(stmt)] = head
         # The loop may run no trip, or leave after any (a break), unless it surely runs
         # all of a range of constant, non-zero length: then it ends after a whole trip.
         return end if _runs_whole_trips(stmt) else head
@@ -133,7 +129,7 @@ class Aliasing:
     def loop_head(self, stmt, state):
         if isinstance(stmt, gast.For):
             state = state.copy()
-            for n in gast.walk(stmt.target):
+            for n in nodes.walk(stmt.target):
                 if isinstance(n, gast.Name):
                     self.bind(state, n.id, SCALAR, frozenset())
         return state
@@ -203,7 +199,7 @@ class Aliasing:
         if kind in (SCALAR, TUPLE) and not inside:
             return frozenset()
         new, old = site + ('new',), site + ('old',)
-        if new in state.contents or any(new in s for s in state.pts.values()):
+        if new in state.contents or _held(new, state.pts):
             _age(state, new, old)
         state.contents[new] = frozenset(inside)
         return frozenset({new})
@@ -240,7 +236,7 @@ class Aliasing:
                 kind if kind in _NUMBERS else NUMERIC)
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, (gast.Compare, gast.BoolOp)):
-            kinds = [self.atom(a, state)[0] for a in gast.walk(v) if isinstance(a, gast.Name)]
+            kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, gast.Name)]
             kind = SCALAR if all(k == SCALAR for k in kinds) else NUMERIC
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, gast.Subscript):
@@ -442,13 +438,20 @@ class Aliasing:
         kill_items(state, name, keep_appended=False, stored=index)
         if isinstance(value, gast.Name) and value.id in state.kinds and value.id != name \
                 and kind in (LIST, DICT) and isinstance(index, (gast.Constant, gast.Name)):
-            from tapeflow.syntax import nodes
             read = nodes.subscript(name, nodes.clone(index))
             state.eqs = state.eqs | {Eq(value.id, name, 'index', text(read), read,
                                         names_of(read), kind)}
 
 
 _MISSING = object()
+
+
+def _held(obj, pts) -> bool:
+    """Whether a name may hold `obj` (a loop: the check runs for every allocation)."""
+    for objects in pts.values():
+        if obj in objects:
+            return True
+    return False
 
 
 def _same_slot(state, eqs, target):
@@ -463,7 +466,7 @@ def _same_slot(state, eqs, target):
 
 
 def _everything(state, node) -> frozenset:
-    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in gast.walk(node)
+    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk(node)
                                   if isinstance(n, gast.Name)))
     return reach_objects(state, objects)
 

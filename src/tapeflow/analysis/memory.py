@@ -32,6 +32,7 @@ import dataclasses
 import gast
 import numpy as np
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.rules.arrays import is_foreign_array
 
@@ -111,12 +112,9 @@ class State:
         kinds = {n: join_kinds(self.kinds.get(n, other.kinds.get(n)),
                                other.kinds.get(n, self.kinds.get(n)))
                  for n in self.kinds.keys() | other.kinds.keys()}
-        pts = {n: self.pts.get(n, frozenset()) | other.pts.get(n, frozenset())
-               for n in self.pts.keys() | other.pts.keys()}
-        contents = {o: self.contents.get(o, frozenset()) | other.contents.get(o, frozenset())
-                    for o in self.contents.keys() | other.contents.keys()}
-        views = {o: self.views.get(o, frozenset()) | other.views.get(o, frozenset())
-                 for o in self.views.keys() | other.views.keys()}
+        pts = _union_by_key(self.pts, other.pts)
+        contents = _union_by_key(self.contents, other.contents)
+        views = _union_by_key(self.views, other.views)
         # An equation holds after the join where it held on both paths. (One that held on
         # one path only, its derived name unbound on the other, would be read there too:
         # a write after the join would derive that name, or through it another, from
@@ -128,6 +126,16 @@ class State:
         return (self.kinds == other.kinds and self.pts == other.pts
                 and self.contents == other.contents and self.eqs == other.eqs
                 and self.views == other.views)
+
+
+def _union_by_key(a: dict, b: dict) -> dict:
+    """{k: a[k] | b[k]} over the keys of either (a missing one: empty), in the order of
+    `a.keys() | b.keys()`; a set both share (states copied from one another) is kept."""
+    out = {}
+    for k in a.keys() | b.keys():
+        x, y = a.get(k), b.get(k)
+        out[k] = x if x is y or y is None else (y if x is None else x | y)
+    return out
 
 
 def reach(state: State, name: str) -> frozenset:
@@ -166,7 +174,7 @@ def text(node) -> str:
 
 
 def names_of(node) -> frozenset:
-    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+    return frozenset(n.id for n in nodes.walk(node) if isinstance(n, gast.Name)
                      and not getanno(n, Key.RESOLVED))
 
 
@@ -185,7 +193,10 @@ OPAQUE_SUMMARY = Summary(frozenset(), None, None, None)
 
 def kill(state: State, name: str):
     """Forget the equations `name` is in, keeping those an identical name can stand in for."""
-    if not any(e.mentions(name) for e in state.eqs):
+    for e in state.eqs:             # `any(e.mentions(name) ...)`, without a call per equation
+        if name == e.derived or name in e.names:
+            break
+    else:
         return
     twins = [e.source if e.derived == name else e.derived for e in state.eqs
              if e.op == 'ident' and name in (e.derived, e.source)]
@@ -243,13 +254,17 @@ def _age(state, new, old):
     """Merge a site's most recent object into its older ones (the site allocates again)."""
     def rename(objects):
         return (objects - {new}) | {old} if new in objects else objects
-    state.pts = {n: rename(o) for n, o in state.pts.items()}
+    def rename_all(table):          # in place: the state owns its tables (see `copy`)
+        for k, o in table.items():
+            if new in o:
+                table[k] = rename(o)
+    rename_all(state.pts)
     merged = state.contents.pop(new, frozenset())
-    state.contents = {k: rename(o) for k, o in state.contents.items()}
+    rename_all(state.contents)
     state.contents[old] = rename(state.contents.get(old, frozenset()) | merged)
     if state.views:
         viewed = state.views.pop(new, None)
-        state.views = {k: rename(o) for k, o in state.views.items()}
+        rename_all(state.views)
         if viewed is not None:
             state.views[old] = rename(state.views.get(old, frozenset()) | viewed)
 

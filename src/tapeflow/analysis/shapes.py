@@ -17,6 +17,7 @@ import builtins
 import gast
 import numpy as np
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 _REDUCTIONS = {np.sum, np.mean, np.max, np.min, np.prod, np.amax, np.amin, np.std, np.var}
@@ -35,6 +36,10 @@ def broadcast(*shapes):
         return None
     if any(s is _TOP for s in shapes):
         return _TOP
+    first = shapes[0] if shapes else None
+    if first.__class__ is tuple and all(d.__class__ is int and d >= 0 for d in first) \
+            and all(s == first for s in shapes):    # the common case, without NumPy's call
+        return first
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -150,7 +155,7 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
     """
     params = {a.id for a in node.args.args}
     assignments, loop_counters = [], set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             assignments.append((n.targets[0].id, n.value))
         elif isinstance(n, gast.For):
@@ -170,6 +175,9 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
             state[t] = _TOP
     shapes = _Shapes(state)
     shapes.integers = {c for c in loop_counters if state.get(c) == ()}
+    values = {}                     # name -> the values assigned to it, in order
+    for t, v in assignments:
+        values.setdefault(t, []).append(v)
     changed = True
     while changed:
         changed = False
@@ -177,9 +185,7 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
             if state.get(name) is None:
                 continue
             current = state[name]
-            for t, v in assignments:
-                if t != name:
-                    continue
+            for v in values[name]:
                 produced = shapes.value(v) if v is not None else None
                 current = _meet(current, produced)
             if current != state[name]:

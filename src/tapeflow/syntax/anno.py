@@ -9,6 +9,10 @@ import enum
 
 
 class Key(enum.Enum):
+    # Hashed by identity, in C: passes look annotations up at every node they visit, and
+    # Enum's own __hash__ is a Python function. (Members are singletons, equal to themselves only.)
+    __hash__ = object.__hash__
+
     # Location of the user's code a node comes from: (lineno, col_offset) in
     # the user's file. Set by `parse`, copied by every pass that rewrites.
     ORIGIN = 'origin'
@@ -61,13 +65,27 @@ class _Annotations(dict):
 
 
 def setanno(node, key: Key, value):
-    annotations = node.__dict__.setdefault(_ATTR, _Annotations())
+    annotations = node.__dict__.get(_ATTR)
+    if annotations is None:
+        annotations = node.__dict__[_ATTR] = _Annotations()
     annotations[key] = value
     return node
 
 
 def getanno(node, key: Key, default=None):
-    return node.__dict__.get(_ATTR, {}).get(key, default)
+    annotations = node.__dict__.get(_ATTR)
+    return default if annotations is None else annotations.get(key, default)
+
+
+def defaultanno(node, key: Key, value):
+    """`setanno(node, key, value)` where the node has no `key` (or it is None)."""
+    annotations = node.__dict__.get(_ATTR)
+    if annotations is None:
+        annotations = node.__dict__[_ATTR] = _Annotations()
+    elif annotations.get(key) is not None:
+        return node
+    annotations[key] = value
+    return node
 
 
 def hasanno(node, key: Key) -> bool:
@@ -79,7 +97,12 @@ def delanno(node, key: Key):
 
 
 def copyanno(source, target, *keys: Key):
-    for key in keys or tuple(Key):
-        if hasanno(source, key):
-            setanno(target, key, getanno(source, key))
+    annotations = source.__dict__.get(_ATTR)
+    if annotations:
+        for key in keys or _KEYS:
+            if key in annotations:
+                setanno(target, key, annotations[key])
     return target
+
+
+_KEYS = tuple(Key)

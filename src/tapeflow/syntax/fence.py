@@ -10,6 +10,7 @@ import builtins
 
 import gast
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.parse import Source
 
@@ -43,7 +44,7 @@ _FORBIDDEN_CALLS = {builtins.eval: 'eval', builtins.exec: 'exec', builtins.globa
                     builtins.delattr: 'delattr'}
 
 
-class _Fence(gast.NodeVisitor):
+class _Fence(nodes.Visitor):
     def __init__(self, source: Source):
         self.source = source
 

@@ -10,6 +10,8 @@ import re
 
 import gast
 
+from tapeflow.syntax import nodes
+
 
 class Namer:
     def __init__(self, taken=()):
@@ -17,8 +19,8 @@ class Namer:
 
     @classmethod
     def for_function(cls, node) -> 'Namer':
-        return cls({n.id for n in gast.walk(node) if isinstance(n, gast.Name)} |
-                   {n.name for n in gast.walk(node) if isinstance(n, gast.FunctionDef)})
+        return cls(nodes.names_in(node) |
+                   {n.name for n in nodes.walk(node) if isinstance(n, gast.FunctionDef)})
 
     def new(self, base: str) -> str:
         """`base`, or `base2`, `base3`... whichever is free."""

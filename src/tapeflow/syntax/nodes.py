@@ -4,6 +4,11 @@
 and replaces the placeholder names in it by nodes or names; the reverse
 transform writes its adjoints this way, so what it emits reads like what is
 generated.
+
+The passes also walk trees through here: `walk` (ast.walk's order, faster),
+`load_names`/`names_in` (the names a node reads or holds), `statements`, and the
+`Visitor`/`Transformer` bases (gast's, faster). A compilation walks its trees
+dozens of times; these keep the first compile of a function short.
 """
 from __future__ import annotations
 
@@ -13,80 +18,98 @@ import threading
 
 import gast
 
-from tapeflow.syntax.anno import Key, copyanno, getanno, setanno
+from tapeflow.syntax.anno import Key, copyanno, defaultanno, getanno, setanno
 
 Load, Store, Del = gast.Load, gast.Store, gast.Del
 
 
+def _new(cls, **fields):
+    """`cls(**fields)` as gast's constructor makes it (the fields in the node's dict, in
+    this order), without the constructor's overhead: passes build many nodes."""
+    node = cls.__new__(cls)
+    node.__dict__.update(fields)
+    return node
+
+
+def _context(store):
+    return Store.__new__(Store) if store else Load.__new__(Load)
+
+
 def name(identifier: str, store: bool = False) -> gast.Name:
-    return gast.Name(id=identifier, ctx=Store() if store else Load(),
-                     annotation=None, type_comment=None)
+    node = _Name_new(gast.Name)
+    fields = node.__dict__
+    fields['id'] = identifier
+    fields['ctx'] = Store.__new__(Store) if store else Load.__new__(Load)
+    fields['annotation'] = fields['type_comment'] = None
+    return node
+
+
+_Name_new = gast.Name.__new__
 
 
 def const(value) -> gast.Constant:
-    return gast.Constant(value=value, kind=None)
+    return _new(gast.Constant, value=value, kind=None)
 
 
 def attribute(value, attr: str) -> gast.Attribute:
-    return gast.Attribute(value=_expr(value), attr=attr, ctx=Load())
+    return _new(gast.Attribute, value=_expr(value), attr=attr, ctx=_context(False))
 
 
 def call(func, *args, keywords=()) -> gast.Call:
-    kws = [k if isinstance(k, gast.keyword) else gast.keyword(arg=k[0], value=_expr(k[1]))
+    kws = [k if isinstance(k, gast.keyword) else _new(gast.keyword, arg=k[0], value=_expr(k[1]))
            for k in keywords]
-    return gast.Call(func=_expr(func), args=[_expr(a) for a in args], keywords=kws)
+    return _new(gast.Call, func=_expr(func), args=[_expr(a) for a in args], keywords=kws)
 
 
 def assign(target, value) -> gast.Assign:
     target = name(target, store=True) if isinstance(target, str) else _as_store(target)
-    return gast.Assign(targets=[target], value=_expr(value), type_comment=None)
+    return _new(gast.Assign, targets=[target], value=_expr(value), type_comment=None)
 
 
 def expr_stmt(value) -> gast.Expr:
-    return gast.Expr(value=_expr(value))
+    return _new(gast.Expr, value=_expr(value))
 
 
 def if_(test, body, orelse=()) -> gast.If:
-    return gast.If(test=_expr(test), body=list(body) or [gast.Pass()], orelse=list(orelse))
+    return _new(gast.If, test=_expr(test), body=list(body) or [pass_()], orelse=list(orelse))
 
 
 def for_(target, iterable, body) -> gast.For:
     target = name(target, store=True) if isinstance(target, str) else _as_store(target)
-    return gast.For(target=target, iter=_expr(iterable), body=list(body) or [gast.Pass()],
-                    orelse=[], type_comment=None)
+    return _new(gast.For, target=target, iter=_expr(iterable), body=list(body) or [pass_()],
+                orelse=[], type_comment=None)
 
 
 def while_(test, body) -> gast.While:
-    return gast.While(test=_expr(test), body=list(body) or [gast.Pass()], orelse=[])
+    return _new(gast.While, test=_expr(test), body=list(body) or [pass_()], orelse=[])
 
 
 def tuple_(*elts, store=False) -> gast.Tuple:
-    return gast.Tuple(elts=[_expr(e) for e in elts], ctx=Store() if store else Load())
+    return _new(gast.Tuple, elts=[_expr(e) for e in elts], ctx=_context(store))
 
 
 def list_(*elts) -> gast.List:
-    return gast.List(elts=[_expr(e) for e in elts], ctx=Load())
+    return _new(gast.List, elts=[_expr(e) for e in elts], ctx=_context(False))
 
 
 def subscript(value, index, store=False) -> gast.Subscript:
-    return gast.Subscript(value=_expr(value), slice=_expr(index),
-                          ctx=Store() if store else Load())
+    return _new(gast.Subscript, value=_expr(value), slice=_expr(index), ctx=_context(store))
 
 
 def binop(left, op: gast.operator, right) -> gast.BinOp:
-    return gast.BinOp(left=_expr(left), op=op, right=_expr(right))
+    return _new(gast.BinOp, left=_expr(left), op=op, right=_expr(right))
 
 
 def pass_() -> gast.Pass:
-    return gast.Pass()
+    return _new(gast.Pass)
 
 
 def break_() -> gast.Break:
-    return gast.Break()
+    return _new(gast.Break)
 
 
 def return_(value) -> gast.Return:
-    return gast.Return(value=None if value is None else _expr(value))
+    return _new(gast.Return, value=None if value is None else _expr(value))
 
 
 def function_def(fname: str, params, body, defaults=()) -> gast.FunctionDef:
@@ -125,7 +148,7 @@ def _as_store(node):
 def load(node):
     """A copy of a target expression usable in load context."""
     node = copy.deepcopy(node)
-    for n in gast.walk(node):
+    for n in walk(node):
         if hasattr(n, 'ctx') and not isinstance(n.ctx, gast.Param):
             n.ctx = Load()
     return node
@@ -165,7 +188,66 @@ def parse_expression(src: str):
     return parse_gast(src, mode='eval').body
 
 
-class _Substitute(gast.NodeTransformer):
+class Visitor(gast.NodeVisitor):
+    """`gast.NodeVisitor` as it behaves, faster: the method for a class of node is looked
+    up once per visitor class, and `generic_visit` runs without generators. (The
+    `visit_Num`-style methods of Python < 3.8 are not looked for: write `visit_Constant`.)"""
+    _methods: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}          # node class -> the function that visits it
+
+    def visit(self, node):
+        method = self._methods.get(node.__class__)
+        if method is None:
+            method = self._methods[node.__class__] = getattr(
+                type(self), 'visit_' + node.__class__.__name__, type(self).generic_visit)
+        return method(self, node)
+
+    def visit_Constant(self, node):
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        for field in node._fields:      # a field the node lacks reads None: nothing to visit
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, gast.AST):
+                        self.visit(item)
+            elif isinstance(value, gast.AST):
+                self.visit(value)
+
+
+class Transformer(Visitor, gast.NodeTransformer):
+    """`gast.NodeTransformer` as it behaves, at the speed of `Visitor`."""
+
+    def generic_visit(self, node):
+        AST = gast.AST
+        for field in node._fields:      # each read at its turn, after the ones before changed
+            old_value = getattr(node, field, None)
+            if isinstance(old_value, list):
+                new_values = []
+                for value in old_value:
+                    if isinstance(value, AST):
+                        value = self.visit(value)
+                        if value is None:
+                            continue
+                        if not isinstance(value, AST):
+                            new_values.extend(value)
+                            continue
+                    new_values.append(value)
+                old_value[:] = new_values
+            elif isinstance(old_value, AST):
+                new_node = self.visit(old_value)
+                if new_node is None:
+                    delattr(node, field)
+                else:
+                    setattr(node, field, new_node)
+        return node
+
+
+class _Substitute(Transformer):
     def __init__(self, subs):
         self.subs = subs
 
@@ -201,16 +283,42 @@ def clone(node):
         return [clone(n) for n in node]
     if not isinstance(node, gast.AST):
         return node
-    new = node.__class__.__new__(node.__class__)
-    for field in node._fields:
-        setattr(new, field, clone(getattr(node, field, None)))
-    for attr in ('lineno', 'col_offset', 'end_lineno', 'end_col_offset'):
-        if attr in node.__dict__:
-            setattr(new, attr, node.__dict__[attr])
-    annotations = node.__dict__.get('_tapeflow_anno')
-    if annotations is not None:
-        new.__dict__['_tapeflow_anno'] = annotations.__class__(annotations)
+    cls = node.__class__
+    new = cls.__new__(cls)
+    old, fields = node.__dict__, new.__dict__
+    ctx = old.get('ctx')
+    if cls is _NameClass and old.keys() <= _NAME_KEYS and old.get('id').__class__ is str \
+            and ctx.__class__ in _CONTEXTS and not ctx.__dict__ \
+            and old.get('annotation') is None and old.get('type_comment') is None:
+        # the commonest node, copied as below without a call per field
+        fields['id'], fields['ctx'] = old['id'], ctx.__class__.__new__(ctx.__class__)
+        fields['annotation'] = fields['type_comment'] = None
+    else:
+        _copy_fields(node, old, fields)
+    if old:
+        for attr in _LOCATION:
+            if attr in old:
+                fields[attr] = old[attr]
+        annotations = old.get('_tapeflow_anno')
+        if annotations is not None:
+            fields['_tapeflow_anno'] = annotations.__class__(annotations)
     return new
+
+
+def _copy_fields(node, old, fields):
+    for field in node._fields:
+        value = old[field] if field in old else getattr(node, field, None)
+        fields[field] = value if value is None or value.__class__ in ATOMS else clone(value)
+
+
+_NameClass = gast.Name
+_NAME_KEYS = {'id', 'ctx', 'annotation', 'type_comment', 'lineno', 'col_offset', 'end_lineno',
+              'end_col_offset', '_tapeflow_anno'}
+_CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del, gast.Param})     # nodes without fields
+
+# Field values that are not nodes: a copy keeps them as they are.
+ATOMS = frozenset({str, int, float, bool, complex, bytes})
+_LOCATION = ('lineno', 'col_offset', 'end_lineno', 'end_col_offset')
 
 
 def substitute(node, subs: dict):
@@ -232,10 +340,10 @@ def located(new, source):
     stack = list(new) if isinstance(new, list) else [new]
     while stack:
         n = stack.pop()
-        if getanno(n, Key.ORIGIN) is None:
-            setanno(n, Key.ORIGIN, where)
+        defaultanno(n, Key.ORIGIN, where)
+        fields = n.__dict__
         for field in ('body', 'orelse'):
-            block = getattr(n, field, None)
+            block = fields.get(field)
             if isinstance(block, list):
                 stack.extend(block)
     return new
@@ -270,23 +378,60 @@ def store_names(body) -> set:
     return out
 
 
-def load_names(node, out=None) -> set:
-    """Names read in `node` (a faster `gast.walk` for the analyses' hot loop)."""
-    out = set() if out is None else out
-    stack = [node]
-    Name, Load_, AST = gast.Name, gast.Load, gast.AST
-    while stack:
-        n = stack.pop()
-        if n.__class__ is Name:
-            if n.ctx.__class__ is Load_:
-                out.add(n.id)
-            continue
+def walk(node):
+    """Every node under `node` (itself first), in `ast.walk`'s order and as lazily: a
+    node's children are read just before it is yielded. About twice as fast."""
+    todo = [node]
+    AST = gast.AST
+    for n in todo:                  # the list grows as it is read: breadth first
         for field in n._fields:
             value = getattr(n, field, None)
+            if isinstance(value, AST):
+                todo.append(value)
+            elif isinstance(value, list):
+                todo.extend([v for v in value if isinstance(v, AST)])
+        yield n
+
+
+# Fields that hold no names: contexts and operators (`load_names` skips them).
+_NAMELESS_FIELDS = frozenset({'ctx', 'op', 'ops'})
+_NAME_FIELDS: dict = {}     # node class -> its fields that may hold names
+
+
+def _name_fields(cls):
+    fields = _NAME_FIELDS[cls] = tuple(f for f in cls._fields if f not in _NAMELESS_FIELDS)
+    return fields
+
+
+def load_names(node, out=None) -> set:
+    """Names read in `node` (a faster `gast.walk` for the analyses' hot loop)."""
+    return _names(node, set() if out is None else out, gast.Load)
+
+
+def _names(node, out, context=None) -> set:
+    """Add to `out` the ids of the Name nodes under `node` (of that `context` class only)."""
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    Name, AST = gast.Name, gast.AST
+    fields_of = _NAME_FIELDS.get
+    while stack:
+        n = pop()
+        cls = n.__class__
+        if cls is Name:
+            if context is None or n.ctx.__class__ is context:
+                out.add(n.id)
+            continue
+        fields = fields_of(cls)
+        if fields is None:
+            if not isinstance(n, AST):
+                continue
+            fields = _name_fields(cls)
+        for field in fields:
+            value = getattr(n, field, None)
             if value.__class__ is list:
-                stack.extend(v for v in value if isinstance(v, AST))
+                extend(value)
             elif isinstance(value, AST):
-                stack.append(value)
+                push(value)
     return out
 
 
@@ -296,9 +441,9 @@ def copy_location(new, old):
 
 def names_in(node) -> set:
     """Every identifier read or written in `node`."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return _names(node, set())
 
 
 def loaded_names(node) -> set:
-    return {n.id for n in gast.walk(node)
+    return {n.id for n in walk(node)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}

@@ -14,6 +14,7 @@ import types
 
 import gast
 
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, setanno
 
 _MISSING = MISSING = object()       # what `Bindings.lookup` gives for an unbound name
@@ -98,7 +99,7 @@ def _resolvable_parent(obj) -> bool:
     return isinstance(obj, (types.ModuleType, type))
 
 
-class _Resolver(gast.NodeVisitor):
+class _Resolver(nodes.Visitor):
     def __init__(self, local, bindings):
         self.local = local
         self.bindings = bindings

@@ -21,7 +21,126 @@ def unparse(node) -> str:
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
     _number_statements(node)
-    return gast.unparse(node).strip() + '\n'
+    text = _SharingUnparser().visit(node) if _SharingUnparser is not None else gast.unparse(node)
+    return text.strip() + '\n'
+
+
+def unparse_together(trees) -> list:
+    """`[unparse(tree) for tree in trees]`, each statement the trees share printed once.
+
+    The functions of one compilation share their statements (the combined function
+    holds the forward and the backward sweeps). A top-level statement of a body is
+    printed once and its text used again at the same indentation, where what it read
+    of the printer's state (the precedence of a node it did not set) is the same.
+    """
+    printed = {}
+    texts = []
+    for tree in trees:
+        node = gast.Module(body=tree, type_ignores=[]) if isinstance(tree, list) else tree
+        _number_statements(node)
+        printer = _SharingUnparser(printed) if _SharingUnparser is not None else None
+        text = printer.visit(node) if printer is not None else gast.unparse(node)
+        texts.append(text.strip() + '\n')
+    return texts
+
+
+class _Precedences(dict):
+    """The printer's precedences while it prints one statement: what the statement
+    sets stays in this dict, what it reads that it did not set (from `base`) is noted
+    in `read`. (Made empty, its two slots set by the printer: no __init__ to call.)"""
+    __slots__ = ('base', 'read')
+
+    def get(self, node, default=None):
+        if node in self:
+            return self[node]
+        value = self.base.get(node, default)
+        self.read.setdefault(node, value)
+        return value
+
+
+def _sharing_unparser():
+    try:
+        from gast.unparser import _Precedence, _Unparser, nullcontext
+    except ImportError:         # another gast: print every tree in full
+        return None
+    default = _Precedence.TEST
+    nothing = nullcontext()
+
+    class Delimit:
+        """`_Unparser.delimit` without a generator: `start`, the block, `end`."""
+        __slots__ = ('printer', 'start', 'end')
+
+        def __init__(self, printer, start, end):
+            self.printer, self.start, self.end = printer, start, end
+
+        def __enter__(self):
+            self.printer.write(self.start)
+
+        def __exit__(self, *exc_info):
+            self.printer.write(self.end)
+
+    class SharingUnparser(_Unparser):
+        """gast's printer, which keeps the text of the statements of a function's body
+        (`printed`: id -> (statement, indentation, text, precedences set, read)) and
+        writes it again where the statement reads the same precedences. (Also faster at
+        what it prints: the method for a class of node is looked up once.)"""
+        _methods = {}          # node class -> the function that prints it
+
+        def __init__(self, printed=None):
+            super().__init__()
+            self._printed = printed     # None: print every statement
+
+        def traverse(self, node):
+            if isinstance(node, list):
+                for item in node:
+                    self.traverse(item)
+                return
+            method = self._methods.get(node.__class__)
+            if method is None:
+                method = self._methods[node.__class__] = getattr(
+                    type(self), 'visit_' + node.__class__.__name__, type(self).generic_visit)
+            method(self, node)
+
+        def delimit(self, start, end):
+            return Delimit(self, start, end)
+
+        def delimit_if(self, start, end, condition):
+            return Delimit(self, start, end) if condition else nothing
+
+        def _write_docstring_and_traverse_body(self, node):
+            docstring = self.get_raw_docstring(node)
+            if docstring:
+                self._write_docstring(docstring)
+            for stmt in node.body[1:] if docstring else node.body:
+                self._statement(stmt)
+
+        def _statement(self, node):
+            if self._printed is None or not self._source or self._in_try_star or self._type_ignores \
+                    or isinstance(self._precedences, _Precedences):
+                return self.traverse(node)
+            base = self._precedences
+            known = self._printed.get(id(node))
+            if known is not None and known[0] is node and known[1] == self._indent \
+                    and all(base.get(n, default) == p for n, p in known[4].items()):
+                self._source.extend(known[2])
+                base.update(known[3])
+                return None
+            start = len(self._source)
+            self._precedences = recording = _Precedences()
+            recording.base, recording.read = base, {}
+            try:
+                self.traverse(node)
+            finally:
+                self._precedences = base
+            base.update(recording)
+            self._printed[id(node)] = (node, self._indent, self._source[start:],
+                                       dict(recording), recording.read)
+            return None
+
+    return SharingUnparser
+
+
+_SharingUnparser = _sharing_unparser()
 
 
 def _number_statements(node):
@@ -82,15 +201,24 @@ def render(tree, filename=None, annotate=True, label=os.path.basename):
     return _annotated(unparse(tree), tree, filename, annotate, label)
 
 
-def annotate(plain, tree, filename=None, label=os.path.basename):
-    """`render` for a tree already unparsed to `plain` (the same lines, commented)."""
-    return _annotated(plain, tree, filename, True, label)
+def annotate(plain, tree, filename=None, label=os.path.basename, origins=None):
+    """`render` for a tree already unparsed to `plain` (the same lines, commented);
+    `origins`: `origins(tree)`, where the caller has it."""
+    return _annotated(plain, tree, filename, True, label, origins)
 
 
-def _annotated(plain, tree, filename, annotate_lines, label):
+def origins(tree) -> list:
+    """One entry per line `unparse` prints for `tree`: the user location, or None."""
+    found = []
+    _origins_of(tree, found)
+    return found
+
+
+def _annotated(plain, tree, filename, annotate_lines, label, origins=None):
     lines = plain.rstrip('\n').split('\n')
-    origins = []
-    _origins_of(tree, origins)
+    if origins is None:
+        origins = []
+        _origins_of(tree, origins)
     if len(origins) != len(lines):
         return plain, {}
     line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
@@ -126,11 +254,13 @@ def _origins_of(stmt, origins):
             _origins_of(child, origins)
 
 
-def line_origins(plain, tree, first_line=1) -> dict:
+def line_origins(plain, tree, first_line=1, origins=None) -> dict:
     """{line of `plain` (counted from `first_line`): the user's (line, column)} for the
-    statements of `tree` that have a location; empty where the layout is not followed."""
-    origins = []
-    _origins_of(tree, origins)
+    statements of `tree` that have a location; empty where the layout is not followed.
+    `origins`: `origins(tree)`, where the caller has it."""
+    if origins is None:
+        origins = []
+        _origins_of(tree, origins)
     if len(origins) != len(plain.rstrip('\n').split('\n')):
         return {}
     return {first_line + i: tuple(o) for i, o in enumerate(origins) if o is not None}

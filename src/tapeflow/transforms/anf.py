@@ -318,7 +318,7 @@ class _ANF:
         pre.append(nodes.located(nodes.assign(result, nodes.list_()), e))
         renames = {}
         for gen in e.generators:
-            for n in gast.walk(gen.target):
+            for n in nodes.walk(gen.target):
                 if isinstance(n, gast.Name):
                     renames[n.id] = self.namer.new(n.id)
         e = nodes.substitute(e, renames)

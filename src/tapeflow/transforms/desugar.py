@@ -68,22 +68,24 @@ def _lift_nested_defs(node, source, fn, namer=None, bindings=None):
     """
     from tapeflow.syntax.resolve import local_names, resolve_expression
     from tapeflow.syntax.unparse import load_module, unparse
-    outer_locals = local_names(node)
+    outer_locals = None             # the function's locals, read before any def is lifted
     lifted = {}
-    for stmt in list(gast.walk(node)):
+    for stmt in list(nodes.walk(node)):
         for field in ('body', 'orelse'):
             block = getattr(stmt, field, None)
             if not isinstance(block, list):
                 continue
             for child in list(block):
                 if isinstance(child, gast.FunctionDef) and child is not node:
+                    if outer_locals is None:
+                        outer_locals = local_names(node)
                     hoisted = _hoist_defaults(child, namer, outer_locals, bindings)
                     at = block.index(child)
                     block[at:at] = nodes.located(hoisted, child)
                     lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted)
     if not lifted:
         return
-    for call in gast.walk(node):
+    for call in nodes.walk(node):
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and call.func.id in lifted:
             inner_fn, params, defaults, free = lifted[call.func.id]
             call.args = _positional_arguments(call, call.func.id, params, defaults, source) + \
@@ -116,7 +118,7 @@ def _lift(child, source, fn, outer_locals, hoisted):
     params = [a.id for a in child.args.args]
     defaults = {p: h.targets[0].id for p, h in zip(params[len(params) - len(hoisted):], hoisted)}
     inner_locals = local_names(child)
-    free = sorted({n.id for n in gast.walk(child) if isinstance(n, gast.Name)
+    free = sorted({n.id for n in nodes.walk(child) if isinstance(n, gast.Name)
                    and isinstance(n.ctx, gast.Load)} - inner_locals & outer_locals)
     for name in free:
         param = nodes.name(name)
@@ -152,7 +154,7 @@ def _positional_arguments(call, name, params, defaults, source):
 
 # ------------------------------------------------------------------ tf.multiply & co
 
-class _FoldTransforms(gast.NodeTransformer):
+class _FoldTransforms(nodes.Transformer):
     """`tf.grad(f)` inside compiled code is computed while compiling.
 
     A callable marked `__tapeflow_fold__` (tapeflow's `grad`, `jacfwd`...)
@@ -328,16 +330,16 @@ class _PullbackCalls:
 
     def rewrite(self, fdef):
         fdef.body = self.block(fdef.body)
-        for n in gast.walk(fdef):
+        for n in nodes.walk(fdef):
             fn = getanno(n.func, Key.RESOLVED) if isinstance(n, gast.Call) else None
             if getattr(fn, '__tapeflow_fold_pullback__', None) is not None:
                 raise self._form_error(n, fn)       # returned, passed on, nested: not folded
         if self.pullbacks:
-            for n in gast.walk(fdef):
+            for n in nodes.walk(fdef):
                 if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
                         and n.func.id in self.pullbacks:
                     self.call(n)
-            for n in gast.walk(fdef):
+            for n in nodes.walk(fdef):
                 if isinstance(n, gast.Name) and n.id in self.pullbacks:
                     raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
                                                f'called where vjp() is, in compiled code (not '
@@ -417,7 +419,7 @@ def _static_value(node):
     return getanno(node, Key.RESOLVED)
 
 
-class _LowerNamedOps(gast.NodeTransformer):
+class _LowerNamedOps(nodes.Transformer):
     """`tf.reduce_sum(x, axis=0)` is `np.sum(x, axis=0)` in compiled code.
 
     An op that says which NumPy function it means (`__tapeflow_numpy__`) is
@@ -537,7 +539,7 @@ def _numpy(fn):
 
 # ------------------------------------------------------------------ x += y
 
-class _Rewriter(gast.NodeTransformer):
+class _Rewriter(nodes.Transformer):
     def visit_body(self, body):
         out = []
         for stmt in body:
@@ -611,7 +613,7 @@ class _ZipValues:
 
     def rewrite(self, fdef):
         loops = set()
-        for n in gast.walk(fdef):
+        for n in nodes.walk(fdef):
             if isinstance(n, gast.For) and _loop_zip(n.iter, n.target):
                 loops.add(id(n.iter))
             if isinstance(n, gast.comprehension) and _loop_zip(n.iter, n.target):
@@ -653,7 +655,7 @@ class _ZipValues:
         pair = nodes.tuple_(*[nodes.name(n) for n in names])
         loop = gast.comprehension(target=target, iter=call, ifs=[], is_async=0)
         pairs = gast.ListComp(elt=pair, generators=[loop])
-        for n in gast.walk(pairs):
+        for n in nodes.walk(pairs):
             if n is not call and not isinstance(n, gast.comprehension):
                 nodes.copy_location(n, call)
         return nodes.copy_location(pairs, call)

@@ -53,7 +53,7 @@ def _counts(fdef):
     loads, stores = {}, {}
     for arg in fdef.args.args:
         stores[arg.id] = stores.get(arg.id, 0) + 1
-    for node in gast.walk(fdef):
+    for node in nodes.walk(fdef):
         if isinstance(node, gast.Name):
             table = loads if isinstance(node.ctx, gast.Load) else stores
             table[node.id] = table.get(node.id, 0) + 1
@@ -117,7 +117,7 @@ class _Fuser:
         for later in stmts[i + 1:]:
             if found == self.loads.get(t, 0):
                 break
-            names = [n for n in gast.walk(later) if isinstance(n, gast.Name)]
+            names = [n for n in nodes.walk(later) if isinstance(n, gast.Name)]
             here = [n for n in names if n.id == t]
             spots += here
             found += len(here)
@@ -143,7 +143,7 @@ class _Fuser:
         if not (isinstance(use, gast.Assign) and len(use.targets) == 1
                 and isinstance(use.targets[0], gast.Name)):
             return False
-        spots = [n for n in gast.walk(use.value) if isinstance(n, gast.Name) and n.id == t]
+        spots = [n for n in nodes.walk(use.value) if isinstance(n, gast.Name) and n.id == t]
         if len(spots) != 1 or not self.plain(use.value):
             return False
         rebinds = use.targets[0].id == t
@@ -173,7 +173,7 @@ class _Fuser:
 
     def plain(self, value) -> bool:
         """No call that may change an array: arithmetic, pure calls, the tape's pop."""
-        for node in gast.walk(value):
+        for node in nodes.walk(value):
             if isinstance(node, gast.Call) and not self.pure_call(node) and not self.is_pop(node):
                 return False
         return True
@@ -189,7 +189,7 @@ class _Fuser:
         """Arithmetic on names and constants: no attribute (`_tape.pop` must stay bound
         to its name: generated code differentiated again finds its tape by it)."""
         functions = set()
-        for node in gast.walk(value):
+        for node in nodes.walk(value):
             if isinstance(node, gast.Call):
                 if not self.pure_call(node) or node.keywords:
                     return False
@@ -217,7 +217,7 @@ def _replace(tree, old, new):
     """`tree` with the node `old` replaced by `new`."""
     if tree is old:
         return new
-    for node in gast.walk(tree):
+    for node in nodes.walk(tree):
         for field in node._fields:
             value = getattr(node, field, None)
             if value is old:

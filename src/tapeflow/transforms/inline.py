@@ -40,13 +40,13 @@ def _rule_template(rule):
         return _NOT_INLINABLE
     expr = body[0].value
     if any(isinstance(n, (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.DictComp,
-                          gast.SetComp, gast.NamedExpr)) for n in gast.walk(expr)):
+                          gast.SetComp, gast.NamedExpr)) for n in nodes.walk(expr)):
         return _NOT_INLINABLE
     params = [a.id for a in args.args] + [a.id for a in args.kwonlyargs]
     positional = [a.id for a in args.args]
     defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    free = {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)} - set(params)
+    free = {n.id for n in nodes.walk(expr) if isinstance(n, gast.Name)} - set(params)
     return params, positional, defaults, expr, free
 
 
@@ -178,8 +178,11 @@ def _rewrite(node, subs, globals_, same):
     if not isinstance(node, gast.AST):
         return node
     new = node.__class__.__new__(node.__class__)
+    fields = new.__dict__
     for field in node._fields:
-        setattr(new, field, _rewrite(getattr(node, field, None), subs, globals_, same))
+        value = getattr(node, field, None)
+        fields[field] = value if value is None or value.__class__ in nodes.ATOMS \
+            else _rewrite(value, subs, globals_, same)
     if isinstance(new, gast.Call):
         return _simplify_call(new, globals_, same)
     return new

@@ -46,14 +46,17 @@ def _is_getter(call, names=()) -> bool:
 def _namespace_names(node, namer, bindings) -> set:
     """Names assigned exactly once, from a namespace getter (the getter made a
     non-differentiable call of `namespace_of`)."""
+    getters = [n for n in nodes.walk(node) if isinstance(n, gast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], gast.Name) and _is_getter(n.value)]
+    if not getters:                 # most functions: no need to count the stores
+        return set()
     stores = {}
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
     names = set()
-    for n in gast.walk(node):
-        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) \
-                and _is_getter(n.value) and stores.get(n.targets[0].id) == 1:
+    for n in getters:
+        if stores.get(n.targets[0].id) == 1:
             names.add(n.targets[0].id)
             n.value = _namespace_call(n.value, namer, bindings)
     return names
@@ -79,7 +82,7 @@ def _namespace_call(call, namer, bindings):
     return nodes.copy_location(gast.Call(func=func, args=args, keywords=[]), call)
 
 
-class _Calls(gast.NodeTransformer):
+class _Calls(nodes.Transformer):
     def __init__(self, names, namer, source, bindings):
         self.names, self.namer, self.source, self.bindings = names, namer, source, bindings
 

@@ -21,11 +21,16 @@ from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 
-def transform(forward, reverse, live_out, params):
-    """Return (forward, reverse, names to initialise to None)."""
+def transform(forward, reverse, live_out, params, effects=None):
+    """Return (forward, reverse, names to initialise to None).
+
+    `effects`: the memo of `Liveness`, filled here (the rounds below replace a
+    statement's value, never edit one in place); the caller may analyse the reverse
+    sweep returned with it."""
+    effects = {} if effects is None else effects
     while True:
         reverse = _zeros(reverse)
-        liveness = Liveness(reverse, live_out)    # the forward sweep is never swept
+        liveness = Liveness(reverse, live_out, effects)    # the forward sweep is never swept
         removed, dropped = set(), []
         reverse = _sweep(reverse, liveness, removed, dropped)
         if removed:
@@ -48,25 +53,29 @@ def zero_cotangents(stmts):
 
 
 def _zero_flow(stmts, state, rewrite):
-    """Update `state` (name -> ZERO or MAYBE; absent: not zero) across `stmts`."""
+    """Update `state` (name -> ZERO or MAYBE; absent: not zero) across `stmts`; with
+    `rewrite`, return the statements kept and rewrite them, else leave them alone."""
     kept = []
     for stmt in stmts:
         if isinstance(stmt, gast.If):
             a, b = dict(state), dict(state)
-            stmt.body = _zero_flow(stmt.body, a, rewrite) or [nodes.pass_()]
-            stmt.orelse = _zero_flow(stmt.orelse, b, rewrite)
+            body, orelse = _zero_flow(stmt.body, a, rewrite), _zero_flow(stmt.orelse, b, rewrite)
+            if rewrite:
+                stmt.body, stmt.orelse = body or [nodes.pass_()], orelse
             state.clear()
             state.update(_zero_join(a, b))
         elif isinstance(stmt, (gast.For, gast.While)):
             head = dict(state)
             while True:
                 end = dict(head)
-                _zero_flow([nodes.clone(s) for s in stmt.body], end, rewrite=False)
+                _zero_flow(stmt.body, end, rewrite=False)
                 joined = _zero_join(head, end)
                 if joined == head:
                     break
                 head = joined
-            stmt.body = _zero_flow(stmt.body, dict(head), rewrite) or [nodes.pass_()]
+            body = _zero_flow(stmt.body, dict(head), rewrite)
+            if rewrite:
+                stmt.body = body or [nodes.pass_()]
             state.clear()
             state.update(head)
         elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
@@ -150,7 +159,7 @@ def _guard(stmt, g, ans, contribution):
     """In `contribution` (within `stmt`), `g` becomes `dense(g, ans)`: zeros of the result's
     shape where it is the symbolic zero (linear in `g`, so derivatives of the reverse
     sweep, which may move a zero cotangent, stay right)."""
-    for node in gast.walk(contribution):
+    for node in nodes.walk(contribution):
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, gast.Name) and value.id == g and isinstance(value.ctx, gast.Load):
@@ -165,8 +174,9 @@ def _guard(stmt, g, ans, contribution):
 
 def drop_dead_tangents(body, tail):
     """Remove tangent statements (marked by `forward`) whose result nothing reads."""
+    effects = {}                  # the rounds only drop statements: `Liveness` may share it
     while True:
-        liveness = Liveness(body + tail, set())
+        liveness = Liveness(body + tail, set(), effects)
         removed = []
         body = _drop_tangents(body, liveness, removed)
         if not removed:
@@ -193,8 +203,7 @@ def _drop_tangents(stmts, liveness, removed):
 
 def _uses_tape(node) -> bool:
     """Reads a tape (ours, or the one of generated code being differentiated again)."""
-    return any(isinstance(n, gast.Name) and n.id.startswith(('_tape', '_pop', '_push'))
-               for n in gast.walk(node))
+    return any(name.startswith(('_tape', '_pop', '_push')) for name in nodes.names_in(node))
 
 
 def _empty(body) -> bool:
@@ -351,7 +360,7 @@ def _undefined_at_push(forward, defined, result='needs'):
             elif isinstance(stmt, (gast.For, gast.While)):
                 inner = set(defined)
                 if isinstance(stmt, gast.For):
-                    inner |= {n.id for n in gast.walk(stmt.target) if isinstance(n, gast.Name)}
+                    inner |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, gast.Name)}
                 # a later trip sees what an earlier one assigned: a push before
                 # the assignment in the body reads last trip's value, or nothing.
                 block(stmt.body, inner)

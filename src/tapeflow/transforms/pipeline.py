@@ -26,7 +26,8 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import fence, nodes, parse, resolve, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import Namer
-from tapeflow.syntax.unparse import annotate, line_origins, load_module, unparse
+from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origins, unparse,
+                                     unparse_together)
 from tapeflow.rules.numpy_reductions import grad_of_mean, grad_of_sum
 from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
                                  fusion, mutation, optimize, reverse, tape_ops, uniform, variants)
@@ -184,9 +185,10 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
 
     forward = adjoint.forward
     rev_body = optimize.zero_cotangents(rev_body)       # rules never given 0.0 they cannot take
+    effects = {}                  # what statements read and write (`Liveness`), reused below
     if optimize_code:                                                   # optimize
         forward, rev_body, undefined = optimize.transform(
-            forward, rev_body, set(grad_names) | {names.value}, params)
+            forward, rev_body, set(grad_names) | {names.value}, params, effects)
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
@@ -227,11 +229,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         + [value] + combined_reverse
         + [nodes.return_(nodes.tuple_(names.value, grad_value))],
         defaults=user_defaults + [1.0])
-    _trim_tape(combined, names)
+    read = {}
+    _trim_tape(combined, names, read)
 
     # The split pair: the forward saves the locals the reverse reads at its start.
     local = set(params) | nodes.store_names(forward)
-    entry_live = sorted((Liveness(rev_body, set(grad_names)).live_in & local) - {seed_name})
+    entry_live = sorted((Liveness(rev_body, set(grad_names), effects).live_in & local) - {seed_name})
     maybe_unset = sorted(set(entry_live) - optimize.definitely_assigned(forward, set(params)))
     split_prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | set(maybe_unset))]
     fwd_fn = nodes.function_def(
@@ -251,21 +254,23 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + restore
         + rev_body + [nodes.return_(grad_value)])
     fwd_fn, bwd_fn = fuse(nodes.clone(fwd_fn)), fuse(nodes.clone(bwd_fn))   # (they share statements)
-    _trim_tape(fwd_fn, names)
-    _trim_tape(bwd_fn, names)
+    _trim_tape(fwd_fn, names, read)
+    _trim_tape(bwd_fn, names, read)
     if optimize_code:                                                   # uniform
         for fdef in (combined, fwd_fn, bwd_fn):
             uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
 
     filename = front.source.filename                                    # codegen
-    plain = [unparse(tree) for tree in (fwd_fn, bwd_fn, combined)]
-    rendered = [annotate(text, tree, filename) for text, tree in zip(plain, (fwd_fn, bwd_fn, combined))]
+    plain = unparse_together((fwd_fn, bwd_fn, combined))
+    located = [origins(tree) for tree in (fwd_fn, bwd_fn, combined)]     # of each line
+    rendered = [annotate(text, tree, filename, origins=where)
+                for text, tree, where in zip(plain, (fwd_fn, bwd_fn, combined), located)]
     text = plain[2]
     split_text = '\n\n'.join(plain[:2])
     module_text = split_text + '\n\n' + text
     record('codegen', combined)
     load_module(module_text, namespace, name, display='\n\n'.join(r[0] for r in rendered))
-    _register_lines(namespace, filename, plain, (fwd_fn, bwd_fn, combined))
+    _register_lines(namespace, filename, plain, (fwd_fn, bwd_fn, combined), located)
     compiled.source = text
     compiled.module_source = module_text
     compiled.split_source = split_text
@@ -282,11 +287,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
 _REDUCTIONS = {'grad_of_sum': grad_of_sum, 'grad_of_mean': grad_of_mean}
 
 
-def _register_lines(namespace, filename, texts, trees):
-    """Errors in the module just loaded (`texts` joined by blank lines) speak of the user's lines."""
+def _register_lines(namespace, filename, texts, trees, located=None):
+    """Errors in the module just loaded (`texts` joined by blank lines) speak of the user's
+    lines; `located`: `origins` of each tree, where the caller has them."""
     lines, first = {}, 1
-    for text, tree in zip(texts, trees):
-        lines.update(line_origins(text, tree, first))
+    for k, (text, tree) in enumerate(zip(texts, trees)):
+        lines.update(line_origins(text, tree, first, located[k] if located else None))
         first += text.count('\n') + 2
     sourcemap.register(namespace['__tapeflow_filename__'], filename, lines)
 
@@ -462,9 +468,13 @@ def _jvp_binder(compiled, namespace, namer, compile_callee):
     return bind
 
 
-def _trim_tape(fdef, names):
-    """Drop the push/pop bindings (and the tape) a function does not use."""
+def _trim_tape(fdef, names, read=None):
+    """Drop the push/pop bindings (and the tape) a function does not use.
+
+    `read`: id(statement) -> (statement, names it reads), shared by the functions of
+    one compilation, which share their statements (trimming changes no statement)."""
     bindings = {names.push, names.pop, names.tape}
+    read = {} if read is None else read
 
     def binding(stmt):
         return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
@@ -473,7 +483,10 @@ def _trim_tape(fdef, names):
     used = set()
     for stmt in fdef.body:
         if not binding(stmt):
-            nodes.load_names(stmt, used)
+            known = read.get(id(stmt))
+            if known is None or known[0] is not stmt:
+                known = read[id(stmt)] = stmt, nodes.load_names(stmt)
+            used |= known[1]
     if names.push in used or names.pop in used:
         used.add(names.tape)
     fdef.body = [s for s in fdef.body if not binding(s) or s.targets[0].id in used]

@@ -149,8 +149,10 @@ _STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint
 def _container_names(body, known=()) -> set:
     """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
     accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
-    names = set(known)
-    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+    names, copies = set(known), []
+    for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
+        if n.__class__ is not gast.Assign and n.__class__ is not gast.Call:
+            continue                        # (what follows looks at these two only)
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
                 names.add(n.targets[0].id)
@@ -170,8 +172,6 @@ def _container_names(body, known=()) -> set:
             names.add(n.args[0].id)         # the cotangent of a container, read by structure
         if isinstance(n, gast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
             names |= {a.id for a in n.args if isinstance(a, gast.Name)}
-    copies = []
-    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
             if isinstance(n.value, gast.Name):
                 copies.append((n.targets[0].id, n.value.id))
@@ -665,10 +665,10 @@ def _target_name(stmt):
 
 
 def _names(node) -> set:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return nodes.load_names(node)
 
 
 def _assigned(stmt) -> set:
-    return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return {n.id for n in nodes.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 

@@ -10,25 +10,13 @@ from __future__ import annotations
 import gast
 
 from tapeflow.rules import registry
+from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 
 def mentions_tape(node) -> bool:
     """Whether `node` may be generated code (it names a `_tape...`): a cheap first test."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.__class__ is gast.Name:
-            if n.id.startswith('_tape'):
-                return True
-            continue
-        for field in n._fields:
-            value = getattr(n, field, None)
-            if value.__class__ is list:
-                stack.extend(v for v in value if isinstance(v, gast.AST))
-            elif isinstance(value, gast.AST):
-                stack.append(value)
-    return False
+    return any(name.startswith('_tape') for name in nodes.names_in(node))
 
 
 def carries_tape(args) -> bool:
@@ -44,7 +32,7 @@ def tape_ops(node) -> dict:
 def tape_bindings(node) -> dict:
     """name -> ('push' or 'pop', the tape's name), for `_push = _tape.append` and the like."""
     ops = {}
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
                 and isinstance(n.value, gast.Attribute) and n.value.attr in ('append', 'pop') \
                 and isinstance(n.value.value, gast.Name) and n.value.value.id.startswith('_tape'):
@@ -57,7 +45,7 @@ def pushed_names(node) -> set:
     derivatives are read later, through the tape."""
     ops = tape_ops(node)
     out = set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if not isinstance(n, gast.Call):
             continue
         if isinstance(n.func, gast.Name) and ops.get(n.func.id) == 'push':
@@ -74,7 +62,7 @@ def popped_names(node) -> set:
     the tape): inputs the tape carries in."""
     ops = tape_ops(node)
     out = set()
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
                 and isinstance(n.value, gast.Call):
             func, args = n.value.func, n.value.args

@@ -42,7 +42,7 @@ def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: di
     for stmt in fdef.body:                  # (a walk of each covers its nested blocks)
         if not (nodes.names_in(stmt) & wanted.keys()):
             continue
-        for node in gast.walk(stmt):
+        for node in nodes.walk(stmt):
             for child in gast.iter_child_nodes(node):
                 parents[id(child)] = node
             if isinstance(node, gast.Name) and node.id in wanted:

@@ -104,7 +104,7 @@ def arity_variant(fn, count, parse):
     star = node.args.vararg
     if star is None or node.args.kwarg is not None or node.args.kwonlyargs or any(
             isinstance(n, gast.Name) and n.id == star.id and not isinstance(n.ctx, gast.Load)
-            for n in gast.walk(node) if n is not star):
+            for n in nodes.walk(node) if n is not star):
         return fn
     namer = Namer.for_function(node)
     names = [namer.new(f'{star.id}_{k}') for k in range(count)]
@@ -125,7 +125,7 @@ def arity_variant(fn, count, parse):
     return made
 
 
-class _ExpandStar(gast.NodeTransformer):
+class _ExpandStar(nodes.Transformer):
     """`*rest` and `*rest[i:j:k]` (numbers written out) in calls and displays: the names
     `rest` holds, one by one."""
 
@@ -204,7 +204,7 @@ def bound_variant(fn, bound, parse):
     node = source.node
     params = node.args.args
     names = {params[i].id for i in bound if i < len(params)}
-    body = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id in names
+    body = [n for n in nodes.walk(node) if isinstance(n, gast.Name) and n.id in names
             and all(n is not p for p in params)]
     if len(names) != len(bound) or not body or \
             any(not isinstance(n.ctx, gast.Load) for n in body):

@@ -1,0 +1,71 @@
+"""Printing several trees that share statements, and the fast walks of `nodes`."""
+import ast
+
+import gast
+
+from tapeflow.syntax import nodes
+from tapeflow.syntax.unparse import unparse, unparse_together
+
+
+def _statements(src):
+    return nodes.parse_gast(src).body
+
+
+def test_shared_statements_print_as_alone():
+    first, second, third = _statements('y = x * 2\nz = f(y, 3)\nreturn z')
+    trees = [nodes.function_def('f', ['x'], [first, second]),
+             nodes.function_def('g', ['x'], [second, third]),
+             nodes.function_def('h', ['x'], [first, second, third])]
+    assert unparse_together(trees) == [unparse(t) for t in trees]
+
+
+def test_a_statement_that_reads_another_precedence_is_printed_again():
+    # `a + b` shared by two statements: as the base of `**` it gets parentheses, and
+    # a printer that saw that first reads its precedence again in the call's argument.
+    total = nodes.binop('a', gast.Add(), 'b')
+    power = nodes.assign('y', nodes.binop(total, gast.Pow(), 2))
+    call = nodes.assign('z', nodes.call('f', total))
+    alone = nodes.function_def('f', [], [nodes.pass_(), call])
+    after = nodes.function_def('g', [], [nodes.pass_(), power, call])
+    texts = unparse_together([alone, after])
+    assert texts == [unparse(alone), unparse(after)]
+    assert 'f(a + b)' in texts[0] and 'f((a + b))' in texts[1]
+
+
+def test_walk_is_ast_walk():
+    tree = nodes.parse_gast('def f(x, *a, k=None):\n    y = {1: x, **a}\n'
+                            '    return [v for v in y if v] or x[1:2, ::3]')
+    assert [type(n) for n in nodes.walk(tree)] == [type(n) for n in ast.walk(tree)]
+    assert all(a is b for a, b in zip(nodes.walk(tree), ast.walk(tree)))
+
+
+def test_load_names_skips_stores_and_nameless_fields():
+    stmt = nodes.parse_statement('y[i] = -a + b * f(c, k=d) if e < g else {h: None, **m}')
+    assert nodes.load_names(stmt) == {'y', 'i', 'a', 'b', 'f', 'c', 'd', 'e', 'g', 'h', 'm'}
+
+
+def test_printer_writes_what_gast_writes():
+    # tapeflow's own modules: every construct of the language the printer overrides touch
+    import pathlib
+    import tapeflow
+    root = pathlib.Path(tapeflow.__file__).parent
+    for path in sorted(root.rglob('*.py')):
+        tree = nodes.parse_gast(path.read_text())
+        assert unparse(tree) == gast.unparse(tree).strip() + '\n', path
+
+
+def test_clone_copies_fields_locations_and_annotations():
+    from tapeflow.syntax.anno import Key, getanno, setanno
+    tree = nodes.parse_gast('def f(x, *a, k=None):\n    y = x[1:2] + g(x, k=k)\n    return y')
+    names = [n for n in nodes.walk(tree) if isinstance(n, gast.Name)]
+    setanno(names[0], Key.ORIGIN, (3, 4))
+    names[1].ctx.marked = True                   # a context that carries something: copied too
+    copy = nodes.clone(tree)
+    assert gast.dump(copy, include_attributes=True) == gast.dump(tree, include_attributes=True)
+    pairs = list(zip(nodes.walk(tree), nodes.walk(copy)))
+    assert all(a is not b for a, b in pairs if isinstance(a, gast.AST))
+    assert getanno(nodes.walk(copy).__next__(), Key.ORIGIN) is None
+    copied = [n for n in nodes.walk(copy) if isinstance(n, gast.Name)]
+    assert getanno(copied[0], Key.ORIGIN) == (3, 4)
+    assert copied[0].__dict__['_tapeflow_anno'] is not names[0].__dict__['_tapeflow_anno']
+    assert getattr(copied[1].ctx, 'marked', None) is None    # as before: fields and locations only
