@@ -253,7 +253,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         f'{name}_backward', [names.tape, seed_name],
         [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + restore
         + rev_body + [nodes.return_(grad_value)])
-    fwd_fn, bwd_fn = fuse(nodes.clone(fwd_fn)), fuse(nodes.clone(bwd_fn))   # (they share statements)
+    fwd_fn, bwd_fn = fuse(fwd_fn), fuse(bwd_fn)     # (the combined function fused copies)
     _trim_tape(fwd_fn, names, read)
     _trim_tape(bwd_fn, names, read)
     if optimize_code:                                                   # uniform
