@@ -86,7 +86,8 @@ class _Fuser:
     def fuse_at(self, stmts, i) -> bool:
         stmt = stmts[i]
         if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], gast.Name) and self.pure(stmt.value)):
+                and isinstance(stmt.targets[0], gast.Name)
+                and self.fact(stmt, 'pure', lambda: self.pure(stmt.value))):
             return False
         t = stmt.targets[0].id
         if isinstance(stmt.value, gast.Name) and self.stores.get(t) == 1 and \
@@ -102,13 +103,19 @@ class _Fuser:
                 return False
         return False
 
+    def fact(self, stmt, what, compute):
+        """`compute()`, a fact about `stmt`, memoised: a statement changes only where a
+        fusion rewrites it, which forgets its facts."""
+        facts = self.memo.get(id(stmt))
+        if facts is None:
+            facts = self.memo[id(stmt)] = {'': stmt}        # (holds it: ids stay unique)
+        if what not in facts:
+            facts[what] = compute()
+        return facts[what]
+
     def reads_of(self, stmt) -> set:
-        """The names `stmt` reads (memoised: a statement changes only where a fusion
-        rewrites it, which forgets its entry)."""
-        reads = self.memo.get(id(stmt))
-        if reads is None:
-            reads = self.memo[id(stmt)] = (nodes.load_names(stmt), stmt)
-        return reads[0]
+        """The names `stmt` reads."""
+        return self.fact(stmt, 'reads', lambda: nodes.load_names(stmt))
 
     def propagate(self, stmts, i, t, source) -> bool:
         """`t = source`, `t` assigned nowhere else: every read of `t` reads `source`, the
@@ -160,7 +167,8 @@ class _Fuser:
     def passable(self, stmt, names) -> bool:
         """Whether `stmt` may run between a value's old and new place."""
         if isinstance(stmt, gast.Expr):
-            return self.harmless_call(stmt.value) and all(self.plain(a) for a in stmt.value.args)
+            return self.fact(stmt, 'plain', lambda: self.harmless_call(stmt.value) and all(
+                self.plain(a) for a in stmt.value.args))
         if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
             return False
         target = stmt.targets[0]
@@ -169,7 +177,7 @@ class _Fuser:
             return False                       # writes memory
         if any(e.id in names for e in targets):
             return False
-        return self.plain(stmt.value)
+        return self.fact(stmt, 'plain', lambda: self.plain(stmt.value))
 
     def plain(self, value) -> bool:
         """No call that may change an array: arithmetic, pure calls, the tape's pop."""
