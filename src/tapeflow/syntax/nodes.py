@@ -408,6 +408,34 @@ def load_names(node, out=None) -> set:
     return _names(node, set() if out is None else out, gast.Load)
 
 
+def name_counts(node):
+    """({name: times read}, {name: times bound}) under `node` (the `load_names` scan)."""
+    loads, stores = {}, {}
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    Name, AST, Load = gast.Name, gast.AST, gast.Load
+    fields_of = _NAME_FIELDS.get
+    while stack:
+        n = pop()
+        cls = n.__class__
+        if cls is Name:
+            table = loads if n.ctx.__class__ is Load else stores
+            table[n.id] = table.get(n.id, 0) + 1
+            continue
+        fields = fields_of(cls)
+        if fields is None:
+            if not isinstance(n, AST):
+                continue
+            fields = _name_fields(cls)
+        for field in fields:
+            value = getattr(n, field, None)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, AST):
+                push(value)
+    return loads, stores
+
+
 def _names(node, out, context=None) -> set:
     """Add to `out` the ids of the Name nodes under `node` (of that `context` class only)."""
     stack = [node]

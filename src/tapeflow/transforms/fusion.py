@@ -50,13 +50,11 @@ def transform(fdef: gast.FunctionDef, push=(), pop=(), keep=(), temporary=None) 
 
 
 def _counts(fdef):
-    loads, stores = {}, {}
+    """Reads and bindings of each name; a parameter counts as bound twice (never once:
+    it is never fused away)."""
+    loads, stores = nodes.name_counts(fdef)
     for arg in fdef.args.args:
-        stores[arg.id] = stores.get(arg.id, 0) + 1
-    for node in nodes.walk(fdef):
-        if isinstance(node, gast.Name):
-            table = loads if isinstance(node.ctx, gast.Load) else stores
-            table[node.id] = table.get(node.id, 0) + 1
+        stores[arg.id] = stores.get(arg.id, 0) + 2
     return loads, stores
 
 
