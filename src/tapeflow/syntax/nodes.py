@@ -408,6 +408,16 @@ def load_names(node, out=None) -> set:
     return _names(node, set() if out is None else out, gast.Load)
 
 
+def shallow_copy(node):
+    """A shallow copy of `node` with annotations of its own (changing the copy's must not
+    change the original's): for passes that copy what they rewrite."""
+    new = copy.copy(node)
+    annotations = node.__dict__.get('_tapeflow_anno')
+    if annotations is not None:
+        new.__dict__['_tapeflow_anno'] = annotations.__class__(annotations)
+    return new
+
+
 def name_counts(node):
     """({name: times read}, {name: times bound}) under `node` (the `load_names` scan)."""
     loads, stores = {}, {}

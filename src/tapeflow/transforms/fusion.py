@@ -37,7 +37,8 @@ _ARITHMETIC = (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant, gast.operator
 
 
 def transform(fdef: gast.FunctionDef, push=(), pop=(), keep=(), temporary=None) -> gast.FunctionDef:
-    """Fuse in place (and return) `fdef`; `push` and `pop`: the names of the tape's push
+    """`fdef` fused (a new function; `fdef` and its statements are left as they are:
+    what the fusion rewrites, it copies); `push` and `pop`: the names of the tape's push
     and pop in it (calls that change no array the code reads); `keep`: names never
     fused away (the value's and the gradients', which readers look for); `temporary`,
     a predicate: the names that may vanish (the compiler's, not the user's own).
@@ -45,8 +46,10 @@ def transform(fdef: gast.FunctionDef, push=(), pop=(), keep=(), temporary=None) 
     loads, stores = _counts(fdef)
     for name in keep:
         stores[name] = stores.get(name, 0) + 2          # never assigned once
-    _Fuser(loads, stores, set(push), set(pop), temporary or (lambda name: True)).block(fdef.body)
-    return fdef
+    fused = nodes.shallow_copy(fdef)
+    fused.body = _Fuser(loads, stores, set(push), set(pop),
+                        temporary or (lambda name: True)).block(fdef.body)
+    return fused
 
 
 def _counts(fdef):
@@ -66,12 +69,17 @@ class _Fuser:
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {m for m in ('math', 'np') if not stores.get(m)}
 
-    def block(self, stmts):
-        for stmt in stmts:
-            for field in ('body', 'orelse'):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list):
-                    self.block(inner)
+    def block(self, stmts) -> list:
+        """A fused copy of the block `stmts` (compound statements copied, with fused
+        copies of their blocks; the others shared until a fusion rewrites them)."""
+        stmts = list(stmts)
+        for k, stmt in enumerate(stmts):
+            if isinstance(getattr(stmt, 'body', None), list):
+                stmt = stmts[k] = nodes.shallow_copy(stmt)
+                for field in ('body', 'orelse'):
+                    inner = getattr(stmt, field, None)
+                    if isinstance(inner, list):
+                        setattr(stmt, field, self.block(inner))
         changed = True
         while changed:                  # a fusion may open another one earlier in the block
             changed, i = False, 0
@@ -80,6 +88,7 @@ class _Fuser:
                     changed = True
                 else:
                     i += 1
+        return stmts
 
     def fuse_at(self, stmts, i) -> bool:
         stmt = stmts[i]
@@ -91,13 +100,13 @@ class _Fuser:
         if isinstance(stmt.value, gast.Name) and self.stores.get(t) == 1 and \
                 self.temporary(t) and self.propagate(stmts, i, t, stmt.value.id):
             return True
-        operands = nodes.load_names(stmt.value)
+        operands = self.fact(stmt, 'operands', lambda: nodes.load_names(stmt.value) | {t})
         for k in range(i + 1, len(stmts)):
             later = stmts[k]
             reads = self.reads_of(later)
             if t in reads:
                 return self.substitute(stmts, i, k, t)
-            if not self.passable(later, operands | {t}):
+            if not self.passable(later, operands):
                 return False
         return False
 
@@ -118,27 +127,30 @@ class _Fuser:
     def propagate(self, stmts, i, t, source) -> bool:
         """`t = source`, `t` assigned nowhere else: every read of `t` reads `source`, the
         same object, where no statement since rebinds `source`."""
-        spots, found = [], 0
-        for later in stmts[i + 1:]:
+        readers, found = [], 0                  # (position, reads of `t` there)
+        for k in range(i + 1, len(stmts)):
+            later = stmts[k]
             if found == self.loads.get(t, 0):
                 break
             names = [n for n in nodes.walk(later) if isinstance(n, gast.Name)]
-            here = [n for n in names if n.id == t]
-            spots += here
-            found += len(here)
+            here = sum(n.id == t for n in names)
+            if here:
+                readers.append(k)
+            found += here
             if any(n.id == source and not isinstance(n.ctx, gast.Load) for n in names):
                 # rebound here: reads of `t` in an assignment's value come before the store
                 if here and not (isinstance(later, gast.Assign) and isinstance(
                         later.targets[0], (gast.Name, gast.Tuple))):
                     return False
                 break
-        if not spots or found != self.loads.get(t, 0):
+        if not readers or found != self.loads.get(t, 0):
             return False
-        for n in spots:
-            n.id = source
-        for later in stmts[i + 1:]:
-            self.memo.pop(id(later), None)
-        self.loads[source] = self.loads.get(source, 0) + len(spots) - 1
+        for k in readers:                       # a renamed copy of each reader
+            stmts[k] = nodes.clone(stmts[k])
+            for n in nodes.walk(stmts[k]):
+                if isinstance(n, gast.Name) and n.id == t:
+                    n.id = source
+        self.loads[source] = self.loads.get(source, 0) + found - 1
         self.loads[t], self.stores[t] = 0, 0
         del stmts[i]
         return True
@@ -155,8 +167,8 @@ class _Fuser:
         if not rebinds and (self.loads.get(t) != 1 or self.stores.get(t) != 1
                             or not self.temporary(t)):
             return False
-        use.value = _replace(use.value, spots[0], stmts[i].value)
-        self.memo.pop(id(use), None)
+        use = stmts[k] = nodes.shallow_copy(use)
+        use.value = _replaced(use.value, spots[0], stmts[i].value)
         del stmts[i]
         self.loads[t] -= 1
         self.stores[t] -= 1
@@ -219,19 +231,25 @@ class _Fuser:
         return False
 
 
-def _replace(tree, old, new):
-    """`tree` with the node `old` replaced by `new`."""
+def _replaced(tree, old, new):
+    """A copy of `tree` with the node `old` replaced by `new`: the nodes on the path
+    from `tree` to `old` are copied, the rest shared."""
     if tree is old:
         return new
-    for node in nodes.walk(tree):
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if value is old:
-                setattr(node, field, new)
+    for field in tree._fields:
+        value = getattr(tree, field, None)
+        if isinstance(value, gast.AST):
+            replaced = _replaced(value, old, new)
+            if replaced is not value:
+                tree = nodes.shallow_copy(tree)
+                setattr(tree, field, replaced)
                 return tree
-            if isinstance(value, list):
-                for k, item in enumerate(value):
-                    if item is old:
-                        value[k] = new
+        elif isinstance(value, list):
+            for k, item in enumerate(value):
+                if isinstance(item, gast.AST):
+                    replaced = _replaced(item, old, new)
+                    if replaced is not item:
+                        tree = nodes.shallow_copy(tree)
+                        setattr(tree, field, value[:k] + [replaced] + value[k + 1:])
                         return tree
     return tree

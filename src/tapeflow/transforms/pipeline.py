@@ -206,15 +206,17 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
                                 keep={names.value, *grad_names},
                                 temporary=lambda n: n[0] == '_' or n in own)
 
-    # the combined function's sweeps, fused (as one function) before checkpointing
+    # the combined function's sweeps, fused (as one function; what fusion rewrites it
+    # copies, the rest the split pair shares) before checkpointing
     value = nodes.assign(names.value, capture)
-    body = fuse(nodes.function_def('d', params + [seed_name], nodes.clone(forward) + [value]
-                                   + nodes.clone(rev_body) + [nodes.return_(grad_value)])).body
-    at = next(k for k, stmt in enumerate(body) if stmt is value)
-    combined_forward, combined_reverse = body[:at], body[at + 1:-1]
+    body = fuse(nodes.function_def('d', params + [seed_name], forward + [value] + rev_body
+                                   + [nodes.return_(grad_value)])).body
+    at = next(k for k, stmt in enumerate(body) if isinstance(stmt, gast.Assign)   # (a copy,
+              and getattr(stmt.targets[0], 'id', None) == names.value)   # if fused into)
+    value, combined_forward, combined_reverse = body[at], body[:at], body[at + 1:-1]
     if checkpoint:                                                      # checkpoint
         combined_forward, combined_reverse, unbound = checkpointing.transform(
-            combined_forward, combined_reverse,
+            nodes.clone(combined_forward), nodes.clone(combined_reverse),
             checkpointing.Context(names, namer, params, source, order), checkpoint)
         prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | unbound)]
     # The user's defaults stay (lifted free variables come last and have none).
@@ -253,7 +255,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         f'{name}_backward', [names.tape, seed_name],
         [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + restore
         + rev_body + [nodes.return_(grad_value)])
-    fwd_fn, bwd_fn = fuse(fwd_fn), fuse(bwd_fn)     # (the combined function fused copies)
+    fwd_fn, bwd_fn = fuse(fwd_fn), fuse(bwd_fn)     # (fusion copies what it rewrites)
     _trim_tape(fwd_fn, names, read)
     _trim_tape(bwd_fn, names, read)
     if optimize_code:                                                   # uniform

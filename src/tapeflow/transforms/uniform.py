@@ -22,7 +22,7 @@ UNIFORM = {'grad_of_sum': 'uniform_sum', 'grad_of_mean': 'uniform_mean'}
 
 
 def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: dict):
-    """Rewrite in place the whole-array `grad_of_sum` / `grad_of_mean` of `fdef` whose
+    """Rewrite (copying what it changes: the split functions share statements) the whole-array `grad_of_sum` / `grad_of_mean` of `fdef` whose
     reads all broadcast (`shapes`: name -> static shape; `namespace`, the generated
     module's, and `helpers`, name -> function, confirm what the names call)."""
     wanted = {}                                       # target -> (call, shape of `like`)
@@ -35,7 +35,7 @@ def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: di
                 and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) \
                 and shapes.get(call.args[1].id):
             target = stmt.targets[0].id
-            wanted[target] = None if target in wanted else (call, shapes[call.args[1].id])
+            wanted[target] = None if target in wanted else (stmt, shapes[call.args[1].id])
     if not any(wanted.values()):
         return
     parents, stores, reads = {}, {}, {}
@@ -50,12 +50,36 @@ def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: di
                     reads.setdefault(node.id, []).append(node)
                 else:
                     stores[node.id] = stores.get(node.id, 0) + 1
+    rewritten = {}
     for target, found in wanted.items():
         if found is None or stores.get(target) != 1 or not reads.get(target):
             continue
-        call, shape = found
+        stmt, shape = found
         if all(_meets(read, shape, shapes, parents) for read in reads[target]):
-            call.func = nodes.name(UNIFORM[call.func.id])
+            new = rewritten[id(stmt)] = nodes.shallow_copy(stmt)
+            new.value = nodes.shallow_copy(stmt.value)
+            new.value.func = nodes.name(UNIFORM[stmt.value.func.id])
+    if rewritten:                        # copies: other functions may share these statements
+        fdef.body = _rebuilt(fdef.body, rewritten)
+
+
+def _rebuilt(stmts, rewritten) -> list:
+    """`stmts` with the statements in `rewritten` (id -> copy) replaced, and the compound
+    statements holding them copied."""
+    out = []
+    for stmt in stmts:
+        if id(stmt) in rewritten:
+            stmt = rewritten[id(stmt)]
+        elif isinstance(getattr(stmt, 'body', None), list):
+            blocks = {f: getattr(stmt, f) for f in ('body', 'orelse')
+                      if isinstance(getattr(stmt, f, None), list)}
+            new = {f: _rebuilt(b, rewritten) for f, b in blocks.items()}
+            if any(new[f] != blocks[f] for f in blocks):
+                stmt = nodes.shallow_copy(stmt)
+                for f, b in new.items():
+                    setattr(stmt, f, b)
+        out.append(stmt)
+    return out
 
 
 def _meets(node, shape, shapes, parents) -> bool:
