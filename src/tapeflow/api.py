@@ -710,9 +710,16 @@ def checkpoint(fn):
     plainly in its forward sweep, keeping nothing of its insides; its reverse sweep
     calls `fn`'s forward again, with the tape, just before `fn`'s backward. Called
     outside a gradient, it is `fn`.
+
+    `for i in tf.checkpoint(range(n)):` marks one loop of the differentiated function
+    (at its top level) to checkpoint as `grad(f, checkpoint=True)` checkpoints every
+    loop; outside a gradient `tf.checkpoint(range(n))` is the range.
     """
+    if isinstance(fn, range):
+        return fn           # `for i in tf.checkpoint(range(n))`: the loop is checkpointed
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f'tf.checkpoint takes a Python function, not a {type(fn).__name__}')
+        raise TypeError(f'tf.checkpoint takes a Python function or a range (the range of a '
+                        f'loop to checkpoint), not a {type(fn).__name__}')
     marked = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                                 fn.__closure__)
     marked.__kwdefaults__ = fn.__kwdefaults__
@@ -720,6 +727,9 @@ def checkpoint(fn):
     marked.__qualname__, marked.__module__, marked.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     marked.__tapeflow_checkpoint__ = True
     return marked
+
+
+checkpoint.__tapeflow_loop_marker__ = True
 
 
 def _checkpoint_policy(checkpoint):

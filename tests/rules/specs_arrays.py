@@ -246,6 +246,9 @@ SPECS += [
          name='reread_item', tensor=False, f32=False),
     Spec(mutation.reread_item, (L(A((2,)), F()), F(), True, 'why', 'f.py', 1, 0),
          name='reread_item(number)', tensor=False, f32=False),
+    # an object no slot holds (made anew by a write): the slot read again, `old` unused
+    Spec(mutation.reread_slot, (L(F(), A((3,))), -1, A((3,))), name='reread_slot',
+         tensor=False, f32=False),
     Spec(mutation.like_layout, (A((2, 3)), np.zeros((2, 3))), name='like_layout'),
     Spec(mutation.like_layout, (A((2, 3)), np.asfortranarray(np.zeros((2, 3)))),
          name='like_layout(Fortran order)'),

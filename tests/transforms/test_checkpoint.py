@@ -386,3 +386,49 @@ def test_inputs_of_the_loop_are_in_its_snapshots(policy):
     plain = tf.grad(rebinds_an_input_after_the_loop)(x)
     np.testing.assert_array_equal(tf.grad(rebinds_an_input_after_the_loop, checkpoint=policy)(x), plain)
     check_gradient(rebinds_an_input_after_the_loop, [plain], (x,), (0,), np.random.default_rng(2))
+
+
+# ------------------------------------------------------------------ the loop marker
+
+def marked_loop(x, n):
+    s = 0.0
+    for j in range(3):
+        s = s + x * j
+    for i in tf.checkpoint(range(n)):
+        x = math.sin(x) * x + 0.5 * x
+    return x + s
+
+
+def marked_loop_over_a_list(x):
+    for v in tf.checkpoint(range(4)):
+        x = x * (1.0 + 0.1 * v)
+    return x
+
+
+def test_marked_loop_alone_is_checkpointed():
+    text = tf.source(marked_loop, args=(0.7, 10))
+    assert text.count('checkpoints(') == 1 and '_ck = checkpoints(len(_range2), True)' in text
+    assert 'for j in _range:' in text                      # the unmarked loop keeps its tape
+    g = tf.grad(marked_loop)(0.7, 10)
+    assert g == tf.grad(marked_loop, checkpoint=True)(0.7, 10)
+    check_gradient(marked_loop, [g], (0.7, 10), (0,), np.random.default_rng(8))
+    assert tf.grad(marked_loop_over_a_list)(0.5) == pytest.approx(np.prod(1.0 + 0.1 * np.arange(4)))
+
+
+def test_marker_outside_a_gradient_is_the_range():
+    assert tf.checkpoint(range(3)) == range(3)
+    assert marked_loop(0.7, 10) == tf.value_and_grad(marked_loop)(0.7, 10)[0]
+
+
+def marked_loop_that_breaks(x):
+    for i in tf.checkpoint(range(10)):
+        x = x * 1.1
+        if x > 2.0:
+            break
+    return x
+
+
+def test_marked_loop_that_cannot_be_checkpointed_is_refused():
+    with pytest.raises(tf.UnsupportedError, match='it may exit early') as info:
+        tf.grad(marked_loop_that_breaks)(0.5)
+    assert str(info.value).startswith(f'{__file__}:')

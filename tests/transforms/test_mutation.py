@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import checked_against_plain
+from tests.gradcheck import check_gradient, checked_against_plain
 
 RNG = np.random.default_rng(11)
 X3 = np.array([1.0, 2.0, 3.0])
@@ -609,3 +609,23 @@ def test_an_equation_of_one_path_does_not_outlive_the_join(t):
     x, y = np.array([1.13, 0.77, 0.54]), np.array([0.3, 0.2, 0.1])
     checked(pop_on_one_path_read_on_the_other, x, y, t, wrt=(0, 1))
     checked(pop_on_one_path_out_of_range, x)
+
+
+def _aliased_list_grows(x):
+    rows = [x]
+    cols = rows
+    a = rows[-1]
+    a *= 2.0
+    cols.append(np.ones((3,)) * 2.0)
+    x[0] = 2.0
+    return np.sum(x * x) + np.sum(cols[0] * cols[-1]) + np.sum(rows[0] * rows[-1]) + np.sum(a * a)
+
+
+def test_name_read_from_a_list_slot_keeps_its_object_when_the_list_grows():
+    """Found by the mutation fuzzer (a wrong value): after `x[0] = 2.0` the pass read `a`
+    again as `rows[-1]`, which the append had moved to the new element."""
+    x = np.array([1.13, 0.77, 0.54])
+    value, grad = tf.value_and_grad(_aliased_list_grows)(x.copy())
+    assert value == _aliased_list_grows(x.copy())
+    check_gradient(lambda v: _aliased_list_grows(v.copy()), [grad], (x,), (0,),
+                   np.random.default_rng(1))

@@ -386,6 +386,43 @@ def _slot_of(container, item):
     return found[0] if found else None
 
 
+def reread_slot(container, key, old):
+    """`container[key]` read again after a write into what it holds (`a = ys[-1]` made
+    `a` before the write): `old` itself where a slot of the list or dict still holds
+    that very object (a name binds an object, not a slot: `ys.append(v)` since moved
+    what `ys[-1]` reads); the slot's object made anew otherwise."""
+    if isinstance(container, (list, dict)) and _slot_of(container, old) is not None:
+        return old
+    return container[key]
+
+
+def _slot_for(container, key, old):
+    """The slot `reread_slot` reads as a value: the one holding `old`, else `key`."""
+    k = _slot_of(container, old) if isinstance(container, (list, dict)) else None
+    return key if k is None else k
+
+
+def _reread_slot_vjp(g, ans, container, key, old):
+    return untake(g, container, _slot_for(container, key, old))
+
+
+def _reread_slot_jvp(t, ans, container, key, old):
+    return t if t.__class__ is float and t == 0.0 else t[_slot_for(container, key, old)]
+
+
+def _reread_slot_vjp_old(g, ans, container, key, old):
+    return zeros_like_value(old)
+
+
+def _reread_slot_jvp_old(t, ans, container, key, old):
+    return zeros_like_value(old)
+
+
+defvjp(reread_slot, _reread_slot_vjp, None, _reread_slot_vjp_old)
+defjvp(reread_slot, _reread_slot_jvp, None, _reread_slot_jvp_old)
+static(reread_slot, 1)
+
+
 def _reread_slot(container, item, inside):
     return _slot_of(container, item) if inside else None
 
@@ -531,6 +568,8 @@ linear_pair(_refresh_vjp_container, _refresh_jvp_container)
 linear_pair(_refresh_vjp_item, _refresh_jvp_item)
 linear_pair(_reread_vjp_container, _reread_jvp_container)
 linear_pair(_reread_vjp_item, _reread_jvp_item)
+linear_pair(_reread_slot_vjp, _reread_slot_jvp)
+linear_pair(_reread_slot_vjp_old, _reread_slot_jvp_old)
 
 defvjp(_dict_of, None, _dict_of_vjp)
 defjvp(_dict_of, None, _dict_of_jvp)

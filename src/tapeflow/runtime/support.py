@@ -21,7 +21,7 @@ from tapeflow.rules.sequences import Items
 from tapeflow.runtime.checkpoint import checkpoints
 from tapeflow.rules.numpy_reductions import uniform_mean, uniform_sum
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
-                                     is_list, put_index, refresh_items, shares, reread_item,
+                                     is_list, put_index, refresh_items, shares, reread_item, reread_slot,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
                                      holds, like_layout, check_refresh, is_mutable)
 from tapeflow.rules.shapes import (broadcast_tangent, carries_float, dense, unbroadcast, unbroadcast_batch,
@@ -32,7 +32,7 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint',
            'unbroadcast', 'Tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
-           'reread_item', 'overlap_value', 'check_overlap', 'insert_index',
+           'reread_item', 'reread_slot', 'overlap_value', 'check_overlap', 'insert_index',
            'check_apart', 'check_memory', 'to_library', 'cycled', 'holds', 'like_layout', 'check_refresh',
            'is_mutable']
 

@@ -52,6 +52,9 @@ class Key(enum.Enum):
     # On the forward sweep's `y = f_forward(_tape, ...)` of a user function: the primal
     # `y = f(...)`, what a checkpointed loop runs without the tape (`transforms.checkpoint`).
     PRIMAL = 'primal'
+    # On a `for` loop written `for i in tf.checkpoint(range(n))`: True; the loop is
+    # checkpointed (`transforms.checkpoint`) whatever the `checkpoint=` option says.
+    CHECKPOINT = 'checkpoint'
 
 
 _ATTR = '_tapeflow_anno'

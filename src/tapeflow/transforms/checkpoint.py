@@ -42,7 +42,8 @@ PRIMAL = Key.PRIMAL
 
 def transform(forward, reverse, ctx, policy):
     """(forward, reverse, names to bind to None first) with every top-level loop of
-    `forward` checkpointed by `policy` (True, or a number of snapshots)."""
+    `forward` checkpointed by `policy` (True, or a number of snapshots); with `policy`
+    None, only the loops marked `for i in tf.checkpoint(range(n))`, by True."""
     loops = {getanno(stmt, Key.TAPE_PAIR): stmt for stmt in reverse
              if isinstance(stmt, gast.For) and getanno(stmt, Key.TAPE_PAIR) is not None}
     out, unbound, defined = [], set(), set(ctx.params)
@@ -52,16 +53,17 @@ def transform(forward, reverse, ctx, policy):
         stmt = forward[k]
         trip_push = forward[k + 1] if k + 1 < len(forward) else None
         pair = getanno(trip_push, Key.TAPE_PAIR) if trip_push is not None else None
-        if isinstance(stmt, (gast.For, gast.While)) and pair in loops:
+        marked = getanno(stmt, Key.CHECKPOINT)
+        if isinstance(stmt, (gast.For, gast.While)) and pair in loops and (policy or marked):
             rev_loop = loops.pop(pair)
             state = _state(stmt, ctx, local)
             unbound |= set(state) - _assigned_before(out, defined)
-            fwd, rev = _checkpointed(stmt, trip_push, rev_loop, state, ctx, policy)
+            fwd, rev = _checkpointed(stmt, trip_push, rev_loop, state, ctx, policy or True)
             out.extend(fwd)
             reverse = [s for r in reverse for s in (rev if r is rev_loop else [r])]
             k += 2
             continue
-        if isinstance(stmt, (gast.For, gast.While)) and any(
+        if isinstance(stmt, (gast.For, gast.While)) and (policy or marked) and any(
                 _is_push(s, ctx) for s in nodes.statements(stmt.body)):
             raise ctx.source.error(stmt, 'cannot checkpoint this loop: its reverse sweep is not '
                                          'one loop; differentiate without checkpoint=')

@@ -29,7 +29,7 @@ import numpy as np
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.syntax import nodes
 from tapeflow.transforms import namespaces
-from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
+from tapeflow.syntax.anno import Key, copyanno, getanno, hasanno, setanno
 from tapeflow.syntax.naming import Namer
 
 
@@ -683,6 +683,10 @@ class _Loops(_Rewriter):
     def visit_For(self, node):
         node.body = self.visit_body(node.body)
         iterable = node.iter
+        if isinstance(iterable, gast.Call) and len(iterable.args) == 1 and not iterable.keywords \
+                and getattr(getanno(iterable.func, Key.RESOLVED), '__tapeflow_loop_marker__', False):
+            node.iter = iterable = iterable.args[0]       # `tf.checkpoint(range(n))`
+            setanno(node, Key.CHECKPOINT, True)
         if _resolved(iterable, builtins.range):
             return node
         prologue, heads = [], []
@@ -709,6 +713,7 @@ class _Loops(_Rewriter):
             index = nodes.name(self.namer.new('_i'), store=True)
             heads.append(nodes.assign(node.target, seq(index.id)))
         loop = nodes.for_(index, nodes.call(_builtin('range'), length), heads + node.body)
+        copyanno(node, loop, Key.CHECKPOINT)
         nodes.located(heads, node)
         nodes.located(prologue, node)
         nodes.copy_location(loop, node)

@@ -60,7 +60,7 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  # the forms of the mutation pass
                  'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index', 'insert_adjoint',
                  'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents', 'restore_contents',
-                 'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item',
+                 'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item', 'reread_slot',
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable',
                  # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform)
@@ -214,8 +214,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     at = next(k for k, stmt in enumerate(body) if isinstance(stmt, gast.Assign)   # (a copy,
               and getattr(stmt.targets[0], 'id', None) == names.value)   # if fused into)
     value, combined_forward, combined_reverse = body[at], body[:at], body[at + 1:-1]
-    if checkpoint:                                                      # checkpoint
-        combined_forward, combined_reverse, unbound = checkpointing.transform(
+    if checkpoint or any(getanno(stmt, Key.CHECKPOINT) for stmt in combined_forward):
+        combined_forward, combined_reverse, unbound = checkpointing.transform(   # checkpoint
             nodes.clone(combined_forward), nodes.clone(combined_reverse),
             checkpointing.Context(names, namer, params, source, order), checkpoint)
         prologue = [nodes.assign(n, None) for n in sorted(set(undefined) | unbound)]

@@ -201,6 +201,11 @@ class Propagation:
             src, dst = (e.source, e.derived) if direction == 'down' else (e.derived, e.source)
             return [nodes.assign(dst, src)]
         if direction == 'down':
+            if e.op == 'index' and e.container in (al.LIST, al.DICT):
+                # the object read from a slot, still held by the list: Python's name still
+                # binds it, though the slot may have moved (`ys.append` after `a = ys[-1]`)
+                return [nodes.assign(e.derived, nodes.call(
+                    _runtime('reread_slot'), e.source, nodes.clone(e.value.slice), e.derived))]
             return [nodes.assign(e.derived, nodes.clone(e.value))]
         if e.op == 'index':
             if e.container == al.TUPLE:
