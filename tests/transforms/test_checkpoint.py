@@ -255,6 +255,23 @@ def calls_a_writer(x):
     return np.sum(x * x)
 
 
+def written_after_the_loop(x, y):
+    """Found by the fuzzer: `x[0] = 2.0` after the loop changes what a rerun of the loop
+    reads, and the plain reverse sweep, which never rereads `x`, restores nothing."""
+    rows = []
+    for i in range(2):
+        rows.append(x / (1.0 + y ** 2))
+    x[0] = 2.0
+    return np.sum(x * x) + np.sum(rows[0] * rows[-1])
+
+
+def test_memory_written_after_the_loop_is_refused():
+    x = np.array([1.13, 0.77, 0.54])
+    line = written_after_the_loop.__code__.co_firstlineno + 6           # `x[0] = 2.0`
+    with pytest.raises(tf.UnsupportedError, match=f'line {line} writes into memory after it'):
+        tf.grad(written_after_the_loop, argnums=(0, 1), checkpoint=True)(x.copy(), 0.5)
+
+
 @pytest.mark.parametrize('fn, why', [
     (calls_a_writer, 'the function it calls writes into its arguments'),
     (pops, '.pop() changes its object in place'),

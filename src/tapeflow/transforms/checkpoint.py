@@ -56,6 +56,7 @@ def transform(forward, reverse, ctx, policy):
         marked = getanno(stmt, Key.CHECKPOINT)
         if isinstance(stmt, (gast.For, gast.While)) and pair in loops and (policy or marked):
             rev_loop = loops.pop(pair)
+            _check_after(stmt, forward[k + 2:], ctx)
             state = _state(stmt, ctx, local)
             unbound |= set(state) - _assigned_before(out, defined)
             fwd, rev = _checkpointed(stmt, trip_push, rev_loop, state, ctx, policy or True)
@@ -181,6 +182,30 @@ def _check(loop, rev_loop, ctx) -> set:
         if getanno(stmt, Key.RESTORES_IN_PLACE) and not undoes_append:
             refuse(loop, 'it writes into memory in place, and snapshots hold references, not copies')
     return lists
+
+
+def _check_after(loop, later, ctx):
+    """Refuse a loop whose rerun could read memory a later statement writes into: the
+    optimizer keeps no restore of contents the plain reverse sweep does not read."""
+    fresh = set()                   # lists made after the loop: no rerun reads them
+    for stmt in nodes.statements(later):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            made = isinstance(stmt.value, (gast.List, gast.ListComp))
+            (fresh.add if made else fresh.discard)(stmt.targets[0].id)
+        called = getanno(stmt, PRIMAL) or stmt
+        method = _method(stmt)
+        if method is not None and getattr(stmt.value.func.value, 'id', None) in fresh:
+            continue
+        if getanno(stmt, Key.MUTATES) is not None or (
+                isinstance(stmt, gast.Assign) and not isinstance(stmt.targets[0], (gast.Name, gast.Tuple))) \
+                or (method is not None and not _is_push(stmt, ctx)) or (
+                isinstance(called, gast.Assign) and isinstance(called.value, gast.Call) and getattr(
+                    getanno(called.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None)):
+            line = (nodes.origin(stmt) or ('?',))[0]
+            raise ctx.source.error(loop, f'cannot checkpoint this loop: line {line} writes into '
+                                         f'memory after it, which a rerun of the loop could read; '
+                                         f'write a copy there, or differentiate without '
+                                         f'checkpoint=')
 
 
 def _method(stmt):
