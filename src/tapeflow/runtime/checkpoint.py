@@ -41,12 +41,7 @@ class Checkpoints:
     __slots__ = ('trips', 'slots', 'chunk', 'snapshots', 'lengths', 'spacing', 'counted')
 
     def __init__(self, trips, policy):
-        if policy is True:
-            slots = None
-        elif isinstance(policy, int) and not isinstance(policy, bool) and policy >= 1:
-            slots = policy
-        else:
-            raise ValueError(f'checkpoint: True or a number of snapshots >= 1, not {policy!r}')
+        slots = None if policy is True else policy      # (checked by the API: True or k >= 1)
         self.trips = trips                    # None for a while loop, until `finish`
         self.counted = trips is None          # trips counted as they run (a while loop)
         self.slots = slots

@@ -421,6 +421,13 @@ def shallow_copy(node):
 def name_counts(node):
     """({name: times read}, {name: times bound}) under `node` (the `load_names` scan)."""
     loads, stores = {}, {}
+    _names(node, None, counts=(loads, stores))
+    return loads, stores
+
+
+def _names(node, out, context=None, counts=None) -> set:
+    """Add to `out` the ids of the Name nodes under `node` (of that `context` class only);
+    with `counts`, (reads, bindings), count them there instead."""
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     Name, AST, Load = gast.Name, gast.AST, gast.Load
@@ -429,34 +436,10 @@ def name_counts(node):
         n = pop()
         cls = n.__class__
         if cls is Name:
-            table = loads if n.ctx.__class__ is Load else stores
-            table[n.id] = table.get(n.id, 0) + 1
-            continue
-        fields = fields_of(cls)
-        if fields is None:
-            if not isinstance(n, AST):
-                continue
-            fields = _name_fields(cls)
-        for field in fields:
-            value = getattr(n, field, None)
-            if value.__class__ is list:
-                extend(value)
-            elif isinstance(value, AST):
-                push(value)
-    return loads, stores
-
-
-def _names(node, out, context=None) -> set:
-    """Add to `out` the ids of the Name nodes under `node` (of that `context` class only)."""
-    stack = [node]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    Name, AST = gast.Name, gast.AST
-    fields_of = _NAME_FIELDS.get
-    while stack:
-        n = pop()
-        cls = n.__class__
-        if cls is Name:
-            if context is None or n.ctx.__class__ is context:
+            if counts is not None:
+                table = counts[n.ctx.__class__ is not Load]
+                table[n.id] = table.get(n.id, 0) + 1
+            elif context is None or n.ctx.__class__ is context:
                 out.add(n.id)
             continue
         fields = fields_of(cls)

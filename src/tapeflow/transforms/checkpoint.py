@@ -27,8 +27,6 @@ refused, as are loops that exit early and loops over anything but `range`.
 """
 from __future__ import annotations
 
-import copy
-
 import gast
 
 from tapeflow.syntax import nodes
@@ -231,7 +229,7 @@ def _plain(body, ctx):
         if primal is not None:
             out.append(nodes.clone(primal))
             continue
-        stmt = copy.copy(stmt)
+        stmt = nodes.shallow_copy(stmt)
         for field in ('body', 'orelse'):
             if isinstance(getattr(stmt, field, None), list):
                 setattr(stmt, field, _plain(getattr(stmt, field), ctx))
