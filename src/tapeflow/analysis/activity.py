@@ -12,7 +12,7 @@ everywhere, so it may get an adjoint it does not need, never miss one.
 from __future__ import annotations
 
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.rules import registry
@@ -20,27 +20,27 @@ from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 # Operators whose result carries no derivative.
-_NONDIFF_BINOPS = (gast.FloorDiv, gast.BitAnd, gast.BitOr, gast.BitXor, gast.LShift, gast.RShift)
-_NONDIFF_UNARY = (gast.Not, gast.Invert)
+_NONDIFF_BINOPS = (ast.FloorDiv, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+_NONDIFF_UNARY = (ast.Not, ast.Invert)
 
 
 def differentiable_operands(value) -> set:
     """Names whose derivative flows through the ANF operation `value`."""
-    if isinstance(value, gast.Name):
+    if isinstance(value, ast.Name):
         return {value.id}
-    if isinstance(value, gast.BinOp):
+    if isinstance(value, ast.BinOp):
         if isinstance(value.op, _NONDIFF_BINOPS):
             return set()
         return _names(value.left) | _names(value.right)
-    if isinstance(value, gast.UnaryOp):
+    if isinstance(value, ast.UnaryOp):
         return set() if isinstance(value.op, _NONDIFF_UNARY) else _names(value.operand)
-    if isinstance(value, (gast.Compare, gast.BoolOp, gast.Constant, gast.JoinedStr)):
+    if isinstance(value, (ast.Compare, ast.BoolOp, ast.Constant, ast.JoinedStr)):
         return set()
-    if isinstance(value, gast.Subscript):
+    if isinstance(value, ast.Subscript):
         if type(getanno(value.value, Key.RESOLVED)) in _VALUE_MAKERS:
             return _names(value.slice)      # np.mgrid[0:x:5j]: made from its bounds
         return _names(value.value)
-    if isinstance(value, gast.Attribute):
+    if isinstance(value, ast.Attribute):
         fn = getanno(value, Key.RESOLVED)
         if fn is not None:
             return set()
@@ -50,11 +50,11 @@ def differentiable_operands(value) -> set:
         if value.attr in NONDIFF_ATTRIBUTES:
             return set()
         return _names(value.value)
-    if isinstance(value, (gast.Tuple, gast.List)):
+    if isinstance(value, (ast.Tuple, ast.List)):
         return set().union(*(_names(e) for e in value.elts)) if value.elts else set()
-    if isinstance(value, gast.Call):
+    if isinstance(value, ast.Call):
         return _call_operands(value)
-    return set().union(*(_names(n) for n in gast.iter_child_nodes(value))) if list(gast.iter_child_nodes(value)) else set()
+    return set().union(*(_names(n) for n in ast.iter_child_nodes(value))) if list(ast.iter_child_nodes(value)) else set()
 
 
 # Objects whose subscript computes values from the index (`operations._makes_values`).
@@ -77,7 +77,7 @@ def _call_operands(call) -> set:
         for k in call.keywords:
             names |= _names(k.value)
         return names
-    if isinstance(call.func, gast.Attribute):        # a method
+    if isinstance(call.func, ast.Attribute):        # a method
         method = registry.METHODS.get(call.func.attr)
         if method is not None and registry.is_nondifferentiable(method[0]):
             return set()
@@ -100,39 +100,39 @@ def _names(node) -> set:
 def _assignments(body):
     """(target name, operands) for every flow of value in the function body."""
     for stmt in body:
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, ast.Assign):
             target = stmt.targets[0]
-            if isinstance(target, gast.Name):
+            if isinstance(target, ast.Name):
                 yield target.id, differentiable_operands(stmt.value)
-            elif isinstance(target, gast.Subscript):
+            elif isinstance(target, ast.Subscript):
                 yield target.value.id, _names(stmt.value) | {target.value.id}
-        elif isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
-            if isinstance(call.func, gast.Attribute) and call.func.attr in ('append', 'extend', 'insert') \
-                    and isinstance(call.func.value, gast.Name):
+            if isinstance(call.func, ast.Attribute) and call.func.attr in ('append', 'extend', 'insert') \
+                    and isinstance(call.func.value, ast.Name):
                 operands = set()
                 for a in call.args:
                     operands |= _names(a)
                 yield call.func.value.id, operands
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)
-            if inner and not isinstance(stmt, gast.FunctionDef):
+            if inner and not isinstance(stmt, ast.FunctionDef):
                 yield from _assignments(inner)
 
 
 def output_names(body) -> set:
     names = set()
     for stmt in body:
-        if isinstance(stmt, gast.Return) and stmt.value is not None:
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
             names |= _names(stmt.value)
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)
-            if inner and not isinstance(stmt, gast.FunctionDef):
+            if inner and not isinstance(stmt, ast.FunctionDef):
                 names |= output_names(inner)
     return names
 
 
-def active_names(node: gast.FunctionDef, wrt: set, outputs: set | None = None) -> set:
+def active_names(node: ast.FunctionDef, wrt: set, outputs: set | None = None) -> set:
     """The active variables of `node` (ANF) differentiated with respect to `wrt`."""
     flows = list(_assignments(node.body))
     varied = set(wrt)

@@ -26,7 +26,7 @@ import dataclasses
 import math
 import types
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.analysis.call_writes import (  # noqa: F401  (re-exported)
@@ -65,7 +65,7 @@ class Aliasing:
     elements but writes nothing).
     """
 
-    def __init__(self, node: gast.FunctionDef, param_kinds: dict, summary=None):
+    def __init__(self, node: ast.FunctionDef, param_kinds: dict, summary=None):
         self.summary = summary or (lambda fn, kinds: OPAQUE_SUMMARY)
         self.before = {}              # id(stmt) -> State
         self.after = {}               # id(stmt) -> State (simple statements)
@@ -99,9 +99,9 @@ class Aliasing:
 
     def statement(self, stmt, state):
         self.before[id(stmt)] = state
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, ast.If):
             return self.block(stmt.body, state).join(self.block(stmt.orelse, state))
-        if isinstance(stmt, (gast.For, gast.While)):
+        if isinstance(stmt, (ast.For, ast.While)):
             return self.loop(stmt, state)
         new = state.copy()
         self.simple(stmt, new)
@@ -127,29 +127,29 @@ class Aliasing:
         return end if _runs_whole_trips(stmt) else head
 
     def loop_head(self, stmt, state):
-        if isinstance(stmt, gast.For):
+        if isinstance(stmt, ast.For):
             state = state.copy()
             for n in nodes.walk(stmt.target):
-                if isinstance(n, gast.Name):
+                if isinstance(n, ast.Name):
                     self.bind(state, n.id, SCALAR, frozenset())
         return state
 
     # ---------------------------------------------------------------- simple statements
 
     def simple(self, stmt, state):
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, ast.Assign):
             target = stmt.targets[0]
-            if isinstance(target, gast.Name) and getanno(stmt, Key.IN_PLACE) \
+            if isinstance(target, ast.Name) and getanno(stmt, Key.IN_PLACE) \
                     and may_be_mutable(state.kinds.get(target.id)) and target.id in state.kinds:
                 self.in_place(target.id, stmt.value, state, stmt)
-            elif isinstance(target, gast.Name):
+            elif isinstance(target, ast.Name):
                 self.assign(stmt, target.id, stmt.value, state)
-            elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 self.store_item(target.value.id, target.slice, stmt.value, state)
             return
-        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             self.call_effects(stmt.value, state, stmt)
-        elif isinstance(stmt, gast.FunctionDef):
+        elif isinstance(stmt, ast.FunctionDef):
             self.bind(state, stmt.name, None, frozenset())
 
     def bind(self, state, name, kind, objects, eqs=()):
@@ -164,10 +164,10 @@ class Aliasing:
             state.eqs = state.eqs | frozenset(eqs)
 
     def assign(self, stmt, target, value, state):
-        if isinstance(value, gast.Name) and value.id == target and target in state.kinds:
+        if isinstance(value, ast.Name) and value.id == target and target in state.kinds:
             return                            # `p = p`: the same object, every fact still holds
         site = ('site', id(stmt))
-        if isinstance(value, gast.Call):
+        if isinstance(value, ast.Call):
             self.call_effects(value, state, stmt)
         kind, objects, eqs = self.value(value, target, site, state)
         eqs = [dataclasses.replace(e, origin=id(stmt), made=(e.derived, e.source)) if e.maybe else e
@@ -180,12 +180,12 @@ class Aliasing:
 
     def atom(self, node, state):
         """(kind, objects) of an ANF atom."""
-        if isinstance(node, gast.Constant):
+        if isinstance(node, ast.Constant):
             return kind_of_value(node.value), frozenset()
-        if isinstance(node, gast.Tuple):                 # a tuple of constants
+        if isinstance(node, ast.Tuple):                 # a tuple of constants
             return TUPLE, frozenset()
         resolved = getanno(node, Key.RESOLVED, _MISSING)
-        if isinstance(node, gast.Name) and resolved is _MISSING:
+        if isinstance(node, ast.Name) and resolved is _MISSING:
             return state.kinds.get(node.id), state.pts.get(node.id, frozenset())
         if resolved is _MISSING:
             return None, frozenset()
@@ -213,13 +213,13 @@ class Aliasing:
 
     def value(self, v, target, site, state):
         """(kind, objects, equations) of the value of an ANF assignment to `target`."""
-        if isinstance(v, (gast.Name, gast.Constant)) or (
-                isinstance(v, gast.Attribute) and getanno(v, Key.RESOLVED, _MISSING) is not _MISSING):
+        if isinstance(v, (ast.Name, ast.Constant)) or (
+                isinstance(v, ast.Attribute) and getanno(v, Key.RESOLVED, _MISSING) is not _MISSING):
             kind, objects = self.atom(v, state)
             eqs = [Eq(target, v.id, 'ident', v.id, v, frozenset({v.id}))] \
-                if isinstance(v, gast.Name) and v.id in state.kinds and v.id != target else []
+                if isinstance(v, ast.Name) and v.id in state.kinds and v.id != target else []
             return kind, objects, eqs
-        if isinstance(v, gast.BinOp):
+        if isinstance(v, ast.BinOp):
             (ka, oa), (kb, ob) = self.atom(v.left, state), self.atom(v.right, state)
             if ka in _NUMBERS and kb in _NUMBERS:
                 kind = SCALAR if ka == kb == SCALAR else (ARRAY if ARRAY in (ka, kb) else NUMERIC)
@@ -230,33 +230,33 @@ class Aliasing:
                 ka if ka in (LIST, TUPLE) and kb == SCALAR else None)
             inside = elements(state, oa | ob)
             return kind, self.fresh(state, site, kind or LIST, inside), []
-        if isinstance(v, gast.UnaryOp):
+        if isinstance(v, ast.UnaryOp):
             kind, _ = self.atom(v.operand, state)
-            kind = SCALAR if isinstance(v.op, gast.Not) or kind == SCALAR else (
+            kind = SCALAR if isinstance(v.op, ast.Not) or kind == SCALAR else (
                 kind if kind in _NUMBERS else NUMERIC)
             return kind, self.fresh(state, site, kind), []
-        if isinstance(v, (gast.Compare, gast.BoolOp)):
-            kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, gast.Name)]
+        if isinstance(v, (ast.Compare, ast.BoolOp)):
+            kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, ast.Name)]
             kind = SCALAR if all(k == SCALAR for k in kinds) else NUMERIC
             return kind, self.fresh(state, site, kind), []
-        if isinstance(v, gast.Subscript):
+        if isinstance(v, ast.Subscript):
             return self.subscript(v, target, site, state)
-        if isinstance(v, gast.Attribute):
+        if isinstance(v, ast.Attribute):
             return self.attribute(v, target, site, state)
-        if isinstance(v, (gast.Tuple, gast.List)):
-            kind = TUPLE if isinstance(v, gast.Tuple) else LIST
+        if isinstance(v, (ast.Tuple, ast.List)):
+            kind = TUPLE if isinstance(v, ast.Tuple) else LIST
             objects = frozenset().union(*(self.atom(e, state)[1] for e in v.elts)) if v.elts else frozenset()
             made = self.fresh(state, site, LIST, objects)      # tuples of arrays hold references too
             eqs = [_element_eq(e.id, target, k, kind, len(v.elts)) for k, e in enumerate(v.elts)
-                   if isinstance(e, gast.Name) and e.id in state.kinds and e.id != target]
+                   if isinstance(e, ast.Name) and e.id in state.kinds and e.id != target]
             return kind, made, eqs
-        if isinstance(v, gast.Dict):
+        if isinstance(v, ast.Dict):
             objects = frozenset().union(*(self.atom(e, state)[1] for e in v.values)) if v.values else frozenset()
             eqs = [_element_eq(e.id, target, k.value, DICT, None) for k, e in zip(v.keys, v.values)
-                   if isinstance(e, gast.Name) and isinstance(k, gast.Constant)
+                   if isinstance(e, ast.Name) and isinstance(k, ast.Constant)
                    and e.id in state.kinds and e.id != target]
             return DICT, self.fresh(state, site, DICT, objects), eqs
-        if isinstance(v, gast.Call):
+        if isinstance(v, ast.Call):
             return self.call(v, target, site, state)
         return None, self.fresh(state, site, None, _everything(state, v)), []
 
@@ -264,7 +264,7 @@ class Aliasing:
         base = v.value
         kind, objects = self.atom(base, state)
         index = v.slice
-        if not isinstance(base, gast.Name) or base.id not in state.kinds:
+        if not isinstance(base, ast.Name) or base.id not in state.kinds:
             return None, self.fresh(state, site, None, reach_objects(state, objects)), []
         name = base.id
         eq = lambda container, maybe: Eq(target, name, 'index', text(v), v, names_of(v),
@@ -276,14 +276,14 @@ class Aliasing:
             # a slice (or None, ...) in a basic index makes a view; integers alone may
             # pick one number, a copy
             sliced = basic is True and any(
-                isinstance(p, gast.Slice) or (isinstance(p, gast.Constant) and p.value in
+                isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value in
                                              (None, Ellipsis))
-                for p in (index.elts if isinstance(index, gast.Tuple) else [index]))
+                for p in (index.elts if isinstance(index, ast.Tuple) else [index]))
             return (ARRAY if sliced else NUMERIC), self.view(state, site, objects), \
                 [eq(ARRAY, not sliced)]
         if kind in (LIST, TUPLE, DICT):
             items = elements(state, objects)
-            if isinstance(index, gast.Slice):
+            if isinstance(index, ast.Slice):
                 return kind, self.fresh(state, site, kind, items), []
             if kind != DICT and _index_kind(index, state) != SCALAR:
                 return None, items | self.fresh(state, site, None, items), []
@@ -296,7 +296,7 @@ class Aliasing:
         if v.attr in ('shape', 'ndim', 'size', 'dtype', 'itemsize', 'nbytes', 'strides'):
             return (TUPLE if v.attr in ('shape', 'strides') else SCALAR), frozenset(), []
         view = table.VIEW_ATTRIBUTES.get(v.attr)
-        if view is not None and isinstance(v.value, gast.Name) and v.value.id in state.kinds:
+        if view is not None and isinstance(v.value, ast.Name) and v.value.id in state.kinds:
             return NUMERIC if v.attr in ('real', 'imag') else ARRAY, self.view(state, site, objects), [
                 Eq(target, v.value.id, 'view', text(v), v, names_of(v), kind, view,
                    not (view.always and kind == ARRAY))]
@@ -313,17 +313,17 @@ class Aliasing:
             if v.keywords else frozenset()
         everything = reach_objects(state, frozenset().union(*(o for _, o in arg_facts)) | kw_objects) \
             if arg_facts or kw_objects else frozenset()
-        if fn is None and isinstance(v.func, gast.Attribute):
+        if fn is None and isinstance(v.func, ast.Attribute):
             return self.method(v, target, site, state, everything)
         if fn is None:
             return None, self.fresh(state, site, None, everything) | everything, []
         outs = out_arguments(v)
-        if len(outs) == 1 and isinstance(outs[0], gast.Name) and outs[0].id in state.kinds:
+        if len(outs) == 1 and isinstance(outs[0], ast.Name) and outs[0].id in state.kinds:
             written = outs[0].id                     # `r = np.f(..., out=y)` is `y`
             return ARRAY, state.pts.get(written, frozenset()), [
                 Eq(target, written, 'ident', written, outs[0], frozenset({written}))]
         view = _lookup(table.VIEW_FUNCTIONS, fn)
-        if view is not None and args and isinstance(args[0], gast.Name) and args[0].id in state.kinds:
+        if view is not None and args and isinstance(args[0], ast.Name) and args[0].id in state.kinds:
             kind, objects = arg_facts[0]
             maybe = not (view.always and kind == ARRAY)
             return ARRAY, self.view(state, site, objects), [Eq(target, args[0].id, 'view', text(v), v, names_of(v),
@@ -355,7 +355,7 @@ class Aliasing:
             if arg_facts else frozenset()
         if summary.result_is is not None and summary.result_is < len(v.args):
             arg = v.args[summary.result_is]
-            if isinstance(arg, gast.Name) and arg.id in state.kinds:
+            if isinstance(arg, ast.Name) and arg.id in state.kinds:
                 kind, objects = arg_facts[summary.result_is]
                 return kind, objects, [Eq(target, arg.id, 'ident', arg.id, arg, frozenset({arg.id}))]
         kind = summary.result_kind
@@ -366,7 +366,7 @@ class Aliasing:
         receiver = v.func.value
         kind, objects = self.atom(receiver, state)
         name = v.func.attr
-        if not isinstance(receiver, gast.Name) or receiver.id not in state.kinds:
+        if not isinstance(receiver, ast.Name) or receiver.id not in state.kinds:
             return None, self.fresh(state, site, None, everything | reach_objects(state, objects)) \
                 | everything | reach_objects(state, objects), []
         view = table.VIEW_METHODS.get(name)
@@ -391,7 +391,7 @@ class Aliasing:
     def call_effects(self, call, state, stmt):
         """What a call does to the memory of its arguments (before its result is bound)."""
         for position, written, elements in writes_of_call(call, state, self.summary):
-            if not isinstance(written, gast.Name) or written.id not in state.kinds:
+            if not isinstance(written, ast.Name) or written.id not in state.kinds:
                 continue
             name = written.id
             objects = state.pts.get(name, frozenset())
@@ -436,8 +436,8 @@ class Aliasing:
         for obj in state.pts.get(name, frozenset()):
             state.contents[obj] = state.contents.get(obj, frozenset()) | objects
         kill_items(state, name, keep_appended=False, stored=index)
-        if isinstance(value, gast.Name) and value.id in state.kinds and value.id != name \
-                and kind in (LIST, DICT) and isinstance(index, (gast.Constant, gast.Name)):
+        if isinstance(value, ast.Name) and value.id in state.kinds and value.id != name \
+                and kind in (LIST, DICT) and isinstance(index, (ast.Constant, ast.Name)):
             read = nodes.subscript(name, nodes.clone(index))
             state.eqs = state.eqs | {Eq(value.id, name, 'index', text(read), read,
                                         names_of(read), kind)}
@@ -467,16 +467,16 @@ def _same_slot(state, eqs, target):
 
 def _everything(state, node) -> frozenset:
     objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk(node)
-                                  if isinstance(n, gast.Name)))
+                                  if isinstance(n, ast.Name)))
     return reach_objects(state, objects)
 
 
 def _runs_whole_trips(loop) -> bool:
     """`for ... in range(<constants>)` of at least one trip, with no way out of a trip."""
-    if not isinstance(loop, gast.For) or not isinstance(loop.iter, gast.Call) \
+    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) \
             or getanno(loop.iter.func, Key.RESOLVED) is not builtins.range:
         return False
-    if not all(isinstance(a, gast.Constant) and isinstance(a.value, int) for a in loop.iter.args):
+    if not all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in loop.iter.args):
         return False
     exits = any(getanno(s, Key.LOOP_EXIT) for s in loop.body)
     return not exits and len(range(*(a.value for a in loop.iter.args))) > 0
@@ -485,15 +485,15 @@ def _runs_whole_trips(loop) -> bool:
 def _arithmetic(binop, ka, kb) -> bool:
     """Whether `a <op> b` is arithmetic (a number or a new array), whatever the unknown operand:
     only `+` of two sequences and `*` of a sequence by an int make sequences."""
-    if isinstance(binop.op, gast.Add):
+    if isinstance(binop.op, ast.Add):
         return ka in _NUMBERS or kb in _NUMBERS
-    if isinstance(binop.op, gast.Mult):
+    if isinstance(binop.op, ast.Mult):
         for side, kind in ((binop.left, ka), (binop.right, kb)):
-            if kind in (ARRAY, NUMERIC) or isinstance(side, gast.Constant) \
+            if kind in (ARRAY, NUMERIC) or isinstance(side, ast.Constant) \
                     and isinstance(side.value, float):
                 return True
         return False
-    return not isinstance(binop.op, gast.Mod)          # `%` formats strings
+    return not isinstance(binop.op, ast.Mod)          # `%` formats strings
 
 
 def _constant_tuple(value) -> bool:
@@ -514,9 +514,9 @@ def _is_numpy(fn) -> bool:
 
 
 def _index_kind(index, state):
-    if isinstance(index, gast.Constant):
+    if isinstance(index, ast.Constant):
         return SCALAR if isinstance(index.value, int) and not isinstance(index.value, bool) else None
-    if isinstance(index, gast.Name):
+    if isinstance(index, ast.Name):
         return state.kinds.get(index.id) if getanno(index, Key.RESOLVED, _MISSING) is _MISSING \
             else kind_of_value(getanno(index, Key.RESOLVED))
     return None
@@ -524,17 +524,17 @@ def _index_kind(index, state):
 
 def _basic_index(index, state):
     """True: `x[index]` is basic indexing (a view); False: advanced (a copy); None: unknown."""
-    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
     verdict = True
     for part in parts:
-        if isinstance(part, gast.Slice):
+        if isinstance(part, ast.Slice):
             continue
-        if isinstance(part, gast.Constant):
+        if isinstance(part, ast.Constant):
             if part.value is None or part.value is Ellipsis or (
                     isinstance(part.value, int) and not isinstance(part.value, bool)):
                 continue
             return False                 # a tuple/bool constant: advanced
-        if isinstance(part, (gast.List, gast.Tuple)):
+        if isinstance(part, (ast.List, ast.Tuple)):
             return False
         kind = _index_kind(part, state)
         if kind in (ARRAY, LIST):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import types
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.analysis.memory import ARRAY, DICT, LIST, NUMERIC, elements, reach_objects
@@ -32,10 +32,10 @@ def writes_of_call(call, state, summary):
     mutator = table.mutator_of_function(fn) if fn is not None else None
     if mutator is not None and call.args:
         return out + [(mutator.form, call.args[0], frozenset())]
-    if fn is None and isinstance(call.func, gast.Attribute):
+    if fn is None and isinstance(call.func, ast.Attribute):
         receiver = call.func.value
         name = call.func.attr
-        kind = state.kinds.get(receiver.id) if isinstance(receiver, gast.Name) else None
+        kind = state.kinds.get(receiver.id) if isinstance(receiver, ast.Name) else None
         owner = getanno(receiver, Key.RESOLVED, None)
         if name == 'at' and isinstance(owner, np.ufunc) and call.args:
             return out + [('at', call.args[0], frozenset())]
@@ -44,7 +44,7 @@ def writes_of_call(call, state, summary):
             if form in ('pop', 'insert') and kind != LIST:
                 form = 'opaque'
             added = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in call.args
-                                        if isinstance(a, gast.Name)))
+                                        if isinstance(a, ast.Name)))
             if name == 'extend':
                 added = elements(state, added) | added
             return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
@@ -57,7 +57,7 @@ def writes_of_call(call, state, summary):
             if call.args:
                 return out + [(mutator.form, call.args[mutator.writes], frozenset())]
     if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
-        kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else None for a in call.args)
+        kinds = tuple(state.kinds.get(a.id) if isinstance(a, ast.Name) else None for a in call.args)
         written = summary(fn, kinds).writes
         everything = _everything_of(state, call.args)
         out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
@@ -69,7 +69,7 @@ def out_arguments(call) -> list:
     out = []
     for k in call.keywords:
         if k.arg == 'out':
-            out += k.value.elts if isinstance(k.value, gast.Tuple) else [k.value]
+            out += k.value.elts if isinstance(k.value, ast.Tuple) else [k.value]
     fn = getanno(call.func, Key.RESOLVED)
     if isinstance(fn, np.ufunc) and len(call.args) > fn.nin:
         out += call.args[fn.nin:]
@@ -78,5 +78,5 @@ def out_arguments(call) -> list:
 
 def _everything_of(state, atoms):
     objects = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in atoms
-                                  if isinstance(a, gast.Name))) if atoms else frozenset()
+                                  if isinstance(a, ast.Name))) if atoms else frozenset()
     return reach_objects(state, objects)

@@ -8,7 +8,7 @@ live-out flows into every point of its body).
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
 
@@ -16,18 +16,18 @@ from tapeflow.syntax import nodes
 def reads(node) -> set:
     """Names a simple statement or expression reads (not entering nested defs)."""
     out = nodes.load_names(node)
-    if isinstance(node, gast.Assign):
+    if isinstance(node, ast.Assign):
         for target in node.targets:
-            if isinstance(target, gast.Subscript):      # y[i] = v mutates y: reads it
-                out |= {n.id for n in nodes.walk(target) if isinstance(n, gast.Name)}
+            if isinstance(target, ast.Subscript):      # y[i] = v mutates y: reads it
+                out |= {n.id for n in nodes.walk(target) if isinstance(n, ast.Name)}
     return out
 
 
 def writes(stmt) -> set:
     """Names a simple statement rebinds (a subscript assignment rebinds nothing)."""
-    if isinstance(stmt, gast.Assign):
-        return {t.id for t in stmt.targets if isinstance(t, gast.Name)}
-    if isinstance(stmt, gast.FunctionDef):
+    if isinstance(stmt, ast.Assign):
+        return {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    if isinstance(stmt, ast.FunctionDef):
         return {stmt.name}
     return set()
 
@@ -52,26 +52,26 @@ class Liveness:
     def effects(self, node):
         """(reads, writes) of a simple statement, or of a loop's or branch's head."""
         cls = node.__class__
-        if cls is gast.Assign:
+        if cls is ast.Assign:
             parts = node.value, node.targets
-        elif cls is gast.Expr or cls is gast.Return:
+        elif cls is ast.Expr or cls is ast.Return:
             parts = node.value, None
-        elif cls is gast.If or cls is gast.While:
+        elif cls is ast.If or cls is ast.While:
             parts = node.test, None
-        elif cls is gast.For:
+        elif cls is ast.For:
             parts = node.iter, node.target
-        elif cls is gast.FunctionDef:
-            return {n.id for n in nodes.walk(node) if isinstance(n, gast.Name)
-                    and isinstance(n.ctx, gast.Load)}, {node.name}
+        elif cls is ast.FunctionDef:
+            return {n.id for n in nodes.walk(node) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Load)}, {node.name}
         else:
             return reads(node), writes(node)
         known = self._effects.get(id(node))
         if known is not None and known[0] is node and known[1] is parts[0] \
                 and known[2] is parts[1]:
             return known[3]
-        if cls is gast.For:
+        if cls is ast.For:
             found = reads(node.iter), writes_target(node)
-        elif cls is gast.If or cls is gast.While:
+        elif cls is ast.If or cls is ast.While:
             found = reads(node.test), set()
         else:
             found = reads(node), writes(node)
@@ -82,11 +82,11 @@ class Liveness:
         # Not copied: no set handed on below is changed once the fixpoints are done
         # (a loop's grows only while its body is analysed again). Read them only.
         self.live_after[id(stmt)] = live
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, ast.If):
             body = self.block(stmt.body, live)
             orelse = self.block(stmt.orelse, live)
             return body | orelse | self.effects(stmt)[0]
-        if isinstance(stmt, (gast.For, gast.While)):
+        if isinstance(stmt, (ast.For, ast.While)):
             head, target = self.effects(stmt)
             loop_live = set(live) | head
             while True:
@@ -96,9 +96,9 @@ class Liveness:
                     break
                 loop_live |= new
             return loop_live
-        if isinstance(stmt, gast.FunctionDef):
+        if isinstance(stmt, ast.FunctionDef):
             return (live - {stmt.name}) | self.effects(stmt)[0]
-        if isinstance(stmt, gast.Return):
+        if isinstance(stmt, ast.Return):
             return set(self.effects(stmt)[0])
         read, written = self.effects(stmt)
         if read <= live and (written.isdisjoint(live) or written <= read):
@@ -110,4 +110,4 @@ class Liveness:
 
 
 def writes_target(loop) -> set:
-    return {n.id for n in nodes.walk(loop.target) if isinstance(n, gast.Name)}
+    return {n.id for n in nodes.walk(loop.target) if isinstance(n, ast.Name)}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.syntax import nodes
@@ -170,11 +170,11 @@ def reach_objects(state: State, objects) -> frozenset:
 
 def text(node) -> str:
     from tapeflow.syntax.unparse import unparse
-    return unparse(gast.Expr(value=node)).strip()
+    return unparse(ast.Expr(value=node)).strip()
 
 
 def names_of(node) -> frozenset:
-    return frozenset(n.id for n in nodes.walk(node) if isinstance(n, gast.Name)
+    return frozenset(n.id for n in nodes.walk(node) if isinstance(n, ast.Name)
                      and not getanno(n, Key.RESOLVED))
 
 
@@ -217,7 +217,7 @@ def kill_items(state: State, name: str, keep_appended: bool, stored=None):
     after a store at a constant index (or dict key), the other constant ones do.
     """
     def constant(index):
-        return isinstance(index, gast.Constant) and (
+        return isinstance(index, ast.Constant) and (
             isinstance(index.value, int) and index.value >= 0 or isinstance(index.value, str))
 
     def survives(e):

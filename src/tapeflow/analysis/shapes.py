@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.syntax import nodes
@@ -68,44 +68,44 @@ class _Shapes:
         self.known = known                 # name -> shape, for names settled so far
 
     def of(self, node):
-        if isinstance(node, gast.Constant):
+        if isinstance(node, ast.Constant):
             # not a complex constant: `x + 2j` has x's shape but not its dtype, and the
             # `unbroadcast(g, x)` that makes x's cotangent a real number's must stay
             return () if isinstance(node.value, (int, float, bool)) else None
-        if isinstance(node, gast.Name):
+        if isinstance(node, ast.Name):
             return self.known.get(node.id)
-        if isinstance(node, gast.Attribute) and getanno(node, Key.RESOLVED) is not None:
+        if isinstance(node, ast.Attribute) and getanno(node, Key.RESOLVED) is not None:
             value = getanno(node, Key.RESOLVED)
             return () if isinstance(value, (int, float)) else None
         return None
 
     def value(self, v):
         """The shape the ANF value `v` produces, or None."""
-        if isinstance(v, (gast.Constant, gast.Name)) or (
-                isinstance(v, gast.Attribute) and getanno(v, Key.RESOLVED) is not None):
+        if isinstance(v, (ast.Constant, ast.Name)) or (
+                isinstance(v, ast.Attribute) and getanno(v, Key.RESOLVED) is not None):
             return self.of(v)
-        if isinstance(v, gast.BinOp):
+        if isinstance(v, ast.BinOp):
             left, right = self.of(v.left), self.of(v.right)
-            if isinstance(v.op, gast.MatMult):
+            if isinstance(v.op, ast.MatMult):
                 return matmul_shape(left, right)
             return broadcast(left, right)
-        if isinstance(v, gast.UnaryOp):
+        if isinstance(v, ast.UnaryOp):
             return self.of(v.operand)
-        if isinstance(v, (gast.Compare, gast.BoolOp)):
+        if isinstance(v, (ast.Compare, ast.BoolOp)):
             return None
-        if isinstance(v, gast.Attribute):
+        if isinstance(v, ast.Attribute):
             shape = self.of(v.value)
             if v.attr == 'T' and shape is not None:
                 return shape if shape is _TOP else shape[::-1]
             return None
-        if isinstance(v, gast.Subscript):
+        if isinstance(v, ast.Subscript):
             shape = self.of(v.value)
             if shape is _TOP:
                 return _TOP
             if shape and _is_integer_like(v.slice, self):
                 return shape[1:]
             return None
-        if isinstance(v, gast.Call):
+        if isinstance(v, ast.Call):
             return self.call(v)
         return None
 
@@ -113,7 +113,7 @@ class _Shapes:
         fn = getanno(call.func, Key.RESOLVED)
         args = [self.of(a) for a in call.args]
         keywords = {k.arg: k.value for k in call.keywords}
-        if fn is None and isinstance(call.func, gast.Attribute):           # x.sum() and the like
+        if fn is None and isinstance(call.func, ast.Attribute):           # x.sum() and the like
             if call.func.attr in _REDUCTION_METHODS and not call.args and not keywords:
                 receiver = self.of(call.func.value)
                 return receiver if receiver is _TOP else (() if receiver is not None else None)
@@ -132,21 +132,21 @@ class _Shapes:
             return matmul_shape(*args)
         if fn in _REDUCTIONS and len(args) == 1 and args[0] is not None and not keywords:
             return args[0] if args[0] is _TOP else ()
-        if fn in _CREATION and call.args and isinstance(call.args[0], gast.Constant):
+        if fn in _CREATION and call.args and isinstance(call.args[0], ast.Constant):
             value = call.args[0].value
             return (value,) if isinstance(value, int) else None
-        if fn in _CREATION and call.args and isinstance(call.args[0], gast.Tuple) \
-                and all(isinstance(e, gast.Constant) and isinstance(e.value, int) for e in call.args[0].elts):
+        if fn in _CREATION and call.args and isinstance(call.args[0], ast.Tuple) \
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in call.args[0].elts):
             return tuple(e.value for e in call.args[0].elts)
         return None
 
 
 def _is_integer_like(index, shapes):
-    return isinstance(index, gast.Constant) and isinstance(index.value, int) or \
-        isinstance(index, gast.Name) and index.id in shapes.integers
+    return isinstance(index, ast.Constant) and isinstance(index.value, int) or \
+        isinstance(index, ast.Name) and index.id in shapes.integers
 
 
-def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
+def infer(node: ast.FunctionDef, param_shapes: dict) -> dict:
     """name -> shape for the names of `node` (ANF) whose shape is settled.
 
     An optimistic fixpoint: every assigned name starts undecided; each round
@@ -156,15 +156,15 @@ def infer(node: gast.FunctionDef, param_shapes: dict) -> dict:
     params = {a.id for a in node.args.args}
     assignments, loop_counters = [], set()
     for n in nodes.walk(node):
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
             assignments.append((n.targets[0].id, n.value))
-        elif isinstance(n, gast.For):
-            if isinstance(n.iter, gast.Call) and getanno(n.iter.func, Key.RESOLVED) is builtins.range:
+        elif isinstance(n, ast.For):
+            if isinstance(n.iter, ast.Call) and getanno(n.iter.func, Key.RESOLVED) is builtins.range:
                 loop_counters.add(n.target.id)
             else:
                 assignments.append((n.target.id, None))
-        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                and isinstance(n.func.value, gast.Name):
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and isinstance(n.func.value, ast.Name):
             assignments.append((n.func.value.id, None))     # a method may change its object
     targets = {t for t, _ in assignments}
     state = {p: param_shapes.get(p) for p in params}

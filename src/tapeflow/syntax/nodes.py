@@ -112,6 +112,53 @@ def return_(value) -> gast.Return:
     return _new(gast.Return, value=None if value is None else _expr(value))
 
 
+def keyword(arg, value) -> gast.keyword:
+    return _new(gast.keyword, arg=arg, value=_expr(value))
+
+
+def unary(op: gast.unaryop, operand) -> gast.UnaryOp:
+    return _new(gast.UnaryOp, op=op, operand=_expr(operand))
+
+
+def not_(operand) -> gast.UnaryOp:
+    return unary(gast.Not(), operand)
+
+
+def any_of(values) -> gast.AST:
+    """`a or b or ...` (the one value itself where there is one)."""
+    values = [_expr(v) for v in values]
+    return values[0] if len(values) == 1 else _new(gast.BoolOp, op=gast.Or(), values=values)
+
+
+def compare(left, op: gast.cmpop, right) -> gast.Compare:
+    return _new(gast.Compare, left=_expr(left), ops=[op], comparators=[_expr(right)])
+
+
+def slice_(lower=None, upper=None, step=None) -> gast.Slice:
+    return _new(gast.Slice, **{k: None if v is None else _expr(v)
+                               for k, v in (('lower', lower), ('upper', upper), ('step', step))})
+
+
+def dict_(keys, values) -> gast.Dict:
+    return _new(gast.Dict, keys=[None if k is None else _expr(k) for k in keys],
+                values=[_expr(v) for v in values])
+
+
+def comprehension(target, iterable, ifs=()) -> gast.comprehension:
+    return _new(gast.comprehension, target=_expr(target), iter=_expr(iterable),
+                ifs=list(ifs), is_async=0)
+
+
+def list_comp(elt, generators) -> gast.ListComp:
+    return _new(gast.ListComp, elt=_expr(elt), generators=list(generators))
+
+
+def param(node):
+    """`node` (a name) as a function's parameter."""
+    node.ctx = gast.Param()
+    return node
+
+
 def function_def(fname: str, params, body, defaults=()) -> gast.FunctionDef:
     args = gast.arguments(args=[name(p, store=False) if isinstance(p, str) else p for p in params],
                           posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
@@ -261,20 +308,6 @@ class _Substitute(Transformer):
         if isinstance(node.ctx, (gast.Store, gast.Del)):
             sub = _as_store(sub)
         return sub
-
-
-def template(src: str, **subs):
-    """Parse `src` and replace each placeholder name by a name, node or constant.
-
-    >>> unparse(template('target = target + value', target='bx', value=expr))
-    """
-    tree = parse_gast(src)
-    body = [_Substitute(subs).visit(stmt) for stmt in tree.body]
-    return body[0] if len(body) == 1 else body
-
-
-def template_expr(src: str, **subs):
-    return _Substitute(subs).visit(parse_gast(src, mode='eval').body)
 
 
 def clone(node):

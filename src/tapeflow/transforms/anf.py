@@ -22,28 +22,28 @@ from __future__ import annotations
 import builtins
 import copy
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, copyanno, getanno, hasanno
 from tapeflow.syntax.naming import Namer
 
-_OP_NAMES = {gast.Add: 'add', gast.Sub: 'sub', gast.Mult: 'mul', gast.Div: 'div',
-             gast.Pow: 'pow', gast.MatMult: 'matmul', gast.FloorDiv: 'floordiv',
-             gast.Mod: 'mod', gast.USub: 'neg', gast.UAdd: 'pos', gast.Not: 'not',
-             gast.Invert: 'inv'}
+_OP_NAMES = {ast.Add: 'add', ast.Sub: 'sub', ast.Mult: 'mul', ast.Div: 'div',
+             ast.Pow: 'pow', ast.MatMult: 'matmul', ast.FloorDiv: 'floordiv',
+             ast.Mod: 'mod', ast.USub: 'neg', ast.UAdd: 'pos', ast.Not: 'not',
+             ast.Invert: 'inv'}
 
 
-def transform(node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+def transform(node: ast.FunctionDef, namer: Namer) -> ast.FunctionDef:
     node.body = _ANF(namer).block(node.body)
     return node
 
 
 def is_atom(node) -> bool:
     """A name, a constant (a tuple of constants too: `(32, 128)`), a resolved reference."""
-    return isinstance(node, (gast.Name, gast.Constant)) or (
-        isinstance(node, gast.Attribute) and hasanno(node, Key.RESOLVED)) or (
-        isinstance(node, gast.Tuple) and all(isinstance(e, gast.Constant) for e in node.elts))
+    return isinstance(node, (ast.Name, ast.Constant)) or (
+        isinstance(node, ast.Attribute) and hasanno(node, Key.RESOLVED)) or (
+        isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts))
 
 
 class _ANF:
@@ -77,26 +77,26 @@ class _ANF:
                 pre.extend(self.assign_to(target, value))
             return pre
         target = stmt.targets[0]
-        if isinstance(target, (gast.Tuple, gast.List)):
+        if isinstance(target, (ast.Tuple, ast.List)):
             value = self.atom(stmt.value, pre, 'tuple')
             return pre + self.assign_to(target, value)
-        if isinstance(target, gast.Subscript):
+        if isinstance(target, ast.Subscript):
             index = self.index(target.slice, pre)
             base = self.atom(target.value, pre, 'base')
             value = self.atom(stmt.value, pre, 'value')
             return pre + [nodes.assign(nodes.subscript(base, index, store=True), value)]
         value = self.operation(stmt.value, pre, target.id)
-        if isinstance(value, gast.Name) and value.id == target.id and pre:
+        if isinstance(value, ast.Name) and value.id == target.id and pre:
             return pre                              # the statements assigned it already
         return pre + [copyanno(stmt, nodes.assign(target.id, value), Key.IN_PLACE)]
 
     def assign_to(self, target, atom):
-        if isinstance(target, gast.Name):
+        if isinstance(target, ast.Name):
             return [nodes.assign(target.id, atom)]
-        if isinstance(target, (gast.Tuple, gast.List)):
+        if isinstance(target, (ast.Tuple, ast.List)):
             out = []
             for k, elt in enumerate(target.elts):
-                if isinstance(elt, gast.Name):
+                if isinstance(elt, ast.Name):
                     out.append(nodes.assign(elt.id, nodes.subscript(atom, nodes.const(k))))
                 else:
                     tmp = self.namer.new('_item')
@@ -111,9 +111,9 @@ class _ANF:
     def stmt_Expr(self, stmt):
         pre = []
         value = stmt.value
-        if isinstance(value, gast.Constant):         # a docstring
+        if isinstance(value, ast.Constant):         # a docstring
             return []
-        if isinstance(value, gast.Call):
+        if isinstance(value, ast.Call):
             return pre + [nodes.expr_stmt(self.call(value, pre))]
         self.atom(value, pre, 'unused')
         return pre
@@ -122,7 +122,7 @@ class _ANF:
         pre = []
         if stmt.value is None:
             return [stmt]
-        if isinstance(stmt.value, gast.Tuple):
+        if isinstance(stmt.value, ast.Tuple):
             elts = [self.atom(e, pre, 'out') for e in stmt.value.elts]
             return pre + [nodes.return_(nodes.tuple_(*elts))]
         return pre + [nodes.return_(self.atom(stmt.value, pre, 'out'))]
@@ -165,13 +165,13 @@ class _ANF:
 
     def assign_operation(self, name, expr, pre):
         value = self.operation(expr, pre, name)
-        if not (isinstance(value, gast.Name) and value.id == name):
+        if not (isinstance(value, ast.Name) and value.id == name):
             pre.append(nodes.located(nodes.assign(name, value), expr))
 
     def stmt_For(self, stmt):
         pre = []
         iterable = stmt.iter
-        if isinstance(iterable, gast.Call) and getanno(iterable.func, Key.RESOLVED) is builtins.range:
+        if isinstance(iterable, ast.Call) and getanno(iterable.func, Key.RESOLVED) is builtins.range:
             iterable.args = [a if _is_len_of_atom(a) else self.atom(a, pre, 'n') for a in iterable.args]
         else:
             iterable = self.atom(iterable, pre, 'iterable')
@@ -213,12 +213,12 @@ class _ANF:
                                                self.atom(e.right, pre, 'y')), e)
 
     def expr_UnaryOp(self, e, pre, target):
-        return nodes.copy_location(gast.UnaryOp(op=e.op, operand=self.atom(e.operand, pre, 'x')), e)
+        return nodes.copy_location(ast.UnaryOp(op=e.op, operand=self.atom(e.operand, pre, 'x')), e)
 
     def expr_Compare(self, e, pre, target):
         left = self.atom(e.left, pre, 'x')
         if len(e.ops) == 1:
-            return gast.Compare(left=left, ops=e.ops, comparators=[self.atom(e.comparators[0], pre, 'y')])
+            return ast.Compare(left=left, ops=e.ops, comparators=[self.atom(e.comparators[0], pre, 'y')])
         # a < b < c: b is evaluated once; c only when a < b.
         result = nodes.name(target) if target else nodes.name(self.namer.new('_cmp'))
         cur = left
@@ -226,7 +226,7 @@ class _ANF:
         for k, (op, right) in enumerate(zip(e.ops, e.comparators)):
             inner = []
             right_atom = self.atom(right, inner, 'y')
-            inner.append(nodes.assign(result.id, gast.Compare(left=cur, ops=[op], comparators=[right_atom])))
+            inner.append(nodes.assign(result.id, ast.Compare(left=cur, ops=[op], comparators=[right_atom])))
             guard_body.extend(inner)
             if k < len(e.ops) - 1:
                 nxt = nodes.if_(result.id, [])
@@ -244,14 +244,14 @@ class _ANF:
         if all(_is_simple_test(v, value=not self.testing) for v in e.values):
             return e
         # Operands that need statements keep their short circuit.
-        result = target or self.namer.new('_and' if isinstance(e.op, gast.And) else '_or')
+        result = target or self.namer.new('_and' if isinstance(e.op, ast.And) else '_or')
         first = self.atom(e.values[0], pre, 'x')
         pre.append(nodes.assign(result, first))
         block = pre
         for value in e.values[1:]:
-            test = nodes.name(result) if isinstance(e.op, gast.And) else \
-                gast.UnaryOp(op=gast.Not(), operand=nodes.name(result))
-            if isinstance(test, gast.UnaryOp):
+            test = nodes.name(result) if isinstance(e.op, ast.And) else \
+                ast.UnaryOp(op=ast.Not(), operand=nodes.name(result))
+            if isinstance(test, ast.UnaryOp):
                 neg = self.namer.new('_not')
                 block.append(nodes.assign(neg, test))
                 test = nodes.name(neg)
@@ -277,16 +277,16 @@ class _ANF:
 
     def call(self, e, pre):
         func = e.func
-        if isinstance(func, gast.Attribute) and not hasanno(func, Key.RESOLVED):
+        if isinstance(func, ast.Attribute) and not hasanno(func, Key.RESOLVED):
             func = nodes.attribute(self.atom(func.value, pre, 'obj'), func.attr)
         elif not is_atom(func):
             func = self.atom(func, pre, 'fn')
-        if len(e.args) == 1 and isinstance(e.args[0], gast.GeneratorExp):
-            e.args = [gast.ListComp(elt=e.args[0].elt, generators=e.args[0].generators)]
+        if len(e.args) == 1 and isinstance(e.args[0], ast.GeneratorExp):
+            e.args = [ast.ListComp(elt=e.args[0].elt, generators=e.args[0].generators)]
         args = [self.atom(a, pre, 'arg') for a in e.args]
-        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, pre, k.arg or 'kw'))
+        keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, pre, k.arg or 'kw'))
                     for k in e.keywords]
-        return nodes.copy_location(gast.Call(func=func, args=args, keywords=keywords), e)
+        return nodes.copy_location(ast.Call(func=func, args=args, keywords=keywords), e)
 
     def expr_Attribute(self, e, pre, target):
         return nodes.copy_location(nodes.attribute(self.atom(e.value, pre, 'obj'), e.attr), e)
@@ -296,11 +296,11 @@ class _ANF:
         return nodes.copy_location(nodes.subscript(self.atom(e.value, pre, 'seq'), index), e)
 
     def index(self, index, pre):
-        if isinstance(index, gast.Slice):
-            return gast.Slice(*(None if part is None else self.atom(part, pre, 'bound')
+        if isinstance(index, ast.Slice):
+            return ast.Slice(*(None if part is None else self.atom(part, pre, 'bound')
                                 for part in (index.lower, index.upper, index.step)))
-        if isinstance(index, gast.Tuple):
-            return gast.Tuple(elts=[self.index(i, pre) for i in index.elts], ctx=gast.Load())
+        if isinstance(index, ast.Tuple):
+            return ast.Tuple(elts=[self.index(i, pre) for i in index.elts], ctx=ast.Load())
         return self.atom(index, pre, 'index')
 
     def expr_Tuple(self, e, pre, target):
@@ -310,7 +310,7 @@ class _ANF:
         return nodes.list_(*[self.atom(x, pre, 'elt') for x in e.elts])
 
     def expr_Dict(self, e, pre, target):
-        return gast.Dict(keys=[None if k is None else self.atom(k, pre, 'key') for k in e.keys],
+        return ast.Dict(keys=[None if k is None else self.atom(k, pre, 'key') for k in e.keys],
                          values=[self.atom(v, pre, 'val') for v in e.values])
 
     def expr_ListComp(self, e, pre, target):
@@ -319,7 +319,7 @@ class _ANF:
         renames = {}
         for gen in e.generators:
             for n in nodes.walk(gen.target):
-                if isinstance(n, gast.Name):
+                if isinstance(n, ast.Name):
                     renames[n.id] = self.namer.new(n.id)
         e = nodes.substitute(e, renames)
         append = nodes.expr_stmt(nodes.call(nodes.attribute(result, 'append'), e.elt))
@@ -327,7 +327,7 @@ class _ANF:
         for gen in reversed(e.generators):
             for cond in reversed(gen.ifs):
                 inner = [nodes.if_(cond, inner)]
-            inner = [gast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
+            inner = [ast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
                               type_comment=None)]
         loop = nodes.located(inner[0], e)
         # The comprehension's loops go through desugar's normal form again.
@@ -341,36 +341,36 @@ class _ANF:
 
 def _folded(expr):
     """`-1` (a negated number literal) as the constant it is."""
-    if isinstance(expr, gast.UnaryOp) and isinstance(expr.op, (gast.USub, gast.UAdd)) \
-            and isinstance(expr.operand, gast.Constant) \
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)) \
+            and isinstance(expr.operand, ast.Constant) \
             and type(expr.operand.value) in (int, float, complex):
         value = expr.operand.value
-        return nodes.copy_location(nodes.const(-value if isinstance(expr.op, gast.USub)
+        return nodes.copy_location(nodes.const(-value if isinstance(expr.op, ast.USub)
                                                else value), expr)
     return expr
 
 
 def _temp_name(expr, hint):
-    if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
+    if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
         return '_' + _OP_NAMES.get(type(expr.op), hint)
-    if isinstance(expr, gast.Call):
+    if isinstance(expr, ast.Call):
         func = expr.func
-        if isinstance(func, gast.Attribute):
+        if isinstance(func, ast.Attribute):
             return '_' + func.attr
-        if isinstance(func, gast.Name):
+        if isinstance(func, ast.Name):
             return '_' + func.id
-    if isinstance(expr, gast.Subscript):
+    if isinstance(expr, ast.Subscript):
         return '_item'
-    if isinstance(expr, gast.Attribute):
+    if isinstance(expr, ast.Attribute):
         return '_' + expr.attr
-    if isinstance(expr, gast.Compare):
+    if isinstance(expr, ast.Compare):
         return '_cond'
     return '_' + hint
 
 
 def _is_len_of_atom(expr) -> bool:
     """`len(xs)` in `range(len(xs))` stays: it reads well and is never differentiated."""
-    return isinstance(expr, gast.Call) and getanno(expr.func, Key.RESOLVED) is builtins.len \
+    return isinstance(expr, ast.Call) and getanno(expr.func, Key.RESOLVED) is builtins.len \
         and len(expr.args) == 1 and is_atom(expr.args[0]) and not expr.keywords
 
 
@@ -379,18 +379,18 @@ def _is_simple_test(expr, value=False) -> bool:
     result is used, not only its truth), one that is a bool already: a comparison,
     `not`, a constant -- otherwise the operand Python returns must carry its derivative."""
     if is_atom(expr):
-        return not value or isinstance(expr, gast.Constant) and (
+        return not value or isinstance(expr, ast.Constant) and (
             isinstance(expr.value, bool) or expr.value is None)
-    if isinstance(expr, gast.Compare):
+    if isinstance(expr, ast.Compare):
         return is_atom(expr.left) and all(is_atom(c) for c in expr.comparators)
-    if isinstance(expr, gast.UnaryOp) and isinstance(expr.op, gast.Not):
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
         return _is_simple_test(expr.operand)
-    if isinstance(expr, gast.BoolOp):
+    if isinstance(expr, ast.BoolOp):
         return all(_is_simple_test(v, value) for v in expr.values)
     return False
 
 
 def _fill_empty(stmts):
     for s in stmts:
-        if isinstance(s, gast.If) and not s.body:
+        if isinstance(s, ast.If) and not s.body:
             s.body = [nodes.pass_()]

@@ -15,7 +15,7 @@ import dataclasses
 import types
 import weakref
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.analysis import aliasing as al
 from tapeflow.syntax import nodes
@@ -158,55 +158,55 @@ def _is_own(fn) -> bool:
 def _calls_writing_outer(stmt, state, summary) -> bool:
     """A call in `stmt` of a user function that writes into globals or closure values."""
     from tapeflow.transforms.operations import user_function
-    call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
-    fn = user_function(call) if isinstance(call, gast.Call) else None
+    call = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+    fn = user_function(call) if isinstance(call, ast.Call) else None
     if fn is None:
         return False
-    kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else None for a in call.args)
+    kinds = tuple(state.kinds.get(a.id) if isinstance(a, ast.Name) else None for a in call.args)
     return summary(fn, kinds).outer
 
 
 def written_names(stmt, state, summary) -> list:
     """The local names whose memory `stmt` writes into."""
-    if isinstance(stmt, gast.Assign):
+    if isinstance(stmt, ast.Assign):
         target = stmt.targets[0]
-        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             return [target.value.id]
-        if isinstance(target, gast.Name) and getanno(stmt, Key.IN_PLACE) \
+        if isinstance(target, ast.Name) and getanno(stmt, Key.IN_PLACE) \
                 and al.may_be_mutable(state.kinds.get(target.id)):
             return [target.id]
         call = stmt.value
-    elif isinstance(stmt, gast.Expr):
+    elif isinstance(stmt, ast.Expr):
         call = stmt.value
     else:
         return []
-    if not isinstance(call, gast.Call):
+    if not isinstance(call, ast.Call):
         return []
     return [w.id for _, w, _ in al.writes_of_call(call, state, summary)
-            if isinstance(w, gast.Name) and w.id in state.kinds]
+            if isinstance(w, ast.Name) and w.id in state.kinds]
 
 
 def _result(node, facts, params, writes):
-    ret = node.body[-1] if node.body and isinstance(node.body[-1], gast.Return) else None
+    ret = node.body[-1] if node.body and isinstance(node.body[-1], ast.Return) else None
     if ret is None or ret.value is None or id(ret) not in facts.before:
         return al.Summary(writes, frozenset(), None, al.SCALAR)
     state = facts.before[id(ret)]
     value = ret.value
-    atoms = value.elts if isinstance(value, gast.Tuple) else [value]
+    atoms = value.elts if isinstance(value, ast.Tuple) else [value]
     reached = frozenset().union(*(al.reach(state, a.id) for a in atoms
-                                  if isinstance(a, gast.Name))) if atoms else frozenset()
+                                  if isinstance(a, ast.Name))) if atoms else frozenset()
     reached = al.overlapping(state, reached)          # a view of a parameter is one of its
     result = frozenset(i for i, p in enumerate(params)
                        if reached & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
     kind = None
-    if isinstance(value, gast.Name):
+    if isinstance(value, ast.Name):
         kind = state.kinds.get(value.id)
-    elif isinstance(value, gast.Tuple):
+    elif isinstance(value, ast.Tuple):
         kind = al.TUPLE
-    elif isinstance(value, gast.Constant):
+    elif isinstance(value, ast.Constant):
         kind = al.kind_of_value(value.value)
     same = None
-    if isinstance(value, gast.Name):
+    if isinstance(value, ast.Name):
         rebound = _rebound(node, facts)
         for i, p in enumerate(params):
             if p not in rebound and _identical(state, value.id, p):
@@ -219,21 +219,21 @@ def _rebound(node, facts) -> set:
     writes into it, and keeps it)."""
     out = set()
     for stmt in nodes.statements(node.body):
-        if isinstance(stmt, gast.Assign) and getanno(stmt, Key.IN_PLACE) is True \
+        if isinstance(stmt, ast.Assign) and getanno(stmt, Key.IN_PLACE) is True \
                 and id(stmt) in facts.before:
             name = stmt.targets[0].id
             kind = facts.before[id(stmt)].kinds.get(name)
-            if kind == al.ARRAY or (kind == al.LIST and isinstance(stmt.value.op, gast.Add)):
+            if kind == al.ARRAY or (kind == al.LIST and isinstance(stmt.value.op, ast.Add)):
                 continue
-        out |= nodes.store_names([stmt]) if not isinstance(stmt, (gast.If, gast.For, gast.While)) \
+        out |= nodes.store_names([stmt]) if not isinstance(stmt, (ast.If, ast.For, ast.While)) \
             else _own_stores(stmt)
     return out
 
 
 def _own_stores(stmt) -> set:
     """The names a compound statement's own header binds (a for loop's target)."""
-    return nodes.store_names([gast.Assign(targets=[stmt.target], value=None)]) \
-        if isinstance(stmt, gast.For) else set()
+    return nodes.store_names([ast.Assign(targets=[stmt.target], value=None)]) \
+        if isinstance(stmt, ast.For) else set()
 
 
 def _identical(state, a, b) -> bool:

@@ -27,7 +27,7 @@ refused, as are loops that exit early and loops over anything but `range`.
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
@@ -43,7 +43,7 @@ def transform(forward, reverse, ctx, policy):
     `forward` checkpointed by `policy` (True, or a number of snapshots); with `policy`
     None, only the loops marked `for i in tf.checkpoint(range(n))`, by True."""
     loops = {getanno(stmt, Key.TAPE_PAIR): stmt for stmt in reverse
-             if isinstance(stmt, gast.For) and getanno(stmt, Key.TAPE_PAIR) is not None}
+             if isinstance(stmt, ast.For) and getanno(stmt, Key.TAPE_PAIR) is not None}
     out, unbound, defined = [], set(), set(ctx.params)
     local = defined | nodes.store_names(forward) | nodes.store_names(reverse)
     k = 0
@@ -52,7 +52,7 @@ def transform(forward, reverse, ctx, policy):
         trip_push = forward[k + 1] if k + 1 < len(forward) else None
         pair = getanno(trip_push, Key.TAPE_PAIR) if trip_push is not None else None
         marked = getanno(stmt, Key.CHECKPOINT)
-        if isinstance(stmt, (gast.For, gast.While)) and pair in loops and (policy or marked):
+        if isinstance(stmt, (ast.For, ast.While)) and pair in loops and (policy or marked):
             rev_loop = loops.pop(pair)
             _check_after(stmt, forward[k + 2:], ctx)
             state = _state(stmt, ctx, local)
@@ -62,7 +62,7 @@ def transform(forward, reverse, ctx, policy):
             reverse = [s for r in reverse for s in (rev if r is rev_loop else [r])]
             k += 2
             continue
-        if isinstance(stmt, (gast.For, gast.While)) and (policy or marked) and any(
+        if isinstance(stmt, (ast.For, ast.While)) and (policy or marked) and any(
                 _is_push(s, ctx) for s in nodes.statements(stmt.body)):
             raise ctx.source.error(stmt, 'cannot checkpoint this loop: its reverse sweep is not '
                                          'one loop; differentiate without checkpoint=')
@@ -117,10 +117,10 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
     taped = loop.body
     plain = _plain(taped, ctx)
     pops = rev_loop.body
-    if isinstance(loop, gast.For):
+    if isinstance(loop, ast.For):
         trips = nodes.call('len', loop.iter)
         run = lambda body: nodes.for_(nodes.clone(loop.target), nodes.subscript(  # noqa: E731
-            loop.iter, gast.Slice(lower=nodes.name(a), upper=nodes.name(b), step=None)), body)
+            loop.iter, ast.Slice(lower=nodes.name(a), upper=nodes.name(b), step=None)), body)
         forward = [nodes.assign(ck, nodes.call('checkpoints', trips, nodes.const(policy))),
                    nodes.for_(nodes.tuple_(a, b, store=True),
                               nodes.call(nodes.attribute(ck, 'forward')),
@@ -129,11 +129,11 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
         counter = trip_push.value.args[0].id
         nxt = namer.new('_next')
         run = lambda body: nodes.for_(namer.new('_'), nodes.call(  # noqa: E731
-            'range', nodes.binop(nodes.name(b), gast.Sub(), nodes.name(a))), body)
+            'range', nodes.binop(nodes.name(b), ast.Sub(), nodes.name(a))), body)
         due = nodes.if_(_equals(counter, nxt), [nodes.assign(nxt, snapshot(counter))], [])
         forward = [nodes.assign(ck, nodes.call('checkpoints', nodes.const(None), nodes.const(policy))),
                    nodes.assign(nxt, snapshot(nodes.const(0))),
-                   gast.While(test=loop.test, body=nodes.clone(plain) + [due], orelse=[]),
+                   ast.While(test=loop.test, body=nodes.clone(plain) + [due], orelse=[]),
                    nodes.expr_stmt(nodes.call(nodes.attribute(ck, 'finish'), counter))]
     back = nodes.for_(nodes.tuple_(act, a, b, store=True), nodes.call(nodes.attribute(ck, 'backward')), [
         nodes.if_(_equals(act, nodes.const(0)), load(a), [
@@ -141,7 +141,7 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
                 nodes.if_(_equals(act, nodes.const(2)), [save(a)], [
                     run(taped),
                     nodes.for_(namer.new('_'), nodes.call('range', nodes.binop(
-                        nodes.name(b), gast.Sub(), nodes.name(a))), pops)])])])])
+                        nodes.name(b), ast.Sub(), nodes.name(a))), pops)])])])])
     for stmt in forward + [back]:
         nodes.located(stmt, loop)
     return forward, [back] + nodes.located(load(nodes.const(0)), loop)
@@ -160,8 +160,8 @@ def _check(loop, rev_loop, ctx) -> set:
         if getanno(stmt, Key.LOOP_EXIT):
             refuse(stmt, 'it may exit early (break or return)')
         if getanno(stmt, Key.MUTATES) is not None or (
-                isinstance(stmt, gast.Assign) and not isinstance(stmt.targets[0], gast.Name)
-                and not isinstance(stmt.targets[0], gast.Tuple)):
+                isinstance(stmt, ast.Assign) and not isinstance(stmt.targets[0], ast.Name)
+                and not isinstance(stmt.targets[0], ast.Tuple)):
             refuse(stmt, 'it writes into memory in place, and snapshots hold references, not copies')
         method = _method(stmt)
         if method == 'append':
@@ -170,7 +170,7 @@ def _check(loop, rev_loop, ctx) -> set:
             refuse(stmt, f'.{method}() changes its object in place, and snapshots hold '
                          f'references, not copies')
         called = getanno(stmt, PRIMAL) or stmt          # the user's call, not its forward
-        if isinstance(called, gast.Assign) and isinstance(called.value, gast.Call) and getattr(
+        if isinstance(called, ast.Assign) and isinstance(called.value, ast.Call) and getattr(
                 getanno(called.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None):
             refuse(stmt, 'the function it calls writes into its arguments, and snapshots '
                          'hold references, not copies')
@@ -187,17 +187,17 @@ def _check_after(loop, later, ctx):
     optimizer keeps no restore of contents the plain reverse sweep does not read."""
     fresh = set()                   # lists made after the loop: no rerun reads them
     for stmt in nodes.statements(later):
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-            made = isinstance(stmt.value, (gast.List, gast.ListComp))
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+            made = isinstance(stmt.value, (ast.List, ast.ListComp))
             (fresh.add if made else fresh.discard)(stmt.targets[0].id)
         called = getanno(stmt, PRIMAL) or stmt
         method = _method(stmt)
         if method is not None and getattr(stmt.value.func.value, 'id', None) in fresh:
             continue
         if getanno(stmt, Key.MUTATES) is not None or (
-                isinstance(stmt, gast.Assign) and not isinstance(stmt.targets[0], (gast.Name, gast.Tuple))) \
+                isinstance(stmt, ast.Assign) and not isinstance(stmt.targets[0], (ast.Name, ast.Tuple))) \
                 or (method is not None and not _is_push(stmt, ctx)) or (
-                isinstance(called, gast.Assign) and isinstance(called.value, gast.Call) and getattr(
+                isinstance(called, ast.Assign) and isinstance(called.value, ast.Call) and getattr(
                     getanno(called.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None)):
             line = (nodes.origin(stmt) or ('?',))[0]
             raise ctx.source.error(loop, f'cannot checkpoint this loop: line {line} writes into '
@@ -208,15 +208,15 @@ def _check_after(loop, later, ctx):
 
 def _method(stmt):
     """`m` for a statement `name.m(...)`, else None."""
-    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and isinstance(
-            stmt.value.func, gast.Attribute):
-        return stmt.value.func.attr if isinstance(stmt.value.func.value, gast.Name) else '?'
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(
+            stmt.value.func, ast.Attribute):
+        return stmt.value.func.attr if isinstance(stmt.value.func.value, ast.Name) else '?'
     return None
 
 
 def _is_push(stmt, ctx) -> bool:
-    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
-        isinstance(stmt.value.func, gast.Name) and stmt.value.func.id == ctx.names.push
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+        isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == ctx.names.push
 
 
 def _plain(body, ctx):
@@ -240,5 +240,5 @@ def _plain(body, ctx):
 
 
 def _equals(left, right):
-    return gast.Compare(left=nodes.name(left) if isinstance(left, str) else left, ops=[gast.Eq()],
+    return ast.Compare(left=nodes.name(left) if isinstance(left, str) else left, ops=[ast.Eq()],
                         comparators=[nodes.name(right) if isinstance(right, str) else right])

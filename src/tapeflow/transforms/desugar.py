@@ -23,7 +23,7 @@ import functools
 import inspect
 import types
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.syntax.naming import identifier as _id
@@ -33,8 +33,8 @@ from tapeflow.syntax.anno import Key, copyanno, getanno, hasanno, setanno
 from tapeflow.syntax.naming import Namer
 
 
-def transform(node: gast.FunctionDef, namer: Namer, source=None, fn=None,
-              bindings=None) -> gast.FunctionDef:
+def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
+              bindings=None) -> ast.FunctionDef:
     if source is not None and bindings is not None:
         namespaces.rewrite(node, namer, source, bindings)       # xp.exp(z) -> exp(xp, z)
     if source is not None:
@@ -76,7 +76,7 @@ def _lift_nested_defs(node, source, fn, namer=None, bindings=None):
             if not isinstance(block, list):
                 continue
             for child in list(block):
-                if isinstance(child, gast.FunctionDef) and child is not node:
+                if isinstance(child, ast.FunctionDef) and child is not node:
                     if outer_locals is None:
                         outer_locals = local_names(node)
                     hoisted = _hoist_defaults(child, namer, outer_locals, bindings)
@@ -86,7 +86,7 @@ def _lift_nested_defs(node, source, fn, namer=None, bindings=None):
     if not lifted:
         return
     for call in nodes.walk(node):
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and call.func.id in lifted:
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in lifted:
             inner_fn, params, defaults, free = lifted[call.func.id]
             call.args = _positional_arguments(call, call.func.id, params, defaults, source) + \
                 [nodes.name(n) for n in free]
@@ -118,11 +118,11 @@ def _lift(child, source, fn, outer_locals, hoisted):
     params = [a.id for a in child.args.args]
     defaults = {p: h.targets[0].id for p, h in zip(params[len(params) - len(hoisted):], hoisted)}
     inner_locals = local_names(child)
-    free = sorted({n.id for n in nodes.walk(child) if isinstance(n, gast.Name)
-                   and isinstance(n.ctx, gast.Load)} - inner_locals & outer_locals)
+    free = sorted({n.id for n in nodes.walk(child) if isinstance(n, ast.Name)
+                   and isinstance(n.ctx, ast.Load)} - inner_locals & outer_locals)
     for name in free:
         param = nodes.name(name)
-        param.ctx = gast.Param()
+        param.ctx = ast.Param()
         child.args.args.append(param)
     namespace = dict(fn.__globals__)
     load_module(unparse(child), namespace, child.name)
@@ -133,7 +133,7 @@ def _lift(child, source, fn, outer_locals, hoisted):
 
 def _positional_arguments(call, name, params, defaults, source):
     """The arguments of a call of a lifted def, one per parameter, in order."""
-    if any(isinstance(a, gast.Starred) for a in call.args) or \
+    if any(isinstance(a, ast.Starred) for a in call.args) or \
             any(k.arg is None for k in call.keywords):
         raise source.error(call, f'a call of the nested function {name}() with *args or **kwargs '
                                  'is not supported; pass its arguments one by one')
@@ -207,20 +207,20 @@ class _FoldTransforms(nodes.Transformer):
         func = bound(part.func, 'fn')
         args = [bound(a, f'arg{k}') for k, a in enumerate(part.args)] + list(node.args)
         written = {k.arg for k in node.keywords}
-        keywords = [gast.keyword(arg=k, value=bound(v, k)) for k, v in part.keywords.items()
+        keywords = [ast.keyword(arg=k, value=bound(v, k)) for k, v in part.keywords.items()
                     if k not in written] + list(node.keywords)
-        call = nodes.copy_location(gast.Call(func=func, args=args, keywords=keywords), node)
+        call = nodes.copy_location(ast.Call(func=func, args=args, keywords=keywords), node)
         inner = part.func
         return self.partial_call(inner, call) if isinstance(inner, functools.partial) else call
 
     def visit_BinOp(self, node):
         """`[x] * n`, `n * (x,)`: repetition, written as the call it is (`*`'s rules scale)."""
         self.generic_visit(node)
-        if not isinstance(node.op, gast.Mult):
+        if not isinstance(node.op, ast.Mult):
             return node
-        if isinstance(node.left, (gast.List, gast.Tuple)):
+        if isinstance(node.left, (ast.List, ast.Tuple)):
             seq, count = node.left, node.right
-        elif isinstance(node.right, (gast.List, gast.Tuple)):
+        elif isinstance(node.right, (ast.List, ast.Tuple)):
             seq, count = node.right, node.left
         else:
             return node
@@ -231,7 +231,7 @@ class _FoldTransforms(nodes.Transformer):
             self.bindings.computed[name] = repeated
         func = nodes.copy_location(nodes.name(name), node)
         setanno(func, Key.RESOLVED, repeated)
-        return nodes.copy_location(gast.Call(func=func, args=[seq, count], keywords=[]), node)
+        return nodes.copy_location(ast.Call(func=func, args=[seq, count], keywords=[]), node)
 
     def user_call(self, fn, node):
         """A call of a user function made for what it is given: its number of star
@@ -249,7 +249,7 @@ class _FoldTransforms(nodes.Transformer):
         (`variants.arity_variant`), a function of named parameters."""
         from tapeflow.syntax.parse import parse_function
         from tapeflow.transforms.variants import arity_variant
-        if any(isinstance(a, gast.Starred) for a in node.args):
+        if any(isinstance(a, ast.Starred) for a in node.args):
             return node                      # the fence has said where
         count = max(len(node.args) - fn.__code__.co_argcount, 0)
         made = arity_variant(fn, count, parse_function)
@@ -264,8 +264,8 @@ class _FoldTransforms(nodes.Transformer):
         given = list(enumerate(node.args)) + [(params.index(k.arg), k.value) for k in node.keywords
                                               if k.arg in params]
         found = {i: getanno(a, Key.RESOLVED) for i, a in given
-                 if not isinstance(a, gast.Starred) and is_function(getanno(a, Key.RESOLVED))}
-        if not any(isinstance(a, gast.Starred) for a in node.args):
+                 if not isinstance(a, ast.Starred) and is_function(getanno(a, Key.RESOLVED))}
+        if not any(isinstance(a, ast.Starred) for a in node.args):
             defaults = fn.__defaults__ or ()
             passed = {i for i, _ in given}
             for i in range(len(params) - len(defaults), len(params)):    # left to its default
@@ -300,7 +300,7 @@ class _FoldTransforms(nodes.Transformer):
     def fold_call(self, fn, node):
         """`jvp(f, (x, y), (u, v))` -> `jvp_f(x, y, u, v)`, a function made while compiling."""
         args = node.args
-        if len(args) != 3 or node.keywords or not all(isinstance(a, gast.Tuple) for a in args[1:]) \
+        if len(args) != 3 or node.keywords or not all(isinstance(a, ast.Tuple) for a in args[1:]) \
                 or len(args[1].elts) != len(args[2].elts) or not hasanno(args[0], Key.RESOLVED):
             raise self.source.error(node, f'{fn.__name__}() in compiled code takes a function known '
                                           f'when compiling and two tuples written out, '
@@ -311,7 +311,7 @@ class _FoldTransforms(nodes.Transformer):
         ref = nodes.copy_location(nodes.name(name), node)
         setanno(ref, Key.RESOLVED, caller)
         return nodes.copy_location(
-            gast.Call(func=ref, args=list(args[1].elts) + list(args[2].elts), keywords=[]), node)
+            ast.Call(func=ref, args=list(args[1].elts) + list(args[2].elts), keywords=[]), node)
 
 
 class _PullbackCalls:
@@ -331,16 +331,16 @@ class _PullbackCalls:
     def rewrite(self, fdef):
         fdef.body = self.block(fdef.body)
         for n in nodes.walk(fdef):
-            fn = getanno(n.func, Key.RESOLVED) if isinstance(n, gast.Call) else None
+            fn = getanno(n.func, Key.RESOLVED) if isinstance(n, ast.Call) else None
             if getattr(fn, '__tapeflow_fold_pullback__', None) is not None:
                 raise self._form_error(n, fn)       # returned, passed on, nested: not folded
         if self.pullbacks:
             for n in nodes.walk(fdef):
-                if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
                         and n.func.id in self.pullbacks:
                     self.call(n)
             for n in nodes.walk(fdef):
-                if isinstance(n, gast.Name) and n.id in self.pullbacks:
+                if isinstance(n, ast.Name) and n.id in self.pullbacks:
                     raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
                                                f'called where vjp() is, in compiled code (not '
                                                f'returned, stored or passed on); return '
@@ -357,26 +357,26 @@ class _PullbackCalls:
         for stmt in stmts:
             for field in ('body', 'orelse'):
                 inner = getattr(stmt, field, None)
-                if inner and not isinstance(stmt, gast.FunctionDef):
+                if inner and not isinstance(stmt, ast.FunctionDef):
                     setattr(stmt, field, self.block(inner))
             out.extend(self.statement(stmt))
         return out
 
     def statement(self, stmt):
-        call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
-        fn = getanno(call.func, Key.RESOLVED) if isinstance(call, gast.Call) else None
+        call = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        fn = getanno(call.func, Key.RESOLVED) if isinstance(call, ast.Call) else None
         make_caller = getattr(fn, '__tapeflow_fold_pullback__', None)
         if make_caller is None:
             return [stmt]
-        target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
-        if not (isinstance(target, gast.Tuple) and len(target.elts) == 2
-                and all(isinstance(e, gast.Name) for e in target.elts)) \
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else None
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2
+                and all(isinstance(e, ast.Name) for e in target.elts)) \
                 or not call.args or call.keywords or not hasanno(call.args[0], Key.RESOLVED):
             raise self._form_error(stmt, fn)
         f = getanno(call.args[0], Key.RESOLVED)
         if not isinstance(f, types.FunctionType):
             from tapeflow.syntax.unparse import unparse
-            name = unparse(gast.Expr(value=call.args[0])).strip()
+            name = unparse(ast.Expr(value=call.args[0])).strip()
             raise self.source.error(call.args[0], f'{fn.__name__}() in compiled code takes a '
                                                   f'function written with def, not {name}; '
                                                   f'write `def f(x): return {name}(x)` and '
@@ -387,7 +387,7 @@ class _PullbackCalls:
         self.bindings.computed[caller_name] = caller
         names = [self.namer.new('_primal') for _ in primals]
         out = [nodes.copy_location(nodes.assign(n, p), stmt) for n, p in zip(names, primals)]
-        value = gast.Call(func=call.args[0], args=[nodes.name(n) for n in names], keywords=[])
+        value = ast.Call(func=call.args[0], args=[nodes.name(n) for n in names], keywords=[])
         out.append(nodes.copy_location(nodes.assign(target.elts[0].id, value), stmt))
         self.pullbacks[target.elts[1].id] = (caller_name, caller, names)
         return out
@@ -410,9 +410,9 @@ class _NotStatic(Exception):
 
 def _static_value(node):
     """The value of an argument known when compiling: a resolved name, a constant, a tuple."""
-    if isinstance(node, gast.Constant):
+    if isinstance(node, ast.Constant):
         return node.value
-    if isinstance(node, gast.Tuple):
+    if isinstance(node, ast.Tuple):
         return tuple(_static_value(e) for e in node.elts)
     if not hasanno(node, Key.RESOLVED):
         raise _NotStatic(node)
@@ -452,8 +452,8 @@ class _LowerNamedOps(nodes.Transformer):
             if kw.arg in fixed or kw.arg not in renames:
                 raise self.source.error(kw.value, f'{fn.__name__}(..., {kw.arg}=...) is not '
                                                   f'supported in compiled code')
-            keywords.append(gast.keyword(arg=renames[kw.arg], value=kw.value))
-        return nodes.copy_location(gast.Call(func=_numpy(numpy_fn), args=node.args,
+            keywords.append(ast.keyword(arg=renames[kw.arg], value=kw.value))
+        return nodes.copy_location(ast.Call(func=_numpy(numpy_fn), args=node.args,
                                              keywords=keywords), node)
 
     def visit_Subscript(self, node):
@@ -465,15 +465,15 @@ class _LowerNamedOps(nodes.Transformer):
         if maker is not np.r_ and maker is not np.c_:
             return node
         which = 'np.r_' if maker is np.r_ else 'np.c_'
-        items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for item in items:
-            if isinstance(item, gast.Constant) and isinstance(item.value, str):
+            if isinstance(item, ast.Constant) and isinstance(item.value, str):
                 raise self.source.error(item, f'{which}[...] with a string directive is not '
                                               f'supported; write np.concatenate or np.stack')
-            if isinstance(item, gast.Starred):
+            if isinstance(item, ast.Starred):
                 raise self.source.error(item, f'{which}[*...] is not supported; write '
                                               f'np.concatenate')
-        items = [self._range_of(item, which) if isinstance(item, gast.Slice) else item
+        items = [self._range_of(item, which) if isinstance(item, ast.Slice) else item
                  for item in items]
         if maker is np.r_:
             # r_: every item at least 1-d, joined along the first axis
@@ -519,10 +519,10 @@ def _is_compiled_function(fn) -> bool:
 
 def _constant_number(node):
     """The number a constant expression writes (`5j`, `-0.5`), else None."""
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _constant_number(node.operand)
-        return None if value is None else (-value if isinstance(node.op, gast.USub) else value)
-    if isinstance(node, gast.Constant) and isinstance(node.value, (int, float, complex)) \
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex)) \
             and not isinstance(node.value, bool):
         return node.value
     return None
@@ -557,7 +557,7 @@ class _AugAssign(_Rewriter):
         self.namer = namer
 
     def visit_AugAssign(self, node):
-        if isinstance(node.target, gast.Subscript):
+        if isinstance(node.target, ast.Subscript):
             item = self.namer.new('_item')
             value = nodes.binop(item, node.op, node.value)
             update = nodes.assign(item, value)
@@ -582,7 +582,7 @@ class _AugAssign(_Rewriter):
 def _loop_zip(iterable, target) -> bool:
     """`for a, b in zip(x, y)`: the form `_Loops` indexes directly."""
     return _resolved(iterable, builtins.zip) and not iterable.keywords and \
-        isinstance(target, gast.Tuple) and len(target.elts) == len(iterable.args)
+        isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args)
 
 
 class _ZipValues:
@@ -614,21 +614,21 @@ class _ZipValues:
     def rewrite(self, fdef):
         loops = set()
         for n in nodes.walk(fdef):
-            if isinstance(n, gast.For) and _loop_zip(n.iter, n.target):
+            if isinstance(n, ast.For) and _loop_zip(n.iter, n.target):
                 loops.add(id(n.iter))
-            if isinstance(n, gast.comprehension) and _loop_zip(n.iter, n.target):
+            if isinstance(n, ast.comprehension) and _loop_zip(n.iter, n.target):
                 loops.add(id(n.iter))
         self._visit(fdef, None, loops)
 
     def _visit(self, node, parent, loops):
-        for field, value in gast.iter_fields(node):
+        for field, value in ast.iter_fields(node):
             if isinstance(value, list):
                 for k, child in enumerate(value):
-                    if isinstance(child, gast.AST):
+                    if isinstance(child, ast.AST):
                         new = self._visit(child, node, loops)
                         if new is not child:
                             value[k] = new
-            elif isinstance(value, gast.AST):
+            elif isinstance(value, ast.AST):
                 new = self._visit(value, node, loops)
                 if new is not value:
                     setattr(node, field, new)
@@ -637,14 +637,14 @@ class _ZipValues:
         return self._pairs(node, parent)
 
     def _pairs(self, call, parent):
-        if call.keywords or any(isinstance(a, gast.Starred) for a in call.args):
+        if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
             self._error(call, 'zip() with keywords or *args is not supported in compiled code; '
                               'write zip(x, y, ...) with its sequences one by one')
         if _resolved(parent, builtins.len):
             self._error(call, 'a zip object has no len(); write len(list(zip(...))) '
                               'or min(len(x), len(y))')
-        consumed = isinstance(parent, (gast.For, gast.comprehension)) or (
-            isinstance(parent, gast.Call) and any(a is call for a in parent.args)
+        consumed = isinstance(parent, (ast.For, ast.comprehension)) or (
+            isinstance(parent, ast.Call) and any(a is call for a in parent.args)
             and _is_one_of(getanno(parent.func, Key.RESOLVED), self._CONSUMERS))
         if not consumed:
             self._error(call, 'zip(...) here is an iterator that is used up by its first pass; '
@@ -653,10 +653,10 @@ class _ZipValues:
         names = [self.namer.new('_z') for _ in call.args]
         target = nodes.tuple_(*[nodes.name(n, store=True) for n in names], store=True)
         pair = nodes.tuple_(*[nodes.name(n) for n in names])
-        loop = gast.comprehension(target=target, iter=call, ifs=[], is_async=0)
-        pairs = gast.ListComp(elt=pair, generators=[loop])
+        loop = ast.comprehension(target=target, iter=call, ifs=[], is_async=0)
+        pairs = ast.ListComp(elt=pair, generators=[loop])
         for n in nodes.walk(pairs):
-            if n is not call and not isinstance(n, gast.comprehension):
+            if n is not call and not isinstance(n, ast.comprehension):
                 nodes.copy_location(n, call)
         return nodes.copy_location(pairs, call)
 
@@ -671,7 +671,7 @@ def _is_one_of(fn, functions) -> bool:
 # ------------------------------------------------------------------ for loops
 
 def _resolved(node, obj) -> bool:
-    return isinstance(node, gast.Call) and getanno(node.func, Key.RESOLVED) is obj
+    return isinstance(node, ast.Call) and getanno(node.func, Key.RESOLVED) is obj
 
 
 class _Loops(_Rewriter):
@@ -683,7 +683,7 @@ class _Loops(_Rewriter):
     def visit_For(self, node):
         node.body = self.visit_body(node.body)
         iterable = node.iter
-        if isinstance(iterable, gast.Call) and len(iterable.args) == 1 and not iterable.keywords \
+        if isinstance(iterable, ast.Call) and len(iterable.args) == 1 and not iterable.keywords \
                 and getattr(getanno(iterable.func, Key.RESOLVED), '__tapeflow_loop_marker__', False):
             node.iter = iterable = iterable.args[0]       # `tf.checkpoint(range(n))`
             setanno(node, Key.CHECKPOINT, True)
@@ -691,17 +691,17 @@ class _Loops(_Rewriter):
             return node
         prologue, heads = [], []
         if _resolved(iterable, builtins.enumerate) and not iterable.keywords and \
-                isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2:
+                isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2:
             counter, item = node.target.elts
             seq, length = self._sequence(iterable.args[0], prologue, node)
             start = iterable.args[1] if len(iterable.args) > 1 else None
-            index = counter if start is None and isinstance(counter, gast.Name) else \
+            index = counter if start is None and isinstance(counter, ast.Name) else \
                 nodes.name(self.namer.new('_i'), store=True)
             if index is not counter:
-                heads.append(nodes.assign(counter, nodes.binop(index.id, gast.Add(), start or 0)))
+                heads.append(nodes.assign(counter, nodes.binop(index.id, ast.Add(), start or 0)))
             heads.append(nodes.assign(item, seq(index.id)))
         elif _resolved(iterable, builtins.zip) and not iterable.keywords and \
-                isinstance(node.target, gast.Tuple) and len(node.target.elts) == len(iterable.args):
+                isinstance(node.target, ast.Tuple) and len(node.target.elts) == len(iterable.args):
             seqs = [self._sequence(a, prologue, node) for a in iterable.args]
             index = nodes.name(self.namer.new('_i'), store=True)
             for target, (seq, _) in zip(node.target.elts, seqs):
@@ -728,13 +728,13 @@ class _Loops(_Rewriter):
             count = self.namer.new('_n')
             prologue.append(nodes.assign(count, nodes.call(_builtin('len'), seq)))
             return (lambda i: nodes.subscript(
-                seq, nodes.binop(nodes.binop(count, gast.Sub(), 1), gast.Sub(), i))), \
+                seq, nodes.binop(nodes.binop(count, ast.Sub(), 1), ast.Sub(), i))), \
                 nodes.name(count)
         seq = self._named(expr, prologue)
         return (lambda i: nodes.subscript(seq, i)), nodes.call(_builtin('len'), seq)
 
     def _named(self, expr, prologue):
-        if isinstance(expr, gast.Name):
+        if isinstance(expr, ast.Name):
             return expr.id
         seq = self.namer.new('_seq')
         prologue.append(nodes.assign(seq, expr))
@@ -760,9 +760,9 @@ def _contains(stmts, types, into_loops=True):
 def _walk_stmt(stmt, into_loops):
     """Statements under `stmt`, not entering nested defs (nor loops, unless asked)."""
     yield stmt
-    if isinstance(stmt, gast.FunctionDef):
+    if isinstance(stmt, ast.FunctionDef):
         return
-    if isinstance(stmt, (gast.For, gast.While)) and not into_loops:
+    if isinstance(stmt, (ast.For, ast.While)) and not into_loops:
         return
     for field in ('body', 'orelse'):
         for child in getattr(stmt, field, ()) or ():
@@ -784,8 +784,8 @@ class _Jumps:
         self.loops = []         # stack of (break_flag, continue_flag) per loop
 
     def lower_function(self, body):
-        final_return = bool(body) and isinstance(body[-1], gast.Return)
-        if not _contains(body[:-1] if final_return else body, gast.Return):
+        final_return = bool(body) and isinstance(body[-1], ast.Return)
+        if not _contains(body[:-1] if final_return else body, ast.Return):
             lowered, _ = self.block(body)         # only loops' jumps
             return lowered
         self.ret_flag = self.namer.new('_returned')
@@ -816,36 +816,36 @@ class _Jumps:
 
     def _none_of(self, flags):
         names = [nodes.name(f) for f in sorted(flags)]
-        test = names[0] if len(names) == 1 else gast.BoolOp(op=gast.Or(), values=names)
-        return gast.UnaryOp(op=gast.Not(), operand=test)
+        test = names[0] if len(names) == 1 else ast.BoolOp(op=ast.Or(), values=names)
+        return ast.UnaryOp(op=ast.Not(), operand=test)
 
     def statement(self, stmt):
-        if isinstance(stmt, gast.Return):
+        if isinstance(stmt, ast.Return):
             if self.ret_flag is None:
                 return [stmt], set()
             new = [nodes.assign(self.ret_value, stmt.value if stmt.value is not None else nodes.const(None)),
                    nodes.assign(self.ret_flag, True)]
             nodes.located(new, stmt)
             return new, {self.ret_flag}
-        if isinstance(stmt, gast.Break):
+        if isinstance(stmt, ast.Break):
             flag = self.loops[-1][0]
             return [nodes.located(nodes.assign(flag, True), stmt)], {flag}
-        if isinstance(stmt, gast.Continue):
+        if isinstance(stmt, ast.Continue):
             flag = self.loops[-1][1]
             return [nodes.located(nodes.assign(flag, True), stmt)], {flag}
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, ast.If):
             stmt.body, body_flags = self.block(stmt.body)
             stmt.orelse, else_flags = self.block(stmt.orelse)
             if not stmt.body:
                 stmt.body = [nodes.pass_()]
             return [stmt], body_flags | else_flags
-        if isinstance(stmt, (gast.For, gast.While)):
+        if isinstance(stmt, (ast.For, ast.While)):
             return self.loop(stmt)
         return [stmt], set()
 
     def loop(self, stmt):
-        has_break = _contains(stmt.body, gast.Break, into_loops=False)
-        has_continue = _contains(stmt.body, gast.Continue, into_loops=False)
+        has_break = _contains(stmt.body, ast.Break, into_loops=False)
+        has_continue = _contains(stmt.body, ast.Continue, into_loops=False)
         brk = self.namer.new('_break') if has_break else None
         cont = self.namer.new('_continue') if has_continue else None
         self.loops.append((brk, cont))
@@ -859,7 +859,7 @@ class _Jumps:
         exits = sorted(f for f in flags if f in (brk, self.ret_flag) and f)
         if exits:
             names = [nodes.name(f) for f in exits]
-            test = names[0] if len(names) == 1 else gast.BoolOp(op=gast.Or(), values=names)
+            test = names[0] if len(names) == 1 else ast.BoolOp(op=ast.Or(), values=names)
             exit_stmt = nodes.if_(test, [nodes.break_()])
             setanno(exit_stmt, Key.LOOP_EXIT, True)
             body.append(exit_stmt)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import types
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import batching
@@ -57,7 +57,7 @@ class ForwardContext:
         self.kinds = {}          # name -> kind (analysis.aliasing), where the mutation pass ran
 
 
-def transform(node: gast.FunctionDef, ctx: ForwardContext):
+def transform(node: ast.FunctionDef, ctx: ForwardContext):
     """(body with tangents, the returned value, the returned tangent expression).
 
     Generated code (a gradient being differentiated again) pushes and pops its
@@ -67,7 +67,7 @@ def transform(node: gast.FunctionDef, ctx: ForwardContext):
     ctx.tape_ops = _tape_ops(node)
     ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
     body = node.body
-    ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
+    ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
     if ret is not None:
         body = body[:-1]
     output = ret.value if ret is not None and ret.value is not None else nodes.const(None)
@@ -76,9 +76,9 @@ def transform(node: gast.FunctionDef, ctx: ForwardContext):
 
 
 def _tangent_of(atom, ctx):
-    if isinstance(atom, gast.Name):
+    if isinstance(atom, ast.Name):
         return nodes.name(ctx.tangents[atom.id]) if atom.id in ctx.active else nodes.const(0.0)
-    if isinstance(atom, gast.Tuple):
+    if isinstance(atom, ast.Tuple):
         return nodes.tuple_(*[_tangent_of(e, ctx) for e in atom.elts])
     return nodes.const(0.0)
 
@@ -109,36 +109,36 @@ class _Forward(Sweep):
         return out or [nodes.pass_()]
 
     def statement(self, stmt):
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, ast.Assign):
             target = stmt.targets[0]
-            if isinstance(target, gast.Subscript):
+            if isinstance(target, ast.Subscript):
                 return self.setitem(stmt, target)
             return self.assign(stmt, target.id, stmt.value)
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, ast.If):
             stmt.body = self.block(stmt.body)
             stmt.orelse = self.block(stmt.orelse) if stmt.orelse else []
             return [stmt]
-        if isinstance(stmt, (gast.For, gast.While)):
+        if isinstance(stmt, (ast.For, ast.While)):
             stmt.body = self.block(stmt.body)
-            if isinstance(stmt, gast.For) and self.is_active(stmt.target):
+            if isinstance(stmt, ast.For) and self.is_active(stmt.target):
                 # a loop counter popped from a tape in generated code: no tangent
                 stmt.body.insert(0, mark(nodes.assign(self.d[stmt.target.id], 0.0)))
             return [stmt]
-        if isinstance(stmt, gast.Expr):
+        if isinstance(stmt, ast.Expr):
             return self.expr(stmt)
-        if isinstance(stmt, gast.Return):
+        if isinstance(stmt, ast.Return):
             raise self.error(stmt, 'return is only supported as the last statement here')
         return [stmt]
 
     # ---------------------------------------------------------------- assignment
 
     def _tape_op(self, call):
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
             return getattr(self.ctx, 'tape_ops', {}).get(call.func.id)
         return None
 
     def assign(self, stmt, y, value):
-        if isinstance(value, gast.Call) and tape_ops.carries_tape(value.args) \
+        if isinstance(value, ast.Call) and tape_ops.carries_tape(value.args) \
                 and self._user_function(value) is not None:
             return self.user_call(stmt, y, value)    # its tape carries tangents: its jvp pops them
         if y not in self.ctx.active:
@@ -149,7 +149,7 @@ class _Forward(Sweep):
         if self._tape_op(value) == 'pop':
             # not `mark`ed: a pop is never dead code, it keeps the tape in step
             return [nodes.assign(dy, nodes.call(value.func.id)), stmt]
-        if isinstance(value, gast.Call) and self._user_function(value) is not None:
+        if isinstance(value, ast.Call) and self._user_function(value) is not None:
             return self.user_call(stmt, y, value)
         self_update = y in _names(value)
         ans = self.ctx.namer.new('_' + y) if self_update else y
@@ -163,7 +163,7 @@ class _Forward(Sweep):
             structural = y in self.ctx.containers or _calls(value, 'add_adjoint') or \
                 self.ctx.check_static or _given_a_container(value, self.ctx.containers)
             tangent = _sum(terms, structural)
-        elif isinstance(value, gast.Constant):
+        elif isinstance(value, ast.Constant):
             tangent = nodes.const(0.0)
         else:
             tangent = nodes.call('zero_tangent', ans)
@@ -184,11 +184,11 @@ class _Forward(Sweep):
                 return []
             # an inactive item's tangent is dense zeros of its kind: a rule given the
             # whole list (concatenate, stack) cannot take the symbolic zero in it
-            tangents = [self.tangent(e) if self.is_active(e) or not isinstance(e, gast.Name)
+            tangents = [self.tangent(e) if self.is_active(e) or not isinstance(e, ast.Name)
                         else nodes.call('zero_tangent', e) for e in op.args]
-            if isinstance(value, gast.Dict):
-                return [gast.Dict(keys=[nodes.const(k) for k, _ in op.keywords], values=tangents)]
-            make = nodes.tuple_ if isinstance(value, gast.Tuple) else nodes.list_
+            if isinstance(value, ast.Dict):
+                return [ast.Dict(keys=[nodes.const(k) for k, _ in op.keywords], values=tangents)]
+            make = nodes.tuple_ if isinstance(value, ast.Tuple) else nodes.list_
             return [make(*tangents)]
         return self.primitive(stmt, ans, op)
 
@@ -209,7 +209,7 @@ class _Forward(Sweep):
                     for i, rule, entry in rules]
         # `broadcast_tangent(t, ans)` does nothing when the moving operand has ans's shape
         same = target_shape is not None and all(
-            isinstance(op.args[i], gast.Name) and self.ctx.shapes.get(op.args[i].id) == target_shape
+            isinstance(op.args[i], ast.Name) and self.ctx.shapes.get(op.args[i].id) == target_shape
             for i, _, _ in rules)
         return [self.ctx.emitter.emit(rule, self.rule_tangent(rule, op.args[i]), nodes.name(ans),
                                       op.args, op.keywords, same_shapes=same,
@@ -271,12 +271,12 @@ class _Forward(Sweep):
         arguments = self._all_arguments(fn, call, stmt)
         # the callee is specialised to the shapes its arguments are known to have
         shapes = tuple((k, self.ctx.shapes[a.id]) for k, a in enumerate(arguments)
-                       if isinstance(a, gast.Name) and self.ctx.shapes.get(a.id) is not None)
+                       if isinstance(a, ast.Name) and self.ctx.shapes.get(a.id) is not None)
         jvp_name = self.ctx.compile_callee(fn, tuple(active), stmt, shapes)
         tangents = [self.tangent(call.args[i]) for i in active]
         result = self.ctx.namer.new('_' + _id(fn))
         # The tangents follow every parameter: spell out keywords and defaults.
-        jvp_call = gast.Call(func=nodes.name(jvp_name), args=arguments + tangents, keywords=[])
+        jvp_call = ast.Call(func=nodes.name(jvp_name), args=arguments + tangents, keywords=[])
         return [nodes.assign(result, jvp_call),
                 nodes.assign(y, nodes.subscript(result, nodes.const(0))),
                 mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1))))]
@@ -332,16 +332,16 @@ class _Forward(Sweep):
             # Every push is followed by a tangent (0.0 for an inactive value) and
             # every pop by one: the tape stays in step across function boundaries.
             pushed = call.args[0]
-            tangent = nodes.call('zero_tangent', pushed) if isinstance(pushed, gast.Name) \
+            tangent = nodes.call('zero_tangent', pushed) if isinstance(pushed, ast.Name) \
                 else nodes.const(0.0)
             if self.is_active(pushed):
                 tangent = self.tangent(pushed)
-            elif isinstance(pushed, gast.Call) and any(self.is_active(a) for a in pushed.args):
+            elif isinstance(pushed, ast.Call) and any(self.is_active(a) for a in pushed.args):
                 op = operation_of(pushed, lambda reason: self.error(stmt, reason))
                 tangent = _sum(self.primitive(stmt, '_unused', op))
             return [stmt, nodes.expr_stmt(nodes.call(call.func.id, tangent))]
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
-                and isinstance(call.func.value, gast.Name) and getanno(call.func, Key.RESOLVED) is None:
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and getanno(call.func, Key.RESOLVED) is None:
             ys = call.func.value.id
             if call.func.attr == 'append' and ys in self.ctx.active:
                 update = nodes.call('append_tangent', self.d[ys], self.tangent(call.args[0]), ys)
@@ -369,8 +369,8 @@ class _Forward(Sweep):
 def _given_a_container(value, containers) -> bool:
     """A call given a list, tuple or dict (`refresh_items(ys, x)`): its result may be one
     too, whose tangents add item by item (`+` would concatenate them)."""
-    return isinstance(value, gast.Call) and any(
-        isinstance(a, gast.Name) and a.id in containers for a in value.args)
+    return isinstance(value, ast.Call) and any(
+        isinstance(a, ast.Name) and a.id in containers for a in value.args)
 
 
 def _sum(terms, structural=False):
@@ -378,12 +378,12 @@ def _sum(terms, structural=False):
     total = terms[0]
     for term in terms[1:]:
         total = nodes.call('add_adjoint', total, term) if structural else \
-            nodes.binop(total, gast.Add(), term)
+            nodes.binop(total, ast.Add(), term)
     return total
 
 
 def _calls(value, name) -> bool:
-    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.func.id == name
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == name
 
 
 def _signature_function(fn):

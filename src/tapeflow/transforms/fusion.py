@@ -27,16 +27,16 @@ from __future__ import annotations
 
 import math
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.syntax import nodes
 
-_ARITHMETIC = (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant, gast.operator, gast.unaryop,
-               gast.Load, gast.expr_context)
+_ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.operator, ast.unaryop,
+               ast.Load, ast.expr_context)
 
 
-def transform(fdef: gast.FunctionDef, push=(), pop=(), keep=(), temporary=None) -> gast.FunctionDef:
+def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None) -> ast.FunctionDef:
     """`fdef` fused (a new function; `fdef` and its statements are left as they are:
     what the fusion rewrites, it copies); `push` and `pop`: the names of the tape's push
     and pop in it (calls that change no array the code reads); `keep`: names never
@@ -92,12 +92,12 @@ class _Fuser:
 
     def fuse_at(self, stmts, i) -> bool:
         stmt = stmts[i]
-        if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], gast.Name)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
                 and self.fact(stmt, 'pure', lambda: self.pure(stmt.value))):
             return False
         t = stmt.targets[0].id
-        if isinstance(stmt.value, gast.Name) and self.stores.get(t) == 1 and \
+        if isinstance(stmt.value, ast.Name) and self.stores.get(t) == 1 and \
                 self.temporary(t) and self.propagate(stmts, i, t, stmt.value.id):
             return True
         operands = self.fact(stmt, 'operands', lambda: nodes.load_names(stmt.value) | {t})
@@ -132,15 +132,15 @@ class _Fuser:
             later = stmts[k]
             if found == self.loads.get(t, 0):
                 break
-            names = [n for n in nodes.walk(later) if isinstance(n, gast.Name)]
+            names = [n for n in nodes.walk(later) if isinstance(n, ast.Name)]
             here = sum(n.id == t for n in names)
             if here:
                 readers.append(k)
             found += here
-            if any(n.id == source and not isinstance(n.ctx, gast.Load) for n in names):
+            if any(n.id == source and not isinstance(n.ctx, ast.Load) for n in names):
                 # rebound here: reads of `t` in an assignment's value come before the store
-                if here and not (isinstance(later, gast.Assign) and isinstance(
-                        later.targets[0], (gast.Name, gast.Tuple))):
+                if here and not (isinstance(later, ast.Assign) and isinstance(
+                        later.targets[0], (ast.Name, ast.Tuple))):
                     return False
                 break
         if not readers or found != self.loads.get(t, 0):
@@ -148,7 +148,7 @@ class _Fuser:
         for k in readers:                       # a renamed copy of each reader
             stmts[k] = nodes.clone(stmts[k])
             for n in nodes.walk(stmts[k]):
-                if isinstance(n, gast.Name) and n.id == t:
+                if isinstance(n, ast.Name) and n.id == t:
                     n.id = source
         self.loads[source] = self.loads.get(source, 0) + found - 1
         self.loads[t], self.stores[t] = 0, 0
@@ -157,10 +157,10 @@ class _Fuser:
 
     def substitute(self, stmts, i, k, t) -> bool:
         use = stmts[k]
-        if not (isinstance(use, gast.Assign) and len(use.targets) == 1
-                and isinstance(use.targets[0], gast.Name)):
+        if not (isinstance(use, ast.Assign) and len(use.targets) == 1
+                and isinstance(use.targets[0], ast.Name)):
             return False
-        spots = [n for n in nodes.walk(use.value) if isinstance(n, gast.Name) and n.id == t]
+        spots = [n for n in nodes.walk(use.value) if isinstance(n, ast.Name) and n.id == t]
         if len(spots) != 1 or not self.plain(use.value):
             return False
         rebinds = use.targets[0].id == t
@@ -176,14 +176,14 @@ class _Fuser:
 
     def passable(self, stmt, names) -> bool:
         """Whether `stmt` may run between a value's old and new place."""
-        if isinstance(stmt, gast.Expr):
+        if isinstance(stmt, ast.Expr):
             return self.fact(stmt, 'plain', lambda: self.harmless_call(stmt.value) and all(
                 self.plain(a) for a in stmt.value.args))
-        if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
             return False
         target = stmt.targets[0]
-        targets = [target] if isinstance(target, gast.Name) else getattr(target, 'elts', None)
-        if targets is None or not all(isinstance(e, gast.Name) for e in targets):
+        targets = [target] if isinstance(target, ast.Name) else getattr(target, 'elts', None)
+        if targets is None or not all(isinstance(e, ast.Name) for e in targets):
             return False                       # writes memory
         if any(e.id in names for e in targets):
             return False
@@ -192,27 +192,27 @@ class _Fuser:
     def plain(self, value) -> bool:
         """No call that may change an array: arithmetic, pure calls, the tape's pop."""
         for node in nodes.walk(value):
-            if isinstance(node, gast.Call) and not self.pure_call(node) and not self.is_pop(node):
+            if isinstance(node, ast.Call) and not self.pure_call(node) and not self.is_pop(node):
                 return False
         return True
 
     def harmless_call(self, value) -> bool:
-        return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
             value.func.id in self.push
 
     def is_pop(self, call) -> bool:
-        return isinstance(call.func, gast.Name) and call.func.id in self.pop and not call.args
+        return isinstance(call.func, ast.Name) and call.func.id in self.pop and not call.args
 
     def pure(self, value) -> bool:
         """Arithmetic on names and constants: no attribute (`_tape.pop` must stay bound
         to its name: generated code differentiated again finds its tape by it)."""
         functions = set()
         for node in nodes.walk(value):
-            if isinstance(node, gast.Call):
+            if isinstance(node, ast.Call):
                 if not self.pure_call(node) or node.keywords:
                     return False
                 functions.add(id(node.func))
-            elif isinstance(node, gast.Attribute):
+            elif isinstance(node, ast.Attribute):
                 if id(node) not in functions:
                     return False
             elif not isinstance(node, _ARITHMETIC):
@@ -221,7 +221,7 @@ class _Fuser:
 
     def pure_call(self, call) -> bool:
         func = call.func
-        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id in self.modules):
             return False
         if func.value.id == 'math':
@@ -238,7 +238,7 @@ def _replaced(tree, old, new):
         return new
     for field in tree._fields:
         value = getattr(tree, field, None)
-        if isinstance(value, gast.AST):
+        if isinstance(value, ast.AST):
             replaced = _replaced(value, old, new)
             if replaced is not value:
                 tree = nodes.shallow_copy(tree)
@@ -246,7 +246,7 @@ def _replaced(tree, old, new):
                 return tree
         elif isinstance(value, list):
             for k, item in enumerate(value):
-                if isinstance(item, gast.AST):
+                if isinstance(item, ast.AST):
                     replaced = _replaced(item, old, new)
                     if replaced is not item:
                         tree = nodes.shallow_copy(tree)

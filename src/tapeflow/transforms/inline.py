@@ -13,7 +13,7 @@ import functools
 import inspect
 import textwrap
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
 
@@ -31,22 +31,22 @@ def _rule_template(rule):
     except (OSError, TypeError, SyntaxError):
         return _NOT_INLINABLE
     fdef = tree.body[0]
-    if not isinstance(fdef, gast.FunctionDef) or fdef.decorator_list:
+    if not isinstance(fdef, ast.FunctionDef) or fdef.decorator_list:
         return _NOT_INLINABLE
-    body = [s for s in fdef.body if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     args = fdef.args
-    if len(body) != 1 or not isinstance(body[0], gast.Return) or args.vararg or args.kwarg \
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or args.vararg or args.kwarg \
             or args.posonlyargs:
         return _NOT_INLINABLE
     expr = body[0].value
-    if any(isinstance(n, (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.DictComp,
-                          gast.SetComp, gast.NamedExpr)) for n in nodes.walk(expr)):
+    if any(isinstance(n, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp,
+                          ast.SetComp, ast.NamedExpr)) for n in nodes.walk(expr)):
         return _NOT_INLINABLE
     params = [a.id for a in args.args] + [a.id for a in args.kwonlyargs]
     positional = [a.id for a in args.args]
     defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    free = {n.id for n in nodes.walk(expr) if isinstance(n, gast.Name)} - set(params)
+    free = {n.id for n in nodes.walk(expr) if isinstance(n, ast.Name)} - set(params)
     return params, positional, defaults, expr, free
 
 
@@ -145,14 +145,14 @@ def _zero_safe(rule) -> bool:
 
     def safe(node):
         """Every `g` under `node` reaches the result through arithmetic only."""
-        if isinstance(node, gast.Name):
+        if isinstance(node, ast.Name):
             return True
-        if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult,
-                                                                 gast.Div)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
+                                                                 ast.Div)):
             return safe(node.left) and safe(node.right)
-        if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             return safe(node.operand)
-        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in _ZERO_SAFE_CALLS and node.args:
             return safe(node.args[0]) and all(
                 g not in nodes.names_in(a) for a in node.args[1:] + [k.value for k in node.keywords])
@@ -168,14 +168,14 @@ def _rewrite(node, subs, globals_, same):
       the helper's defaults;
     - `unbroadcast(e, x)` -> `e` where `same(x)`: `x` has the result's shape.
     """
-    if isinstance(node, gast.Name):
+    if isinstance(node, ast.Name):
         sub = subs.get(node.id)
         if sub is None:
             return nodes.clone(node)
         return nodes.clone(sub)
     if isinstance(node, list):
         return [_rewrite(n, subs, globals_, same) for n in node]
-    if not isinstance(node, gast.AST):
+    if not isinstance(node, ast.AST):
         return node
     new = node.__class__.__new__(node.__class__)
     fields = new.__dict__
@@ -183,25 +183,25 @@ def _rewrite(node, subs, globals_, same):
         value = getattr(node, field, None)
         fields[field] = value if value is None or value.__class__ in nodes.ATOMS \
             else _rewrite(value, subs, globals_, same)
-    if isinstance(new, gast.Call):
+    if isinstance(new, ast.Call):
         return _simplify_call(new, globals_, same)
     return new
 
 
 def _simplify_call(node, globals_, same):
     func = node.func
-    if isinstance(func, gast.Name) and func.id in ('unbroadcast', 'broadcast_tangent') \
-            and len(node.args) == 2 and isinstance(node.args[1], gast.Name) and same(node.args[1].id):
+    if isinstance(func, ast.Name) and func.id in ('unbroadcast', 'broadcast_tangent') \
+            and len(node.args) == 2 and isinstance(node.args[1], ast.Name) and same(node.args[1].id):
         return node.args[0]
-    fn = globals_.get(func.id) if isinstance(func, gast.Name) else None
+    fn = globals_.get(func.id) if isinstance(func, ast.Name) else None
     defaults = _defaults_of(fn)
     if not defaults:
         return node
     node.keywords = [k for k in node.keywords if not (
-        isinstance(k.value, gast.Constant) and k.arg in defaults
+        isinstance(k.value, ast.Constant) and k.arg in defaults
         and _same_constant(defaults[k.arg], k.value.value))]
     names = _parameter_names(fn)
-    while node.args and len(node.args) <= len(names) and isinstance(node.args[-1], gast.Constant) \
+    while node.args and len(node.args) <= len(names) and isinstance(node.args[-1], ast.Constant) \
             and names[len(node.args) - 1] in defaults \
             and _same_constant(defaults[names[len(node.args) - 1]], node.args[-1].value):
         node.args.pop()
@@ -239,6 +239,6 @@ def _same_constant(a, b) -> bool:
 def _as_node(value):
     if isinstance(value, str):
         return nodes.name(value)
-    if isinstance(value, gast.AST):
+    if isinstance(value, ast.AST):
         return value
     return nodes.const(value)

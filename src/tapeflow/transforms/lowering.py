@@ -16,7 +16,7 @@ emitted code calls (`_runtime`, `_numpy`, `_builtin`) are here too.
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.analysis import aliasing as al
@@ -57,7 +57,7 @@ class Lowerings:
 
     def extend(self, name, items):
         """`name.extend(items)`, one append per item (each is differentiated)."""
-        if not isinstance(items, gast.Name):
+        if not isinstance(items, ast.Name):
             seq = self.new('_items')
             head = [nodes.assign(seq, items)]
         else:
@@ -95,7 +95,7 @@ class Lowerings:
         args = call.args[:fn.nin] if isinstance(fn, np.ufunc) else call.args
         if len(al.out_arguments(call)) != 1:
             return None
-        computed = gast.Call(func=call.func, args=list(args), keywords=keywords)
+        computed = ast.Call(func=call.func, args=list(args), keywords=keywords)
         return [nodes.assign(value, computed), self.write_all(name, value)]
 
     def lower_copyto(self, call, name, args):
@@ -227,7 +227,7 @@ def _arguments(call, form):
     if form == 'at':
         params = table.UFUNC_METHODS['at'].params
         args = call.args
-    elif isinstance(call.func, gast.Attribute) and getanno(call.func, Key.RESOLVED) is None:
+    elif isinstance(call.func, ast.Attribute) and getanno(call.func, Key.RESOLVED) is None:
         mutator = (table.LIST_METHODS.get(call.func.attr) if form in ('append', 'pop', 'insert') else
                    table.ARRAY_METHODS.get(call.func.attr))
         params, args = mutator.params, call.args
@@ -245,11 +245,11 @@ def _arguments(call, form):
 
 
 def _is_const(node, value=None) -> bool:
-    return isinstance(node, gast.Constant) and (value is None or node.value is value)
+    return isinstance(node, ast.Constant) and (value is None or node.value is value)
 
 
 def _is_int_atom(node) -> bool:
-    return isinstance(node, gast.Name) or (isinstance(node, gast.Constant)
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Constant)
                                            and isinstance(node.value, int))
 
 
@@ -269,7 +269,7 @@ def _builtin(name):
 
 def _callee_label(call):
     func = call.func
-    return func.attr if isinstance(func, gast.Attribute) else getattr(func, 'id', 'out')
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', 'out')
 
 
 def _like(value, name):

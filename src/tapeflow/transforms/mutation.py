@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import aliasing as al
@@ -80,7 +80,7 @@ class Context:
     bind: object = None              # (name, object): generated code may call it by that name
 
 
-def transform(node: gast.FunctionDef, ctx: Context) -> Result:
+def transform(node: ast.FunctionDef, ctx: Context) -> Result:
     facts = al.Aliasing(node, ctx.param_kinds, ctx.summary)
     live = Liveness(node.body)
     rewriter = _Rewriter(ctx, facts, live, node)
@@ -145,12 +145,12 @@ class _Rewriter(Lowerings):
         tape, and its backward reads them then, as the memory holds them."""
         passed = set()
         for stmt in nodes.statements(fdef.body):
-            call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
+            call = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
             state = self.facts.before.get(id(stmt))
-            if state is None or not isinstance(call, gast.Call) or user_function(call) is None:
+            if state is None or not isinstance(call, ast.Call) or user_function(call) is None:
                 continue
             for a in call.args:
-                if isinstance(a, gast.Name):
+                if isinstance(a, ast.Name):
                     passed |= set(al.reach(state, a.id))
         return passed
 
@@ -176,7 +176,7 @@ class _Rewriter(Lowerings):
             for stmt in stmts:
                 for field in ('body', 'orelse'):
                     inner = getattr(stmt, field, None)
-                    if isinstance(inner, list) and inner and not isinstance(stmt, gast.FunctionDef):
+                    if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
                         setattr(stmt, field, insert(inner))
                 out.append(stmt)
                 made = self.flags.get(id(stmt), {}) or self.flags.get(
@@ -206,7 +206,7 @@ class _Rewriter(Lowerings):
         for stmt in stmts:
             for field in ('body', 'orelse'):
                 inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner and not isinstance(stmt, gast.FunctionDef):
+                if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
                     setattr(stmt, field, self.block(inner))
             new = self.statement(stmt) if id(stmt) in self.facts.before else [stmt]
             nodes.located(new, stmt)
@@ -217,9 +217,9 @@ class _Rewriter(Lowerings):
 
     def statement(self, stmt):
         state = self.facts.before[id(stmt)]
-        call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
-        if isinstance(call, gast.Call) and user_function(call) is not None:
-            setanno(call, Key.ARG_KINDS, tuple(state.kinds.get(a.id) if isinstance(a, gast.Name)
+        call = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        if isinstance(call, ast.Call) and user_function(call) is not None:
+            setanno(call, Key.ARG_KINDS, tuple(state.kinds.get(a.id) if isinstance(a, ast.Name)
                                                else _atom_kind(a) for a in call.args))
         return self.write(stmt, state)
 
@@ -227,7 +227,7 @@ class _Rewriter(Lowerings):
         """`h(x)` as a statement: nothing flows from its result; if `h` writes into a global,
         a derivative that flows through it would be lost."""
         fn = user_function(call)
-        kinds = tuple(state.kinds.get(a.id) if isinstance(a, gast.Name) else _atom_kind(a)
+        kinds = tuple(state.kinds.get(a.id) if isinstance(a, ast.Name) else _atom_kind(a)
                       for a in call.args)
         if self.ctx.summary is not None and self.ctx.summary(fn, kinds).outer:
             self.pending.append(Pending(stmt, frozenset(nodes.load_names(call)),
@@ -236,22 +236,22 @@ class _Rewriter(Lowerings):
                                         f'value instead'))
 
     def write(self, stmt, state):
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, ast.Assign):
             target = stmt.targets[0]
-            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 return self.setitem(stmt, target, state)
-            if isinstance(target, gast.Name) and getanno(stmt, Key.IN_PLACE) \
-                    and isinstance(stmt.value, gast.BinOp):
+            if isinstance(target, ast.Name) and getanno(stmt, Key.IN_PLACE) \
+                    and isinstance(stmt.value, ast.BinOp):
                 return self.in_place(stmt, target.id, state)
-            if isinstance(stmt.value, gast.Call):
-                return self.call(stmt, stmt.value, target.id if isinstance(target, gast.Name)
+            if isinstance(stmt.value, ast.Call):
+                return self.call(stmt, stmt.value, target.id if isinstance(target, ast.Name)
                                  else None, state)
-            if isinstance(stmt.value, gast.BinOp) and isinstance(stmt.value.op, gast.Add) \
-                    and isinstance(target, gast.Name) and _kind_of(stmt.value.left, state) == al.LIST \
+            if isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, ast.Add) \
+                    and isinstance(target, ast.Name) and _kind_of(stmt.value.left, state) == al.LIST \
                     and _kind_of(stmt.value.right, state) == al.LIST:
                 return self.concatenation(target.id, stmt.value)
             return [stmt]
-        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             if user_function(stmt.value) is not None:
                 self.discarded_call(stmt, stmt.value, state)
             return self.call(stmt, stmt.value, None, state)
@@ -297,7 +297,7 @@ class _Rewriter(Lowerings):
         so what it writes is `v`'s old value only where no element read was written
         before; checked at run time (`check_overlap`), a located refusal where it is not."""
         value, target = write.value, write.targets[0]
-        if not isinstance(target, gast.Subscript) or not isinstance(value, gast.Name):
+        if not isinstance(target, ast.Subscript) or not isinstance(value, ast.Name):
             return [write]
         name = target.value.id
         if state.kinds.get(name) not in (al.ARRAY, al.NUMERIC, None):
@@ -328,7 +328,7 @@ class _Rewriter(Lowerings):
             return [stmt]        # `y[i] += v` of an array: `y[i] = t` writes it back next
         binop = stmt.value
         values = nodes.load_names(binop.right)
-        adds = isinstance(binop.op, gast.Add)
+        adds = isinstance(binop.op, ast.Add)
         affected, outer = self.affected(stmt, name, state)
         if not affected and not outer and kind != al.LIST:
             # nothing else sees it: value semantics are exact, in the dtype and memory
@@ -368,7 +368,7 @@ class _Rewriter(Lowerings):
         form, written, _ = writes[0]
         if form == 'call':
             return self.user_call(stmt, call, target, state, writes)
-        if not isinstance(written, gast.Name):
+        if not isinstance(written, ast.Name):
             return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
                                'this call writes into a value that is not a variable; '
                                'assign it to a variable first')
@@ -396,7 +396,7 @@ class _Rewriter(Lowerings):
         positions = [i for i, a in enumerate(call.args) if any(a is w for _, w, _ in writes)]
         for i in positions:
             arg = call.args[i]
-            if not isinstance(arg, gast.Name) or arg.id not in state.kinds:
+            if not isinstance(arg, ast.Name) or arg.id not in state.kinds:
                 return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
                                    f'{fn.__name__}() writes into its argument {i} '
                                    f'({_text(arg)}), which is not a local variable; '
@@ -412,7 +412,7 @@ class _Rewriter(Lowerings):
         func = nodes.name(self.new(variant.__name__))
         self.ctx.bind(func.id, variant)
         setanno(func, Key.RESOLVED, variant)
-        new_call = nodes.copy_location(gast.Call(func=func, args=list(call.args),
+        new_call = nodes.copy_location(ast.Call(func=func, args=list(call.args),
                                                  keywords=list(call.keywords)), call)
         setanno(new_call, Key.ARG_KINDS, getanno(call, Key.ARG_KINDS))
         out = checks + [nodes.assign(result, new_call)]
@@ -479,7 +479,7 @@ class _Rewriter(Lowerings):
             nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1))), stmt)
         return check if unless is None else nodes.located(
-            nodes.if_(gast.UnaryOp(op=gast.Not(), operand=nodes.name(unless)), [check]), stmt)
+            nodes.if_(ast.UnaryOp(op=ast.Not(), operand=nodes.name(unless)), [check]), stmt)
 
     def mark_shared(self, lowered, name, state):
         """Tell the reverse sweep which other names held the memory `lowered` writes
@@ -538,21 +538,21 @@ _COPYING_ON_DASK = ('copyto', 'put', 'place', 'putmask', 'fill_diagonal')
 
 
 def _kind_of(atom, state):
-    if isinstance(atom, gast.Name) and atom.id in state.kinds:
+    if isinstance(atom, ast.Name) and atom.id in state.kinds:
         return state.kinds[atom.id]
     return _atom_kind(atom)
 
 
 def _atom_kind(node):
-    if isinstance(node, gast.Constant):
+    if isinstance(node, ast.Constant):
         return al.kind_of_value(node.value)
     resolved = getanno(node, Key.RESOLVED)
     return al.kind_of_value(resolved) if resolved is not None else None
 
 
 def _symbol(op) -> str:
-    return {gast.Add: '+', gast.Sub: '-', gast.Mult: '*', gast.Div: '/', gast.Pow: '**',
-            gast.MatMult: '@', gast.FloorDiv: '//', gast.Mod: '%'}.get(type(op), '?')
+    return {ast.Add: '+', ast.Sub: '-', ast.Mult: '*', ast.Div: '/', ast.Pow: '**',
+            ast.MatMult: '@', ast.FloorDiv: '//', ast.Mod: '%'}.get(type(op), '?')
 
 
 def _text(node) -> str:
@@ -560,7 +560,7 @@ def _text(node) -> str:
 
 
 def _opaque_reason(call, name) -> str:
-    what = f'.{call.func.attr}()' if isinstance(call.func, gast.Attribute) else f'{_text(call.func)}()'
+    what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{_text(call.func)}()'
     return (f'{what} changes {name} in place and is not differentiated; '
             f'compute a new value instead of writing into {name}')
 
@@ -573,7 +573,7 @@ def _assigned_line(fdef, name, before):
         where = getanno(stmt, Key.ORIGIN)
         if where is None or where[0] >= limit:
             continue
-        if isinstance(stmt, gast.Assign) and any(isinstance(t, gast.Name) and t.id == name
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
                                                  for t in stmt.targets):
             best = where[0] if best is None or where[0] > best else best
     if best is None and name in {a.id for a in fdef.args.args}:

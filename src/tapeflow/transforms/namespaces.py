@@ -13,7 +13,7 @@ function of it that `rules/array_api.py` does not know is a located error.
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.rules import registry
 from tapeflow.rules.array_api import FUNCTIONS, namespace_of
@@ -25,7 +25,7 @@ __all__ = ['rewrite']
 _GETTERS = ('array_namespace', 'get_namespace')
 
 
-def rewrite(node: gast.FunctionDef, namer, source, bindings) -> None:
+def rewrite(node: ast.FunctionDef, namer, source, bindings) -> None:
     names = _namespace_names(node, namer, bindings)
     if names:
         _Calls(names, namer, source, bindings).visit(node)
@@ -33,10 +33,10 @@ def rewrite(node: gast.FunctionDef, namer, source, bindings) -> None:
 
 def _is_getter(call, names=()) -> bool:
     """`array_namespace(...)` of array_api_compat, or `x.__array_namespace__()`."""
-    if not isinstance(call, gast.Call):
+    if not isinstance(call, ast.Call):
         return False
     func = call.func
-    if isinstance(func, gast.Attribute) and func.attr == '__array_namespace__' and not call.args:
+    if isinstance(func, ast.Attribute) and func.attr == '__array_namespace__' and not call.args:
         return True
     fn = getanno(func, Key.RESOLVED) if hasanno(func, Key.RESOLVED) else None
     return getattr(fn, '__name__', None) in _GETTERS and \
@@ -46,13 +46,13 @@ def _is_getter(call, names=()) -> bool:
 def _namespace_names(node, namer, bindings) -> set:
     """Names assigned exactly once, from a namespace getter (the getter made a
     non-differentiable call of `namespace_of`)."""
-    getters = [n for n in nodes.walk(node) if isinstance(n, gast.Assign) and len(n.targets) == 1
-               and isinstance(n.targets[0], gast.Name) and _is_getter(n.value)]
+    getters = [n for n in nodes.walk(node) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and _is_getter(n.value)]
     if not getters:                 # most functions: no need to count the stores
         return set()
     stores = {}
     for n in nodes.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
     names = set()
     for n in getters:
@@ -74,12 +74,12 @@ def _bound(value, stem, namer, bindings, like):
 
 def _namespace_call(call, namer, bindings):
     """The getter as `namespace_of(arrays...)`: one non-differentiable call."""
-    args = [call.func.value] if isinstance(call.func, gast.Attribute) else list(call.args)
-    if not isinstance(call.func, gast.Attribute):
+    args = [call.func.value] if isinstance(call.func, ast.Attribute) else list(call.args)
+    if not isinstance(call.func, ast.Attribute):
         registry.nondifferentiable(getanno(call.func, Key.RESOLVED))
         return call
     func = _bound(namespace_of, '_namespace_of', namer, bindings, call)
-    return nodes.copy_location(gast.Call(func=func, args=args, keywords=[]), call)
+    return nodes.copy_location(ast.Call(func=func, args=args, keywords=[]), call)
 
 
 class _Calls(nodes.Transformer):
@@ -89,7 +89,7 @@ class _Calls(nodes.Transformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
-        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id in self.names):
             return node
         fn = FUNCTIONS.get(func.attr)
@@ -98,6 +98,6 @@ class _Calls(nodes.Transformer):
                                           f'the array API function {func.attr!r} -- write it with '
                                           f'the functions of docs/scaling-out.md (Array API)')
         xp = nodes.copy_location(nodes.name(func.value.id), func.value)
-        call = gast.Call(func=_bound(fn, f'_xp_{func.attr}', self.namer, self.bindings, func),
+        call = ast.Call(func=_bound(fn, f'_xp_{func.attr}', self.namer, self.bindings, func),
                          args=[xp] + list(node.args), keywords=list(node.keywords))
         return nodes.copy_location(call, node)

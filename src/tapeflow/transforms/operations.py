@@ -15,7 +15,7 @@ import dataclasses
 import operator
 import types
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
@@ -23,10 +23,10 @@ from tapeflow.rules import fields, registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
-BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
-          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
-          gast.Mod: operator.mod, gast.FloorDiv: operator.floordiv}
-UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
+BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+          ast.Div: operator.truediv, ast.Pow: operator.pow, ast.MatMult: operator.matmul,
+          ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv}
+UNARYOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
 @dataclasses.dataclass
@@ -52,38 +52,38 @@ class Sweep:
         return self.ctx.source.error(node, reason)
 
     def is_active(self, node) -> bool:
-        return isinstance(node, gast.Name) and node.id in self.ctx.active
+        return isinstance(node, ast.Name) and node.id in self.ctx.active
 
 
 def operation_of(value, error) -> Operation:
     """The operation of an ANF value; `error(reason)` builds the located error to raise."""
-    if isinstance(value, gast.Name):
+    if isinstance(value, ast.Name):
         return Operation('copy', args=[value])
-    if isinstance(value, (gast.Constant, gast.Compare, gast.BoolOp)):
+    if isinstance(value, (ast.Constant, ast.Compare, ast.BoolOp)):
         return NONE
-    if isinstance(value, gast.Attribute) and getanno(value, Key.RESOLVED) is not None:
+    if isinstance(value, ast.Attribute) and getanno(value, Key.RESOLVED) is not None:
         return NONE
-    if isinstance(value, gast.BinOp):
+    if isinstance(value, ast.BinOp):
         return Operation('primitive', BINOPS.get(type(value.op)), [value.left, value.right],
                          label=_op_name(value.op))
-    if isinstance(value, gast.UnaryOp):
+    if isinstance(value, ast.UnaryOp):
         fn = UNARYOPS.get(type(value.op))
         return Operation('primitive', fn, [value.operand], label=_op_name(value.op)) if fn else NONE
-    if isinstance(value, (gast.Tuple, gast.List)):
+    if isinstance(value, (ast.Tuple, ast.List)):
         return Operation('pack', args=list(value.elts))
-    if isinstance(value, gast.Dict) and all(isinstance(k, gast.Constant) for k in value.keys):
+    if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) for k in value.keys):
         return Operation('pack', args=list(value.values), keywords=[(k.value, None) for k in value.keys])
-    if isinstance(value, gast.Subscript) and _makes_values(getanno(value.value, Key.RESOLVED)):
+    if isinstance(value, ast.Subscript) and _makes_values(getanno(value.value, Key.RESOLVED)):
         # np.mgrid[a:b:nj] computes from its bounds: not an index, and no rule
         maker = getanno(value.value, Key.RESOLVED)
-        bounds = sorted({n.id for n in nodes.walk(value.slice) if isinstance(n, gast.Name)})
+        bounds = sorted({n.id for n in nodes.walk(value.slice) if isinstance(n, ast.Name)})
         return Operation('primitive', maker, [nodes.name(n) for n in bounds],
                          label=f'np.{_MAKERS[type(maker)]}[...] with bounds that carry derivatives; '
                                'write np.linspace')
-    if isinstance(value, gast.Subscript):
+    if isinstance(value, ast.Subscript):
         return Operation('primitive', operator.getitem, [value.value, index_value(value.slice)],
                          label='subscript', static=frozenset({1}))
-    if isinstance(value, gast.Attribute):
+    if isinstance(value, ast.Attribute):
         if value.attr in NONDIFF_ATTRIBUTES:
             return NONE
         fn = registry.ATTRIBUTES.get(value.attr)
@@ -91,7 +91,7 @@ def operation_of(value, error) -> Operation:
             return Operation('primitive', fields.field, [value.value, nodes.const(value.attr)],
                              label=f'.{value.attr}', static=frozenset({1}))
         return Operation('primitive', fn, [value.value], label=f'.{value.attr}')
-    if isinstance(value, gast.Call):
+    if isinstance(value, ast.Call):
         return _call(value, error)
     raise error(f'cannot differentiate a {type(value).__name__} expression')
 
@@ -99,7 +99,7 @@ def operation_of(value, error) -> Operation:
 def _call(call, error) -> Operation:
     fn = getanno(call.func, Key.RESOLVED)
     keywords = [(k.arg, k.value) for k in call.keywords]
-    if fn is None and isinstance(call.func, gast.Attribute):      # x.method(...)
+    if fn is None and isinstance(call.func, ast.Attribute):      # x.method(...)
         method = call.func.attr
         entry = registry.METHODS.get(method)
         if entry is None:
@@ -173,10 +173,10 @@ def rules_for(op: Operation, is_active, mode: str, error, guard=None) -> list:
 
 def index_value(index):
     """The index of a subscript as a value expression (`1:n` is `slice(1, n, None)`)."""
-    if isinstance(index, gast.Slice):
+    if isinstance(index, ast.Slice):
         return nodes.call('slice', *(nodes.const(None) if p is None else p
                                      for p in (index.lower, index.upper, index.step)))
-    if isinstance(index, gast.Tuple):
+    if isinstance(index, ast.Tuple):
         return nodes.tuple_(*(index_value(i) for i in index.elts))
     return index
 
@@ -189,9 +189,9 @@ def rule_label(entry, argnum, kind) -> str:
 
 
 def _op_name(op) -> str:
-    return {gast.Add: '+', gast.Sub: '-', gast.Mult: '*', gast.Div: '/', gast.Pow: '**',
-            gast.MatMult: '@', gast.Mod: '%', gast.FloorDiv: '//', gast.USub: 'unary -',
-            gast.UAdd: 'unary +'}.get(type(op), type(op).__name__)
+    return {ast.Add: '+', ast.Sub: '-', ast.Mult: '*', ast.Div: '/', ast.Pow: '**',
+            ast.MatMult: '@', ast.Mod: '%', ast.FloorDiv: '//', ast.USub: 'unary -',
+            ast.UAdd: 'unary +'}.get(type(op), type(op).__name__)
 
 
 def callable_name(fn) -> str:

@@ -14,7 +14,7 @@ Forward statements are the user's: they are never removed.
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
@@ -57,14 +57,14 @@ def _zero_flow(stmts, state, rewrite):
     `rewrite`, return the statements kept and rewrite them, else leave them alone."""
     kept = []
     for stmt in stmts:
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, ast.If):
             a, b = dict(state), dict(state)
             body, orelse = _zero_flow(stmt.body, a, rewrite), _zero_flow(stmt.orelse, b, rewrite)
             if rewrite:
                 stmt.body, stmt.orelse = body or [nodes.pass_()], orelse
             state.clear()
             state.update(_zero_join(a, b))
-        elif isinstance(stmt, (gast.For, gast.While)):
+        elif isinstance(stmt, (ast.For, ast.While)):
             head = dict(state)
             while True:
                 end = dict(head)
@@ -78,7 +78,7 @@ def _zero_flow(stmts, state, rewrite):
                 stmt.body = body or [nodes.pass_()]
             state.clear()
             state.update(head)
-        elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+        elif isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
             marked = getanno(stmt, Key.COTANGENT)
             if marked is not None and len(marked) > 3:    # a callee's backward: always runs
                 if rewrite:
@@ -105,7 +105,7 @@ def _zero_of(value, state):
     """ZERO, MAYBE or None (not the symbolic zero) for an assigned value of the reverse sweep."""
     if _is_zero(value):
         return ZERO
-    if isinstance(value, gast.Name):
+    if isinstance(value, ast.Name):
         return state.get(value.id)
     parts = _summands(value)
     if parts is not None:                       # b + e: the symbolic zero only if both are
@@ -115,11 +115,11 @@ def _zero_of(value, state):
         return ZERO if all(f == ZERO for f in found) else MAYBE
     # a rule or helper: given a (maybe) zero cotangent, it may give back 0.0; and what
     # a pop takes off a stack of cotangents (higher order) may be 0.0
-    read = nodes.load_names(value) - ({value.func.id} if isinstance(value, gast.Call)
-                                      and isinstance(value.func, gast.Name) else set())
-    if isinstance(value, gast.Call) and not read:
+    read = nodes.load_names(value) - ({value.func.id} if isinstance(value, ast.Call)
+                                      and isinstance(value.func, ast.Name) else set())
+    if isinstance(value, ast.Call) and not read:
         return MAYBE
-    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
             and value.func.id in _ITEM_OF_CONTAINER:
         return MAYBE                 # an item of a list's cotangent may be the symbolic zero
     return MAYBE if any(state.get(n) is not None for n in read) else None
@@ -129,9 +129,9 @@ _ITEM_OF_CONTAINER = frozenset({'getitem_adjoint', 'last_adjoint', 'setitem_valu
 
 
 def _summands(value):
-    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         return [value.left, value.right]
-    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
             and value.func.id == 'add_adjoint' and len(value.args) == 2:
         return list(value.args)
     return None
@@ -162,11 +162,11 @@ def _guard(stmt, g, ans, contribution):
     for node in nodes.walk(contribution):
         for field in node._fields:
             value = getattr(node, field, None)
-            if isinstance(value, gast.Name) and value.id == g and isinstance(value.ctx, gast.Load):
+            if isinstance(value, ast.Name) and value.id == g and isinstance(value.ctx, ast.Load):
                 setattr(node, field, nodes.call('dense', g, ans))
             elif isinstance(value, list):
-                setattr(node, field, [nodes.call('dense', g, ans) if isinstance(v, gast.Name)
-                                      and v.id == g and isinstance(v.ctx, gast.Load) else v
+                setattr(node, field, [nodes.call('dense', g, ans) if isinstance(v, ast.Name)
+                                      and v.id == g and isinstance(v.ctx, ast.Load) else v
                                       for v in value])
 
 
@@ -188,10 +188,10 @@ def _drop_tangents(stmts, liveness, removed):
     for stmt in stmts:
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)
-            if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
+            if inner and isinstance(stmt, (ast.If, ast.For, ast.While)):
                 setattr(stmt, field, _drop_tangents(inner, liveness, removed)
                         or ([] if field == 'orelse' else [nodes.pass_()]))
-        if getanno(stmt, Key.SYNTHETIC) == 'tangent' and isinstance(stmt, gast.Assign) \
+        if getanno(stmt, Key.SYNTHETIC) == 'tangent' and isinstance(stmt, ast.Assign) \
                 and stmt.targets[0].id not in liveness.live_after.get(id(stmt), set()):
             removed.append(stmt)
             continue
@@ -207,7 +207,7 @@ def _uses_tape(node) -> bool:
 
 
 def _empty(body) -> bool:
-    return all(isinstance(s, gast.Pass) for s in body)
+    return all(isinstance(s, ast.Pass) for s in body)
 
 
 def _dead(stmt, live_after) -> bool:
@@ -220,17 +220,17 @@ def _dead(stmt, live_after) -> bool:
     if getanno(stmt, Key.MUTATES) is not None or getanno(stmt, Key.SHARES):
         return False
     pair = getanno(stmt, Key.TAPE_PAIR)
-    if isinstance(stmt, gast.Assign):
+    if isinstance(stmt, ast.Assign):
         target = stmt.targets[0]
-        base = target.value if isinstance(target, gast.Subscript) else target
-        if not isinstance(base, gast.Name) or base.id in live_after:
+        base = target.value if isinstance(target, ast.Subscript) else target
+        if not isinstance(base, ast.Name) or base.id in live_after:
             return False
         return pair is not None or not _uses_tape(stmt.value)
-    if isinstance(stmt, gast.Expr):
+    if isinstance(stmt, ast.Expr):
         return pair is not None
-    if isinstance(stmt, gast.If) and pair is not None:
+    if isinstance(stmt, ast.If) and pair is not None:
         return _empty(stmt.body) and _empty(stmt.orelse)
-    if isinstance(stmt, gast.For) and pair is not None:
+    if isinstance(stmt, ast.For) and pair is not None:
         return _empty(stmt.body)
     return False
 
@@ -240,7 +240,7 @@ def _sweep(stmts, liveness, removed, dropped):
     for stmt in stmts:
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)
-            if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
+            if inner and isinstance(stmt, (ast.If, ast.For, ast.While)):
                 setattr(stmt, field, _sweep(inner, liveness, removed, dropped)
                         or ([] if field == 'orelse' else [nodes.pass_()]))
         if _dead(stmt, liveness.live_after.get(id(stmt), set())):
@@ -259,11 +259,11 @@ def _sweep(stmts, liveness, removed, dropped):
 def _drop_pushes(stmts, pairs):
     out = []
     for stmt in stmts:
-        if isinstance(stmt, gast.Expr) and getanno(stmt, Key.TAPE_PAIR) in pairs:
+        if isinstance(stmt, ast.Expr) and getanno(stmt, Key.TAPE_PAIR) in pairs:
             continue
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)
-            if inner and isinstance(stmt, (gast.If, gast.For, gast.While)):
+            if inner and isinstance(stmt, (ast.If, ast.For, ast.While)):
                 setattr(stmt, field, _drop_pushes(inner, pairs) or ([] if field == 'orelse' else [nodes.pass_()]))
         out.append(stmt)
     return out
@@ -272,19 +272,19 @@ def _drop_pushes(stmts, pairs):
 # ------------------------------------------------------------------ symbolic zeros
 
 def _is_zero(node) -> bool:
-    return isinstance(node, gast.Constant) and node.value == 0.0 and isinstance(node.value, float)
+    return isinstance(node, ast.Constant) and node.value == 0.0 and isinstance(node.value, float)
 
 
 def _accumulated(stmt):
     """For `b = b + e` or `b = add_adjoint(b, e)`: (b, e); else None."""
-    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
+    if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)):
         return None
     b, value = stmt.targets[0].id, stmt.value
-    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) \
-            and isinstance(value.left, gast.Name) and value.left.id == b:
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
+            and isinstance(value.left, ast.Name) and value.left.id == b:
         return b, value.right
-    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
-            and value.func.id == 'add_adjoint' and isinstance(value.args[0], gast.Name) \
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+            and value.func.id == 'add_adjoint' and isinstance(value.args[0], ast.Name) \
             and value.args[0].id == b:
         return b, value.args[1]
     return None
@@ -300,7 +300,7 @@ def _zeros(stmts, zero=None):
 def _zero_block(stmts, zero, rewrite):
     """Update `zero` (names surely 0.0) across `stmts`; rewrite accumulations if asked."""
     for stmt in stmts:
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
             acc = _accumulated(stmt)
             name = stmt.targets[0].id
             value = stmt.value
@@ -312,12 +312,12 @@ def _zero_block(stmts, zero, rewrite):
                 zero.add(name)
             else:
                 zero.discard(name)
-        elif isinstance(stmt, gast.If):
+        elif isinstance(stmt, ast.If):
             a, b = set(zero), set(zero)
             _zero_block(stmt.body, a, rewrite)
             _zero_block(stmt.orelse, b, rewrite)
             zero &= a & b
-        elif isinstance(stmt, (gast.For, gast.While)):
+        elif isinstance(stmt, (ast.For, ast.While)):
             # Zero at the top of every trip: zero before the loop and at the end of a trip.
             entry = set(zero)
             while True:
@@ -329,7 +329,7 @@ def _zero_block(stmts, zero, rewrite):
             end = set(entry)
             _zero_block(stmt.body, end, rewrite)
             zero &= entry & end
-        elif isinstance(stmt, gast.FunctionDef):
+        elif isinstance(stmt, ast.FunctionDef):
             zero.discard(stmt.name)
 
 
@@ -348,23 +348,23 @@ def _undefined_at_push(forward, defined, result='needs'):
 
     def block(stmts, defined):
         for stmt in stmts:
-            if isinstance(stmt, gast.Expr) and getanno(stmt, Key.TAPE_PAIR) is not None:
+            if isinstance(stmt, ast.Expr) and getanno(stmt, Key.TAPE_PAIR) is not None:
                 arg = stmt.value.args[0]
-                if isinstance(arg, gast.Name) and arg.id not in defined and arg.id in local:
+                if isinstance(arg, ast.Name) and arg.id not in defined and arg.id in local:
                     needs.add(arg.id)
-            elif isinstance(stmt, gast.Assign):
-                defined |= {t.id for t in stmt.targets if isinstance(t, gast.Name)}
-            elif isinstance(stmt, gast.If):
+            elif isinstance(stmt, ast.Assign):
+                defined |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            elif isinstance(stmt, ast.If):
                 a, b = block(stmt.body, set(defined)), block(stmt.orelse, set(defined))
                 defined |= a & b
-            elif isinstance(stmt, (gast.For, gast.While)):
+            elif isinstance(stmt, (ast.For, ast.While)):
                 inner = set(defined)
-                if isinstance(stmt, gast.For):
-                    inner |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, gast.Name)}
+                if isinstance(stmt, ast.For):
+                    inner |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, ast.Name)}
                 # a later trip sees what an earlier one assigned: a push before
                 # the assignment in the body reads last trip's value, or nothing.
                 block(stmt.body, inner)
-            elif isinstance(stmt, gast.FunctionDef):
+            elif isinstance(stmt, ast.FunctionDef):
                 defined.add(stmt.name)
         return defined
 

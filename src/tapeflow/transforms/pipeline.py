@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import activity, aliasing, shapes as shape_analysis
@@ -171,14 +171,14 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
 
     adj = adjoint.adjoints
     output = adjoint.output
-    seed_name = adj[output.id] if isinstance(output, gast.Name) and output.id in active \
+    seed_name = adj[output.id] if isinstance(output, ast.Name) and output.id in active \
         else namer.new('bout')
-    seed = [s for s in adjoint.seed if not (isinstance(s.value, gast.Name) and s.value.id == reverse.SEED)]
-    if isinstance(output, gast.Tuple):
+    seed = [s for s in adjoint.seed if not (isinstance(s.value, ast.Name) and s.value.id == reverse.SEED)]
+    if isinstance(output, ast.Tuple):
         seed = [nodes.substitute(s, {reverse.SEED: seed_name}) for s in seed]
     grads = [adj[n] if n in active else None for n in wrt_names]
     inits = [nodes.assign(adj[n], 0.0) for n in sorted(active)
-             if not (isinstance(output, gast.Name) and n == output.id)]
+             if not (isinstance(output, ast.Name) and n == output.id)]
     grad_names = [g for g in grads if g is not None]
     rev_body = inits + seed + adjoint.reverse
     record('reverse', nodes.function_def(_id(fn), params, adjoint.forward + rev_body))
@@ -211,7 +211,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     value = nodes.assign(names.value, capture)
     body = fuse(nodes.function_def('d', params + [seed_name], forward + [value] + rev_body
                                    + [nodes.return_(grad_value)])).body
-    at = next(k for k, stmt in enumerate(body) if isinstance(stmt, gast.Assign)   # (a copy,
+    at = next(k for k, stmt in enumerate(body) if isinstance(stmt, ast.Assign)   # (a copy,
               and getattr(stmt.targets[0], 'id', None) == names.value)   # if fused into)
     value, combined_forward, combined_reverse = body[at], body[:at], body[at + 1:-1]
     if checkpoint or any(getanno(stmt, Key.CHECKPOINT) for stmt in combined_forward):
@@ -302,7 +302,7 @@ def _register_lines(namespace, filename, texts, trees, located=None):
 @dataclasses.dataclass
 class _Front:
     source: object
-    node: gast.FunctionDef
+    node: ast.FunctionDef
     namer: Namer
     params: list
     wrt_names: list
@@ -370,7 +370,7 @@ def _syntax(fn, lifted=(), record=None):
         record('parse', node)
     for name in lifted:
         node.args.args.append(nodes.name(name))
-        node.args.args[-1].ctx = gast.Param()
+        node.args.args[-1].ctx = ast.Param()
     bindings = resolve.resolve(node, fn)                                # resolve
     fence.check(source)                                                 # fence
     namer = Namer.for_function(node)
@@ -479,7 +479,7 @@ def _trim_tape(fdef, names, read=None):
     read = {} if read is None else read
 
     def binding(stmt):
-        return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+        return isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name) \
             and stmt.targets[0].id in bindings
 
     used = set()
@@ -518,5 +518,5 @@ def _callee_binder(compiled, namespace, namer, compile_callee):
 
 def _argument_kinds(stmt) -> tuple:
     """What the caller knows of the arguments of the user call in `stmt` (`analysis.aliasing`)."""
-    call = stmt.value if isinstance(stmt, (gast.Assign, gast.Expr)) else None
-    return getanno(call, Key.ARG_KINDS) or () if isinstance(call, gast.Call) else ()
+    call = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+    return getanno(call, Key.ARG_KINDS) or () if isinstance(call, ast.Call) else ()

@@ -15,7 +15,7 @@ written one follow from one another (the callee's variant re-derives them).
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.analysis import aliasing as al
 from tapeflow.syntax import nodes
@@ -253,7 +253,7 @@ class Propagation:
         elif inverse == 'matrix_transpose':
             out.append(nodes.assign(back, nodes.call(_numpy('swapaxes'), e.derived, -1, -2)))
         elif inverse == 'flip':
-            out.append(nodes.assign(back, gast.Call(func=nodes.clone(e.value.func),
+            out.append(nodes.assign(back, ast.Call(func=nodes.clone(e.value.func),
                                                     args=[nodes.name(e.derived)] + [
                                                         nodes.clone(a) for a in e.value.args[1:]],
                                                     keywords=[nodes.clone(k) for k in
@@ -275,7 +275,7 @@ def derivations(state, args, written):
     object), and [(a name, another)]: arguments not related so, to be checked
     apart when the call runs (the variant is compiled as if they were).
     """
-    names = [a.id if isinstance(a, gast.Name) and a.id in state.kinds else None for a in args]
+    names = [a.id if isinstance(a, ast.Name) and a.id in state.kinds else None for a in args]
     sharing = set()
     for i in written:
         mine = al.overlapping(state, al.reach(state, names[i]))
@@ -352,9 +352,9 @@ _VIEW_PARAMS = {'transpose': ('a', 'axes'), 'permute_dims': ('a', 'axes'),
 
 def _view_arguments(value):
     """The arguments of a view call by parameter name (the viewed array excluded)."""
-    if isinstance(value, gast.Attribute):
+    if isinstance(value, ast.Attribute):
         return {}
-    if not isinstance(value, gast.Call):
+    if not isinstance(value, ast.Call):
         return None
     fn = getanno(value.func, Key.RESOLVED)
     if fn is None:                                   # a method: x.transpose(1, 0), x.swapaxes(0, 1)

@@ -24,7 +24,7 @@ import builtins
 import dataclasses
 import itertools
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import registry
@@ -55,7 +55,7 @@ class Adjoint:
     """What the reverse transformation made of one function."""
     forward: list            # the forward sweep
     reverse: list            # the reverse sweep
-    output: gast.AST         # the returned atom (or tuple of atoms)
+    output: ast.AST         # the returned atom (or tuple of atoms)
     seed: list               # statements that start the reverse sweep from `bout`
     adjoints: AdjointNames
     active: set
@@ -97,11 +97,11 @@ class ReverseContext:
         return self._stacks[tape]
 
 
-def transform(node: gast.FunctionDef, ctx: ReverseContext) -> Adjoint:
+def transform(node: ast.FunctionDef, ctx: ReverseContext) -> Adjoint:
     ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
     ctx.inner = tape_ops.tape_bindings(node) if tape_ops.mentions_tape(node) else {}
     body = node.body
-    ret = body[-1] if body and isinstance(body[-1], gast.Return) else None
+    ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
     if ret is not None:
         body = body[:-1]
     output = ret.value if ret is not None and ret.value is not None else nodes.const(None)
@@ -118,12 +118,12 @@ SEED = '__seed__'
 
 def _seed(output, ctx):
     """Start the reverse sweep: the output's adjoint is the seed (`SEED` here)."""
-    if isinstance(output, gast.Name) and output.id in ctx.active:
+    if isinstance(output, ast.Name) and output.id in ctx.active:
         return [nodes.assign(ctx.adjoints[output.id], SEED)]
-    if isinstance(output, gast.Tuple):
+    if isinstance(output, ast.Tuple):
         out = []
         for k, elt in enumerate(output.elts):
-            if isinstance(elt, gast.Name) and elt.id in ctx.active:
+            if isinstance(elt, ast.Name) and elt.id in ctx.active:
                 b = ctx.adjoints[elt.id]
                 # the seed may be the symbolic zero 0.0 (a caller that reads nothing back)
                 out.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.call(
@@ -150,34 +150,34 @@ def _container_names(body, known=()) -> set:
     """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
     accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
     names, copies = set(known), []
-    for n in nodes.walk(gast.Module(body=body, type_ignores=[])):
-        if n.__class__ is not gast.Assign and n.__class__ is not gast.Call:
+    for n in nodes.walk(ast.Module(body=body, type_ignores=[])):
+        if n.__class__ is not ast.Assign and n.__class__ is not ast.Call:
             continue                        # (what follows looks at these two only)
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
-            if isinstance(n.value, (gast.Tuple, gast.List, gast.ListComp, gast.Dict)):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+            if isinstance(n.value, (ast.Tuple, ast.List, ast.ListComp, ast.Dict)):
                 names.add(n.targets[0].id)
-            if isinstance(n.value, gast.Call) and getattr(getanno(n.value.func, Key.RESOLVED),
+            if isinstance(n.value, ast.Call) and getattr(getanno(n.value.func, Key.RESOLVED),
                                                           '__name__', None) in _STRUCTURED_RESULTS:
                 names.add(n.targets[0].id)
-            if isinstance(n.value, gast.Subscript) and isinstance(n.value.value, gast.Name):
+            if isinstance(n.value, ast.Subscript) and isinstance(n.value.value, ast.Name):
                 names.add(n.value.value.id)
-            if isinstance(n.value, gast.Attribute) and isinstance(n.value.value, gast.Name) \
+            if isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name) \
                     and n.value.attr not in registry.ATTRIBUTES:
                 names.add(n.value.value.id)     # a field's cotangent is a dict or a tuple
-        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr == 'append' \
-                and isinstance(n.func.value, gast.Name):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == 'append' \
+                and isinstance(n.func.value, ast.Name):
             names.add(n.func.value.id)
-        if isinstance(n, gast.Call) and n.args and isinstance(n.args[0], gast.Name) and getattr(
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and getattr(
                 getanno(n.func, Key.RESOLVED), '__name__', None) in _STRUCTURED_ARGUMENTS:
             names.add(n.args[0].id)         # the cotangent of a container, read by structure
-        if isinstance(n, gast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
-            names |= {a.id for a in n.args if isinstance(a, gast.Name)}
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
-            if isinstance(n.value, gast.Name):
+        if isinstance(n, ast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
+            names |= {a.id for a in n.args if isinstance(a, ast.Name)}
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+            if isinstance(n.value, ast.Name):
                 copies.append((n.targets[0].id, n.value.id))
             elif _is_dense(n.value):        # `t = dense(dx, x)`: t, dx and x alike
                 copies.extend((n.targets[0].id, a.id) for a in n.value.args
-                              if isinstance(a, gast.Name))
+                              if isinstance(a, ast.Name))
     changed = True
     while changed:                          # `a = b`: both or neither hold a container
         changed = False
@@ -190,7 +190,7 @@ def _container_names(body, known=()) -> set:
 
 def _is_dense(value) -> bool:
     """`dense(t, like)`, the tangent `t` made concrete in the structure of `like`."""
-    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
         value.func.id == 'dense' and len(value.args) == 2
 
 
@@ -242,7 +242,7 @@ class _Reverse(Sweep):
         # structures a rule takes (a list in a tuple), whose kinds nothing records.
         if name in self.ctx.containers or self.ctx.order > 1:
             return nodes.assign(b, nodes.call('add_adjoint', b, contribution))
-        return nodes.assign(b, nodes.binop(b, gast.Add(), contribution))
+        return nodes.assign(b, nodes.binop(b, ast.Add(), contribution))
 
     # ---------------------------------------------------------------- blocks
 
@@ -260,22 +260,22 @@ class _Reverse(Sweep):
         mutated = getanno(stmt, Key.MUTATES)
         if mutated is not None:
             return self.restored(stmt, mutated)
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, ast.Assign):
             target = stmt.targets[0]
-            if isinstance(target, gast.Subscript):
+            if isinstance(target, ast.Subscript):
                 return self.setitem(stmt, target)
             return self.assign(stmt, target.id, stmt.value)
         if getanno(stmt, Key.LOOP_EXIT):
             return [stmt], []             # the trip count already records the exit
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, ast.If):
             return self.if_(stmt)
-        if isinstance(stmt, gast.For):
+        if isinstance(stmt, ast.For):
             return self.for_(stmt)
-        if isinstance(stmt, gast.While):
+        if isinstance(stmt, ast.While):
             return self.while_(stmt)
-        if isinstance(stmt, gast.Expr):
+        if isinstance(stmt, ast.Expr):
             return self.expr(stmt)
-        if isinstance(stmt, gast.Return):
+        if isinstance(stmt, ast.Return):
             raise self.error(stmt, 'return is only supported as the last statement here')
         return [stmt], []                 # pass, assert, nested def, loop exit
 
@@ -285,7 +285,7 @@ class _Reverse(Sweep):
         saves, restores = [], []
         for i in getattr(fn, '__tapeflow_variant_of__', (None, ()))[1]:
             arg = call.args[i] if i < len(call.args) else None
-            if isinstance(arg, gast.Name):
+            if isinstance(arg, ast.Name):
                 push, restore = self.contents_pair(arg.id)
                 saves.append(push)
                 restores.insert(0, restore)
@@ -304,7 +304,7 @@ class _Reverse(Sweep):
     def restored(self, stmt, name):
         """A write run as written (`transforms.mutation`): its memory is saved before it and
         put back in the reverse sweep (no derivative flows through it: the pass checked)."""
-        if isinstance(stmt, gast.Expr):
+        if isinstance(stmt, ast.Expr):
             forward, reverse = [stmt], []
         else:
             setanno(stmt, Key.MUTATES, None)
@@ -319,11 +319,11 @@ class _Reverse(Sweep):
         push, pop = self.pair(nodes.name(y), restore_target=y)
         if self._inner_op(value) == 'pop':
             return self.inner_pop(stmt, y, push, pop)
-        if isinstance(value, gast.Call) and self._carries_inner_tape(value) \
+        if isinstance(value, ast.Call) and self._carries_inner_tape(value) \
                 and self._user_function(value) is not None:
             return self.user_call(stmt, y, value, push, pop)
         if y not in self.ctx.active:
-            fn = self._user_function(value) if isinstance(value, gast.Call) else None
+            fn = self._user_function(value) if isinstance(value, ast.Call) else None
             saves, restores = self.saved_arguments(fn, value) if fn is not None else ([], [])
             return [push] + saves + [stmt], restores + [pop]
         self.guards = []
@@ -420,7 +420,7 @@ class _Reverse(Sweep):
             saves, restores = self.saved_arguments(fn, call)
             return _listed(push) + saves + [stmt], kill + restores + [pop]
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
-        call_fwd = gast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
+        call_fwd = ast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
                              keywords=call.keywords)
         forward = _listed(push) + [setanno(nodes.assign(y, call_fwd), Key.PRIMAL, stmt)]
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
@@ -456,7 +456,7 @@ class _Reverse(Sweep):
     # push takes one, so the stack stays in step across function boundaries.
 
     def _inner_op(self, value):
-        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             return self.ctx.inner.get(value.func.id, (None,))[0]
         return None
 
@@ -533,8 +533,8 @@ class _Reverse(Sweep):
         if self._inner_op(call) == 'pop':              # popped and dropped: no cotangent
             give = self._adjoint_stack(call, 'push')
             return [stmt], [nodes.expr_stmt(nodes.call(give, 0.0))]
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
-                and isinstance(call.func.value, gast.Name) and getanno(call.func, Key.RESOLVED) is None:
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and getanno(call.func, Key.RESOLVED) is None:
             ys = call.func.value.id
             if call.func.attr == 'append':
                 rev = []
@@ -586,7 +586,7 @@ class _Reverse(Sweep):
             rev[:0] = [nodes.assign(bys, nodes.call('remove_tangent', bys, index))]
             if self.is_active(value):
                 rev[:0] = [self.accumulate(value.id, nodes.call('getitem_adjoint', bys, index))]
-        if isinstance(index, gast.Name):
+        if isinstance(index, ast.Name):
             push, pop = self.pair(nodes.name(index.id), restore_target=index.id)
             forward.append(push)
             rev.append(pop)
@@ -599,12 +599,12 @@ class _Reverse(Sweep):
         body_fwd, body_rev = self.block(stmt.body)
         else_fwd, else_rev = self.block(stmt.orelse)
         pre = []
-        if isinstance(test, gast.Name) and test.id in _assigned(stmt):
+        if isinstance(test, ast.Name) and test.id in _assigned(stmt):
             cond = self.ctx.namer.new('_cond')
             pre.append(nodes.assign(cond, test))
             test = nodes.name(cond)
         push, pop = self.pair(test)
-        decision = pop.value if isinstance(pop, gast.Expr) else pop
+        decision = pop.value if isinstance(pop, ast.Expr) else pop
         fwd_if = nodes.if_(test, body_fwd, else_fwd)
         rev_if = nodes.if_(decision, body_rev, else_rev)
         setanno(rev_if, Key.TAPE_PAIR, getanno(push, Key.TAPE_PAIR))
@@ -613,7 +613,7 @@ class _Reverse(Sweep):
     def _counted_loop(self, stmt, body_fwd, body_rev, per_trip=(), per_trip_restore=()):
         trips = self.ctx.namer.new('_trips')
         exit_stmt = body_fwd.pop() if body_fwd and getanno(body_fwd[-1], Key.LOOP_EXIT) else None
-        body_fwd = body_fwd + list(per_trip) + [nodes.assign(trips, nodes.binop(trips, gast.Add(), 1))]
+        body_fwd = body_fwd + list(per_trip) + [nodes.assign(trips, nodes.binop(trips, ast.Add(), 1))]
         if exit_stmt is not None:
             body_fwd.append(exit_stmt)
         push, pop = self.pair(nodes.name(trips))
@@ -655,11 +655,11 @@ class _Reverse(Sweep):
 # -------------------------------------------------------------------- utilities
 
 def _is_range(node) -> bool:
-    return isinstance(node, gast.Call) and getanno(node.func, Key.RESOLVED) is builtins.range
+    return isinstance(node, ast.Call) and getanno(node.func, Key.RESOLVED) is builtins.range
 
 
 def _target_name(stmt):
-    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
         return stmt.targets[0].id
     return None
 
@@ -669,6 +669,6 @@ def _names(node) -> set:
 
 
 def _assigned(stmt) -> set:
-    return {n.id for n in nodes.walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    return {n.id for n in nodes.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 

@@ -7,7 +7,7 @@ value travels to its pop through the tape, a flow no assignment shows.
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.rules import registry
 from tapeflow.syntax import nodes
@@ -21,7 +21,7 @@ def mentions_tape(node) -> bool:
 
 def carries_tape(args) -> bool:
     """A call given generated code's own tape: its callee pushes or pops on it."""
-    return any(isinstance(a, gast.Name) and a.id.startswith('_tape') for a in args)
+    return any(isinstance(a, ast.Name) and a.id.startswith('_tape') for a in args)
 
 
 def tape_ops(node) -> dict:
@@ -33,9 +33,9 @@ def tape_bindings(node) -> dict:
     """name -> ('push' or 'pop', the tape's name), for `_push = _tape.append` and the like."""
     ops = {}
     for n in nodes.walk(node):
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
-                and isinstance(n.value, gast.Attribute) and n.value.attr in ('append', 'pop') \
-                and isinstance(n.value.value, gast.Name) and n.value.value.id.startswith('_tape'):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
+                and isinstance(n.value, ast.Attribute) and n.value.attr in ('append', 'pop') \
+                and isinstance(n.value.value, ast.Name) and n.value.value.id.startswith('_tape'):
             ops[n.targets[0].id] = ('push' if n.value.attr == 'append' else 'pop', n.value.value.id)
     return ops
 
@@ -46,14 +46,14 @@ def pushed_names(node) -> set:
     ops = tape_ops(node)
     out = set()
     for n in nodes.walk(node):
-        if not isinstance(n, gast.Call):
+        if not isinstance(n, ast.Call):
             continue
-        if isinstance(n.func, gast.Name) and ops.get(n.func.id) == 'push':
-            if n.args and isinstance(n.args[0], gast.Name):
+        if isinstance(n.func, ast.Name) and ops.get(n.func.id) == 'push':
+            if n.args and isinstance(n.args[0], ast.Name):
                 out.add(n.args[0].id)
         elif carries_tape(n.args) \
                 and not registry.is_nondifferentiable(getanno(n.func, Key.RESOLVED)):
-            out.update(a.id for a in n.args if isinstance(a, gast.Name) and not a.id.startswith('_tape'))
+            out.update(a.id for a in n.args if isinstance(a, ast.Name) and not a.id.startswith('_tape'))
     return out
 
 
@@ -63,10 +63,10 @@ def popped_names(node) -> set:
     ops = tape_ops(node)
     out = set()
     for n in nodes.walk(node):
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
-                and isinstance(n.value, gast.Call):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
+                and isinstance(n.value, ast.Call):
             func, args = n.value.func, n.value.args
-            if isinstance(func, gast.Name) and ops.get(func.id) == 'pop':
+            if isinstance(func, ast.Name) and ops.get(func.id) == 'pop':
                 out.add(n.targets[0].id)
             elif carries_tape(args) \
                     and not registry.is_nondifferentiable(getanno(func, Key.RESOLVED)):

@@ -13,26 +13,26 @@ Python float, on a float array) and the array otherwise.
 """
 from __future__ import annotations
 
-import gast
+from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
 
-_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div)
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 UNIFORM = {'grad_of_sum': 'uniform_sum', 'grad_of_mean': 'uniform_mean'}
 
 
-def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: dict):
+def transform(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dict):
     """Rewrite (copying what it changes: the split functions share statements) the whole-array `grad_of_sum` / `grad_of_mean` of `fdef` whose
     reads all broadcast (`shapes`: name -> static shape; `namespace`, the generated
     module's, and `helpers`, name -> function, confirm what the names call)."""
     wanted = {}                                       # target -> (call, shape of `like`)
     for stmt in nodes.statements(fdef.body):
-        call = stmt.value if isinstance(stmt, gast.Assign) else None
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) \
+        call = stmt.value if isinstance(stmt, ast.Assign) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
                 and call.func.id in UNIFORM and len(call.args) == 2 and not call.keywords \
-                and all(isinstance(a, gast.Name) for a in call.args) \
+                and all(isinstance(a, ast.Name) for a in call.args) \
                 and namespace.get(call.func.id) is helpers.get(call.func.id) \
-                and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) \
+                and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and shapes.get(call.args[1].id):
             target = stmt.targets[0].id
             wanted[target] = None if target in wanted else (stmt, shapes[call.args[1].id])
@@ -43,10 +43,10 @@ def transform(fdef: gast.FunctionDef, shapes: dict, namespace: dict, helpers: di
         if not (nodes.names_in(stmt) & wanted.keys()):
             continue
         for node in nodes.walk(stmt):
-            for child in gast.iter_child_nodes(node):
+            for child in ast.iter_child_nodes(node):
                 parents[id(child)] = node
-            if isinstance(node, gast.Name) and node.id in wanted:
-                if isinstance(node.ctx, gast.Load):
+            if isinstance(node, ast.Name) and node.id in wanted:
+                if isinstance(node.ctx, ast.Load):
                     reads.setdefault(node.id, []).append(node)
                 else:
                     stores[node.id] = stores.get(node.id, 0) + 1
@@ -87,12 +87,12 @@ def _meets(node, shape, shapes, parents) -> bool:
     an array of `shape` (named) before the statement uses it otherwise."""
     while True:
         parent = parents.get(id(node))
-        if isinstance(parent, gast.UnaryOp) and isinstance(parent.op, (gast.USub, gast.UAdd)):
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
             node = parent
             continue
-        if not (isinstance(parent, gast.BinOp) and isinstance(parent.op, _OPERATORS)):
+        if not (isinstance(parent, ast.BinOp) and isinstance(parent.op, _OPERATORS)):
             return False
         other = parent.right if parent.left is node else parent.left
-        if isinstance(other, gast.Name) and shapes.get(other.id) == shape:
+        if isinstance(other, ast.Name) and shapes.get(other.id) == shape:
             return True
         node = parent

@@ -18,7 +18,7 @@ import functools
 import types
 import weakref
 
-import gast
+from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.syntax import nodes
@@ -57,7 +57,7 @@ def variant(fn, positions, parse, derived=()):
     prologue += [nodes.assign(e, params[i]) for e, i in zip(entries, positions)]
     nodes.located(prologue, node)
     node.body = prologue + _with_entries(node.body, entries)
-    if not (node.body and isinstance(node.body[-1], gast.Return)):
+    if not (node.body and isinstance(node.body[-1], ast.Return)):
         node.body.append(nodes.located(
             nodes.return_(nodes.tuple_(nodes.const(None), *entries)), node.body[-1]))
     node.name = f'{_id(fn)}_inplace'
@@ -72,12 +72,12 @@ def _with_entries(stmts, entries):
     """Every `return r` of the function itself (not of nested defs) returns the entries too."""
     out = []
     for stmt in stmts:
-        if isinstance(stmt, gast.Return):
+        if isinstance(stmt, ast.Return):
             value = stmt.value if stmt.value is not None else nodes.const(None)
             new = nodes.return_(nodes.tuple_(value, *entries))
             out.append(nodes.copy_location(new, stmt))
             continue
-        if not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+        if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
             for field in ('body', 'orelse', 'finalbody'):
                 inner = getattr(stmt, field, None)
                 if isinstance(inner, list) and inner:
@@ -103,7 +103,7 @@ def arity_variant(fn, count, parse):
     node = source.node
     star = node.args.vararg
     if star is None or node.args.kwarg is not None or node.args.kwonlyargs or any(
-            isinstance(n, gast.Name) and n.id == star.id and not isinstance(n.ctx, gast.Load)
+            isinstance(n, ast.Name) and n.id == star.id and not isinstance(n.ctx, ast.Load)
             for n in nodes.walk(node) if n is not star):
         return fn
     namer = Namer.for_function(node)
@@ -111,7 +111,7 @@ def arity_variant(fn, count, parse):
     _ExpandStar(star.id, names).visit(node)
     for name in names:
         param = nodes.name(name)
-        param.ctx = gast.Param()
+        param.ctx = ast.Param()
         node.args.args.append(param)
     node.args.vararg = None
     if count:                  # every named parameter is passed: their defaults never apply
@@ -133,15 +133,15 @@ class _ExpandStar(nodes.Transformer):
         self.star, self.names = star, names
 
     def _items(self, node):
-        if not isinstance(node, gast.Starred):
+        if not isinstance(node, ast.Starred):
             return None
         value = node.value
-        if isinstance(value, gast.Name) and value.id == self.star:
+        if isinstance(value, ast.Name) and value.id == self.star:
             return list(self.names)
-        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) \
-                and value.value.id == self.star and isinstance(value.slice, gast.Slice):
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) \
+                and value.value.id == self.star and isinstance(value.slice, ast.Slice):
             bounds = [value.slice.lower, value.slice.upper, value.slice.step]
-            if all(b is None or (isinstance(b, gast.Constant) and isinstance(b.value, int))
+            if all(b is None or (isinstance(b, ast.Constant) and isinstance(b.value, int))
                    for b in bounds):
                 picked = slice(*(None if b is None else b.value for b in bounds))
                 return self.names[picked]
@@ -204,10 +204,10 @@ def bound_variant(fn, bound, parse):
     node = source.node
     params = node.args.args
     names = {params[i].id for i in bound if i < len(params)}
-    body = [n for n in nodes.walk(node) if isinstance(n, gast.Name) and n.id in names
+    body = [n for n in nodes.walk(node) if isinstance(n, ast.Name) and n.id in names
             and all(n is not p for p in params)]
     if len(names) != len(bound) or not body or \
-            any(not isinstance(n.ctx, gast.Load) for n in body):
+            any(not isinstance(n.ctx, ast.Load) for n in body):
         return fn                    # not read (generated code's unread parameter), or rebound
     namer = Namer.for_function(node)
     cells = {}
