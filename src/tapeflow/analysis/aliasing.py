@@ -30,10 +30,10 @@ from tapeflow.syntax import ast
 import numpy as np
 
 from tapeflow.analysis.call_writes import (  # noqa: F401  (re-exported)
-    _everything_of, out_arguments, writes_of_call)
+    everything_of, out_arguments, writes_of_call)
 from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
     ARRAY, DICT, LIST, MUTABLE, NUMERIC, OPAQUE_SUMMARY, OUTER, PARAM, PARAM_ITEMS, SCALAR,
-    TUPLE, _NUMBERS, Eq, State, Summary, _age, _element_eq, _renamed, elements, join_kinds,
+    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, join_kinds, renamed_eq,
     kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
     reach_objects, text)
 from tapeflow.rules import mutation as table
@@ -200,7 +200,7 @@ class Aliasing:
             return frozenset()
         new, old = site + ('new',), site + ('old',)
         if new in state.contents or _held(new, state.pts):
-            _age(state, new, old)
+            age(state, new, old)
         state.contents[new] = frozenset(inside)
         return frozenset({new})
 
@@ -221,7 +221,7 @@ class Aliasing:
             return kind, objects, eqs
         if isinstance(v, ast.BinOp):
             (ka, oa), (kb, ob) = self.atom(v.left, state), self.atom(v.right, state)
-            if ka in _NUMBERS and kb in _NUMBERS:
+            if ka in NUMBERS and kb in NUMBERS:
                 kind = SCALAR if ka == kb == SCALAR else (ARRAY if ARRAY in (ka, kb) else NUMERIC)
                 return kind, self.fresh(state, site, kind), []
             if _arithmetic(v, ka, kb):
@@ -233,7 +233,7 @@ class Aliasing:
         if isinstance(v, ast.UnaryOp):
             kind, _ = self.atom(v.operand, state)
             kind = SCALAR if isinstance(v.op, ast.Not) or kind == SCALAR else (
-                kind if kind in _NUMBERS else NUMERIC)
+                kind if kind in NUMBERS else NUMERIC)
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, (ast.Compare, ast.BoolOp)):
             kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, ast.Name)]
@@ -247,12 +247,12 @@ class Aliasing:
             kind = TUPLE if isinstance(v, ast.Tuple) else LIST
             objects = frozenset().union(*(self.atom(e, state)[1] for e in v.elts)) if v.elts else frozenset()
             made = self.fresh(state, site, LIST, objects)      # tuples of arrays hold references too
-            eqs = [_element_eq(e.id, target, k, kind, len(v.elts)) for k, e in enumerate(v.elts)
+            eqs = [element_eq(e.id, target, k, kind, len(v.elts)) for k, e in enumerate(v.elts)
                    if isinstance(e, ast.Name) and e.id in state.kinds and e.id != target]
             return kind, made, eqs
         if isinstance(v, ast.Dict):
             objects = frozenset().union(*(self.atom(e, state)[1] for e in v.values)) if v.values else frozenset()
-            eqs = [_element_eq(e.id, target, k.value, DICT, None) for k, e in zip(v.keys, v.values)
+            eqs = [element_eq(e.id, target, k.value, DICT, None) for k, e in zip(v.keys, v.values)
                    if isinstance(e, ast.Name) and isinstance(k, ast.Constant)
                    and e.id in state.kinds and e.id != target]
             return DICT, self.fresh(state, site, DICT, objects), eqs
@@ -379,7 +379,7 @@ class Aliasing:
             return kind, self.fresh(state, site, kind, elements(state, objects)), []
         if kind in (LIST, TUPLE) and name in ('index', 'count'):
             return SCALAR, frozenset(), []
-        if name == 'copy' and kind not in _NUMBERS:          # a list's copy shares its items
+        if name == 'copy' and kind not in NUMBERS:          # a list's copy shares its items
             return kind, self.fresh(state, site, kind or LIST, elements(state, objects)), []
         if kind in (ARRAY, NUMERIC, None) and (name in registry.METHODS or name in table.ARRAY_METHODS):
             return NUMERIC, self.fresh(state, site, NUMERIC), []
@@ -395,7 +395,7 @@ class Aliasing:
                 continue
             name = written.id
             objects = state.pts.get(name, frozenset())
-            if elements and state.kinds.get(name) not in _NUMBERS:    # an array holds numbers
+            if elements and state.kinds.get(name) not in NUMBERS:    # an array holds numbers
                 added = reach_objects(state, elements)
                 for obj in objects:
                     state.contents[obj] = state.contents.get(obj, frozenset()) | added
@@ -417,7 +417,7 @@ class Aliasing:
                     kept.add(dataclasses.replace(e, maybe=True, origin=id(stmt),
                                                  made=(name, None)))   # holds if still it
             state.eqs = frozenset(kept)
-        if kind in _NUMBERS:
+        if kind in NUMBERS:
             return
         _, objects = self.atom(binop.right, state)
         added = reach_objects(state, objects)
@@ -430,7 +430,7 @@ class Aliasing:
         if name not in state.kinds:
             return
         kind = state.kinds.get(name)
-        if kind in _NUMBERS:
+        if kind in NUMBERS:
             return
         _, objects = self.atom(value, state)
         for obj in state.pts.get(name, frozenset()):
@@ -486,7 +486,7 @@ def _arithmetic(binop, ka, kb) -> bool:
     """Whether `a <op> b` is arithmetic (a number or a new array), whatever the unknown operand:
     only `+` of two sequences and `*` of a sequence by an int make sequences."""
     if isinstance(binop.op, ast.Add):
-        return ka in _NUMBERS or kb in _NUMBERS
+        return ka in NUMBERS or kb in NUMBERS
     if isinstance(binop.op, ast.Mult):
         for side, kind in ((binop.left, ka), (binop.right, kb)):
             if kind in (ARRAY, NUMERIC) or isinstance(side, ast.Constant) \

@@ -49,7 +49,7 @@ def writes_of_call(call, state, summary):
                 added = elements(state, added) | added
             return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
         if kind in (DICT, None) and name in table.DICT_METHODS:
-            return out + [('opaque', receiver, _everything_of(state, call.args))]
+            return out + [('opaque', receiver, everything_of(state, call.args))]
         if kind in (ARRAY, NUMERIC, None) and name in table.ARRAY_METHODS:
             mutator = table.ARRAY_METHODS[name]
             if mutator.writes == 'receiver':
@@ -59,7 +59,7 @@ def writes_of_call(call, state, summary):
     if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
         kinds = tuple(state.kinds.get(a.id) if isinstance(a, ast.Name) else None for a in call.args)
         written = summary(fn, kinds).writes
-        everything = _everything_of(state, call.args)
+        everything = everything_of(state, call.args)
         out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
     return out
 
@@ -76,7 +76,7 @@ def out_arguments(call) -> list:
     return out
 
 
-def _everything_of(state, atoms):
+def everything_of(state, atoms):
     objects = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in atoms
                                   if isinstance(a, ast.Name))) if atoms else frozenset()
     return reach_objects(state, objects)

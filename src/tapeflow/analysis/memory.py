@@ -38,7 +38,7 @@ from tapeflow.rules.arrays import is_foreign_array
 
 SCALAR, ARRAY, LIST, TUPLE, DICT, NUMERIC = 'scalar', 'array', 'list', 'tuple', 'dict', 'numeric'
 MUTABLE = frozenset({ARRAY, LIST, DICT})
-_NUMBERS = frozenset({SCALAR, ARRAY, NUMERIC})
+NUMBERS = frozenset({SCALAR, ARRAY, NUMERIC})
 
 OUTER = 'outer'
 PARAM, PARAM_ITEMS = 'param', 'param-items'
@@ -59,7 +59,7 @@ def kind_of_value(value):
 def join_kinds(a, b):
     if a == b:
         return a
-    if a in _NUMBERS and b in _NUMBERS:
+    if a in NUMBERS and b in NUMBERS:
         return NUMERIC
     return None
 
@@ -206,7 +206,7 @@ def kill(state: State, name: str):
         if not e.mentions(name):
             kept.add(e)
         elif twin is not None and e.derived != name and e.op != 'ident' and twin not in e.names:
-            kept.add(_renamed(e, name, twin))
+            kept.add(renamed_eq(e, name, twin))
     state.eqs = frozenset(kept)
 
 
@@ -236,21 +236,21 @@ def nodes_name(identifier):
     return nodes.name(identifier)
 
 
-def _renamed(e: Eq, old: str, new: str) -> Eq:
+def renamed_eq(e: Eq, old: str, new: str) -> Eq:
     from tapeflow.syntax import nodes
     value = nodes.substitute(e.value, {old: new})
     return dataclasses.replace(e, source=new if e.source == old else e.source, key=text(value),
                                value=value, names=(e.names - {old}) | {new})
 
 
-def _element_eq(element, container, key, kind, length):
+def element_eq(element, container, key, kind, length):
     from tapeflow.syntax import nodes
     value = nodes.subscript(container, nodes.const(key))
     return Eq(element, container, 'index', text(value), value, frozenset({container}),
               kind, None, False, length)
 
 
-def _age(state, new, old):
+def age(state, new, old):
     """Merge a site's most recent object into its older ones (the site allocates again)."""
     def rename(objects):
         return (objects - {new}) | {old} if new in objects else objects

@@ -12,7 +12,7 @@ what it returns; None where there is no lowering (a form without one,
 arguments that cannot be read, an option such as `where=` not lowered):
 the call is then run as written. `Lowerings` is a mixin of the rewriter of
 `transforms.mutation`, whose `new(base)` makes fresh names. The helpers
-emitted code calls (`_runtime`, `_numpy`, `_builtin`) are here too.
+emitted code calls (`runtime_ref`, `numpy_ref`, `builtin_ref`, `whole`) are here too.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from tapeflow.syntax.anno import Key, getanno, setanno
 
 # ---------------------------------------------------------------- helpers for emitted code
 
-def _runtime(name):
+def runtime_ref(name):
     """A helper of generated code the rewrites call, resolved (its rules are found)."""
     from tapeflow.rules import array_ops
     ref = nodes.name(name)
@@ -35,7 +35,7 @@ def _runtime(name):
     return ref
 
 
-def _whole():
+def whole():
     return nodes.const(Ellipsis)
 
 
@@ -53,7 +53,7 @@ class Lowerings:
     def array_update(self, name, binop):
         tmp = self.new('_' + name)
         return [nodes.assign(tmp, binop),
-                nodes.assign(nodes.subscript(name, _whole(), store=True), tmp)]
+                nodes.assign(nodes.subscript(name, whole(), store=True), tmp)]
 
     def extend(self, name, items):
         """`name.extend(items)`, one append per item (each is differentiated)."""
@@ -63,8 +63,8 @@ class Lowerings:
         else:
             seq, head = items.id, []
         index, item = self.new('_i'), self.new('_item')
-        length = nodes.call(_builtin('len'), seq)
-        loop = nodes.for_(index, nodes.call(_builtin('range'), length),
+        length = nodes.call(builtin_ref('len'), seq)
+        loop = nodes.for_(index, nodes.call(builtin_ref('range'), length),
                           [nodes.assign(item, nodes.subscript(seq, index)),
                            nodes.expr_stmt(nodes.call(nodes.attribute(name, 'append'), item))])
         return head + [loop]
@@ -104,10 +104,10 @@ class Lowerings:
             return None
         where = args.get('where')
         if where is None or _is_const(where, True):
-            return [nodes.assign(nodes.subscript(name, _whole(), store=True), src)]
+            return [nodes.assign(nodes.subscript(name, whole(), store=True), src)]
         chosen, mask, values = self.new('_where'), self.new('_mask'), self.new('_values')
         return [nodes.assign(mask, _like(where, name)), nodes.assign(values, _like(src, name)),
-                nodes.assign(chosen, nodes.call(_numpy('where'), mask, values, name)),
+                nodes.assign(chosen, nodes.call(numpy_ref('where'), mask, values, name)),
                 self.write_all(name, chosen)]
 
     def lower_put(self, call, name, args):
@@ -115,23 +115,23 @@ class Lowerings:
             return None
         index = self.new('_index')
         mode = args.get('mode', nodes.const('raise'))
-        return [nodes.assign(index, nodes.call(_runtime('put_index'), name, args['ind'], mode))
+        return [nodes.assign(index, nodes.call(runtime_ref('put_index'), name, args['ind'], mode))
                 ] + self.write_cycled(name, index, args['v'])
 
     def lower_place(self, call, name, args):
         if 'mask' not in args or 'vals' not in args:
             return None
         shape, mask = self.new('_shape'), self.new('_mask')
-        return [nodes.assign(shape, nodes.call(_numpy('shape'), name)),
-                nodes.assign(mask, nodes.call(_runtime('as_mask'), args['mask'], shape))
+        return [nodes.assign(shape, nodes.call(numpy_ref('shape'), name)),
+                nodes.assign(mask, nodes.call(runtime_ref('as_mask'), args['mask'], shape))
                 ] + self.write_cycled(name, mask, args['vals'])
 
     def write_cycled(self, name, where, values):
         """`name[where] = values`, `values` repeated or cut to as many as `where` selects
         (how `np.put`, `np.place` and `np.fill_diagonal` read their values)."""
         count, resized, cycled = self.new('_count'), self.new('_resized'), self.new('_values')
-        return [nodes.assign(count, nodes.call(_runtime('index_size'), where)),
-                nodes.assign(resized, nodes.call(_runtime('cycled'), values, count)),
+        return [nodes.assign(count, nodes.call(runtime_ref('index_size'), where)),
+                nodes.assign(resized, nodes.call(runtime_ref('cycled'), values, count)),
                 nodes.assign(cycled, _like(resized, name)),
                 nodes.assign(nodes.subscript(name, where, store=True), cycled)]
 
@@ -141,12 +141,12 @@ class Lowerings:
         shape, mask, values, chosen = (self.new('_shape'), self.new('_mask'), self.new('_values'),
                                        self.new('_where'))
         flat_mask, resized = self.new('_flat_mask'), self.new('_resized')
-        return [nodes.assign(shape, nodes.call(_numpy('shape'), name)),
-                nodes.assign(flat_mask, nodes.call(_runtime('as_mask'), args['mask'], shape)),
+        return [nodes.assign(shape, nodes.call(numpy_ref('shape'), name)),
+                nodes.assign(flat_mask, nodes.call(runtime_ref('as_mask'), args['mask'], shape)),
                 nodes.assign(mask, _like(flat_mask, name)),
-                nodes.assign(resized, nodes.call(_runtime('cycled'), args['values'], shape)),
+                nodes.assign(resized, nodes.call(runtime_ref('cycled'), args['values'], shape)),
                 nodes.assign(values, _like(resized, name)),
-                nodes.assign(chosen, nodes.call(_numpy('where'), mask, values, name)),
+                nodes.assign(chosen, nodes.call(numpy_ref('where'), mask, values, name)),
                 self.write_all(name, chosen)]
 
     def lower_fill_diagonal(self, call, name, args):
@@ -154,7 +154,7 @@ class Lowerings:
             return None
         index = self.new('_index')
         wrap = args.get('wrap', nodes.const(False))
-        return [nodes.assign(index, nodes.call(_runtime('diagonal_index'), name, wrap))
+        return [nodes.assign(index, nodes.call(runtime_ref('diagonal_index'), name, wrap))
                 ] + self.write_cycled(name, index, args['val'])
 
     def lower_at(self, call, name, args):
@@ -164,16 +164,16 @@ class Lowerings:
         out, value = [], args['b']
         if ufunc is np.subtract:
             negated = self.new('_neg')
-            out.append(nodes.assign(negated, nodes.call(_numpy('negative'), value)))
+            out.append(nodes.assign(negated, nodes.call(numpy_ref('negative'), value)))
             value = nodes.name(negated)
         added = self.new('_add_at')
-        return out + [nodes.assign(added, nodes.call(_runtime('add_at'), name, args['indices'], value)),
+        return out + [nodes.assign(added, nodes.call(runtime_ref('add_at'), name, args['indices'], value)),
                       self.write_all(name, added)]
 
     def lower_fill(self, call, name, args):
         if 'value' not in args:
             return None
-        return [nodes.assign(nodes.subscript(name, _whole(), store=True), args['value'])]
+        return [nodes.assign(nodes.subscript(name, whole(), store=True), args['value'])]
 
     def lower_sort(self, call, name, args):
         return self.lower_reorder('sort', call, name, args, ())
@@ -188,7 +188,7 @@ class Lowerings:
             return None
         result = self.new('_' + fn)
         keywords = [(k, args[k]) for k in ('axis', 'kind') if k in args]
-        return [nodes.assign(result, nodes.call(_numpy(fn), name, *leading, keywords=keywords)),
+        return [nodes.assign(result, nodes.call(numpy_ref(fn), name, *leading, keywords=keywords)),
                 self.write_all(name, result)]
 
     def lower_append(self, call, name, args):
@@ -211,11 +211,11 @@ class Lowerings:
         if call.keywords or 'index' not in args or 'object' not in args:
             return None
         at = self.new('_at')
-        return [nodes.assign(at, nodes.call(_runtime('insert_index'), name, args['index'])),
+        return [nodes.assign(at, nodes.call(runtime_ref('insert_index'), name, args['index'])),
                 nodes.expr_stmt(nodes.call(nodes.attribute(name, 'insert'), at, args['object']))]
 
     def write_all(self, name, value):
-        return nodes.assign(nodes.subscript(name, _whole(), store=True), value)
+        return nodes.assign(nodes.subscript(name, whole(), store=True), value)
 
 
 # ---------------------------------------------------------------- reading calls
@@ -253,14 +253,14 @@ def _is_int_atom(node) -> bool:
                                            and isinstance(node.value, int))
 
 
-def _numpy(name):
+def numpy_ref(name):
     ref = nodes.attribute(nodes.name('np'), name)
     setanno(ref.value, Key.RESOLVED, np)
     setanno(ref, Key.RESOLVED, getattr(np, name))
     return ref
 
 
-def _builtin(name):
+def builtin_ref(name):
     import builtins
     ref = nodes.name(name)
     setanno(ref, Key.RESOLVED, getattr(builtins, name))
@@ -275,4 +275,4 @@ def _callee_label(call):
 def _like(value, name):
     """`value` (a mask, values a NumPy function reads) in the library of the array `name`
     it is written into: `to_library` (CuPy takes no NumPy operand; NumPy's arrays pass)."""
-    return nodes.call(_runtime('to_library'), value, nodes.name(name))
+    return nodes.call(runtime_ref('to_library'), value, nodes.name(name))

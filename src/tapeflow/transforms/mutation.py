@@ -45,7 +45,7 @@ from tapeflow.analysis import aliasing as al
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
-from tapeflow.transforms.lowering import Lowerings, _runtime
+from tapeflow.transforms.lowering import Lowerings, runtime_ref
 from tapeflow.transforms.operations import index_value, user_function
 from tapeflow.transforms.propagation import Propagation, derivations
 
@@ -182,8 +182,8 @@ class _Rewriter(Lowerings):
                 made = self.flags.get(id(stmt), {}) or self.flags.get(
                     self.lowered_as.get(id(stmt)), {})
                 for (derived, source), flag in made.items():
-                    test = nodes.call(_runtime('shares'), derived, source) if source is not None \
-                        else nodes.call(_runtime('is_mutable'), derived)  # `+=` kept it the same
+                    test = nodes.call(runtime_ref('shares'), derived, source) if source is not None \
+                        else nodes.call(runtime_ref('is_mutable'), derived)  # `+=` kept it the same
                     out.append(nodes.located(nodes.assign(flag, test), stmt))
             return out
         prologue = [nodes.located(nodes.assign(flag, False), self.fdef)
@@ -311,9 +311,9 @@ class _Rewriter(Lowerings):
                                  f'changed elements of it before reading them -- write a .copy() '
                                  f'of the value')
         index = index_value(nodes.clone(target.slice))
-        return [nodes.assign(expected, nodes.call(_runtime('overlap_value'), name, value.id)),
+        return [nodes.assign(expected, nodes.call(runtime_ref('overlap_value'), name, value.id)),
                 write,
-                nodes.expr_stmt(nodes.call(_runtime('check_overlap'), name, index, expected,
+                nodes.expr_stmt(nodes.call(runtime_ref('check_overlap'), name, index, expected,
                                            nodes.const(where.reason), nodes.const(where.filename),
                                            nodes.const(where.lineno),
                                            nodes.const(where.offset - 1)))]
@@ -335,12 +335,12 @@ class _Rewriter(Lowerings):
             # layout the write would have kept (a later reshape views it, or copies, as then)
             computed = self.new('_' + name)
             return [nodes.assign(computed, binop),
-                    nodes.assign(name, nodes.call(_runtime('like_layout'), computed, name))]
+                    nodes.assign(name, nodes.call(runtime_ref('like_layout'), computed, name))]
         if kind == al.LIST:
             if adds:
                 return self.after_write(stmt, self.extend(name, binop.right), name, state, values,
                                         structural=True)
-            run = nodes.assign(name, nodes.call(_runtime('inplace_op'), name, binop.right,
+            run = nodes.assign(name, nodes.call(runtime_ref('inplace_op'), name, binop.right,
                                                 _symbol(binop.op)))
             return self.opaque(stmt, [run], name, state, values,
                                f'{name} {_symbol(binop.op)}= ... changes the list {name} in '
@@ -355,10 +355,10 @@ class _Rewriter(Lowerings):
             is_list = self.new('_is_list')
             extended = self.after_write(stmt, self.extend(name, nodes.clone(binop.right)), name,
                                         state, values, structural=True)
-            other = [nodes.assign(is_list, nodes.call(_runtime('is_list'), name)),
+            other = [nodes.assign(is_list, nodes.call(runtime_ref('is_list'), name)),
                      nodes.if_(is_list, extended, other)]
         flag = self.new('_is_array')
-        return [nodes.assign(flag, nodes.call(_runtime('is_array'), name)),
+        return [nodes.assign(flag, nodes.call(runtime_ref('is_array'), name)),
                 nodes.if_(flag, physical, other)]
 
     def call(self, stmt, call, target, state):
@@ -464,7 +464,7 @@ class _Rewriter(Lowerings):
             f'aliases) on NumPy and CuPy, not on Dask, whose views are copies -- write '
             f'{name} = {name}.copy() first, or compute the new value without writing into {name}'))
         return nodes.located(nodes.expr_stmt(nodes.call(
-            _runtime('check_memory'), name, nodes.const(where.reason),
+            runtime_ref('check_memory'), name, nodes.const(where.reason),
             nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1))), stmt)
 
@@ -475,7 +475,7 @@ class _Rewriter(Lowerings):
         where = self.error(stmt, reason)
         self.checked.update({name, other})
         check = nodes.located(nodes.expr_stmt(nodes.call(
-            _runtime('check_apart'), name, other, nodes.const(bool(deep)),
+            runtime_ref('check_apart'), name, other, nodes.const(bool(deep)),
             nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1))), stmt)
         return check if unless is None else nodes.located(

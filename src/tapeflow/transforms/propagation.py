@@ -20,7 +20,7 @@ from tapeflow.syntax import ast
 from tapeflow.analysis import aliasing as al
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
-from tapeflow.transforms.lowering import _numpy, _runtime, _whole
+from tapeflow.transforms.lowering import numpy_ref, runtime_ref, whole
 
 
 class Propagation:
@@ -100,7 +100,7 @@ class Propagation:
         updates = self.emit(self.start, parent, needed)
         while self.deferred:
             child = self.deferred.pop(0)
-            updates += [nodes.assign(child, nodes.call(_runtime('refresh_items'), child, h,
+            updates += [nodes.assign(child, nodes.call(runtime_ref('refresh_items'), child, h,
                                                        self.kept(h)))
                         for h in parent[child][2]] + self.emit(child, parent, needed)
         captures = [nodes.assign(kept, holder) for holder, kept in self.held.items()] + self.before
@@ -149,7 +149,7 @@ class Propagation:
                                          f'so what {item} became is not known -- pass a copy')
         inside = self.rw.new('_inside')            # held in `holder` before the write?
         self.rw.checked.update({holder, item})
-        self.before.append(nodes.assign(inside, nodes.call(_runtime('holds'), holder, item)))
+        self.before.append(nodes.assign(inside, nodes.call(runtime_ref('holds'), holder, item)))
         # not held there, it is itself only where the write did not reach it some other way
         self.before.append(self.rw.apart(
             self.stmt, self.start, item,
@@ -158,7 +158,7 @@ class Propagation:
             f'{self.start}.copy() before writing, or avoid the in-place write', self.deep,
             unless=inside))
         return [nodes.assign(item, nodes.call(
-            _runtime('reread_item'), holder, item, inside, nodes.const(where.reason),
+            runtime_ref('reread_item'), holder, item, inside, nodes.const(where.reason),
             nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1)))]
 
@@ -171,7 +171,7 @@ class Propagation:
             f'{self.start}.copy() before writing, or avoid the in-place write'))
         self.rw.checked.update({child, self.start})
         return nodes.located(nodes.expr_stmt(nodes.call(
-            _runtime('check_refresh'), child, self.start, nodes.tuple_(*holders),
+            runtime_ref('check_refresh'), child, self.start, nodes.tuple_(*holders),
             nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1))), self.stmt)
 
@@ -205,7 +205,7 @@ class Propagation:
                 # the object read from a slot, still held by the list: Python's name still
                 # binds it, though the slot may have moved (`ys.append` after `a = ys[-1]`)
                 return [nodes.assign(e.derived, nodes.call(
-                    _runtime('reread_slot'), e.source, nodes.clone(e.value.slice), e.derived))]
+                    runtime_ref('reread_slot'), e.source, nodes.clone(e.value.slice), e.derived))]
             return [nodes.assign(e.derived, nodes.clone(e.value))]
         if e.op == 'index':
             if e.container == al.TUPLE:
@@ -234,31 +234,31 @@ class Propagation:
         args = _view_arguments(e.value)
         if inverse == 'reshape':
             shape = new('_shape')
-            out += [nodes.assign(shape, nodes.call(_numpy('shape'), e.source)),
-                    nodes.assign(back, nodes.call(_numpy('reshape'), e.derived, shape))]
+            out += [nodes.assign(shape, nodes.call(numpy_ref('shape'), e.source)),
+                    nodes.assign(back, nodes.call(numpy_ref('reshape'), e.derived, shape))]
         elif inverse == 'transpose':
             axes = args.get('axes')
             if axes is None:
-                out.append(nodes.assign(back, nodes.call(_numpy('transpose'), e.derived)))
+                out.append(nodes.assign(back, nodes.call(numpy_ref('transpose'), e.derived)))
             else:
                 order = new('_order')
-                out += [nodes.assign(order, nodes.call(_numpy('argsort'), axes)),
-                        nodes.assign(back, nodes.call(_numpy('transpose'), e.derived, order))]
+                out += [nodes.assign(order, nodes.call(numpy_ref('argsort'), axes)),
+                        nodes.assign(back, nodes.call(numpy_ref('transpose'), e.derived, order))]
         elif inverse == 'swapaxes':
-            out.append(nodes.assign(back, nodes.call(_numpy('swapaxes'), e.derived,
+            out.append(nodes.assign(back, nodes.call(numpy_ref('swapaxes'), e.derived,
                                                      args['axis1'], args['axis2'])))
         elif inverse == 'moveaxis':
-            out.append(nodes.assign(back, nodes.call(_numpy('moveaxis'), e.derived,
+            out.append(nodes.assign(back, nodes.call(numpy_ref('moveaxis'), e.derived,
                                                      args['destination'], args['source'])))
         elif inverse == 'matrix_transpose':
-            out.append(nodes.assign(back, nodes.call(_numpy('swapaxes'), e.derived, -1, -2)))
+            out.append(nodes.assign(back, nodes.call(numpy_ref('swapaxes'), e.derived, -1, -2)))
         elif inverse == 'flip':
             out.append(nodes.assign(back, ast.Call(func=nodes.clone(e.value.func),
                                                     args=[nodes.name(e.derived)] + [
                                                         nodes.clone(a) for a in e.value.args[1:]],
                                                     keywords=[nodes.clone(k) for k in
                                                               e.value.keywords])))
-        return out + [nodes.assign(nodes.subscript(e.source, _whole(), store=True), back)]
+        return out + [nodes.assign(nodes.subscript(e.source, whole(), store=True), back)]
 
 
 SOURCE = '__source__'     # the name a derivation step reads, in `derivations`
