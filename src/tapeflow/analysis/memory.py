@@ -170,7 +170,7 @@ def reach_objects(state: State, objects) -> frozenset:
 
 def text(node) -> str:
     from tapeflow.syntax.unparse import unparse
-    return unparse(ast.Expr(value=node)).strip()
+    return unparse(nodes.expr_stmt(node)).strip()
 
 
 def names_of(node) -> frozenset:

@@ -95,7 +95,7 @@ class Lowerings:
         args = call.args[:fn.nin] if isinstance(fn, np.ufunc) else call.args
         if len(al.out_arguments(call)) != 1:
             return None
-        computed = ast.Call(func=call.func, args=list(args), keywords=keywords)
+        computed = nodes.call(call.func, *args, keywords=keywords)
         return [nodes.assign(value, computed), self.write_all(name, value)]
 
     def lower_copyto(self, call, name, args):

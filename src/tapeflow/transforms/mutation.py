@@ -412,8 +412,7 @@ class _Rewriter(Lowerings):
         func = nodes.name(self.new(variant.__name__))
         self.ctx.bind(func.id, variant)
         setanno(func, Key.RESOLVED, variant)
-        new_call = nodes.copy_location(ast.Call(func=func, args=list(call.args),
-                                                 keywords=list(call.keywords)), call)
+        new_call = nodes.copy_location(nodes.call(func, *call.args, keywords=call.keywords), call)
         setanno(new_call, Key.ARG_KINDS, getanno(call, Key.ARG_KINDS))
         out = checks + [nodes.assign(result, new_call)]
         if target is not None:
@@ -479,7 +478,7 @@ class _Rewriter(Lowerings):
             nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
             nodes.const(where.offset - 1))), stmt)
         return check if unless is None else nodes.located(
-            nodes.if_(ast.UnaryOp(op=ast.Not(), operand=nodes.name(unless)), [check]), stmt)
+            nodes.if_(nodes.not_(unless), [check]), stmt)
 
     def mark_shared(self, lowered, name, state):
         """Tell the reverse sweep which other names held the memory `lowered` writes

@@ -253,11 +253,10 @@ class Propagation:
         elif inverse == 'matrix_transpose':
             out.append(nodes.assign(back, nodes.call(numpy_ref('swapaxes'), e.derived, -1, -2)))
         elif inverse == 'flip':
-            out.append(nodes.assign(back, ast.Call(func=nodes.clone(e.value.func),
-                                                    args=[nodes.name(e.derived)] + [
-                                                        nodes.clone(a) for a in e.value.args[1:]],
-                                                    keywords=[nodes.clone(k) for k in
-                                                              e.value.keywords])))
+            flipped = nodes.call(nodes.clone(e.value.func), e.derived,
+                                 *[nodes.clone(a) for a in e.value.args[1:]],
+                                 keywords=[nodes.clone(k) for k in e.value.keywords])
+            out.append(nodes.assign(back, flipped))
         return out + [nodes.assign(nodes.subscript(e.source, whole(), store=True), back)]
 
 

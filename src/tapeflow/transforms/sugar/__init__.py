@@ -1,0 +1,1 @@
+"""The families of sugar `transforms.desugar` rewrites, one module each."""

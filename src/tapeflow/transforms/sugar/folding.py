@@ -1,0 +1,288 @@
+"""Desugar, calls made while compiling: `tf.grad(f)(x)`, `functools.partial`,
+`[x] * n`, a user function called with functions or star arguments, and
+`out, pb = tf.vjp(f, x)` with `pb(u)` called there.
+
+`FoldTransforms` replaces each by an ordinary call of a function made while
+compiling (bound in `bindings.computed`); `PullbackCalls` turns a pullback's
+calls into calls of `f`'s adjoint caller. Runs after `syntax.resolve`.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+
+from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
+from tapeflow.syntax.naming import identifier as _id
+
+
+class FoldTransforms(nodes.Transformer):
+    """`tf.grad(f)` inside compiled code is computed while compiling.
+
+    A callable marked `__tapeflow_fold__` (tapeflow's `grad`, `jacfwd`...)
+    applied to values known at compile time (functions, constants) makes a
+    function; the call is replaced by a name bound to it, so `tf.grad(f)(x)`
+    is an ordinary call of a user function, differentiated like one.
+    """
+
+    def __init__(self, namer, bindings, source):
+        self.namer = namer
+        self.bindings = bindings
+        self.source = source
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        fn = getanno(node.func, Key.RESOLVED)
+        if getattr(fn, '__tapeflow_fold_call__', None) is not None:
+            return self.fold_call(fn, node)
+        if isinstance(fn, functools.partial):
+            return self.partial_call(fn, node)
+        if not getattr(fn, '__tapeflow_fold__', False):
+            return self.user_call(fn, node) if _is_compiled_function(fn) else node
+        try:
+            args = [_static_value(a) for a in node.args]
+            kwargs = {k.arg: _static_value(k.value) for k in node.keywords}
+        except _NotStatic as missing:
+            if self.source is None:
+                raise
+            raise self.source.error(missing.node, f'{fn.__name__}() in compiled code needs '
+                                                  f'arguments known when compiling (functions, '
+                                                  f'constants)') from None
+        value = fn(*args, **kwargs)
+        name = self.namer.new('_' + _id(fn) + '_' + _id(args[0])
+                              if args else '_' + _id(fn))
+        self.bindings.computed[name] = value
+        ref = nodes.copy_location(nodes.name(name), node)
+        setanno(ref, Key.RESOLVED, value)
+        return ref
+
+
+    def partial_call(self, part, node):
+        """`g(x)` with `g = functools.partial(f, a, k=c)`: `f(_a, x, k=_c)`, the bound
+        values constants named while compiling (keywords written at the call win)."""
+        def bound(value, what):
+            name = self.namer.new(f'_{_id(part.func)}_{what}')
+            self.bindings.computed[name] = value
+            ref = nodes.copy_location(nodes.name(name), node)
+            setanno(ref, Key.RESOLVED, value)
+            return ref
+        func = bound(part.func, 'fn')
+        args = [bound(a, f'arg{k}') for k, a in enumerate(part.args)] + list(node.args)
+        written = {k.arg for k in node.keywords}
+        keywords = [nodes.keyword(k, bound(v, k)) for k, v in part.keywords.items()
+                    if k not in written] + list(node.keywords)
+        call = nodes.copy_location(nodes.call(func, *args, keywords=keywords), node)
+        inner = part.func
+        return self.partial_call(inner, call) if isinstance(inner, functools.partial) else call
+
+    def visit_BinOp(self, node):
+        """`[x] * n`, `n * (x,)`: repetition, written as the call it is (`*`'s rules scale)."""
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Mult):
+            return node
+        if isinstance(node.left, (ast.List, ast.Tuple)):
+            seq, count = node.left, node.right
+        elif isinstance(node.right, (ast.List, ast.Tuple)):
+            seq, count = node.right, node.left
+        else:
+            return node
+        from tapeflow.rules.math_rules import repeated
+        name = next((n for n, v in self.bindings.computed.items() if v is repeated), None)
+        if name is None:
+            name = self.namer.new('_repeated')
+            self.bindings.computed[name] = repeated
+        func = nodes.copy_location(nodes.name(name), node)
+        setanno(func, Key.RESOLVED, repeated)
+        return nodes.copy_location(nodes.call(func, seq, count), node)
+
+    def user_call(self, fn, node):
+        """A call of a user function made for what it is given: its number of star
+        arguments, and the functions it is passed."""
+        if fn.__code__.co_flags & inspect.CO_VARARGS:
+            node = self.star_call(fn, node)
+            fn = getanno(node.func, Key.RESOLVED)
+        if (getattr(fn, '__module__', None) or '').startswith('tapeflow.'):
+            return node                 # tapeflow's own helpers: read as they are
+        bound = self._function_arguments(fn, node)
+        return self.bound_call(fn, bound, node) if bound else node
+
+    def star_call(self, fn, node):
+        """`g(a, b, c)` of `def g(x, *rest)`: a call of `g` made for two values in `rest`
+        (`variants.arity_variant`), a function of named parameters."""
+        from tapeflow.syntax.parse import parse_function
+        from tapeflow.transforms.variants import arity_variant
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            return node                      # the fence has said where
+        count = max(len(node.args) - fn.__code__.co_argcount, 0)
+        made = arity_variant(fn, count, parse_function)
+        return node if made is fn else self._call_made(made, node)
+
+    @staticmethod
+    def _function_arguments(fn, node):
+        """{parameter position: function} for the arguments of `node` that are functions
+        known while compiling (`g(x, np.tanh)`, `g(x, act=relu)`)."""
+        from tapeflow.transforms.variants import is_function
+        params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        given = list(enumerate(node.args)) + [(params.index(k.arg), k.value) for k in node.keywords
+                                              if k.arg in params]
+        found = {i: getanno(a, Key.RESOLVED) for i, a in given
+                 if not isinstance(a, ast.Starred) and is_function(getanno(a, Key.RESOLVED))}
+        if not any(isinstance(a, ast.Starred) for a in node.args):
+            defaults = fn.__defaults__ or ()
+            passed = {i for i, _ in given}
+            for i in range(len(params) - len(defaults), len(params)):    # left to its default
+                value = defaults[i - len(params) + len(defaults)]
+                if i not in passed and is_function(value):
+                    found[i] = value
+        return found
+
+    def bound_call(self, fn, bound, node):
+        """`g(x, np.tanh)`: a call of `g` made for that function (`variants.bound_variant`;
+        `bound`: {position: function}), whose calls of its parameter are calls of np.tanh."""
+        from tapeflow.syntax.parse import parse_function
+        from tapeflow.transforms.variants import bound_variant
+        made = bound_variant(fn, bound, parse_function)
+        if made is fn:
+            return node
+        params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        renamed = made.__code__.co_varnames[:len(params)]
+        for keyword in node.keywords:            # the unread parameter's new name
+            if keyword.arg in params:
+                keyword.arg = renamed[params.index(keyword.arg)]
+        return self._call_made(made, node)
+
+    def _call_made(self, made, node):
+        name = self.namer.new('_' + made.__name__)
+        self.bindings.computed[name] = made
+        func = nodes.copy_location(nodes.name(name), node.func)
+        setanno(func, Key.RESOLVED, made)
+        node.func = func
+        return node
+
+    def fold_call(self, fn, node):
+        """`jvp(f, (x, y), (u, v))` -> `jvp_f(x, y, u, v)`, a function made while compiling."""
+        args = node.args
+        if len(args) != 3 or node.keywords or not all(isinstance(a, ast.Tuple) for a in args[1:]) \
+                or len(args[1].elts) != len(args[2].elts) or not hasanno(args[0], Key.RESOLVED):
+            raise self.source.error(node, f'{fn.__name__}() in compiled code takes a function known '
+                                          f'when compiling and two tuples written out, '
+                                          f'{fn.__name__}(f, (x, ...), (v, ...))')
+        caller = fn.__tapeflow_fold_call__(getanno(args[0], Key.RESOLVED), len(args[1].elts))
+        name = self.namer.new(caller.__name__)
+        self.bindings.computed[name] = caller
+        ref = nodes.copy_location(nodes.name(name), node)
+        setanno(ref, Key.RESOLVED, caller)
+        return nodes.copy_location(
+            nodes.call(ref, *args[1].elts, *args[2].elts), node)
+
+
+class PullbackCalls:
+    """`out, pb = tf.vjp(f, x, y)` inside compiled code, `pb` only ever called.
+
+    Becomes `_x = x; _y = y; out = f(_x, _y)`, and each `pb(u)` a call of
+    `f`'s adjoint caller, `vjp_f(_x, _y, u)` (made while compiling): calls of
+    user functions like any other, so they are differentiated too.
+    """
+
+    def __init__(self, namer, bindings, source):
+        self.namer = namer
+        self.bindings = bindings
+        self.source = source
+        self.pullbacks = {}          # name -> (adjoint caller's name, its object, primal names)
+
+    def rewrite(self, fdef):
+        fdef.body = self.block(fdef.body)
+        for n in nodes.walk(fdef):
+            fn = getanno(n.func, Key.RESOLVED) if isinstance(n, ast.Call) else None
+            if getattr(fn, '__tapeflow_fold_pullback__', None) is not None:
+                raise self._form_error(n, fn)       # returned, passed on, nested: not folded
+        if self.pullbacks:
+            for n in nodes.walk(fdef):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                        and n.func.id in self.pullbacks:
+                    self.call(n)
+            for n in nodes.walk(fdef):
+                if isinstance(n, ast.Name) and n.id in self.pullbacks:
+                    raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
+                                               f'called where vjp() is, in compiled code (not '
+                                               f'returned, stored or passed on); return '
+                                               f'{n.id}(cotangent) instead, or call vjp() '
+                                               f'where the pullback is used')
+
+    def _form_error(self, node, fn):
+        return self.source.error(node, f'{fn.__name__}() in compiled code is written '
+                                       f'`out, pullback = {fn.__name__}(f, x, ...)`, with f '
+                                       f'known when compiling, and the pullback called there')
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            for field in ('body', 'orelse'):
+                inner = getattr(stmt, field, None)
+                if inner and not isinstance(stmt, ast.FunctionDef):
+                    setattr(stmt, field, self.block(inner))
+            out.extend(self.statement(stmt))
+        return out
+
+    def statement(self, stmt):
+        call = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        fn = getanno(call.func, Key.RESOLVED) if isinstance(call, ast.Call) else None
+        make_caller = getattr(fn, '__tapeflow_fold_pullback__', None)
+        if make_caller is None:
+            return [stmt]
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else None
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2
+                and all(isinstance(e, ast.Name) for e in target.elts)) \
+                or not call.args or call.keywords or not hasanno(call.args[0], Key.RESOLVED):
+            raise self._form_error(stmt, fn)
+        f = getanno(call.args[0], Key.RESOLVED)
+        if not isinstance(f, types.FunctionType):
+            from tapeflow.syntax.unparse import unparse
+            name = unparse(nodes.expr_stmt(call.args[0])).strip()
+            raise self.source.error(call.args[0], f'{fn.__name__}() in compiled code takes a '
+                                                  f'function written with def, not {name}; '
+                                                  f'write `def f(x): return {name}(x)` and '
+                                                  f'pass f')
+        primals = call.args[1:]
+        caller = make_caller(f, len(primals))
+        caller_name = self.namer.new(caller.__name__)
+        self.bindings.computed[caller_name] = caller
+        names = [self.namer.new('_primal') for _ in primals]
+        out = [nodes.copy_location(nodes.assign(n, p), stmt) for n, p in zip(names, primals)]
+        value = nodes.call(call.args[0], *names)
+        out.append(nodes.copy_location(nodes.assign(target.elts[0].id, value), stmt))
+        self.pullbacks[target.elts[1].id] = (caller_name, caller, names)
+        return out
+
+    def call(self, node):
+        caller_name, caller, names = self.pullbacks[node.func.id]
+        if len(node.args) != 1 or node.keywords:
+            raise self.source.error(node, 'a pullback takes one cotangent')
+        func = nodes.copy_location(nodes.name(caller_name), node.func)
+        setanno(func, Key.RESOLVED, caller)
+        node.func = func
+        node.args = [nodes.name(n) for n in names] + node.args
+
+
+class _NotStatic(Exception):
+    def __init__(self, node):
+        super().__init__()
+        self.node = node
+
+
+def _static_value(node):
+    """The value of an argument known when compiling: a resolved name, a constant, a tuple."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple(_static_value(e) for e in node.elts)
+    if not hasanno(node, Key.RESOLVED):
+        raise _NotStatic(node)
+    return getanno(node, Key.RESOLVED)
+
+
+def _is_compiled_function(fn) -> bool:
+    """A def or lambda the compiler reads (not a primitive with rules)."""
+    from tapeflow.rules.registry import lookup
+    return isinstance(fn, types.FunctionType) and lookup(fn) is None
