@@ -27,7 +27,8 @@ pass makes that true of the program it hands on:
   raised by `check` after activity if a derivative flows through it.
 
 The lowerings of known writing calls live in `transforms.lowering`, the
-bringing up to date of other names in `transforms.propagation`.
+bringing up to date of other names in `transforms.propagation`, the checks
+left to run time and the pending refusals in `transforms.mutation_checks`.
 
 Guarantees: the returned body computes the same values as the original for
 every name it reads; `Result` lists the pending refusals, the parameters
@@ -46,19 +47,9 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.transforms.lowering import Lowerings, runtime_ref
-from tapeflow.transforms.operations import index_value, user_function
+from tapeflow.transforms.mutation_checks import Checks, Pending
+from tapeflow.transforms.operations import user_function
 from tapeflow.transforms.propagation import Propagation, derivations
-
-
-@dataclasses.dataclass
-class Pending:
-    """A refusal raised after activity if any of `names` carries a derivative; with
-    `runtime`, a check statement in the code that raises it there only where the memory
-    is shared when it runs (dropped where no derivative flows)."""
-    node: object
-    names: frozenset
-    reason: str
-    runtime: object = None
 
 
 @dataclasses.dataclass
@@ -123,9 +114,9 @@ def _kinds(facts) -> dict:
     return out
 
 
-# ---------------------------------------------------------------- helpers for emitted code
+# ---------------------------------------------------------------- the rewriter
 
-class _Rewriter(Lowerings):
+class _Rewriter(Checks, Lowerings):
     def __init__(self, ctx, facts, live, fdef):
         self.ctx = ctx
         self.facts = facts
@@ -156,45 +147,6 @@ class _Rewriter(Lowerings):
 
     def new(self, base):
         return self.ctx.namer.new(base)
-
-    def view_flag(self, e) -> str:
-        """The name holding whether `e.derived` was made a view of `e.source` (NumPy decides,
-        at run time); set right after the statement that made it (`views_decided`)."""
-        flags = self.flags.setdefault(e.origin, {})
-        key = e.made or (e.derived, e.source)      # the names at the statement that made it
-        if key not in flags:
-            flags[key] = self.new('_is_view')
-        return flags[key]
-
-    def views_decided(self, body):
-        """`body` with each flag of `view_flag` set after its statement (False before)."""
-        if not self.flags and not self.checked:
-            return body
-
-        def insert(stmts):
-            out = []
-            for stmt in stmts:
-                for field in ('body', 'orelse'):
-                    inner = getattr(stmt, field, None)
-                    if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
-                        setattr(stmt, field, insert(inner))
-                out.append(stmt)
-                made = self.flags.get(id(stmt), {}) or self.flags.get(
-                    self.lowered_as.get(id(stmt)), {})
-                for (derived, source), flag in made.items():
-                    test = nodes.call(runtime_ref('shares'), derived, source) if source is not None \
-                        else nodes.call(runtime_ref('is_mutable'), derived)  # `+=` kept it the same
-                    out.append(nodes.located(nodes.assign(flag, test), stmt))
-            return out
-        prologue = [nodes.located(nodes.assign(flag, False), self.fdef)
-                    for flags in self.flags.values() for flag in flags.values()]
-        # a run-time check may read a local a loop binds only later: unbound, it shares nothing
-        local = nodes.store_names(self.fdef.body) - set(self.params)
-        read = self.checked.union(*(set(pair) - {None} for flags in self.flags.values()
-                                    for pair in flags))
-        prologue += [nodes.located(nodes.assign(n, None), self.fdef)
-                     for n in sorted(read & local)]
-        return prologue + insert(body)
 
     def error(self, node, reason):
         return self.ctx.source.error(node, reason)
@@ -291,32 +243,6 @@ class _Rewriter(Lowerings):
         return self.after_write(stmt, self.overlap_checked(stmt, stmt, state), name, state,
                                 values=nodes.load_names(stmt.value),
                                 structural=state.kinds.get(name) in (al.LIST, al.DICT))
-
-    def overlap_checked(self, stmt, write, state):
-        """`y[i] = v` where `v` may share memory with `y`: NumPy copies element by element,
-        so what it writes is `v`'s old value only where no element read was written
-        before; checked at run time (`check_overlap`), a located refusal where it is not."""
-        value, target = write.value, write.targets[0]
-        if not isinstance(target, ast.Subscript) or not isinstance(value, ast.Name):
-            return [write]
-        name = target.value.id
-        if state.kinds.get(name) not in (al.ARRAY, al.NUMERIC, None):
-            return [write]
-        mine = al.overlapping(state, state.pts.get(name, frozenset()))
-        if not mine & al.overlapping(state, state.pts.get(value.id, frozenset())):
-            return [write]
-        expected = self.new('_expected')
-        into = name if not name.startswith('_') else 'the array it writes into'
-        where = self.error(stmt, f'the value this writes shares memory with {into}, and NumPy '
-                                 f'changed elements of it before reading them -- write a .copy() '
-                                 f'of the value')
-        index = index_value(nodes.clone(target.slice))
-        return [nodes.assign(expected, nodes.call(runtime_ref('overlap_value'), name, value.id)),
-                write,
-                nodes.expr_stmt(nodes.call(runtime_ref('check_overlap'), name, index, expected,
-                                           nodes.const(where.reason), nodes.const(where.filename),
-                                           nodes.const(where.lineno),
-                                           nodes.const(where.offset - 1)))]
 
     def in_place(self, stmt, name, state):
         """`name = name <op> value`, written `name <op>= value`."""
@@ -454,32 +380,6 @@ class _Rewriter(Lowerings):
                                         | frozenset(unresolved), reason, checks[-1]))
         return checks + captures + lowered + updates
 
-    def memory_model(self, stmt, name, reason=None):
-        """A statement raising a located refusal where, when it runs, `name` is an array
-        whose views are not its memory (Dask): the updates after this write are NumPy's
-        (or, with `reason`, so is the write itself)."""
-        where = self.error(stmt, reason or (
-            f'writing into {name} here changes other names that see its memory (views, '
-            f'aliases) on NumPy and CuPy, not on Dask, whose views are copies -- write '
-            f'{name} = {name}.copy() first, or compute the new value without writing into {name}'))
-        return nodes.located(nodes.expr_stmt(nodes.call(
-            runtime_ref('check_memory'), name, nodes.const(where.reason),
-            nodes.const(where.filename), nodes.const(where.lineno),
-            nodes.const(where.offset - 1))), stmt)
-
-    def apart(self, stmt, name, other, reason, deep=False, unless=None):
-        """A statement raising the located refusal `reason` where, when it runs, `name` (or
-        with `deep`, what it holds too) shares memory with `other` (and the flag named
-        `unless` is false)."""
-        where = self.error(stmt, reason)
-        self.checked.update({name, other})
-        check = nodes.located(nodes.expr_stmt(nodes.call(
-            runtime_ref('check_apart'), name, other, nodes.const(bool(deep)),
-            nodes.const(where.reason), nodes.const(where.filename), nodes.const(where.lineno),
-            nodes.const(where.offset - 1))), stmt)
-        return check if unless is None else nodes.located(
-            nodes.if_(nodes.not_(unless), [check]), stmt)
-
     def mark_shared(self, lowered, name, state):
         """Tell the reverse sweep which other names held the memory `lowered` writes
         (`Key.SHARES`): its restore of that memory then stays, since a value the tape
@@ -507,28 +407,6 @@ class _Rewriter(Lowerings):
                         grew = True
             out.update(n for n, mine in state.pts.items() if not mine.isdisjoint(reaching))
         return out
-
-    def opaque(self, stmt, lowered, name, state, values, reason, mark=True):
-        """Run `lowered` as written, undone in the reverse sweep; refused if derivatives flow."""
-        involved = frozenset(values) | ({name} if name else frozenset())
-        if name is not None:
-            affected, _ = self.affected(stmt, name, state)
-            involved |= frozenset(affected)
-            if mark:
-                setanno(lowered[-1], Key.MUTATES, name)
-        self.pending.append(Pending(stmt, involved, reason))
-        return lowered
-
-    def outer_write(self, stmt, name, lowered_stmt, state):
-        reason = (f'{name} is a global or closure value; writing into it is not differentiated '
-                  f'-- copy it into a local first ({name.lower()} = {name}.copy())')
-        self.pending.append(Pending(stmt, frozenset(nodes.load_names(stmt)) - {name}, reason))
-        return [lowered_stmt]
-
-    def made_at(self, alias, before):
-        line = _assigned_line(self.fdef, alias, before)
-        return f' (line {line})' if line else ''
-
 
 # ---------------------------------------------------------------- reading calls
 
@@ -562,20 +440,3 @@ def _opaque_reason(call, name) -> str:
     what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{_text(call.func)}()'
     return (f'{what} changes {name} in place and is not differentiated; '
             f'compute a new value instead of writing into {name}')
-
-
-def _assigned_line(fdef, name, before):
-    """The line of the last assignment to `name` before `before` (or its parameter's)."""
-    limit = (getanno(before, Key.ORIGIN) or (10 ** 9, 0))[0]
-    best = None
-    for stmt in nodes.statements(fdef.body):
-        where = getanno(stmt, Key.ORIGIN)
-        if where is None or where[0] >= limit:
-            continue
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                 for t in stmt.targets):
-            best = where[0] if best is None or where[0] > best else best
-    if best is None and name in {a.id for a in fdef.args.args}:
-        where = getanno(fdef, Key.ORIGIN)
-        best = where[0] if where else None
-    return best
