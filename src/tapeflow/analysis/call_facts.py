@@ -1,0 +1,151 @@
+"""Aliasing at calls: what a call's result may reference, and what it writes.
+
+`CallFacts` is a mixin of `analysis.aliasing.Aliasing` (which gives it `atom`,
+`fresh`, `view` and `summary`): `call(v, target, site, state)` gives the kind,
+objects and equations of a call's result (a view of its first argument, a new
+container of its arguments' elements, a fresh number, a user function's
+summary); `call_effects` adds to the state what the call writes into its
+arguments (`analysis.call_writes`).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import types
+
+import numpy as np
+
+from tapeflow.analysis.call_writes import out_arguments, writes_of_call
+from tapeflow.analysis.memory import (ARRAY, DICT, LIST, NUMBERS, NUMERIC, SCALAR, TUPLE, Eq,
+                                      elements, kill_items, names_of, reach_objects, text)
+from tapeflow.rules import mutation as table
+from tapeflow.rules import registry
+from tapeflow.syntax import ast
+from tapeflow.syntax.anno import Key, getanno
+
+# Builtins whose result is a fresh immutable value (or a fresh number).
+_FRESH_BUILTINS = frozenset({builtins.len, builtins.int, builtins.float, builtins.bool,
+                             builtins.abs, builtins.round, builtins.sum, builtins.range,
+                             builtins.isinstance, builtins.complex, builtins.print,
+                             builtins.str, builtins.repr, builtins.hash, builtins.id,
+                             builtins.divmod, builtins.pow})
+# Builtins that make a new container of the elements of their arguments.
+_CONTAINER_BUILTINS = {builtins.list: LIST, builtins.tuple: TUPLE, builtins.sorted: LIST,
+                       builtins.dict: DICT}
+# NumPy functions returning a list of views of their first argument.
+_LIST_OF_VIEWS = frozenset(f for f in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
+                                       np.broadcast_arrays, np.meshgrid,
+                                       getattr(np, 'unstack', None)) if f is not None)
+
+
+class CallFacts:
+    """The facts of calls (a mixin of `Aliasing`)."""
+
+    def call(self, v, target, site, state):
+        fn = getanno(v.func, Key.RESOLVED)
+        args = v.args
+        arg_facts = [self.atom(a, state) for a in args]
+        kw_objects = frozenset().union(*(self.atom(k.value, state)[1] for k in v.keywords)) \
+            if v.keywords else frozenset()
+        everything = reach_objects(state, frozenset().union(*(o for _, o in arg_facts)) | kw_objects) \
+            if arg_facts or kw_objects else frozenset()
+        if fn is None and isinstance(v.func, ast.Attribute):
+            return self.method(v, target, site, state, everything)
+        if fn is None:
+            return None, self.fresh(state, site, None, everything) | everything, []
+        outs = out_arguments(v)
+        if len(outs) == 1 and isinstance(outs[0], ast.Name) and outs[0].id in state.kinds:
+            written = outs[0].id                     # `r = np.f(..., out=y)` is `y`
+            return ARRAY, state.pts.get(written, frozenset()), [
+                Eq(target, written, 'ident', written, outs[0], frozenset({written}))]
+        view = _lookup(table.VIEW_FUNCTIONS, fn)
+        if view is not None and args and isinstance(args[0], ast.Name) and args[0].id in state.kinds:
+            kind, objects = arg_facts[0]
+            maybe = not (view.always and kind == ARRAY)
+            return ARRAY, self.view(state, site, objects), [Eq(target, args[0].id, 'view', text(v), v, names_of(v),
+                                              kind, view, maybe)]
+        if _lookup(_LIST_OF_VIEWS, fn) is not None:          # a list of views of the arguments
+            pieces = self.view(state, site + ('pieces',), everything)
+            return LIST, self.fresh(state, site, LIST, pieces), []
+        if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
+            return self.user_call(fn, v, target, site, state, arg_facts)
+        if _lookup(_CONTAINER_BUILTINS, fn) is not None:
+            kind = _CONTAINER_BUILTINS[fn]
+            return kind, self.fresh(state, site, LIST if kind == TUPLE else kind, everything), []
+        if _lookup(_FRESH_BUILTINS, fn) is not None or fn in (math.fsum,):
+            return SCALAR, frozenset(), []
+        if fn is builtins.max or fn is builtins.min:       # one of the items, or arguments
+            if len(arg_facts) != 1 or arg_facts[0][0] not in (LIST, TUPLE, DICT):
+                return None, everything, []          # of an array, maybe a view of a row
+            return None, reach_objects(state, elements(state, arg_facts[0][1]) | kw_objects), []
+        if registry.lookup(fn) is not None or _is_numpy(fn):
+            kind = SCALAR if getattr(fn, '__module__', None) == 'math' else NUMERIC
+            return kind, self.fresh(state, site, kind), []
+        return None, self.fresh(state, site, None, everything) | everything, []
+
+    def user_call(self, fn, v, target, site, state, arg_facts):
+        summary = self.summary(fn, tuple(k for k, _ in arg_facts))
+        positions = range(len(arg_facts)) if summary.result is None else summary.result
+        refs = frozenset().union(*(reach_objects(state, arg_facts[i][1])
+                                   for i in positions if i < len(arg_facts))) \
+            if arg_facts else frozenset()
+        if summary.result_is is not None and summary.result_is < len(v.args):
+            arg = v.args[summary.result_is]
+            if isinstance(arg, ast.Name) and arg.id in state.kinds:
+                kind, objects = arg_facts[summary.result_is]
+                return kind, objects, [Eq(target, arg.id, 'ident', arg.id, arg, frozenset({arg.id}))]
+        kind = summary.result_kind
+        views = self.view(state, site + ('view',), refs) if refs else frozenset()
+        return kind, self.fresh(state, site, kind or LIST, refs) | refs | views, []
+
+    def method(self, v, target, site, state, everything):
+        receiver = v.func.value
+        kind, objects = self.atom(receiver, state)
+        name = v.func.attr
+        if not isinstance(receiver, ast.Name) or receiver.id not in state.kinds:
+            return None, self.fresh(state, site, None, everything | reach_objects(state, objects)) \
+                | everything | reach_objects(state, objects), []
+        view = table.VIEW_METHODS.get(name)
+        if view is not None and kind in (ARRAY, NUMERIC, None):
+            return ARRAY, self.view(state, site, objects), [Eq(target, receiver.id, 'view', text(v), v, names_of(v),
+                                              kind, view, not (view.always and kind == ARRAY))]
+        if kind in (LIST, DICT) and name in ('pop', 'get', 'setdefault', 'popitem'):
+            return None, elements(state, objects), []
+        if kind in (LIST, DICT) and name == 'copy':
+            return kind, self.fresh(state, site, kind, elements(state, objects)), []
+        if kind in (LIST, TUPLE) and name in ('index', 'count'):
+            return SCALAR, frozenset(), []
+        if name == 'copy' and kind not in NUMBERS:          # a list's copy shares its items
+            return kind, self.fresh(state, site, kind or LIST, elements(state, objects)), []
+        if kind in (ARRAY, NUMERIC, None) and (name in registry.METHODS or name in table.ARRAY_METHODS):
+            return NUMERIC, self.fresh(state, site, NUMERIC), []
+        if kind == DICT and name in ('keys', 'values', 'items'):
+            return None, self.fresh(state, site, None, elements(state, objects)), []
+        refs = everything | reach_objects(state, objects)
+        return None, self.fresh(state, site, None, refs) | refs, []
+
+    def call_effects(self, call, state, stmt):
+        """What a call does to the memory of its arguments (before its result is bound)."""
+        for position, written, elements in writes_of_call(call, state, self.summary):
+            if not isinstance(written, ast.Name) or written.id not in state.kinds:
+                continue
+            name = written.id
+            objects = state.pts.get(name, frozenset())
+            if elements and state.kinds.get(name) not in NUMBERS:    # an array holds numbers
+                added = reach_objects(state, elements)
+                for obj in objects:
+                    state.contents[obj] = state.contents.get(obj, frozenset()) | added
+            if state.kinds.get(name) != ARRAY:
+                kill_items(state, name, keep_appended=position == 'append')
+
+
+def _lookup(table_, fn):
+    try:
+        return table_.get(fn) if isinstance(table_, dict) else (fn if fn in table_ else None)
+    except TypeError:
+        return None
+
+
+def _is_numpy(fn) -> bool:
+    module = getattr(fn, '__module__', None) or ''
+    return isinstance(fn, np.ufunc) or module == 'numpy' or module.startswith('numpy.')
