@@ -100,10 +100,10 @@ class Lowerings:
 
     def lower_copyto(self, call, name, args):
         src = args.get('src')
-        if src is None or args.get('casting') is not None and not _is_const(args['casting']):
+        if src is None or args.get('casting') is not None and not ast.is_const(args['casting']):
             return None
         where = args.get('where')
-        if where is None or _is_const(where, True):
+        if where is None or ast.is_const(where, True):
             return [nodes.assign(nodes.subscript(name, whole(), store=True), src)]
         chosen, mask, values = self.new('_where'), self.new('_mask'), self.new('_values')
         return [nodes.assign(mask, _like(where, name)), nodes.assign(values, _like(src, name)),
@@ -242,10 +242,6 @@ def _arguments(call, form):
             return None
         out[k.arg] = k.value
     return out
-
-
-def _is_const(node, value=None) -> bool:
-    return isinstance(node, ast.Constant) and (value is None or node.value is value)
 
 
 def _is_int_atom(node) -> bool:

@@ -196,8 +196,7 @@ class _Rewriter(Checks, Lowerings):
                     and isinstance(stmt.value, ast.BinOp):
                 return self.in_place(stmt, target.id, state)
             if isinstance(stmt.value, ast.Call):
-                return self.call(stmt, stmt.value, target.id if isinstance(target, ast.Name)
-                                 else None, state)
+                return self.call(stmt, stmt.value, ast.name_id(target), state)
             if isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, ast.Add) \
                     and isinstance(target, ast.Name) and _kind_of(stmt.value.left, state) == al.LIST \
                     and _kind_of(stmt.value.right, state) == al.LIST:

@@ -199,8 +199,7 @@ class PullbackCalls:
                 raise self._form_error(n, fn)       # returned, passed on, nested: not folded
         if self.pullbacks:
             for n in nodes.walk(fdef):
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
-                        and n.func.id in self.pullbacks:
+                if ast.called_name(n) in self.pullbacks:
                     self.call(n)
             for n in nodes.walk(fdef):
                 if isinstance(n, ast.Name) and n.id in self.pullbacks:

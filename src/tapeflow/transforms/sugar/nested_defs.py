@@ -46,9 +46,10 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
     if not lifted:
         return
     for call in nodes.walk(node):
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in lifted:
-            inner_fn, params, defaults, free = lifted[call.func.id]
-            call.args = _positional_arguments(call, call.func.id, params, defaults, source) + \
+        called = ast.called_name(call)
+        if called in lifted:
+            inner_fn, params, defaults, free = lifted[called]
+            call.args = _positional_arguments(call, called, params, defaults, source) + \
                 [nodes.name(n) for n in free]
             call.keywords = []
             setanno(call.func, Key.RESOLVED, inner_fn)
