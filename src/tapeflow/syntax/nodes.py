@@ -12,6 +12,7 @@ in `syntax.walkers` and are re-exported; the `Visitor`/`Transformer` bases
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import threading
 
@@ -158,6 +159,13 @@ def param(node):
     """`node` (a name) as a function's parameter."""
     node.ctx = gast.Param()
     return node
+
+
+def builtin(identifier: str) -> gast.Name:
+    """The name of a builtin (`len`, `range`), resolved to it (`Key.RESOLVED`)."""
+    ref = name(identifier)
+    setanno(ref, Key.RESOLVED, getattr(builtins, identifier))
+    return ref
 
 
 def function_def(fname: str, params, body, defaults=()) -> gast.FunctionDef:

@@ -12,7 +12,7 @@ what it returns; None where there is no lowering (a form without one,
 arguments that cannot be read, an option such as `where=` not lowered):
 the call is then run as written. `Lowerings` is a mixin of the rewriter of
 `transforms.mutation`, whose `new(base)` makes fresh names. The helpers
-emitted code calls (`runtime_ref`, `numpy_ref`, `builtin_ref`, `whole`) are here too.
+emitted code calls (`runtime_ref`, `numpy_ref`, `whole`) are here too.
 """
 from __future__ import annotations
 
@@ -63,8 +63,8 @@ class Lowerings:
         else:
             seq, head = items.id, []
         index, item = self.new('_i'), self.new('_item')
-        length = nodes.call(builtin_ref('len'), seq)
-        loop = nodes.for_(index, nodes.call(builtin_ref('range'), length),
+        length = nodes.call(nodes.builtin('len'), seq)
+        loop = nodes.for_(index, nodes.call(nodes.builtin('range'), length),
                           [nodes.assign(item, nodes.subscript(seq, index)),
                            nodes.expr_stmt(nodes.call(nodes.attribute(name, 'append'), item))])
         return head + [loop]
@@ -253,13 +253,6 @@ def numpy_ref(name):
     ref = nodes.attribute(nodes.name('np'), name)
     setanno(ref.value, Key.RESOLVED, np)
     setanno(ref, Key.RESOLVED, getattr(np, name))
-    return ref
-
-
-def builtin_ref(name):
-    import builtins
-    ref = nodes.name(name)
-    setanno(ref, Key.RESOLVED, getattr(builtins, name))
     return ref
 
 

@@ -141,12 +141,13 @@ class Loops(BlockRewriter):
             for target, (seq, _) in zip(node.target.elts, seqs):
                 heads.append(nodes.assign(target, seq(index.id)))
             lengths = [length for _, length in seqs]
-            length = lengths[0] if len(lengths) == 1 else nodes.call(_builtin('min'), *lengths)
+            length = lengths[0] if len(lengths) == 1 else \
+                nodes.call(nodes.builtin('min'), *lengths)
         else:
             seq, length = self._sequence(iterable, prologue, node)
             index = nodes.name(self.namer.new('_i'), store=True)
             heads.append(nodes.assign(node.target, seq(index.id)))
-        loop = nodes.for_(index, nodes.call(_builtin('range'), length), heads + node.body)
+        loop = nodes.for_(index, nodes.call(nodes.builtin('range'), length), heads + node.body)
         copyanno(node, loop, Key.CHECKPOINT)
         nodes.located(heads, node)
         nodes.located(prologue, node)
@@ -160,12 +161,12 @@ class Loops(BlockRewriter):
         if _resolved(expr, builtins.reversed) and len(expr.args) == 1 and not expr.keywords:
             seq = self._named(expr.args[0], prologue)
             count = self.namer.new('_n')
-            prologue.append(nodes.assign(count, nodes.call(_builtin('len'), seq)))
+            prologue.append(nodes.assign(count, nodes.call(nodes.builtin('len'), seq)))
             return (lambda i: nodes.subscript(
                 seq, nodes.binop(nodes.binop(count, ast.Sub(), 1), ast.Sub(), i))), \
                 nodes.name(count)
         seq = self._named(expr, prologue)
-        return (lambda i: nodes.subscript(seq, i)), nodes.call(_builtin('len'), seq)
+        return (lambda i: nodes.subscript(seq, i)), nodes.call(nodes.builtin('len'), seq)
 
     def _named(self, expr, prologue):
         if isinstance(expr, ast.Name):
@@ -173,9 +174,3 @@ class Loops(BlockRewriter):
         seq = self.namer.new('_seq')
         prologue.append(nodes.assign(seq, expr))
         return seq
-
-
-def _builtin(name):
-    ref = nodes.name(name)
-    setanno(ref, Key.RESOLVED, getattr(builtins, name))
-    return ref
