@@ -38,7 +38,7 @@ RESULTS = Path(__file__).resolve().parents[3] / 'benchmarks' / 'autograd_suite' 
 load_lazily()               # the whole table, the optional families' too (SciPy's)
 
 FAMILIES = [
-    ('operators', 'Python operators and their ufunc twins'),
+    (('operators', 'powers'), 'Python operators and their ufunc twins'),
     ('numpy_elementwise', 'Elementwise, one argument'),
     ('numpy_binary', 'Elementwise, two arguments; where, clip'),
     ('numpy_reductions', 'Reductions'),
@@ -168,9 +168,11 @@ def _positional_names(fn):
 
 
 def _rows(family, names):
+    """The table rows of the modules `family` names (one, or a tuple of them)."""
+    modules = family if isinstance(family, tuple) else (family,)
     rows = []
     for fn, entry in RULES.items():
-        if _family(entry) != family:
+        if _family(entry) not in modules:
             continue
         known = names.get(id(fn))
         if not known:

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.operators import _times_log
+from tapeflow.rules.powers import times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
@@ -81,9 +81,9 @@ def modf_jvp(t, ans, x): return (t, 0.0)
 # ---------------------------------------------------------------- two arguments
 
 def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else _zero(g)
-def pow_vjp_y(g, ans, x, y, mod=None): return _times_log(g * ans, x)
+def pow_vjp_y(g, ans, x, y, mod=None): return times_log(g * ans, x)
 def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else _zero(t)
-def pow_jvp_y(t, ans, x, y, mod=None): return _times_log(t * ans, x)
+def pow_jvp_y(t, ans, x, y, mod=None): return times_log(t * ans, x)
 def atan2_vjp_y(g, ans, y, x): return g * x / (x * x + y * y)
 def atan2_vjp_x(g, ans, y, x): return -g * y / (x * x + y * y)
 def atan2_jvp_y(t, ans, y, x): return t * x / (x * x + y * y)
