@@ -15,7 +15,6 @@ import math
 import numpy as np
 
 from tapeflow.rules.arrays import is_foreign_array
-from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.operators import conj_unit
 from tapeflow.rules.entries import HOLOMORPHIC, REAL, REAL_OR_COMPLEX, elementwise
 from tapeflow.rules.registry import version_dependent

@@ -5,7 +5,6 @@ binary rule unbroadcasts to its operand's shape (broadcasting is where
 `/` and `**` go wrong most often). The rules are single-`return` functions so
 the compiler can inline them. `**`'s rules are in `powers`.
 """
-import math
 import operator
 
 import numpy as np
