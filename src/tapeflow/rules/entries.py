@@ -19,9 +19,10 @@ import math
 import types
 
 from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
 
 __all__ = ['elementwise', 'inlinable', 'scalar_twin', 'StandIn', 'MATH_FOR_NUMPY',
+           'def_elementwise', 'def_linear', 'def_nondiff',
            'HOLOMORPHIC', 'REAL', 'REAL_OR_COMPLEX', 'PYTHON_FLOATS']
 
 HOLOMORPHIC = 'any shape, float or complex (holomorphic)'
@@ -50,8 +51,7 @@ def elementwise(fn, rule, jvp=None, *, forms, scalar=None, also=(), batched=Fals
     """
     jvp = rule if jvp is None else jvp
     for formula in {rule, jvp}:
-        if getattr(formula, '__name__', '') == '<lambda>':
-            inlinable(formula)
+        _mark(formula)
     defvjp(fn, rule)
     defjvp(fn, jvp)
     if batched:
@@ -66,6 +66,49 @@ def elementwise(fn, rule, jvp=None, *, forms, scalar=None, also=(), batched=Fals
         defjvp(scalar, twins[jvp])
         describe(PYTHON_FLOATS, scalar)
     return rule
+
+
+def _mark(rule):
+    if getattr(rule, '__name__', '') == '<lambda>':
+        inlinable(rule)
+    return rule
+
+
+def def_elementwise(fn, derivative, name=None):
+    """A unary elementwise function with pointwise `derivative(ans, x)` (autograd's
+    shape of rule): VJP `g * derivative(ans, x)`, JVP `t * derivative(ans, x)`. The
+    compiler inlines `g *` the derivative's expression."""
+    _mark(derivative)
+
+    def rule(g, ans, x, *args, **kwargs):
+        return g * derivative(ans, x)
+    rule.__tapeflow_inline__ = ('scale', derivative)
+    defvjp(fn, rule, name=name)
+    defjvp(fn, rule, name=name)
+
+
+def def_linear(fn, argnums=(0,), transpose=None):
+    """`fn` is linear in each argument of `argnums` (the others held fixed).
+
+    JVP: `fn` applied to the tangent in that position (the compiler writes the call,
+    `np.flip(dx, axis)`). VJP: `transpose(g, ans, *args, **kwargs)` when given (per
+    argnum if a dict).
+    """
+    for argnum in argnums:
+        def jvp(t, ans, *args, _i=argnum, **kwargs):
+            args = list(args)
+            args[_i] = t
+            return fn(*args, **kwargs)
+        jvp.__tapeflow_inline__ = ('apply', fn, argnum)
+        defjvp(fn, jvp, argnums=[argnum])
+        if transpose is not None:
+            rule = transpose[argnum] if isinstance(transpose, dict) else transpose
+            defvjp(fn, _mark(rule), argnums=[argnum])
+
+
+def def_nondiff(*fns):
+    """Functions whose outputs carry no derivative."""
+    nondifferentiable(*fns)
 
 
 class StandIn:

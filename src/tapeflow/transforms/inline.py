@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import textwrap
+import types
 from typing import NamedTuple
 
 from tapeflow.errors import TapeflowError
@@ -32,6 +33,7 @@ class Template(NamedTuple):
     expr: object            # the returned expression (never modified: `_rewrite` copies)
     free: set               # the names it reads besides its parameters
     fixed: dict             # names a stand-in's spellings use -> their objects
+    scope: object           # the function whose globals the free names are read in
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,7 +42,12 @@ def _rule_template(rule):
 
     A `def` whose body is one `return` is inlinable; so is a lambda that a rule helper
     marked (`entries.inlinable`): a lambda given to `defvjp` as it stands is called.
+    `entries.def_elementwise` builds `g * derivative(ans, x)`: its template is `g *`
+    the derivative's expression.
     """
+    how = getattr(rule, '__tapeflow_inline__', None)
+    if isinstance(how, tuple):
+        return _scaled_template(*how[1:]) if how[0] == 'scale' else _NOT_INLINABLE
     code = getattr(rule, '__code__', None)
     if code is not None and code.co_name == '<lambda>':
         fdef = _marked_lambda(rule)
@@ -66,7 +73,20 @@ def _rule_template(rule):
     except _Unspellable:                # the stand-in namespace itself used as a value
         return _NOT_INLINABLE
     free = {n.id for n in nodes.walk(expr) if isinstance(n, ast.Name)} - set(params)
-    return Template(params, positional, defaults, expr, free, fixed)
+    return Template(params, positional, defaults, expr, free, fixed, rule)
+
+
+def _scaled_template(derivative):
+    """The template of `g * derivative(ans, x)`: the derivative's expression, scaled."""
+    inner = _rule_template(derivative)
+    if inner is _NOT_INLINABLE or len(inner.positional) != 2 or inner.params != inner.positional:
+        return _NOT_INLINABLE
+    g = 'g'
+    while g in inner.params or g in inner.free:
+        g += '_'
+    expr = nodes.binop(nodes.name(g), ast.Mult(), inner.expr)
+    return inner._replace(params=[g] + inner.params, positional=[g] + inner.positional,
+                          expr=expr)
 
 
 def _single_def(rule):
@@ -143,6 +163,11 @@ class RuleEmitter:
         output's shape (True: all; or a predicate on a name): an inlined
         `unbroadcast(e, x)` of such an `x` is just `e`.
         """
+        how = getattr(rule, '__tapeflow_inline__', None)
+        if isinstance(how, tuple) and how[0] == 'apply' and how[2] < len(args):
+            fn, argnum = how[1], how[2]                 # def_linear's JVP: fn at the tangent
+            return nodes.call(self._spelling(fn), *args[:argnum], g, *args[argnum + 1:],
+                              keywords=list(keywords))
         template = _rule_template(rule)
         if template is not _NOT_INLINABLE:
             inlined = self._inline(rule, template, g, ans, args, dict(keywords), same_shapes)
@@ -151,7 +176,7 @@ class RuleEmitter:
         return nodes.call(self.bind(rule, label), g, ans, *args, keywords=list(keywords))
 
     def _inline(self, rule, template, g, ans, args, keywords, same_shapes=False):
-        params, positional, defaults, expr, free, fixed = template
+        params, positional, defaults, expr, free, fixed, scope = template
         values = [g, ans] + list(args)
         if len(values) > len(positional):
             return None
@@ -167,7 +192,7 @@ class RuleEmitter:
                 return None
         if keywords:
             return None                      # a keyword the rule does not take
-        globals_ = {**rule.__globals__, **fixed} if fixed else rule.__globals__
+        globals_ = {**scope.__globals__, **fixed} if fixed else scope.__globals__
         for name in free:
             if name not in globals_:
                 import builtins
@@ -184,6 +209,17 @@ class RuleEmitter:
                 self.namer.reserve(name)
         same = same_shapes if callable(same_shapes) else (lambda name: bool(same_shapes))
         return _rewrite(expr, {k: _as_node(v) for k, v in subs.items()}, globals_, same)
+
+    def _spelling(self, fn):
+        """`fn` as generated code names it: its own name, or `np.flip` where a module
+        the generated code sees holds it under its name, else a name bound to it."""
+        attr = getattr(fn, '__name__', None)
+        if attr and self.namespace.get(attr) is fn:
+            return nodes.name(attr)
+        for name, value in list(self.namespace.items()):
+            if isinstance(value, types.ModuleType) and attr and getattr(value, attr, None) is fn:
+                return nodes.attribute(nodes.name(name), attr)
+        return nodes.name(self.bind(fn))
 
     def zero_safe(self, rule) -> bool:
         """Whether `rule` takes the symbolic zero 0.0 for its cotangent: an inlined rule
