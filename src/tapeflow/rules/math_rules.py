@@ -3,7 +3,9 @@ max, sum, float) on Python scalars.
 
 These are the hot path of scalar loops, so each rule is one `return` built
 from `math` functions on floats (no NumPy call, no array): the compiler
-inlines it. Their arguments are Python numbers; the cotangent of a float is a
+inlines it. Where NumPy's function has the same formula (sin, exp, sqrt...),
+math's rules are NumPy's entry read with math's functions (`scalar=` in
+`numpy_elementwise`); the others are here, one entry each where they can be. Their arguments are Python numbers; the cotangent of a float is a
 float. Sequence functions (fsum, prod, sum, sumprod, dist) take a list and
 give a list cotangent. Batched JVPs (rules/batching.py) meet `(B,)` arrays of
 tangents where a rule meets a float, and may call NumPy.
@@ -16,6 +18,7 @@ import numpy as np
 
 from tapeflow.rules.powers import times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
+from tapeflow.rules.entries import PYTHON_FLOATS, elementwise
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, nondifferentiable,
@@ -55,28 +58,26 @@ def _zero(v):
 
 # ---------------------------------------------------------------- one argument
 
+# (sin, exp, sqrt... are NumPy's entries read with math's functions: numpy_elementwise)
+elementwise(math.erf, lambda g, ans, x: g * TWO_OVER_SQRT_PI * math.exp(-x * x),
+            forms=PYTHON_FLOATS)
+elementwise(math.erfc, lambda g, ans, x: -g * TWO_OVER_SQRT_PI * math.exp(-x * x),
+            forms=PYTHON_FLOATS)
+elementwise(math.gamma, lambda g, ans, x: g * ans * digamma(x), forms=PYTHON_FLOATS)
+elementwise(math.lgamma, lambda g, ans, x: g * digamma(x), forms=PYTHON_FLOATS)
+elementwise(math.fabs, lambda g, ans, x: g * sign(x), forms=PYTHON_FLOATS)
+elementwise(float, lambda g, ans, x=0.0: g, forms=PYTHON_FLOATS, batched=True)
+elementwise(math.modf, lambda g, ans, x: 0.0 if g[0] is None else g[0],
+            lambda t, ans, x: (t, 0.0), forms=PYTHON_FLOATS, batched=True)
+
 def log_vjp(g, ans, x, base=math.e): return g / (x * math.log(base))
 def log_jvp(t, ans, x, base=math.e): return t / (x * math.log(base))
 def log_vjp_base(g, ans, x, base=math.e): return -g * ans / (base * math.log(base))
 def log_jvp_base(t, ans, x, base=math.e): return -t * ans / (base * math.log(base))
-def erf_vjp(g, ans, x): return g * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def erf_jvp(t, ans, x): return t * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def erfc_vjp(g, ans, x): return -g * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def erfc_jvp(t, ans, x): return -t * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def gamma_vjp(g, ans, x): return g * ans * digamma(x)
-def gamma_jvp(t, ans, x): return t * ans * digamma(x)
-def lgamma_vjp(g, ans, x): return g * digamma(x)
-def lgamma_jvp(t, ans, x): return t * digamma(x)
-def fabs_vjp(g, ans, x): return g * sign(x)
-def fabs_jvp(t, ans, x): return t * sign(x)
 def complex_vjp_real(g, ans, real=0.0, imag=0.0): return unbroadcast(g, real)
 def complex_vjp_imag(g, ans, real=0.0, imag=0.0): return unbroadcast(1j * g, imag)
 def complex_jvp_real(t, ans, real=0.0, imag=0.0): return t + 0j
 def complex_jvp_imag(t, ans, real=0.0, imag=0.0): return 1j * t
-def float_vjp(g, ans, x=0.0): return g
-def float_jvp(t, ans, x=0.0): return t
-def modf_vjp(g, ans, x): return 0.0 if g[0] is None else g[0]
-def modf_jvp(t, ans, x): return (t, 0.0)
 
 # ---------------------------------------------------------------- two arguments
 
@@ -242,15 +243,6 @@ def _sum_jvp_seq_batched(t, ans, args, i):
 
 # ---------------------------------------------------------------- registration
 
-_RULES = [
-    (math.erf, erf_vjp, erf_jvp), (math.erfc, erfc_vjp, erfc_jvp),
-    (math.gamma, gamma_vjp, gamma_jvp), (math.lgamma, lgamma_vjp, lgamma_jvp),
-    (math.fabs, fabs_vjp, fabs_jvp), (math.modf, modf_vjp, modf_jvp), (float, float_vjp, float_jvp),
-]
-for _fn, _vjp, _jvp in _RULES:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-
 for _fn, _vjps, _jvps in [
         (math.log, (log_vjp, log_vjp_base), (log_jvp, log_jvp_base)),
         (math.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y)),
@@ -281,9 +273,7 @@ for _fn in version_dependent(math, 'fma', 'Python >= 3.13'):
 defjvp_batched(math.fsum, fsum_jvp_batched)
 defjvp_batched(math.prod, prod_jvp_batched)
 defjvp_batched(math.dist, dist_jvp_p_batched, dist_jvp_q_batched)
-defjvp_batched(math.modf, modf_jvp)
 defjvp_batched(builtins.pow, pow_jvp_x, pow_jvp_y)       # scalars: a batch as it stands
-defjvp_batched(float, float_jvp)
 
 _variadic(math.hypot, _hypot_vjp, _hypot_jvp)
 def _sequence_vjp(g, ans, x):
@@ -355,7 +345,6 @@ nondifferentiable(
     builtins.isinstance, builtins.divmod, _zero,
 )
 
-describe('Python floats', *[fn for fn, _, _ in _RULES])
 describe('Python floats; log(x) and log(x, base), derivative in both', math.log)
 describe('Python floats; derivative in both arguments', math.pow, builtins.pow,
          math.atan2, math.fmod, math.remainder)
