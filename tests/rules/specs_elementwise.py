@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from rulecheck import A, F, L, Spec
-from tapeflow.rules import operators as rule_ops
+from tapeflow.rules import powers
 from tapeflow.rules.math_rules import repeated
 from tapeflow.rules.registry import available
 
@@ -105,10 +105,10 @@ SPECS += [
     Spec(operator.matmul, (A((5, 1, 2, 3)), A((4, 3, 2))), name='matmul(4,3)'),
     Spec(np.linalg.matmul, (A((2, 2, 3)), A((2, 3, 1))), name='linalg.matmul'),
     # the helpers the rules of `**` call (a * log(x), b / x; 0 where a, b are 0)
-    Spec(rule_ops._times_log, (A((2, 3)), A((3,), 0.3, 2.0)), name='_times_log'),
-    Spec(rule_ops._times_log, (F(), F(0.3, 2.0)), name='_times_log(float)'),
-    Spec(rule_ops._over, (A((2, 3)), A((3,), 0.5, 2.0)), name='_over'),
-    Spec(rule_ops._over, (F(), F(0.5, 2.0)), name='_over(float)'),
+    Spec(powers.times_log, (A((2, 3)), A((3,), 0.3, 2.0)), name='times_log'),
+    Spec(powers.times_log, (F(), F(0.3, 2.0)), name='times_log(float)'),
+    Spec(powers._over, (A((2, 3)), A((3,), 0.5, 2.0)), name='_over'),
+    Spec(powers._over, (F(), F(0.5, 2.0)), name='_over(float)'),
 ]
 
 # The math module and the builtins, on Python floats.

@@ -136,3 +136,14 @@ def test_single_return_rules_refer_only_to_parameters_and_module_names():
                         or hasattr(builtins, name.id)
                     assert known, f'{rule.__module__}.{rule.__name__}: {name.id}'
     assert seen > 300
+
+
+def test_every_rule_module_has_a_section_of_the_coverage_document():
+    """A family module the docs' sections do not name would lose its rows silently."""
+    sections = {module for family, _ in coverage.FAMILIES
+                for module in (family if isinstance(family, tuple) else (family,))}
+    public = coverage.public_names()
+    listed = {coverage._family(entry) for fn, entry in RULES.items()
+              if _ours(entry) and public.get(id(fn)) and fn not in RULES_OF_RULES}
+    assert 'numpy_elementwise' in listed
+    assert listed - {'nondiff', 'other'} <= sections, sorted(listed - sections)

@@ -10,11 +10,12 @@ from tapeflow.rules.registry import (RULES, ATTRIBUTES, METHODS, MissingRule, Pr
                                      defjvp, defvjp, jvp_rule, lookup, nondifferentiable,
                                      vjp_rule)
 from tapeflow.rules.shapes import unbroadcast
-from tapeflow.rules import operators  # noqa: F401  (registers)
+from tapeflow.rules import operators, powers  # noqa: F401  (register)
 from tapeflow.rules import (  # noqa: F401  (each registers its family)
-    array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_scans,
-    numpy_order, numpy_shape, numpy_join, numpy_products, numpy_einsum, numpy_linalg, numpy_fft,
-    numpy_nondiff, numpy_methods, math_rules, user, fields, array_api,
+    array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_statistics,
+    numpy_scans, numpy_order, numpy_shape, numpy_constructors, numpy_join, numpy_products,
+    numpy_interp, numpy_einsum, numpy_linalg, numpy_norms, numpy_fft, numpy_nondiff, numpy_methods,
+    math_rules, user, fields, array_api,
 )
 
 

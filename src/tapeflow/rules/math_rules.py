@@ -3,7 +3,9 @@ max, sum, float) on Python scalars.
 
 These are the hot path of scalar loops, so each rule is one `return` built
 from `math` functions on floats (no NumPy call, no array): the compiler
-inlines it. Their arguments are Python numbers; the cotangent of a float is a
+inlines it. Where NumPy's function has the same formula (sin, exp, sqrt...),
+math's rules are NumPy's entry read with math's functions (`scalar=` in
+`numpy_elementwise`); the others are here, one entry each where they can be. Their arguments are Python numbers; the cotangent of a float is a
 float. Sequence functions (fsum, prod, sum, sumprod, dist) take a list and
 give a list cotangent. Batched JVPs (rules/batching.py) meet `(B,)` arrays of
 tangents where a rule meets a float, and may call NumPy.
@@ -14,17 +16,15 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.operators import _times_log
+from tapeflow.rules.powers import times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
+from tapeflow.rules.entries import PYTHON_FLOATS, elementwise
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, nondifferentiable,
                                      static, version_dependent)
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-LN2 = math.log(2.0)
-DEG = math.pi / 180.0
-RAD = 180.0 / math.pi
 
 
 def digamma(x):
@@ -58,79 +58,33 @@ def _zero(v):
 
 # ---------------------------------------------------------------- one argument
 
-def sin_vjp(g, ans, x): return g * math.cos(x)
-def sin_jvp(t, ans, x): return t * math.cos(x)
-def cos_vjp(g, ans, x): return -g * math.sin(x)
-def cos_jvp(t, ans, x): return -t * math.sin(x)
-def tan_vjp(g, ans, x): return g * (1.0 + ans * ans)
-def tan_jvp(t, ans, x): return t * (1.0 + ans * ans)
-def asin_vjp(g, ans, x): return g / math.sqrt(1.0 - x * x)
-def asin_jvp(t, ans, x): return t / math.sqrt(1.0 - x * x)
-def acos_vjp(g, ans, x): return -g / math.sqrt(1.0 - x * x)
-def acos_jvp(t, ans, x): return -t / math.sqrt(1.0 - x * x)
-def atan_vjp(g, ans, x): return g / (1.0 + x * x)
-def atan_jvp(t, ans, x): return t / (1.0 + x * x)
-def sinh_vjp(g, ans, x): return g * math.cosh(x)
-def sinh_jvp(t, ans, x): return t * math.cosh(x)
-def cosh_vjp(g, ans, x): return g * math.sinh(x)
-def cosh_jvp(t, ans, x): return t * math.sinh(x)
-def tanh_vjp(g, ans, x): return g * (1.0 - ans * ans)
-def tanh_jvp(t, ans, x): return t * (1.0 - ans * ans)
-def asinh_vjp(g, ans, x): return g / math.sqrt(x * x + 1.0)
-def asinh_jvp(t, ans, x): return t / math.sqrt(x * x + 1.0)
-def acosh_vjp(g, ans, x): return g / math.sqrt(x * x - 1.0)
-def acosh_jvp(t, ans, x): return t / math.sqrt(x * x - 1.0)
-def atanh_vjp(g, ans, x): return g / (1.0 - x * x)
-def atanh_jvp(t, ans, x): return t / (1.0 - x * x)
-def exp_vjp(g, ans, x): return g * ans
-def exp_jvp(t, ans, x): return t * ans
-def exp2_vjp(g, ans, x): return g * ans * LN2
-def exp2_jvp(t, ans, x): return t * ans * LN2
-def expm1_vjp(g, ans, x): return g * (ans + 1.0)
-def expm1_jvp(t, ans, x): return t * (ans + 1.0)
+# (sin, exp, sqrt... are NumPy's entries read with math's functions: numpy_elementwise)
+elementwise(math.erf, lambda g, ans, x: g * TWO_OVER_SQRT_PI * math.exp(-x * x),
+            forms=PYTHON_FLOATS)
+elementwise(math.erfc, lambda g, ans, x: -g * TWO_OVER_SQRT_PI * math.exp(-x * x),
+            forms=PYTHON_FLOATS)
+elementwise(math.gamma, lambda g, ans, x: g * ans * digamma(x), forms=PYTHON_FLOATS)
+elementwise(math.lgamma, lambda g, ans, x: g * digamma(x), forms=PYTHON_FLOATS)
+elementwise(math.fabs, lambda g, ans, x: g * sign(x), forms=PYTHON_FLOATS)
+elementwise(float, lambda g, ans, x=0.0: g, forms=PYTHON_FLOATS, batched=True)
+elementwise(math.modf, lambda g, ans, x: 0.0 if g[0] is None else g[0],
+            lambda t, ans, x: (t, 0.0), forms=PYTHON_FLOATS, batched=True)
+
 def log_vjp(g, ans, x, base=math.e): return g / (x * math.log(base))
 def log_jvp(t, ans, x, base=math.e): return t / (x * math.log(base))
 def log_vjp_base(g, ans, x, base=math.e): return -g * ans / (base * math.log(base))
 def log_jvp_base(t, ans, x, base=math.e): return -t * ans / (base * math.log(base))
-def log2_vjp(g, ans, x): return g / (x * LN2)
-def log2_jvp(t, ans, x): return t / (x * LN2)
-def log10_vjp(g, ans, x): return g / (x * math.log(10.0))
-def log10_jvp(t, ans, x): return t / (x * math.log(10.0))
-def log1p_vjp(g, ans, x): return g / (1.0 + x)
-def log1p_jvp(t, ans, x): return t / (1.0 + x)
-def sqrt_vjp(g, ans, x): return g / (2.0 * ans)
-def sqrt_jvp(t, ans, x): return t / (2.0 * ans)
-def cbrt_vjp(g, ans, x): return g / (3.0 * ans * ans)
-def cbrt_jvp(t, ans, x): return t / (3.0 * ans * ans)
-def erf_vjp(g, ans, x): return g * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def erf_jvp(t, ans, x): return t * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def erfc_vjp(g, ans, x): return -g * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def erfc_jvp(t, ans, x): return -t * TWO_OVER_SQRT_PI * math.exp(-x * x)
-def gamma_vjp(g, ans, x): return g * ans * digamma(x)
-def gamma_jvp(t, ans, x): return t * ans * digamma(x)
-def lgamma_vjp(g, ans, x): return g * digamma(x)
-def lgamma_jvp(t, ans, x): return t * digamma(x)
-def fabs_vjp(g, ans, x): return g * sign(x)
-def fabs_jvp(t, ans, x): return t * sign(x)
-def degrees_vjp(g, ans, x): return g * RAD
-def degrees_jvp(t, ans, x): return t * RAD
-def radians_vjp(g, ans, x): return g * DEG
-def radians_jvp(t, ans, x): return t * DEG
 def complex_vjp_real(g, ans, real=0.0, imag=0.0): return unbroadcast(g, real)
 def complex_vjp_imag(g, ans, real=0.0, imag=0.0): return unbroadcast(1j * g, imag)
 def complex_jvp_real(t, ans, real=0.0, imag=0.0): return t + 0j
 def complex_jvp_imag(t, ans, real=0.0, imag=0.0): return 1j * t
-def float_vjp(g, ans, x=0.0): return g
-def float_jvp(t, ans, x=0.0): return t
-def modf_vjp(g, ans, x): return 0.0 if g[0] is None else g[0]
-def modf_jvp(t, ans, x): return (t, 0.0)
 
 # ---------------------------------------------------------------- two arguments
 
 def pow_vjp_x(g, ans, x, y, mod=None): return g * y * x ** (y - 1) if y else _zero(g)
-def pow_vjp_y(g, ans, x, y, mod=None): return _times_log(g * ans, x)
+def pow_vjp_y(g, ans, x, y, mod=None): return times_log(g * ans, x)
 def pow_jvp_x(t, ans, x, y, mod=None): return t * y * x ** (y - 1) if y else _zero(t)
-def pow_jvp_y(t, ans, x, y, mod=None): return _times_log(t * ans, x)
+def pow_jvp_y(t, ans, x, y, mod=None): return times_log(t * ans, x)
 def atan2_vjp_y(g, ans, y, x): return g * x / (x * x + y * y)
 def atan2_vjp_x(g, ans, y, x): return -g * y / (x * x + y * y)
 def atan2_jvp_y(t, ans, y, x): return t * x / (x * x + y * y)
@@ -289,27 +243,6 @@ def _sum_jvp_seq_batched(t, ans, args, i):
 
 # ---------------------------------------------------------------- registration
 
-_RULES = [
-    (math.sin, sin_vjp, sin_jvp), (math.cos, cos_vjp, cos_jvp), (math.tan, tan_vjp, tan_jvp),
-    (math.asin, asin_vjp, asin_jvp), (math.acos, acos_vjp, acos_jvp),
-    (math.atan, atan_vjp, atan_jvp), (math.sinh, sinh_vjp, sinh_jvp),
-    (math.cosh, cosh_vjp, cosh_jvp), (math.tanh, tanh_vjp, tanh_jvp),
-    (math.asinh, asinh_vjp, asinh_jvp), (math.acosh, acosh_vjp, acosh_jvp),
-    (math.atanh, atanh_vjp, atanh_jvp), (math.exp, exp_vjp, exp_jvp),
-    (math.expm1, expm1_vjp, expm1_jvp), (math.log2, log2_vjp, log2_jvp),
-    (math.log10, log10_vjp, log10_jvp), (math.log1p, log1p_vjp, log1p_jvp),
-    (math.sqrt, sqrt_vjp, sqrt_jvp), (math.erf, erf_vjp, erf_jvp),
-    (math.erfc, erfc_vjp, erfc_jvp), (math.gamma, gamma_vjp, gamma_jvp),
-    (math.lgamma, lgamma_vjp, lgamma_jvp), (math.fabs, fabs_vjp, fabs_jvp),
-    (math.degrees, degrees_vjp, degrees_jvp), (math.radians, radians_vjp, radians_jvp),
-    (math.modf, modf_vjp, modf_jvp), (float, float_vjp, float_jvp),
-]
-_RULES += [(fn, exp2_vjp, exp2_jvp) for fn in version_dependent(math, 'exp2', 'Python >= 3.11')]
-_RULES += [(fn, cbrt_vjp, cbrt_jvp) for fn in version_dependent(math, 'cbrt', 'Python >= 3.11')]
-for _fn, _vjp, _jvp in _RULES:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-
 for _fn, _vjps, _jvps in [
         (math.log, (log_vjp, log_vjp_base), (log_jvp, log_jvp_base)),
         (math.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y)),
@@ -340,9 +273,7 @@ for _fn in version_dependent(math, 'fma', 'Python >= 3.13'):
 defjvp_batched(math.fsum, fsum_jvp_batched)
 defjvp_batched(math.prod, prod_jvp_batched)
 defjvp_batched(math.dist, dist_jvp_p_batched, dist_jvp_q_batched)
-defjvp_batched(math.modf, modf_jvp)
 defjvp_batched(builtins.pow, pow_jvp_x, pow_jvp_y)       # scalars: a batch as it stands
-defjvp_batched(float, float_jvp)
 
 _variadic(math.hypot, _hypot_vjp, _hypot_jvp)
 def _sequence_vjp(g, ans, x):
@@ -414,7 +345,6 @@ nondifferentiable(
     builtins.isinstance, builtins.divmod, _zero,
 )
 
-describe('Python floats', *[fn for fn, _, _ in _RULES])
 describe('Python floats; log(x) and log(x, base), derivative in both', math.log)
 describe('Python floats; derivative in both arguments', math.pow, builtins.pow,
          math.atan2, math.fmod, math.remainder)

@@ -1,5 +1,6 @@
-"""Rules for reductions: sum, mean, prod, max/min, ptp, var/std, average, and
-their nan-variants (scans and differences are in `numpy_scans`).
+"""Rules for reductions: sum, mean, prod, max/min, ptp, and their nan-variants
+(var, std and average are in `numpy_statistics`, scans and differences in
+`numpy_scans`).
 
 Every reduction takes `axis` as None, an int or a tuple of ints, and
 `keepdims`; sum, mean, prod, max, min, var and std also `where=`; var and std
@@ -24,7 +25,8 @@ from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable,
 from tapeflow.rules.shapes import dense, fit, fit_batch, stack_batch
 
 __all__ = ['reduced_axes', 'kept_shape', 'expand', 'count', 'float_dtype', 'not_nan',
-           'grad_of_sum', 'grad_of_mean', 'grad_of_max', 'products_of_others', 'batch_axes']
+           'grad_of_sum', 'grad_of_mean', 'grad_of_max', 'products_of_others', 'batch_axes',
+           'with_kept_dims']
 
 
 # ---------------------------------------------------------------- helpers
@@ -108,7 +110,8 @@ def float_dtype(x):
     return dtype if dtype is not None and np.issubdtype(dtype, np.inexact) else np.float64
 
 
-def _keep(ans, x, axis, keepdims):
+def with_kept_dims(ans, x, axis, keepdims):
+    """`ans` of a reduction of `x` over `axis`, with the reduced axes kept (length 1)."""
     return ans if keepdims else np.reshape(ans, kept_shape(np.shape(x), axis))
 
 
@@ -370,7 +373,7 @@ def nanprod_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=Fal
 
 def _choice(a, ans, axis, keepdims, where=True):
     """Weights that share a max/min's cotangent among the elements attaining it."""
-    hit = a == _keep(ans, a, axis, keepdims)
+    hit = a == with_kept_dims(ans, a, axis, keepdims)
     if where is not True:
         hit = hit & where
     hits = np.sum(hit, axis=_axis(np.shape(a), axis), keepdims=True)
@@ -403,178 +406,12 @@ def ptp_jvp_batched(t, ans, a, axis=None, out=None, keepdims=False):
                   keepdims=keepdims)
 
 
-# ---------------------------------------------------------------- var, std
-
-def _dof(a, axis, valid, ddof, correction, keepdims=True):
-    return count(a, axis, valid, keepdims) - (ddof if correction is None else correction)
-
-
-def _centered(a, axis, valid):
-    """a minus its mean over `axis`, zero where `valid` is False (conjugated)."""
-    centered = np.conj(a - np.mean(a, axis=axis, keepdims=True, where=valid))
-    return centered if valid is True else np.where(valid, centered, 0.0)
-
-
-def _var_grad(a, axis, valid, ddof, correction):
-    return _centered(a, axis, valid) * (2.0 / _dof(a, axis, valid, ddof, correction))
-
-
-def _safe_div(a, b):
-    return a / np.where(b == 0, 1.0, b)
-
-
-def var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-            mean=None, correction=None):
-    return fit(expand(g, a, axis, keepdims) * _var_grad(a, axis, where, ddof, correction), a)
-
-def var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-            mean=None, correction=None):
-    return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)), axis=axis,
-                  keepdims=keepdims)
-
-def std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-            mean=None, correction=None):
-    spread = expand(_safe_div(g, 2.0 * ans), a, axis, keepdims)
-    return fit(spread * _var_grad(a, axis, where, ddof, correction), a)
-
-def std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-            mean=None, correction=None):
-    variance = var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
-                       correction=correction)
-    return _safe_div(variance, 2.0 * ans)
-
-def var_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
-                    where=True, mean=None, correction=None):
-    return np.sum(np.real(t * _var_grad(a, axis, where, ddof, correction)),
-                  axis=batch_axes(np.ndim(a), axis), keepdims=keepdims)
-
-def std_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
-                    where=True, mean=None, correction=None):
-    variance = var_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=where,
-                               correction=correction)
-    return _safe_div(variance, 2.0 * ans)
-
-def nanvar_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
-                       where=True, mean=None, correction=None):
-    return var_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
-                           correction=correction)
-
-def nanstd_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
-                       where=True, mean=None, correction=None):
-    return std_jvp_batched(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
-                           correction=correction)
-
-def nanvar_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-               mean=None, correction=None):
-    return var_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
-                   correction=correction)
-
-def nanvar_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-               mean=None, correction=None):
-    return var_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
-                   correction=correction)
-
-def nanstd_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-               mean=None, correction=None):
-    return std_vjp(g, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
-                   correction=correction)
-
-def nanstd_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True,
-               mean=None, correction=None):
-    return std_jvp(t, ans, a, axis, dtype, out, ddof, keepdims, where=not_nan(a, where),
-                   correction=correction)
-
-
-# ---------------------------------------------------------------- average
-
-def _weights(a, axis, weights):
-    """`weights` broadcast against `a` as np.average does (1-D weights lie along axis)."""
-    if weights is None:
-        return np.ones(np.shape(a))
-    if np.ndim(weights) == 1 and np.ndim(a) != 1:
-        shape = [1] * np.ndim(a)
-        shape[axis % np.ndim(a)] = np.shape(weights)[0]
-        weights = np.reshape(weights, shape)
-    return np.broadcast_to(weights, np.shape(a))
-
-
-def _average_grad_a(a, axis, weights):
-    w = _weights(a, axis, weights)
-    return w / np.sum(w, axis=axis, keepdims=True)
-
-
-def _average_grad_w(a, ans, axis, weights, keepdims):
-    w = _weights(a, axis, weights)
-    return (a - _keep(ans, a, axis, keepdims)) / np.sum(w, axis=axis, keepdims=True)
-
-
-def _to_weights(cot, a, axis, weights):
-    """A cotangent of the broadcast weights, summed to the weights' own shape."""
-    if np.ndim(weights) == 1 and np.ndim(a) != 1:
-        others = tuple(i for i in range(np.ndim(a)) if i != axis % np.ndim(a))
-        return np.sum(cot, axis=others)
-    return cot
-
-
-def _first(g):
-    """The cotangent of average's value (None: zero) when it returned a pair."""
-    g = g[0] if isinstance(g, (tuple, list)) else g
-    return 0.0 if g is None else g
-
-
-def _weights_sum_part(g, a, axis, keepdims, returned):
-    if not returned or g[1] is None:
-        return 0.0
-    return expand(g[1], a, axis, keepdims)
-
-
-def _average_value(ans):
-    return ans[0] if isinstance(ans, tuple) else ans
-
-
-def average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
-    return fit(expand(_first(g), a, axis, keepdims) * _average_grad_a(a, axis, weights), a)
-
-def average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
-    slope = _average_grad_w(a, _average_value(ans), axis, weights, keepdims)
-    spread = expand(_first(g), a, axis, keepdims) * slope \
-        + _weights_sum_part(g, a, axis, keepdims, returned)
-    return fit(_to_weights(spread, a, axis, weights), weights)
-
-def average_jvp_a(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
-    return _pair(np.sum(t * _average_grad_a(a, axis, weights), axis=axis, keepdims=keepdims), ans,
-                 returned)
-
-def average_jvp_w(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
-    return _average_jvp_w(t, ans, a, axis, weights, returned, keepdims)
-
-
-def _pair(tangent, ans, returned):
-    return (tangent, np.zeros_like(ans[1])) if returned else tangent
-
-
-def _average_jvp_w(t, ans, a, axis, weights, returned, keepdims):
-    tw = _weights(a, axis, t)
-    value = np.sum(tw * _average_grad_w(a, _average_value(ans), axis, weights, keepdims),
-                   axis=axis, keepdims=keepdims)
-    if returned:
-        total = np.sum(tw, axis=axis, keepdims=keepdims)
-        return value, np.broadcast_to(total, np.shape(ans[1])) + 0.0
-    return value
-
-
-defvjp(np.average, average_vjp_a, None, average_vjp_w)
-defjvp(np.average, average_jvp_a, None, average_jvp_w)
-describe('axis None/int/tuple, weights (same shape, or 1-D along axis; differentiable), '
-         'returned, keepdims', np.average)
-
-
 # ---------------------------------------------------------------- registration
 
 # Helpers that compute axes, counts, masks and the weights of piecewise-linear
 # choices: constant wherever the rules that call them are differentiable.
 nondifferentiable(reduced_axes, kept_shape, _axis, not_nan, float_dtype, _choice,
-                  _range_weights, _dof, _plain, _kept, _size)
+                  _range_weights, _plain, _kept, _size)
 
 
 for _fn, _vjp, _jvp, _batched in [
@@ -589,10 +426,7 @@ for _fn, _vjp, _jvp, _batched in [
         (np.amin, max_vjp, max_jvp, max_jvp_batched),
         (np.nanmax, max_vjp, max_jvp, max_jvp_batched),
         (np.nanmin, max_vjp, max_jvp, max_jvp_batched),
-        (np.ptp, ptp_vjp, ptp_jvp, ptp_jvp_batched),
-        (np.var, var_vjp, var_jvp, var_jvp_batched), (np.std, std_vjp, std_jvp, std_jvp_batched),
-        (np.nanvar, nanvar_vjp, nanvar_jvp, nanvar_jvp_batched),
-        (np.nanstd, nanstd_vjp, nanstd_jvp, nanstd_jvp_batched)]:
+        (np.ptp, ptp_vjp, ptp_jvp, ptp_jvp_batched)]:
     defvjp(_fn, _vjp)
     defjvp(_fn, _jvp)
     defjvp_batched(_fn, _batched)
@@ -603,5 +437,3 @@ describe('axis None/int/tuple, keepdims, where; exact with zeros', np.prod, np.n
 describe('axis None/int/tuple, keepdims, where, initial; ties share equally',
          np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin)
 describe('axis None/int/tuple, keepdims; ties share equally', np.ptp)
-describe('axis None/int/tuple, ddof or correction, keepdims, where; real or complex',
-         np.var, np.std, np.nanvar, np.nanstd)

@@ -3,9 +3,8 @@
 `a + b` on arrays is `np.add(a, b)`: one rule serves both spellings. Every
 binary rule unbroadcasts to its operand's shape (broadcasting is where
 `/` and `**` go wrong most often). The rules are single-`return` functions so
-the compiler can inline them.
+the compiler can inline them. `**`'s rules are in `powers`.
 """
-import math
 import operator
 
 import numpy as np
@@ -104,117 +103,6 @@ defvjp(operator.mul, mul_vjp_x, mul_vjp_y)
 defjvp(operator.mul, mul_jvp_x, mul_jvp_y)
 defvjp(operator.truediv, div_vjp_x, div_vjp_y)
 defjvp(operator.truediv, div_jvp_x, div_jvp_y)
-
-
-# ---------------------------------------------------------------- power
-
-def _log_base(x):
-    """log(x), for the derivative of `x ** y` in y.
-
-    0 where x == 0 (d(0 ** y)/dy is taken as 0, as in JAX); NaN where a real x
-    is negative: there `x ** y` is not a differentiable function of y (it is
-    NaN for every non-integer y), and no number would be right. Complex x: the
-    principal log.
-    """
-    if x.__class__ is float or x.__class__ is int:
-        return math.log(x) if x > 0 else (0.0 if x == 0 else math.nan)
-    if np.iscomplexobj(x):
-        return np.log(np.where(x == 0, 1, x))
-    return np.where(x < 0, np.nan, np.log(np.where(x > 0, x, 1)))
-
-
-def _times_log(a, x):
-    """`a * log(x)`, exactly 0 where `a` is 0.
-
-    `a` is the cotangent (or tangent) times `x ** y`: where it is zero, so is
-    the contribution, even where log(x) is NaN. A zero tangent of an exponent
-    that does not really move (an integer popped from a tape) must not turn
-    the base's derivative into NaN (`0 * nan`): select, never multiply.
-    """
-    if a.__class__ is float or a.__class__ is int:
-        if a == 0:
-            return 0.0
-        if x.__class__ is float or x.__class__ is int:
-            return a * _log_base(x)
-    return a * _log_base(np.where(a == 0, 1, x))
-
-
-def _over(b, x):
-    """`b / x`, exactly 0 where `b` is 0 (the derivative of `_times_log` in x)."""
-    if b.__class__ is float or b.__class__ is int:
-        if b == 0:
-            return 0.0
-        if x.__class__ is float or x.__class__ is int:
-            return b / x
-    return b / np.where(b == 0, 1, x)
-
-
-# Generated code calls `_times_log` and `_over` (from the rules of `**`); their
-# own rules keep the zero-stays-zero guarantee at every order.
-def _times_log_vjp_a(h, ans, a, x):
-    return unbroadcast(_times_log(h, x), a)
-
-
-def _times_log_vjp_x(h, ans, a, x):
-    return unbroadcast(_over(h * a, x), x)
-
-
-def _times_log_jvp_a(t, ans, a, x):
-    return broadcast_tangent(_times_log(t, x), ans)
-
-
-def _times_log_jvp_x(t, ans, a, x):
-    return broadcast_tangent(_over(t * a, x), ans)
-
-
-def _over_vjp_b(h, ans, b, x):
-    return unbroadcast(_over(h, x), b)
-
-
-def _over_vjp_x(h, ans, b, x):
-    return unbroadcast(-_over(h * ans, x), x)
-
-
-def _over_jvp_b(t, ans, b, x):
-    return broadcast_tangent(_over(t, x), ans)
-
-
-def _over_jvp_x(t, ans, b, x):
-    return broadcast_tangent(-_over(t * ans, x), ans)
-
-
-defvjp(_times_log, _times_log_vjp_a, _times_log_vjp_x)
-defjvp(_times_log, _times_log_jvp_a, _times_log_jvp_x)
-defvjp(_over, _over_vjp_b, _over_vjp_x)
-defjvp(_over, _over_jvp_b, _over_jvp_x)
-
-
-def _slope_exponent(y):
-    """`y`, with 1 where it is 0: `y * x ** (y1 - 1)` is then the slope y x^(y-1) with 0
-    (not 0 * inf) where y is 0, x^0 being 1 everywhere, at x = 0 too (as JAX)."""
-    if y.__class__ is float or y.__class__ is int:
-        return y if y != 0 else 1.0
-    return np.where(y == 0, 1.0, y)
-
-
-def pow_vjp_x(g, ans, x, y):
-    return unbroadcast(g * y * x ** (_slope_exponent(y) - 1), x)
-
-
-def pow_vjp_y(g, ans, x, y):
-    return unbroadcast(_times_log(g * ans, x), y)
-
-
-def pow_jvp_x(t, ans, x, y):
-    return broadcast_tangent(t * y * x ** (_slope_exponent(y) - 1), ans)
-
-
-def pow_jvp_y(t, ans, x, y):
-    return broadcast_tangent(_times_log(t * ans, x), ans)
-
-
-defvjp(operator.pow, pow_vjp_x, pow_vjp_y)
-defjvp(operator.pow, pow_jvp_x, pow_jvp_y)
 
 
 # ---------------------------------------------------------------- matmul
@@ -442,7 +330,7 @@ nondifferentiable(
 # NumPy's ufuncs are the same operations on arrays: one rule, two spellings.
 for _ufunc, _op in [(np.add, operator.add), (np.subtract, operator.sub),
                     (np.multiply, operator.mul), (np.divide, operator.truediv),
-                    (np.true_divide, operator.truediv), (np.power, operator.pow),
+                    (np.true_divide, operator.truediv),
                     (np.negative, operator.neg), (np.positive, operator.pos),
                     (np.matmul, operator.matmul)]:
     alias(_ufunc, _op)
@@ -499,17 +387,16 @@ defjvp(operator.abs, abs_jvp)
 # `x += y` differentiates as `x = x + y`.
 for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.sub),
                       (operator.imul, operator.mul), (operator.itruediv, operator.truediv),
-                      (operator.ipow, operator.pow), (operator.imatmul, operator.matmul),
+                      (operator.imatmul, operator.matmul),
                       (operator.imod, operator.mod)]:
     alias(_inplace, _op)
 nondifferentiable(operator.ifloordiv, operator.index, operator.iand, operator.ior,
                   operator.ixor)
 
 describe('broadcasting operands (scalars, 0-d arrays, any shapes); Python floats',
-         operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-         operator.mod, operator.iadd, operator.isub, operator.imul, operator.itruediv,
-         operator.ipow, operator.imod, np.add, np.subtract, np.multiply, np.divide,
-         np.power)
+         operator.add, operator.sub, operator.mul, operator.truediv, operator.mod,
+         operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.imod, np.add,
+         np.subtract, np.multiply, np.divide)
 describe('any shape, Python floats', operator.neg, operator.pos, np.negative, np.positive)
 describe('every rank NumPy accepts (1-D, batched, broadcast batches)', operator.matmul,
          operator.imatmul, np.matmul)

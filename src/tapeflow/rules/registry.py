@@ -27,7 +27,9 @@ Registering::
     def _(g, ans, x):
         return g * (1.0 - ans * ans)
 
-The helpers in :mod:`tapeflow.rules.shapes` make the common shapes one word.
+The helpers in :mod:`tapeflow.rules.entries` make a function's rules one entry
+(`elementwise(np.sin, lambda g, ans, x: g * np.cos(x), forms=..., scalar=math.sin)`)
+and the common shapes one word (`def_elementwise`, `def_linear`, `def_nondiff`).
 """
 from __future__ import annotations
 
@@ -109,8 +111,9 @@ def _name_of(fn) -> str:
 # entry passes through `primitive`, which notes who asked for it.
 _USER_PRIMITIVES: dict = {}
 _user_generation = [0]
+# (the helpers that register for their caller: who called them is who asked)
 _REGISTRARS = frozenset({__name__, 'tapeflow.rules.user', 'tapeflow.rules.batching',
-                         'tapeflow.custom_derivatives'})
+                         'tapeflow.rules.entries', 'tapeflow.custom_derivatives'})
 
 
 def _note_registrar(fn):

@@ -4,8 +4,8 @@ NumPy only. `unbroadcast(g, x)` is the one every binary rule ends with: it sums
 a cotangent `g` (in the broadcast shape of an operation's output) back to the
 shape of the operand `x`, and gives it `x`'s float dtype.
 
-Also the one-word helpers for common rule shapes: `def_elementwise`,
-`def_linear`, `def_nondiff`.
+(The one-word helpers for common rule shapes, `def_elementwise`, `def_linear`,
+`def_nondiff`, are in `entries`, and importable from here.)
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tapeflow.rules.array_api import unbroadcast_api, zeros_api
 from tapeflow.rules.sequences import Items
 
 from tapeflow.rules import registry
+from tapeflow.rules.entries import def_elementwise, def_linear, def_nondiff  # noqa: F401
 from tapeflow.rules.batching import batch_size, defjvp_batched, lift_tangent, unbatched_as_batch
 
 __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
@@ -168,39 +169,6 @@ def zeros_like_value(x):
 def balanced_eq(x, z, y):
     """Where `z` (the max/min of x and y) came from x; ties share equally."""
     return (x == z) / (1.0 + (x == y))
-
-
-# ------------------------------------------------------------------ rule shapes
-
-def def_elementwise(fn, derivative, name=None):
-    """A unary elementwise function with pointwise `derivative(ans, x)`.
-
-    VJP: g * derivative; JVP: t * derivative.
-    """
-    registry.defvjp(fn, lambda g, ans, x, *a, **k: g * derivative(ans, x), name=name)
-    registry.defjvp(fn, lambda t, ans, x, *a, **k: t * derivative(ans, x), name=name)
-
-
-def def_linear(fn, argnums=(0,), transpose=None):
-    """`fn` is linear in each argument of `argnums` (the others held fixed).
-
-    JVP: `fn` applied to the tangent in that position. VJP: `transpose(g,
-    ans, *args, **kwargs)` when given (per argnum if a dict).
-    """
-    for argnum in argnums:
-        def jvp(t, ans, *args, _i=argnum, **kwargs):
-            args = list(args)
-            args[_i] = t
-            return fn(*args, **kwargs)
-        registry.defjvp(fn, jvp, argnums=[argnum])
-        if transpose is not None:
-            rule = transpose[argnum] if isinstance(transpose, dict) else transpose
-            registry.defvjp(fn, rule, argnums=[argnum])
-
-
-def def_nondiff(*fns):
-    """Functions whose outputs carry no derivative."""
-    registry.nondifferentiable(*fns)
 
 
 # ------------------------------------------------------------------ additions

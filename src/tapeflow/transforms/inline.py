@@ -3,35 +3,57 @@
 A rule written as `def rule(g, ans, x, y): return unbroadcast(g * y, x)` is
 inlined: its expression, with the parameters replaced by the generated code's
 names, so `bx = bx + unbroadcast(by * w, x)` reads like a hand-written
-adjoint. A rule that cannot be inlined (a lambda, several statements, names
-the generated module already uses for something else) is called by a name
-bound in the generated module's namespace.
+adjoint. So is a lambda a rule helper marked (`rules.entries.elementwise`),
+and the math twin of a NumPy rule is written with `math`'s functions where the
+rule has NumPy's (`rules.entries.StandIn`). A rule that cannot be inlined (a
+plain lambda, several statements, names the generated module already uses for
+something else) is called by a name bound in the generated module's namespace.
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import textwrap
+import types
+from typing import NamedTuple
 
-from tapeflow.syntax import ast
-
-from tapeflow.syntax import nodes
+from tapeflow.errors import TapeflowError
+from tapeflow.rules.entries import StandIn
+from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.parse import parse_function
 
 _NOT_INLINABLE = object()
 
 
+class Template(NamedTuple):
+    """A rule's single returned expression and what it needs."""
+    params: list            # every parameter, positional then keyword-only
+    positional: list
+    defaults: dict          # parameter -> default expression
+    expr: object            # the returned expression (never modified: `_rewrite` copies)
+    free: set               # the names it reads besides its parameters
+    fixed: dict             # names a stand-in's spellings use -> their objects
+    scope: object           # the function whose globals the free names are read in
+
+
 @functools.lru_cache(maxsize=None)
 def _rule_template(rule):
-    """(params, defaults, body expression, free names) or _NOT_INLINABLE."""
-    if getattr(rule, '__name__', '') == '<lambda>':
-        return _NOT_INLINABLE
-    try:
-        source = textwrap.dedent(inspect.getsource(rule))
-        tree = nodes.parse_gast(source)
-    except (OSError, TypeError, SyntaxError):
-        return _NOT_INLINABLE
-    fdef = tree.body[0]
-    if not isinstance(fdef, ast.FunctionDef) or fdef.decorator_list:
+    """The rule's Template, or _NOT_INLINABLE.
+
+    A `def` whose body is one `return` is inlinable; so is a lambda that a rule helper
+    marked (`entries.inlinable`): a lambda given to `defvjp` as it stands is called.
+    `entries.def_elementwise` builds `g * derivative(ans, x)`: its template is `g *`
+    the derivative's expression.
+    """
+    how = getattr(rule, '__tapeflow_inline__', None)
+    if isinstance(how, tuple):
+        return _scaled_template(*how[1:]) if how[0] == 'scale' else _NOT_INLINABLE
+    code = getattr(rule, '__code__', None)
+    if code is not None and code.co_name == '<lambda>':
+        fdef = _marked_lambda(rule)
+    else:
+        fdef = _single_def(rule)
+    if fdef is None:
         return _NOT_INLINABLE
     body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     args = fdef.args
@@ -46,8 +68,83 @@ def _rule_template(rule):
     positional = [a.id for a in args.args]
     defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    try:
+        expr, fixed = _spell(expr, set(params), rule.__globals__)
+    except _Unspellable:                # the stand-in namespace itself used as a value
+        return _NOT_INLINABLE
     free = {n.id for n in nodes.walk(expr) if isinstance(n, ast.Name)} - set(params)
-    return params, positional, defaults, expr, free
+    return Template(params, positional, defaults, expr, free, fixed, rule)
+
+
+def _scaled_template(derivative):
+    """The template of `g * derivative(ans, x)`: the derivative's expression, scaled."""
+    inner = _rule_template(derivative)
+    if inner is _NOT_INLINABLE or len(inner.positional) != 2 or inner.params != inner.positional:
+        return _NOT_INLINABLE
+    g = 'g'
+    while g in inner.params or g in inner.free:
+        g += '_'
+    expr = nodes.binop(nodes.name(g), ast.Mult(), inner.expr)
+    return inner._replace(params=[g] + inner.params, positional=[g] + inner.positional,
+                          expr=expr)
+
+
+def _single_def(rule):
+    """The undecorated FunctionDef of `rule`, or None."""
+    try:
+        source = textwrap.dedent(inspect.getsource(rule))
+        tree = nodes.parse_gast(source)
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef) or fdef.decorator_list:
+        return None
+    return fdef
+
+
+def _marked_lambda(rule):
+    """A marked lambda, read as `def lambda_(<its args>): return <its body>`, or None.
+
+    A lambda reading a name of the function it was made in (a closure) is called."""
+    if not getattr(rule, '__tapeflow_inline__', False) or rule.__closure__:
+        return None
+    try:
+        return parse_function(rule).node
+    except (TapeflowError, OSError, TypeError, SyntaxError):
+        return None
+
+
+def _spell(expr, params, globals_):
+    """`expr` with each `space.attr` of a stand-in namespace (a global `StandIn`: the
+    math twin of a NumPy rule reads `np.cos` as `math.cos`) written as the stand-in
+    says; and the names those spellings use, with their objects."""
+    spaces = {n.id for n in nodes.walk(expr) if isinstance(n, ast.Name) and n.id not in params
+              and isinstance(globals_.get(n.id), StandIn)}
+    if not spaces:
+        return expr, {}
+    fixed = {}
+
+    def spell(node):
+        if isinstance(node, ast.Attribute) and ast.name_id(node.value) in spaces:
+            try:
+                name, obj, attr = globals_[node.value.id].spelling(node.attr)
+            except KeyError:
+                raise _Unspellable from None
+            fixed[name] = obj
+            return nodes.name(name) if attr is None else nodes.attribute(nodes.name(name), attr)
+        if isinstance(node, ast.Name) and node.id in spaces:
+            raise _Unspellable
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                setattr(node, field, spell(value))
+            elif isinstance(value, list):
+                setattr(node, field, [spell(v) if isinstance(v, ast.AST) else v for v in value])
+        return node
+    return spell(nodes.clone(expr)), fixed
+
+
+class _Unspellable(Exception):
+    pass
 
 
 class RuleEmitter:
@@ -66,6 +163,11 @@ class RuleEmitter:
         output's shape (True: all; or a predicate on a name): an inlined
         `unbroadcast(e, x)` of such an `x` is just `e`.
         """
+        how = getattr(rule, '__tapeflow_inline__', None)
+        if isinstance(how, tuple) and how[0] == 'apply' and how[2] < len(args):
+            fn, argnum = how[1], how[2]                 # def_linear's JVP: fn at the tangent
+            return nodes.call(self._spelling(fn), *args[:argnum], g, *args[argnum + 1:],
+                              keywords=list(keywords))
         template = _rule_template(rule)
         if template is not _NOT_INLINABLE:
             inlined = self._inline(rule, template, g, ans, args, dict(keywords), same_shapes)
@@ -74,7 +176,7 @@ class RuleEmitter:
         return nodes.call(self.bind(rule, label), g, ans, *args, keywords=list(keywords))
 
     def _inline(self, rule, template, g, ans, args, keywords, same_shapes=False):
-        params, positional, defaults, expr, free = template
+        params, positional, defaults, expr, free, fixed, scope = template
         values = [g, ans] + list(args)
         if len(values) > len(positional):
             return None
@@ -90,7 +192,7 @@ class RuleEmitter:
                 return None
         if keywords:
             return None                      # a keyword the rule does not take
-        globals_ = rule.__globals__
+        globals_ = {**scope.__globals__, **fixed} if fixed else scope.__globals__
         for name in free:
             if name not in globals_:
                 import builtins
@@ -107,6 +209,17 @@ class RuleEmitter:
                 self.namer.reserve(name)
         same = same_shapes if callable(same_shapes) else (lambda name: bool(same_shapes))
         return _rewrite(expr, {k: _as_node(v) for k, v in subs.items()}, globals_, same)
+
+    def _spelling(self, fn):
+        """`fn` as generated code names it: its own name, or `np.flip` where a module
+        the generated code sees holds it under its name, else a name bound to it."""
+        attr = getattr(fn, '__name__', None)
+        if attr and self.namespace.get(attr) is fn:
+            return nodes.name(attr)
+        for name, value in list(self.namespace.items()):
+            if isinstance(value, types.ModuleType) and attr and getattr(value, attr, None) is fn:
+                return nodes.attribute(nodes.name(name), attr)
+        return nodes.name(self.bind(fn))
 
     def zero_safe(self, rule) -> bool:
         """Whether `rule` takes the symbolic zero 0.0 for its cotangent: an inlined rule
@@ -139,9 +252,9 @@ _ZERO_SAFE_CALLS = frozenset({'unbroadcast', 'fit', 'broadcast_tangent', 'match_
 @functools.lru_cache(maxsize=None)
 def _zero_safe(rule) -> bool:
     template = _rule_template(rule)
-    if template is _NOT_INLINABLE or not template[1]:
+    if template is _NOT_INLINABLE or not template.positional:
         return False
-    g, expr = template[1][0], template[3]
+    g, expr = template.positional[0], template.expr
 
     def safe(node):
         """Every `g` under `node` reaches the result through arithmetic only."""
