@@ -149,9 +149,10 @@ def _show(args):
 
 def _export(args):
     from tapeflow import export
+    from tapeflow.callables import python_function_of
     fn, argnums = _target(args)
     text = export.export_source(fn, argnums, args.optimize)
-    name = export._unwrap(fn).__name__          # what the module names (grad(f): grad_f)
+    name = python_function_of(fn).__name__      # what the module names (grad(f): grad_f)
     output = args.output or f'grad_{name}.py'
     if output == '-':
         sys.stdout.write(text)
@@ -233,9 +234,9 @@ def _target(args):
 
 def _fence(fn):
     """Raise the compiler's located error if the function compiled for `fn` is outside the subset."""
-    from tapeflow.export import _unwrap
+    from tapeflow.callables import python_function_of
     from tapeflow.syntax import fence, parse
-    fence.check(parse.parse_function(_unwrap(fn)))
+    fence.check(parse.parse_function(python_function_of(fn)))
 
 
 def _parameters(fn):
@@ -245,9 +246,9 @@ def _parameters(fn):
 
 def _signature(fn):
     """The signature of the function compiled for `fn` (a wrapper's own, not the wrapped one's)."""
-    from tapeflow.export import _unwrap
+    from tapeflow.callables import python_function_of
     try:
-        fn = _unwrap(fn)
+        fn = python_function_of(fn)
     except TypeError as e:                           # not a Python function
         raise UsageError(str(e)) from None
     try:

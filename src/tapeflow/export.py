@@ -109,8 +109,8 @@ def generate(fn, wrt=(0,), optimize=True, record_passes=False, mode='reverse') -
 
 
 def _unwrap(fn):
-    """The Python function compiled for `fn`: what `tapeflow.grad` reads (`api._unwrap`)."""
-    from tapeflow.api import _unwrap as read_as
+    """The Python function compiled for `fn`: what `tapeflow.grad` reads (`callables.python_function_of`)."""
+    from tapeflow.callables import python_function_of as read_as
     return read_as(fn)
 
 
