@@ -13,9 +13,9 @@ import numbers
 
 import numpy as np
 
+import tapeflow.runtime.pytree as pytree
 from tapeflow.analysis.aliasing import kind_of_value
 from tapeflow.rules.arrays import is_foreign_array, mixed_libraries, numpy_dtype
-from tapeflow.runtime import pytree
 from tapeflow.transforms import variants
 
 

@@ -20,12 +20,13 @@ import weakref
 
 import numpy as np
 
-from tapeflow import cache, wrappers
+import tapeflow.cache as cache
+import tapeflow.runtime.pytree as pytree
+import tapeflow.wrappers as wrappers
 from tapeflow.arguments import FunctionArgument, argument_kinds, binder
 from tapeflow.conversions import real_like
 from tapeflow.rules import registry
 from tapeflow.rules.shapes import dense as dense_like
-from tapeflow.runtime import pytree
 from tapeflow.syntax import parse
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.syntax.unparse import load_module

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from tapeflow import cache, disk_cache
+import tapeflow.cache as cache
+import tapeflow.disk_cache as disk_cache
+import tapeflow.runtime.support as support
 from tapeflow.arguments import compiler_kinds
 from tapeflow.callables import python_function_of
-from tapeflow.runtime import support
 from tapeflow.transforms import pipeline
 
 __all__ = ['Spec', 'compile', 'compile_adjoint', 'compile_tangent']

@@ -12,11 +12,11 @@ import numbers
 
 import numpy as np
 
+import tapeflow.runtime.pytree as pytree
 from tapeflow.rules import registry
 from tapeflow.rules.arrays import is_api_only, is_foreign_array, library_of, numpy_dtype, same_library
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.sequences import dense
-from tapeflow.runtime import pytree
 from tapeflow.runtime.support import is_zero
 
 

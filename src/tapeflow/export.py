@@ -26,7 +26,7 @@ import os
 import textwrap
 import traceback
 
-from tapeflow import compilation
+import tapeflow.compilation as compilation
 from tapeflow.module_writer import ExportError, ModuleWriter, free_globals
 from tapeflow.syntax import nodes
 from tapeflow.syntax.unparse import render

@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from tapeflow import cache
+import tapeflow.cache as cache
 from tapeflow.arguments import (SCALAR_TYPES, FunctionArgument, argument_kinds, array_shapes, binder,
                                 check_differentiable, check_libraries, check_not_structured,
                                 check_pytree_argument, check_scalar, scalar_positions)

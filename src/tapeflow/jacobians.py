@@ -12,7 +12,8 @@ import numbers
 
 import numpy as np
 
-from tapeflow import wrappers
+import tapeflow.runtime.pytree as pytree
+import tapeflow.wrappers as wrappers
 from tapeflow.arguments import (argument_kinds, array_shapes, check_differentiable,
                                 check_not_structured, check_scalar, dtype_of, scalar_positions,
                                 split_aux)
@@ -23,7 +24,6 @@ from tapeflow.gradients import grad
 from tapeflow.products import jvp
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
-from tapeflow.runtime import pytree
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
 from tapeflow.syntax.errors import UnsupportedError

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import tapeflow.runtime.support as support
 from tapeflow.arguments import argument_kinds, array_shapes, dtype_of, scalar_positions, split_aux
 from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
 from tapeflow.compilation import Spec, compile
 from tapeflow.conversions import check_tangent, like_argument, tangent_like
 from tapeflow.rules.sequences import dense
-from tapeflow.runtime import support
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
 
