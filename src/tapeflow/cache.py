@@ -1,4 +1,4 @@
-"""The in-memory cache of compiled adjoints.
+"""The in-memory cache of compiled code (`compilation.compile` asks it first: `get_or_compile`).
 
 Keyed weakly on the function's `__code__`, then on the differentiated inputs
 (positions and lifted free names), the argument shapes and the options. An
@@ -28,8 +28,6 @@ from __future__ import annotations
 import collections
 import threading
 import weakref
-
-from tapeflow import disk_cache
 
 DEFAULT_SIZE = 512
 
@@ -328,48 +326,6 @@ def _publish(session):
         session.clear()
         _local.private.clear()
         _evict()
-
-
-def compile_once(fn, key, wrt, lifted, compile_fn, link=None):
-    """The cached entry for (fn, key), or `compile_fn()`'s result, stored.
-
-    The entry is registered before compiling, so recursion finds it: a
-    function that calls itself binds its own (still incomplete) entry, which
-    is filled in place when compilation ends. A failed compilation leaves
-    nothing behind. `link`, (runtime names, compile_callee): what code read
-    from the disk cache is linked with (`disk_cache`); without it, or with
-    the disk cache off, every miss compiles.
-    """
-    from tapeflow.transforms.pipeline import Compiled, bind_pending
-
-    def build(cell):
-        placeholder = cell.compiled = Compiled(fn, wrt, lifted, [], '', '', {})
-        compiled = _load_or_compile(placeholder, key, compile_fn, link)
-        pending = placeholder.pending
-        placeholder.__dict__.update(compiled.__dict__)
-        placeholder.pending = pending
-        bind_pending(placeholder)
-        return placeholder
-
-    return get_or_compile(fn, key, build)
-
-
-def _load_or_compile(placeholder, key, compile_fn, link):
-    """The entry read from the disk cache, or compiled (and then written there)."""
-    found = disk_cache.entry(placeholder.fn, key) if link is not None else None
-    placeholder.disk_key = found.digest if found is not None else None    # seen by recursion
-    if found is not None:
-        compiled = found.load(placeholder, *link)
-        if compiled is not None:
-            stats['disk_hits'] += 1
-            return compiled
-        stats['disk_misses'] += 1
-    stats['compiles'] += 1
-    compiled = compile_fn()
-    compiled.disk_key = placeholder.disk_key
-    if found is not None and found.store(compiled, link[0]):
-        stats['disk_writes'] += 1
-    return compiled
 
 
 def clear():

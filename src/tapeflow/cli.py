@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import itertools
-import linecache
 import math
 import os
 import re
@@ -28,6 +27,9 @@ import types
 
 import numpy as np
 
+from tapeflow.check_numbers import (CheckFailed, check_structure, checkable, finite_differences,
+                                    kind_of, located, relative_error, short, show_value)
+
 __all__ = ['main']
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -35,10 +37,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 class UsageError(Exception):
     """Bad input: printed as one line, exit status 2."""
-
-
-class CheckFailed(Exception):
-    """The gradient could not be evaluated: printed, exit status 1."""
 
 
 def main(argv=None) -> int:
@@ -149,9 +147,10 @@ def _show(args):
 
 def _export(args):
     from tapeflow import export
+    from tapeflow.callables import python_function_of
     fn, argnums = _target(args)
     text = export.export_source(fn, argnums, args.optimize)
-    name = export._unwrap(fn).__name__          # what the module names (grad(f): grad_f)
+    name = python_function_of(fn).__name__      # what the module names (grad(f): grad_f)
     output = args.output or f'grad_{name}.py'
     if output == '-':
         sys.stdout.write(text)
@@ -173,8 +172,8 @@ def _check(args):
     positions = (argnums,) if isinstance(argnums, int) else argnums
     params = _parameters(fn)
     for i in positions:
-        if not _checkable(values[i]):
-            raise UsageError(f'--args: {params[i]} is {_kind(values[i])}; check differentiates '
+        if not checkable(values[i]):
+            raise UsageError(f'--args: {params[i]} is {kind_of(values[i])}; check differentiates '
                              f'with respect to floats and float arrays, and lists, tuples and '
                              f'dicts of them (write 2.0, not 2)')
     try:
@@ -185,21 +184,21 @@ def _check(args):
             e = e.__cause__                          # told at the user's line: as raised
         elif isinstance(e, (tapeflow.TapeflowError, UsageError, tapeflow.MissingRule)):
             raise
-        raise CheckFailed(_located(e, fn, positions)) from None
+        raise CheckFailed(located(e, fn, positions)) from None
     if isinstance(argnums, int):
         grads = (grads,)
-    shown_args = ', '.join(_short(v) for v in values)
-    print(f'{fn.__name__}({shown_args}) = {_short(value)}')
+    shown_args = ', '.join(short(v) for v in values)
+    print(f'{fn.__name__}({shown_args}) = {short(value)}')
     worst = 0.0
     for i, g in zip(positions, grads):
-        _check_structure(values[i], g, f'd{fn.__name__}/d{params[i]}')
-        numeric = _finite_differences(fn, values, i, args.eps)
-        error = _relative_error(g, numeric, values[i])
+        check_structure(values[i], g, f'd{fn.__name__}/d{params[i]}')
+        numeric = finite_differences(fn, values, i, args.eps)
+        error = relative_error(g, numeric, values[i])
         worst = max(worst, error)
         label = f'd{fn.__name__}/d{params[i]}'
         pad = ' ' * len(label)
-        print(f'{label}  tapeflow: {_show_value(g, len(label) + 12)}')
-        print(f'{pad}  numeric:  {_show_value(numeric, len(label) + 12)}')
+        print(f'{label}  tapeflow: {show_value(g, len(label) + 12)}')
+        print(f'{pad}  numeric:  {show_value(numeric, len(label) + 12)}')
         print(f'{pad}  relative error: {error:.1e}')
     if worst <= args.rtol:
         print(f'ok: relative error {worst:.1e} <= {args.rtol:g}')
@@ -233,9 +232,9 @@ def _target(args):
 
 def _fence(fn):
     """Raise the compiler's located error if the function compiled for `fn` is outside the subset."""
-    from tapeflow.export import _unwrap
+    from tapeflow.callables import python_function_of
     from tapeflow.syntax import fence, parse
-    fence.check(parse.parse_function(_unwrap(fn)))
+    fence.check(parse.parse_function(python_function_of(fn)))
 
 
 def _parameters(fn):
@@ -245,9 +244,9 @@ def _parameters(fn):
 
 def _signature(fn):
     """The signature of the function compiled for `fn` (a wrapper's own, not the wrapped one's)."""
-    from tapeflow.export import _unwrap
+    from tapeflow.callables import python_function_of
     try:
-        fn = _unwrap(fn)
+        fn = python_function_of(fn)
     except TypeError as e:                           # not a Python function
         raise UsageError(str(e)) from None
     try:
@@ -335,143 +334,6 @@ def _evaluate_args(text, fn):
         raise UsageError(f'--args: {fn.__name__}({", ".join(params)}) takes {expected} '
                          f'arguments, got {len(values)}')
     return list(values)
-
-
-def _checkable(value):
-    """Whether `value` holds a real float leaf (ints, strings... inside it are left alone)."""
-    from tapeflow.checking import has_float_leaf
-    try:
-        return has_float_leaf(value)
-    except TypeError:                                # a complex leaf
-        return False
-
-
-def _kind(value):
-    if isinstance(value, (np.ndarray, np.generic)):
-        return f'an array of {value.dtype}'
-    return f'{type(value).__name__} {value!r}'
-
-
-def _check_structure(arg, gradient, label):
-    from tapeflow.checking import mismatch_message
-    message = mismatch_message(arg, gradient, f'{label}: the gradient')
-    if message is not None:
-        raise CheckFailed(message)
-
-
-def _finite_differences(fn, values, i, eps):
-    """Central differences of `fn` along each element of each float leaf of argument `i`
-    (float64), in the argument's structure; None at the leaves left alone."""
-    from tapeflow.checking import float_leaves, replace_leaf
-    x = values[i]
-    leaves = float_leaves(x)
-    numeric = _none_leaves(x)
-    for path, leaf in leaves:
-        numeric = replace_leaf(numeric, path, _leaf_differences(fn, values, i, path, leaf, eps))
-    return numeric
-
-
-def _none_leaves(tree):
-    if isinstance(tree, dict):
-        return {k: _none_leaves(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        parts = [_none_leaves(v) for v in tree]
-        return type(tree)(*parts) if hasattr(tree, '_fields') else type(tree)(parts)
-    return None
-
-
-def _leaf_differences(fn, values, i, path, x, eps):
-    from tapeflow.checking import replace_leaf
-
-    def at(point):
-        args = list(values)
-        args[i] = replace_leaf(values[i], path, point)
-        return float(np.asarray(fn(*args), dtype=np.float64))
-
-    if isinstance(x, float):
-        h = eps * max(1.0, abs(x))
-        return (at(x + h) - at(x - h)) / (2 * h)
-    base = np.asarray(x, dtype=np.float64)
-    out = np.zeros_like(base)
-    for index in np.ndindex(base.shape):
-        h = eps * max(1.0, abs(base[index]))
-        plus, minus = base.copy(), base.copy()
-        plus[index] += h
-        minus[index] -= h
-        cast = (lambda a: a.astype(x.dtype)) if isinstance(x, np.ndarray) else \
-            (lambda a: x.dtype.type(a))
-        out[index] = (at(cast(plus)) - at(cast(minus))) / (2 * h)
-    return out if isinstance(x, np.ndarray) else float(out)
-
-
-def _relative_error(analytic, numeric, arg):
-    """|analytic - numeric| / max(|analytic|, |numeric|), norms over the float leaves of `arg`."""
-    from tapeflow.checking import float_leaves, leaf_at
-    paths = [path for path, _ in float_leaves(arg)]
-    a = np.concatenate([np.ravel(np.asarray(leaf_at(analytic, p), dtype=np.float64)) for p in paths])
-    n = np.concatenate([np.ravel(np.asarray(leaf_at(numeric, p), dtype=np.float64)) for p in paths])
-    scale = max(np.linalg.norm(a), np.linalg.norm(n))
-    if scale == 0.0:
-        return 0.0
-    return float(np.linalg.norm(a - n) / max(scale, 1e-300))
-
-
-def _short(value):
-    if isinstance(value, np.ndarray):
-        if value.size > 6:
-            return f'array(shape={value.shape}, dtype={value.dtype})'
-        return np.array2string(value, separator=', ', precision=6)
-    if isinstance(value, (float, np.floating)):
-        return _number(value, 10)
-    if isinstance(value, (list, tuple, dict)):
-        return _structure(value, _short)
-    return repr(value)
-
-
-def _show_value(value, indent):
-    if isinstance(value, np.ndarray):
-        text = np.array2string(value, separator=', ', precision=8, max_line_width=79 - indent)
-        return text.replace('\n', '\n' + ' ' * indent)
-    if isinstance(value, (list, tuple, dict)):
-        return _structure(value, lambda v: _show_value(v, indent))
-    return _number(value, 12) if isinstance(value, (float, np.floating)) else repr(value)
-
-
-def _structure(value, show):
-    """A list, tuple or dict as Python writes it, its items written by `show`
-    (an array inside as `array([...])`, not to be read as a list)."""
-    def item(v):
-        return f'array({show(v)})' if isinstance(v, np.ndarray) else show(v)
-
-    if isinstance(value, dict):
-        return '{' + ', '.join(f'{k!r}: {item(v)}' for k, v in value.items()) + '}'
-    items = ', '.join(item(v) for v in value)
-    if isinstance(value, list):
-        return f'[{items}]'
-    if hasattr(value, '_fields'):
-        return f'{type(value).__name__}({items})'
-    return f'({items},)' if len(value) == 1 else f'({items})'
-
-
-def _number(value, digits):
-    """A float as Python prints it, rounded to `digits` significant digits: 2.0, 11.9999999."""
-    text = f'{float(value):.{digits}g}'
-    return text if any(c in text for c in '.eni') else text + '.0'
-
-
-def _located(error, fn, positions):
-    """`error` raised inside generated code, with the user's line it comes from."""
-    message = f'{type(error).__name__}: {error}'
-    try:
-        from tapeflow import export
-        where = export.user_line_of(error.__traceback__, fn, positions)
-    except Exception:                                # noqa: BLE001  (best effort)
-        where = None
-    if where:
-        filename, line = where
-        text = linecache.getline(filename, line).strip()
-        return f'{message}\n  at {filename}:{line}: {text}'
-    return message
 
 
 # ------------------------------------------------------------------ output

@@ -2,7 +2,7 @@
 
 Off unless a folder is given: `tapeflow.set_cache_dir(path)` (None turns it
 off), or the environment variable TAPEFLOW_CACHE_DIR, read when tapeflow is
-imported (as JAX's persistent compilation cache). `cache.compile_once` asks it
+imported (as JAX's persistent compilation cache). `compilation.compile` asks it
 on every in-memory miss: an entry found under the compilation's key
 (`disk_key.key_of`) is loaded instead of running the pipeline; a compilation
 that was run is written there.

@@ -96,14 +96,14 @@ _ENVIRONMENT: list = []
 def _environment() -> str:
     """tapeflow's version and source stamp, Python's and NumPy's versions (computed once)."""
     if not _ENVIRONMENT:
-        import gast
         from tapeflow import __version__
         from tapeflow.rules import registry
+        from tapeflow.syntax import ast
         _ENVIRONMENT.append(
             f'tapeflow-disk-cache {FORMAT}\ntapeflow {__version__} {_source_stamp()} '
             f'rules {registry.VERSION}\npython {sys.version_info[0]}.{sys.version_info[1]} '
             f'{sys.implementation.cache_tag} -O{sys.flags.optimize}\nnumpy {np.__version__}\n'
-            f'gast {getattr(gast, "__version__", "?")}')
+            f'gast {ast.PARSER_VERSION}')
     return _ENVIRONMENT[0]
 
 

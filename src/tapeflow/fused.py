@@ -28,7 +28,8 @@ import operator
 import numpy as np
 
 from tapeflow.rules.arrays import is_foreign_array, numpy_dtype
-from tapeflow import api, cache
+from tapeflow import api, cache, compilation
+from tapeflow.arguments import binder
 from tapeflow.runtime import recording
 from tapeflow.runtime.recording import CUSTOM, _state, _variable_read
 from tapeflow.runtime.tensor import Tensor, as_value
@@ -87,7 +88,7 @@ class CompiledFunction:
 
     def __call__(self, *args, **kwargs):
         if kwargs:                       # in their places, defaults filled in
-            args = api._binder(self._fn, self._fn.__name__)(args, kwargs)
+            args = binder(self._fn, self._fn.__name__)(args, kwargs)
         tapes = _state.tapes
         if not tapes:
             return self._plain(args)
@@ -284,8 +285,8 @@ class CompiledFunction:
         """Compile for `key` (see `_compiled_for`); returns the new entry."""
         wrt, names, arity, scalars, shapes = key
         positions = wrt + tuple(range(arity, arity + len(names)))
-        compiled = api.compile_adjoint(self._fn, positions, names, optimize=self._optimize,
-                                       scalar_args=scalars, arg_shapes=shapes or ())
+        compiled = compilation.compile(self._fn, compilation.Spec(
+            'reverse', positions, names, scalars, shapes or (), optimize=self._optimize))
         entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
         return entry
 

@@ -102,7 +102,7 @@ def transpose(linear, x_like, y, args, position):
     if compiled is not None:
         tape = []
         api.forward_value(compiled, tape, args)
-        return api._like(compiled.backward(tape, y), x_like)
+        return api.like_argument(compiled.backward(tape, y), x_like)
     leaves = [zero_leaf(leaf) for leaf in leaves_of(x_like)]
     for unit, j, k in basis(x_like):
         args[position] = unit

@@ -14,8 +14,8 @@ few wrappers that may stand for the function they wrap:
 
 A function tapeflow made that the compiler cannot read (a Jacobian function,
 a `custom_gradient` function) carries `__tapeflow_opaque__`, the reason, and
-is refused at the user's `def`. `api._unwrap` asks here, and so do `export`
-and the command line, through it.
+is refused at the user's `def`. `callables.python_function_of` asks here, and so
+do `export` and the command line, through it.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow import api
+from tapeflow import jacobians
 from tests.corpus import CASES
 
 
@@ -52,7 +52,7 @@ def test_batched_hessian_equals_one_sweep_per_direction(case):
     x = args[i]
     gradient = tf.grad(case.fn, argnums=i)
     columns = []
-    for direction in api._basis_batch(x):
+    for direction in jacobians.basis_batch(x):
         direction = direction if isinstance(x, np.ndarray) else float(direction)
         columns.append(np.asarray(tf.jvp(gradient, args, _unit_tangents(args, i, direction))[1]))
     expected = np.stack(columns, axis=-1).reshape(np.shape(x) + np.shape(x))

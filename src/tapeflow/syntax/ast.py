@@ -8,6 +8,7 @@ this statement bind?", "which function does this call name?").
 """
 from __future__ import annotations
 
+import gast as _gast
 from gast import (AST, Add, And, Assign, Attribute, BinOp, BitAnd, BitOr, BitXor,  # noqa: F401
                   BoolOp, Break, Call, ClassDef, Compare, Constant, Continue, Del, Dict,
                   DictComp, Div, Eq, Expr, FloorDiv, For, FunctionDef, GeneratorExp, If,
@@ -19,6 +20,8 @@ from gast import (AST, Add, And, Assign, Attribute, BinOp, BitAnd, BitOr, BitXor
 
 # Statements that hold blocks of statements.
 COMPOUND = (For, While, If)
+
+PARSER_VERSION = getattr(_gast, '__version__', '?')      # named in the disk cache's keys
 
 
 def name_id(node):

@@ -1,0 +1,224 @@
+"""`grad`, `value_and_grad`, `checkpoint` and `source`.
+
+`grad(f)` returns a function that, at each call, reads its arguments into a key
+(their classes, arrays' shapes), finds the compiled adjoint for that key in a
+small table of its own (`cache.Recent`), and calls the generated code; on a miss
+it asks `compilation.compile` (the one compile path, cached). The per-call path
+is one frame (W2 is a latency).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+
+import numpy as np
+
+import tapeflow.cache as cache
+from tapeflow.arguments import (SCALAR_TYPES, FunctionArgument, argument_kinds, array_shapes, binder,
+                                check_differentiable, check_libraries, check_not_structured,
+                                check_pytree_argument, check_scalar, scalar_positions)
+from tapeflow.callables import python_function_of
+from tapeflow.compilation import Spec, compile
+from tapeflow.conversions import like_argument
+from tapeflow.syntax import sourcemap
+
+__all__ = ['grad', 'value_and_grad', 'checkpoint', 'source']
+
+
+# ------------------------------------------------------------------ transformations
+
+
+def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None):
+    """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux.
+
+    `checkpoint`: see `grad`.
+    """
+    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint)
+
+
+def grad(f, argnums=0, has_aux=False, checkpoint=None):
+    """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple).
+
+    `checkpoint=True` bounds the memory of `f`'s loops (those at the top level of `f`,
+    over `range` or `while`): snapshots of the loop's variables every ~sqrt(n) trips
+    instead of a tape of every trip, each trip run once more. `checkpoint=k` (an int)
+    keeps at most k snapshots (binomial checkpointing: less memory, more reruns).
+    """
+    return _differentiated(f, argnums, has_aux, 'grad', checkpoint)
+
+
+def checkpoint(fn):
+    """`fn`, recomputed in the reverse sweep instead of taped, like `jax.checkpoint`.
+
+    A differentiated function that calls the returned function (decorate `fn` with
+    `@tf.checkpoint`, or bind `cell = tf.checkpoint(step)` at module level) calls it
+    plainly in its forward sweep, keeping nothing of its insides; its reverse sweep
+    calls `fn`'s forward again, with the tape, just before `fn`'s backward. Called
+    outside a gradient, it is `fn`.
+
+    `for i in tf.checkpoint(range(n)):` marks one loop of the differentiated function
+    (at its top level) to checkpoint as `grad(f, checkpoint=True)` checkpoints every
+    loop; outside a gradient `tf.checkpoint(range(n))` is the range.
+    """
+    if isinstance(fn, range):
+        return fn           # `for i in tf.checkpoint(range(n))`: the loop is checkpointed
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f'tf.checkpoint takes a Python function or a range (the range of a '
+                        f'loop to checkpoint), not a {type(fn).__name__}')
+    marked = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                fn.__closure__)
+    marked.__kwdefaults__ = fn.__kwdefaults__
+    marked.__dict__.update(fn.__dict__)
+    marked.__qualname__, marked.__module__, marked.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    marked.__tapeflow_checkpoint__ = True
+    return marked
+
+
+checkpoint.__tapeflow_loop_marker__ = True
+
+
+def checkpoint_policy(checkpoint):
+    if checkpoint is None or checkpoint is False or checkpoint is True:
+        return checkpoint or None
+    if isinstance(checkpoint, int) and not isinstance(checkpoint, bool) and checkpoint >= 1:
+        return checkpoint
+    raise ValueError(f'checkpoint= takes True, False, None or a number of snapshots >= 1, '
+                     f'not {checkpoint!r}')
+
+
+def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
+    """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
+    checkpoint = checkpoint_policy(checkpoint)
+    if hasattr(f, '__tapeflow_jacobian__') and isinstance(argnums, int) and not has_aux:
+        if checkpoint:
+            raise ValueError('checkpoint= applies to a function, not to a Jacobian function')
+        from tapeflow.jacobians import gradient_of_jacobian     # (jacobians reads `grad`)
+        return gradient_of_jacobian(f, argnums, kind)
+    single = isinstance(argnums, int)
+    wrt = (argnums,) if single else tuple(argnums)
+    fname = getattr(f, '__name__', 'f')
+    python_fn = python_function_of(f)
+    state = cache.Recent()  # argument classes (and array shapes) -> (compiled, validity check,
+                            #                                    positions to dtype-check)
+    seed = (1.0, 0.0) if has_aux else 1.0
+    with_value = kind == 'value_and_grad'
+
+    def prepare(args, key):
+        for i in wrt:
+            if i >= len(args):
+                raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
+                                f'was called with {len(args)} positional arguments')
+            check_differentiable(args[i], i, fname)
+            check_pytree_argument(args[i], i, fname)
+        kinds = argument_kinds(args)
+        compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
+                                   arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint))
+        check_libraries(python_fn, compiled, args)
+        dtype_checked = tuple(i for i in wrt if args[i].__class__ not in SCALAR_TYPES)
+        # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
+        valid = cache.validator(compiled, compiled.fn)
+        if any(k.__class__ is FunctionArgument for k in kinds):
+            valid = _never      # made for these functions: `key` holds only their type
+        entry = state[key] = (compiled, valid, dtype_checked)
+        return entry
+
+    def finish(value, grads, args):
+        out = value
+        if has_aux:
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
+            out = value[0]
+        if out.__class__ is not float and out.__class__ is not np.float64:
+            check_scalar(out, fname)
+        if single:
+            grads = like_argument(grads, args[argnums])
+        else:
+            grads = tuple(like_argument(g, args[i]) for g, i in zip(grads if len(wrt) > 1 else (grads,), wrt))
+        if with_value:
+            return value, grads
+        return (grads, value[1]) if has_aux else grads
+
+    bind = binder(python_fn, fname)
+    ndarray = np.ndarray
+    nparams = python_fn.__code__.co_argcount
+    if python_fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        nparams = None              # compiling says where: the fence rejects *args
+
+    @functools.wraps(f)
+    def differentiated(*args, **kwargs):
+        if kwargs:
+            for i in wrt:
+                if i >= len(args):
+                    raise TypeError(
+                        f'differentiating with respect to argnums={i} requires at least {i + 1} '
+                        f'positional arguments, but {fname}() got {len(args)} (keyword '
+                        f'arguments are not differentiated: pass it by position)')
+            args = bind(args, kwargs)
+        elif len(args) != nparams and nparams is not None:
+            args = bind(args, kwargs)
+        # argument classes, array shapes in place of the ndarray class: specialised on both
+        key = tuple([a.shape if a.__class__ is ndarray else a.__class__ for a in args])
+        entry = state.get(key)
+        if entry is None or not entry[1]():
+            entry = prepare(args, key)
+        for i in entry[2]:
+            if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
+                check_differentiable(args[i], i, fname)
+        try:
+            value, grads = entry[0].combined(*args, seed)
+        except Exception as error:
+            if not has_aux and isinstance(error, (TypeError, IndexError, KeyError, ValueError)):
+                check_not_structured(python_fn, args, kind)
+            sourcemap.reraise(error)
+        if value.__class__ is float and grads.__class__ is float and single and not has_aux \
+                and args[argnums].__class__ is float:
+            return (value, grads) if with_value else grads      # the scalar fast path
+        return finish(value, grads, args)
+
+    differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
+    differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
+    return differentiated
+
+
+def _never():
+    return False
+
+
+def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=None):
+    """The generated Python source of `f`'s gradient (or, forward, its jvp), as a string.
+
+    The combined value-and-gradient function first, then the forward and
+    backward functions of every user function it calls. With `args` (example
+    arguments), the code specialised to their shapes, as `grad` runs it; with
+    `checkpoint`, its loops checkpointed as `grad(f, checkpoint=...)` runs them.
+    """
+    checkpoint = checkpoint_policy(checkpoint)
+    wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
+                                           arg_shapes=array_shapes(args),
+                                           kinds=argument_kinds(args))
+    if mode == 'forward':
+        if checkpoint:
+            raise ValueError('checkpoint= applies to reverse mode: forward mode keeps no tape')
+        compiled = compile(f, Spec('forward', wrt, optimize=optimize, **shapes))
+        part = 'source'
+    elif mode == 'reverse':
+        compiled = compile(f, Spec('reverse', wrt, optimize=optimize, checkpoint=checkpoint,
+                                   **shapes))
+        part = 'split_source'
+    else:
+        raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
+    parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
+    while pending:
+        callee = pending.pop(0)
+        if id(callee) not in seen:
+            seen.add(id(callee))
+            parts.append(getattr(callee, part))
+            pending.extend(callee.callees)
+    return '\n\n'.join(parts)
+
+
+# Inside compiled code, `grad(f)` and the like are computed while compiling
+# (`transforms.desugar`): their calls are then calls of user functions.
+grad.__tapeflow_fold__ = value_and_grad.__tapeflow_fold__ = True

@@ -1,0 +1,114 @@
+"""`vjp` and `jvp`: the pullback of a function at a point, and its pushforward.
+
+`vjp` runs the compiled forward sweep once and returns a pullback that runs the
+reverse sweep on a copy of its tape (`backward_tapes`); `jvp` runs the compiled
+forward mode. Both compile through `compilation.compile`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import tapeflow.runtime.support as support
+from tapeflow.arguments import argument_kinds, array_shapes, dtype_of, scalar_positions, split_aux
+from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
+from tapeflow.compilation import Spec, compile
+from tapeflow.conversions import check_tangent, like_argument, tangent_like
+from tapeflow.rules.sequences import dense
+from tapeflow.runtime.support import is_zero
+from tapeflow.syntax import sourcemap
+
+__all__ = ['vjp', 'jvp', 'forward_value', 'backward_tapes']
+
+
+def vjp(f, *primals, has_aux=False):
+    """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal;
+    `(out, vjp_fn, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
+    wrt = tuple(i for i, p in enumerate(primals) if dtype_of(p) is None or
+                np.issubdtype(dtype_of(p), np.inexact))
+    given, primals = primals, with_defaults(f, primals)
+    compiled = compile(f, Spec('reverse', wrt, kinds=argument_kinds(primals)))
+    tape = []
+    out = forward_value(compiled, tape, primals)
+    tapes = backward_tapes(compiled, primals, tape)
+    out, aux = split_aux(out, has_aux, getattr(f, '__name__', 'f'))
+
+    def vjp_fn(cotangent):
+        try:
+            grads = compiled.backward(tapes(), (cotangent, 0.0) if has_aux else cotangent)
+        except Exception as error:
+            sourcemap.reraise(error)
+        if len(wrt) == 1:
+            grads = (grads,)
+        result = [None] * len(given)
+        for g, i in zip(grads, wrt):
+            result[i] = like_argument(g, primals[i])
+        return tuple(result)
+
+    if has_aux:
+        vjp_fn.__tapeflow_opaque__ = ('a pullback of vjp(..., has_aux=True) cannot be '
+                                      'differentiated again; use has_aux=False there')
+        return out, vjp_fn, aux
+    vjp_fn.__tapeflow_pullback__ = (f, primals, wrt)
+    return out, vjp_fn
+
+
+def forward_value(compiled, tape, values):
+    """`compiled`'s forward sweep on `values`, its value kept apart from memory the reverse
+    sweep will restore in place (a callee's forward hands its caller the objects themselves)."""
+    try:
+        out = compiled.forward(tape, *values)
+    except Exception as error:
+        sourcemap.reraise(error)
+    return support.snapshot(out) if compiled.in_place else out
+
+
+def backward_tapes(compiled, values, tape):
+    """The tape each call of `compiled`'s backward sweep pops.
+
+    The forward's own, copied, while the reverse sweep leaves memory alone.
+    One that restores memory in place (its function writes into arrays or
+    lists) undoes the forward's writes, so a second pullback could not read
+    them: from the second call on, the forward runs again on `values`.
+    """
+    saved, used = tuple(tape), [False]
+
+    def fresh():
+        if not (compiled.in_place and used[0]):
+            used[0] = True
+            return list(saved)
+        again = []
+        compiled.forward(again, *values)
+        return again
+    return fresh
+
+
+def jvp(f, primals, tangents, has_aux=False):
+    """Forward mode: `(f(*primals), the tangent of the output along tangents)`;
+    `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise TypeError(f'jvp: {len(primals)} primals but {len(tangents)} tangents')
+    wrt = tuple(i for i, p in enumerate(primals) if dtype_of(p) is None or
+                np.issubdtype(dtype_of(p), np.inexact))
+    for i in wrt:
+        check_tangent(primals[i], tangents[i], f'argument {i}')
+    primals = with_defaults(f, primals)
+    compiled = compile(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
+                               arg_shapes=array_shapes(primals), kinds=argument_kinds(primals)))
+    try:
+        value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+    except Exception as error:
+        sourcemap.reraise(error)
+    value = dense(value)               # a gradient read as a function may be a list's `Items`
+    if has_aux:
+        out, aux = split_aux(value, has_aux, getattr(f, '__name__', 'f'))
+        tangent = 0.0 if is_zero(tangent) else tangent[0]
+        return out, tangent_like(tangent, out), aux
+    return value, tangent_like(tangent, value)
+
+
+# Inside compiled code (`transforms.desugar`), `jvp(f, (x, ...), (v, ...))` is a call of
+# `f`'s compiled jvp; `out, pb = vjp(f, x)` computes `f(x)`, and each `pb(u)` is a call
+# of `f`'s adjoint caller (every argument differentiated).
+jvp.__tapeflow_fold_call__ = jvp_caller
+vjp.__tapeflow_fold_pullback__ = lambda f, n: adjoint_caller(f, tuple(range(n)), n)
