@@ -1,7 +1,7 @@
 """The one ordered pipeline from a Python function to its compiled adjoint.
 
     parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize
-          -> checkpoint -> fusion -> uniform -> codegen
+          -> checkpoint -> fusion -> uniform -> fold -> nest -> codegen
 
 Each pass is its own module with one entry point; the order is fixed here and
 nowhere else. `compile_reverse` runs it and loads the result. The generated
@@ -30,7 +30,8 @@ from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origin
                                      unparse_together)
 from tapeflow.rules.numpy_reductions import grad_of_mean, grad_of_sum
 from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
-                                 fusion, mutation, optimize, reverse, tape_ops, uniform, variants)
+                                 fold, fusion, mutation, nest, optimize, reverse, tape_ops, uniform,
+                                 variants)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -47,6 +48,8 @@ PASSES = (
     'checkpoint', # with checkpoint=: loops keep snapshots instead of a tape of every trip
     'fusion',     # single-use temporaries into their one reader: fewer interpreter steps
     'uniform',    # whole-array sum/mean cotangents kept as one number where they broadcast
+    'fold',       # arithmetic on literals done once (`2 - 1`, the rules' `_slope_exponent(2)`)
+    'nest',       # shape arithmetic back in one expression: `range(xs.shape[0])`
     'codegen',    # unparse and load, registered with linecache
 )
 
@@ -261,6 +264,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     if optimize_code:                                                   # uniform
         for fdef in (combined, fwd_fn, bwd_fn):
             uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
+            fold.transform(fdef, namespace)                             # fold
+        combined, fwd_fn, bwd_fn = (nest.transform(f) for f in (combined, fwd_fn, bwd_fn))  # nest
 
     filename = front.source.filename                                    # codegen
     plain = unparse_together((fwd_fn, bwd_fn, combined))
@@ -432,6 +437,8 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
     else:
         body = inits + body
     fdef = nodes.function_def(f'{_id(fn)}_jvp', params + tangent_params, body + tail)
+    if optimize_code:
+        fdef = nest.transform(fold.transform(fdef, front.namespace))     # fold, nest
     text = unparse(fdef)                                                # codegen
     front.record('forward', fdef)
     load_module(text, front.namespace, _id(fn) + ' jvp',
