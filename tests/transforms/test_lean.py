@@ -11,7 +11,7 @@ from tapeflow.rules import operators
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.unparse import unparse
-from tapeflow.transforms import fold, nest
+from tapeflow.transforms import fold, nest, witness
 from tests.corpus import CASES
 from tests.transforms.passes import front, text
 
@@ -43,6 +43,17 @@ def scalar_powers(x):
     return x ** 2 + 3.0 * x ** (2 - 1)
 
 
+def rnn_step(h, x, W, b):
+    return np.tanh(x @ W + h + b)
+
+
+def rnn_with_helper(W, b, xs):
+    h = xs[0] @ W
+    for t in range(1, xs.shape[0]):
+        h = rnn_step(h, xs[t], W, b)
+    return np.sum(h * h)
+
+
 def sized(x):
     n = x.size - 1
     return np.sum(x[1:] * x[:n]) / n
@@ -59,6 +70,10 @@ EXTRA = [
     (zeros_like_product, lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal((5, 4))), (0,)),
     (sized, lambda rng: (rng.standard_normal(6),), (0,)),
     (rnn_loss, rnn_args, (0, 1, 2)),
+    (rnn_with_helper, lambda rng: (rng.standard_normal((4, 4)) / 2, rng.standard_normal(4),
+                                   rng.standard_normal((5, 3, 4))), (0, 1)),
+    (rnn_with_helper, lambda rng: (rng.standard_normal((4, 4)).astype(np.float32),
+                                   rng.standard_normal(4), rng.standard_normal((5, 3, 4))), (0, 1)),
 ]
 ALL = [(c.fn, c.make_args, c.wrt) for c in CASES] + EXTRA
 
@@ -96,6 +111,7 @@ def _without_lean_passes(monkeypatch):
     monkeypatch.setattr(fold, 'transform', lambda node, namespace=None: node)
     monkeypatch.setattr(fold, 'expression', lambda expr, namespace=None: expr)
     monkeypatch.setattr(nest, 'transform', lambda fdef, **kw: fdef)
+    monkeypatch.setattr(witness, 'transform', lambda forward, *args: forward)
     value = shape_analysis._Shapes.value
 
     def without_shape_attributes(self, v):
@@ -233,3 +249,59 @@ def test_nesting_stays_on_one_user_line():
     source = 'def f(x):\n    _n = x.shape[0]\n    z = range(_n)\n    return z'
     assert '_n = x.shape[0]' in _nested(source, {0: 3, 1: 4})
     assert _nested(source, {0: 3, 1: 3}) == 'def f(x):\n    z = range(x.shape[0])\n    return z'
+
+
+# ------------------------------------------------------------------ shape witnesses
+
+WITNESSED = [np.ones((3, 4)), np.arange(6.0, dtype=np.float32).reshape(2, 3),
+             np.ones((2, 1), np.complex64), np.arange(4), np.ones((2, 3), '>f8')]
+
+
+@pytest.mark.parametrize('x', WITNESSED, ids=lambda x: f'{x.dtype}{x.shape}')
+def test_a_witness_is_all_unbroadcast_reads(x):
+    from tapeflow.rules.shapes import shape_witness, unbroadcast
+    w = shape_witness(x)
+    assert w.__class__ is np.ndarray and w.shape == x.shape and w.dtype == x.dtype
+    assert not w.flags.writeable and w.strides == (0,) * x.ndim and not w.any()
+    for g in (np.ones((5,) + x.shape), np.ones(x.shape, np.complex128), np.float64(2.0), 2.0,
+              np.full(x.shape[-1:], 3.0, np.float32)):
+        assert _same(_outcome(lambda: unbroadcast(g, w)), _outcome(lambda: unbroadcast(g, x)))
+
+
+@pytest.mark.parametrize('x', [1.5, 2, 1j, np.float64(2.0), np.array(2.0), [1.0, 2.0], None,
+                               np.array(['a'])])
+def test_what_is_no_array_of_numbers_is_its_own_witness(x):
+    from tapeflow.rules.shapes import shape_witness
+    assert shape_witness(x) is x
+
+
+def test_generic_code_pushes_witnesses_of_arrays_only():
+    rnn = tf.source(rnn_loss, argnums=(0, 1, 2))
+    for name in ('_add', '_matmul', '_matmul2'):              # read back only as shapes
+        assert f'_push(shape_witness({name}))' in rnn
+    assert '_push(h)' in rnn and '_push(_item2)' in rnn      # read back as values
+    helper = tf.source(rnn_with_helper, argnums=(0, 1))
+    assert '_push((W, shape_witness(_add), shape_witness(_matmul), _tanh, b, h, x))' in helper
+    assert 'shape_witness' not in tf.source(scalar_powers)    # Python numbers: nothing to free
+    assert 'shape_witness' not in tf.source(rnn_loss, argnums=(0, 1, 2), args=rnn_args())
+
+
+def _second_order(W, b, xs):
+    return tf.hessian(rnn_with_helper, argnums=1)(W, b, xs), \
+        tf.grad(lambda_free_second_order)(b, W, xs)
+
+
+def lambda_free_second_order(b, W, xs):
+    return np.sum(tf.grad(rnn_with_helper, argnums=1)(W, b, xs) ** 2)
+
+
+def test_witnesses_differentiate_again_to_the_same_bits(monkeypatch):
+    rng = np.random.default_rng(0)
+    args = rng.standard_normal((4, 4)) / 2, rng.standard_normal(4), rng.standard_normal((5, 3, 4))
+    cache.clear()
+    lean = _second_order(*args)
+    _without_lean_passes(monkeypatch)
+    cache.clear()
+    plain = _second_order(*args)
+    cache.clear()
+    assert _same(lean, plain)

@@ -1,7 +1,8 @@
 """The one ordered pipeline from a Python function to its compiled adjoint.
 
     parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize
-          -> checkpoint -> fusion -> uniform -> fold -> nest -> codegen
+          -> checkpoint -> fusion -> uniform -> fold -> witness -> nest
+          -> codegen
 
 Each pass is its own module with one entry point; the order is fixed here and
 nowhere else. `compile_reverse` runs it and loads the result. The generated
@@ -31,7 +32,7 @@ from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origin
 from tapeflow.rules.numpy_reductions import grad_of_mean, grad_of_sum
 from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
                                  fold, fusion, mutation, nest, optimize, reverse, tape_ops, uniform,
-                                 variants)
+                                 variants, witness)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -49,6 +50,7 @@ PASSES = (
     'fusion',     # single-use temporaries into their one reader: fewer interpreter steps
     'uniform',    # whole-array sum/mean cotangents kept as one number where they broadcast
     'fold',       # arithmetic on literals done once (`2 - 1`, the rules' `_slope_exponent(2)`)
+    'witness',    # a value the reverse reads only as `unbroadcast`'s shape is pushed as a witness
     'nest',       # shape arithmetic back in one expression: `range(xs.shape[0])`
     'codegen',    # unparse and load, registered with linecache
 )
@@ -66,8 +68,9 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item', 'reread_slot',
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable',
-                 # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform)
-                 'checkpoints', 'uniform_sum', 'uniform_mean')
+                 # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform),
+                 # shape witnesses (transforms.witness)
+                 'checkpoints', 'uniform_sum', 'uniform_mean', 'shape_witness')
 
 
 @dataclasses.dataclass
@@ -217,7 +220,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     at = next(k for k, stmt in enumerate(body) if isinstance(stmt, ast.Assign)   # (a copy,
               and getattr(stmt.targets[0], 'id', None) == names.value)   # if fused into)
     value, combined_forward, combined_reverse = body[at], body[:at], body[at + 1:-1]
-    if checkpoint or any(getanno(stmt, Key.CHECKPOINT) for stmt in combined_forward):
+    checkpointed = checkpoint or any(getanno(stmt, Key.CHECKPOINT) for stmt in combined_forward)
+    if checkpointed:
         combined_forward, combined_reverse, unbound = checkpointing.transform(   # checkpoint
             nodes.clone(combined_forward), nodes.clone(combined_reverse),
             checkpointing.Context(names, namer, params, source, order), checkpoint)
@@ -265,6 +269,12 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         for fdef in (combined, fwd_fn, bwd_fn):
             uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
             fold.transform(fdef, namespace)                             # fold
+        if not checkpointed:                                            # witness
+            at = next(k for k, stmt in enumerate(combined.body) if isinstance(stmt, ast.Assign)
+                      and getattr(stmt.targets[0], 'id', None) == names.value)
+            combined.body = witness.transform(combined.body[:at], combined.body[at:], names.push,
+                                              names.pop, params) + combined.body[at:]
+            fwd_fn.body = witness.transform(fwd_fn.body, bwd_fn.body, names.push, names.pop, params)
         combined, fwd_fn, bwd_fn = (nest.transform(f) for f in (combined, fwd_fn, bwd_fn))  # nest
 
     filename = front.source.filename                                    # codegen
