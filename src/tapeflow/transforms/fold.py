@@ -45,29 +45,87 @@ def expression(expr, namespace=None):
 
 
 def _fold(node, namespace):
-    if isinstance(node, ast.Constant) or isinstance(node, ast.Name):
-        return node
-    for field in node._fields:
-        value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
-            new = _fold(value, namespace)
-            if new is not value:
-                setattr(node, field, new)
-        elif isinstance(value, list):
-            for k, item in enumerate(value):
-                if isinstance(item, ast.AST):
-                    new = _fold(item, namespace)
-                    if new is not item:
-                        value[k] = new
-    if isinstance(node, ast.BinOp):
+    """Fold the nodes under `node` (parents seen before children: a pass that changed
+    something runs again, for literals folded out of folded literals)."""
+    if not any_node(node, _FOLDABLE, lambda n: _folded(n, namespace, probe=True)):
+        return node                           # the common case: nothing to fold, one scan
+    root = _Root(node)
+    changed = True
+    while changed:
+        changed = False
+        for parent in nodes.walk(root):
+            for field in parent._fields:
+                value = getattr(parent, field, None)
+                if value.__class__ in _FOLDABLE:
+                    new = _folded(value, namespace)
+                    if new is not value:
+                        setattr(parent, field, new)
+                        changed = True
+                elif value.__class__ is list:
+                    for k, item in enumerate(value):
+                        if item.__class__ in _FOLDABLE:
+                            new = _folded(item, namespace)
+                            if new is not item:
+                                value[k] = new
+                                changed = True
+    return root.node
+
+
+def any_node(tree, classes, test) -> bool:
+    """Whether a node under `tree` of one of `classes` passes `test` (a scan faster than
+    `nodes.walk`: names, literals, contexts and operators are not looked into)."""
+    stack = [tree]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of = _SCANNED.get
+    while stack:
+        n = pop()
+        cls = n.__class__
+        if cls in classes and test(n):
+            return True
+        fields = fields_of(cls)
+        if fields is None:
+            fields = _SCANNED[cls] = tuple(f for f in getattr(cls, '_fields', ())
+                                           if f not in ('ctx', 'op', 'ops'))
+        for field in fields:
+            value = getattr(n, field, None)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, ast.AST) and value.__class__ not in _LEAVES:
+                push(value)
+    return False
+
+
+_SCANNED: dict = {}          # node class -> the fields `any_node` looks into
+_LEAVES = frozenset({ast.Name, ast.Constant})
+
+
+class _Root(ast.AST):
+    """Holds the tree being folded, so that its root can be replaced too."""
+    _fields = ('node',)
+
+    def __init__(self, node):
+        self.node = node
+
+
+def _folded(node, namespace, probe=False):
+    """`node` folded, or `node`; with `probe`, whether it may fold (no call made)."""
+    if node.__class__ is ast.BinOp:
+        if probe:
+            return _literal(node.left) and _literal(node.right)
         return _binop(node)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
-            and _literal(node.operand):
-        value = node.operand.value
-        return _as_literal(-value if isinstance(node.op, ast.USub) else value, node)
-    if isinstance(node, ast.Call):
-        return _helper_call(node, namespace)
-    return node
+    if node.__class__ is ast.UnaryOp:
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and _literal(node.operand):
+            if probe:
+                return True
+            value = node.operand.value
+            return _as_literal(-value if isinstance(node.op, ast.USub) else value, node)
+        return False if probe else node
+    if probe:
+        return _pure_helper(node, namespace) is not None
+    return _helper_call(node, namespace)
+
+
+_FOLDABLE = frozenset({ast.BinOp, ast.UnaryOp, ast.Call})
 
 
 def _literal(node):
@@ -88,11 +146,17 @@ def _binop(node):
     return _as_literal(compute(node.left.value, node.right.value), node)
 
 
-def _helper_call(node, namespace):
-    if not isinstance(node.func, ast.Name) or node.keywords \
-            or not all(_literal(a) for a in node.args):
-        return node
+def _pure_helper(node, namespace):
+    """The rules' pure helper `node` calls on literals, or None."""
+    if node.func.__class__ is not ast.Name or node.keywords:
+        return None
     fn = namespace.get(node.func.id)
-    if (getattr(fn, '__module__', None), getattr(fn, '__qualname__', None)) not in _PURE_HELPERS:
-        return node
-    return _as_literal(fn(*[a.value for a in node.args]), node)
+    if (getattr(fn, '__module__', None), getattr(fn, '__qualname__', None)) not in _PURE_HELPERS \
+            or not all(_literal(a) for a in node.args):
+        return None
+    return fn
+
+
+def _helper_call(node, namespace):
+    fn = _pure_helper(node, namespace)
+    return node if fn is None else _as_literal(fn(*[a.value for a in node.args]), node)

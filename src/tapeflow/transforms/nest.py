@@ -37,28 +37,51 @@ _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
 
 def transform(fdef: ast.FunctionDef, temporary=lambda name: name[0] == '_') -> ast.FunctionDef:
     """`fdef` with its shape temporaries nested into their readers: a new function
-    (what the pass rewrites, it copies; `fdef` and its statements stay as they are)."""
+    (what the pass rewrites, it copies; `fdef` and its statements stay as they are),
+    or `fdef` itself where no assignment reads a shape."""
+    bindings = _bindings(fdef)
+    if not any(v is not None and _reads_shape(v) for values in bindings.values() for v in values):
+        return fdef
     loads, stores = nodes.name_counts(fdef)
     for arg in fdef.args.args:
         stores[arg.id] = stores.get(arg.id, 0) + 2          # never assigned once
-    nester = _Nester(loads, stores, temporary, _integer_names(fdef, stores))
+    nester = _Nester(loads, stores, temporary, _integer_names(bindings, stores))
     nested = nodes.shallow_copy(fdef)
     nested.body = nester.block(fdef.body)
     return nested
 
 
-def _integer_names(fdef, stores) -> set:
-    """Names every binding of which is a shape expression (or a `range` loop's counter)."""
-    bindings = {}                       # name -> its assigned values (None: a range counter)
+def _bindings(fdef) -> dict:
+    """name -> the values assigned to it (None: a `range(...)` loop's counter)."""
+    bindings = {}
     for stmt in nodes.statements(fdef.body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
                 and isinstance(stmt.targets[0], ast.Name):
             bindings.setdefault(stmt.targets[0].id, []).append(stmt.value)
         elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) \
                 and isinstance(stmt.iter, ast.Call) and isinstance(stmt.iter.func, ast.Name) \
-                and stmt.iter.func.id == 'range' and not stores.get('range'):
+                and stmt.iter.func.id == 'range':
             bindings.setdefault(stmt.target.id, []).append(None)
-    ints = {name for name, values in bindings.items() if len(values) == stores.get(name, 0)}
+    return bindings
+
+
+def _reads_shape(v) -> bool:
+    if v.__class__ is ast.Attribute:
+        return v.attr in _SHAPE_ATTRIBUTES
+    if v.__class__ is ast.Subscript:
+        return _reads_shape(v.value)
+    if v.__class__ is ast.Tuple:
+        return any(_reads_shape(e) for e in v.elts)
+    return v.__class__ is ast.BinOp and (_reads_shape(v.left) or _reads_shape(v.right))
+
+
+def _integer_names(bindings, stores) -> set:
+    """Names every binding of which is a shape expression (or a `range` loop's counter,
+    `range` being the builtin)."""
+    every = _Everything()
+    counters = not stores.get('range')
+    ints = {name for name, values in bindings.items() if len(values) == stores.get(name, 0)
+            and all(_is_shape(v, every) if v is not None else counters for v in values)}
     changed = True
     while changed:                      # drop names one of whose values is no shape expression
         changed = False
@@ -67,6 +90,12 @@ def _integer_names(fdef, stores) -> set:
                 ints.discard(name)
                 changed = True
     return ints
+
+
+class _Everything:
+    """Every name (a first, optimistic guess of the names holding ints)."""
+    def __contains__(self, name):
+        return True
 
 
 def _is_shape(v, ints) -> bool:

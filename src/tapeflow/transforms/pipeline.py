@@ -1,8 +1,7 @@
 """The one ordered pipeline from a Python function to its compiled adjoint.
 
     parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize
-          -> checkpoint -> fusion -> uniform -> fold -> witness -> nest
-          -> codegen
+          -> fold -> checkpoint -> fusion -> uniform -> witness -> nest -> codegen
 
 Each pass is its own module with one entry point; the order is fixed here and
 nowhere else. `compile_reverse` runs it and loads the result. The generated
@@ -46,10 +45,10 @@ PASSES = (
     'activity',   # which names carry derivatives: only those get adjoints
     'reverse',    # forward sweep with pushes, reverse sweep with pops
     'optimize',   # drop dead adjoints and unneeded push/pop pairs
+    'fold',       # the rules' arithmetic on literals done once (`_slope_exponent(2) - 1` -> 1)
     'checkpoint', # with checkpoint=: loops keep snapshots instead of a tape of every trip
     'fusion',     # single-use temporaries into their one reader: fewer interpreter steps
     'uniform',    # whole-array sum/mean cotangents kept as one number where they broadcast
-    'fold',       # arithmetic on literals done once (`2 - 1`, the rules' `_slope_exponent(2)`)
     'witness',    # a value the reverse reads only as `unbroadcast`'s shape is pushed as a witness
     'nest',       # shape arithmetic back in one expression: `range(xs.shape[0])`
     'codegen',    # unparse and load, registered with linecache
@@ -198,6 +197,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
+    if optimize_code:                                                   # fold
+        rev_body = [fold.transform(stmt, namespace) for stmt in rev_body]   # (rules' literals)
     compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
     grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
@@ -268,7 +269,6 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     if optimize_code:                                                   # uniform
         for fdef in (combined, fwd_fn, bwd_fn):
             uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
-            fold.transform(fdef, namespace)                             # fold
         if not checkpointed:                                            # witness
             at = next(k for k, stmt in enumerate(combined.body) if isinstance(stmt, ast.Assign)
                       and getattr(stmt.targets[0], 'id', None) == names.value)

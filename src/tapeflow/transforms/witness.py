@@ -27,13 +27,11 @@ def transform(forward: list, reverse: list, push: str, pop: str, params=()) -> l
     """`forward` (a block; a copy where it changes) pushing witnesses for the names
     that `reverse` (the sweep popping what `forward` pushed) reads only as shapes, and
     that hold arrays (`_array_valued`; `params`, the function's, are not known to)."""
-    witnessed = _shape_only(reverse, pop) & _pushed(forward, push)
+    pushes = _count(forward, push, pop)[0]
+    witnessed = set(pushes) and set(pushes) & _array_valued(forward, set(params))
     if witnessed:
-        witnessed &= _array_valued(forward, set(params))
-    if not witnessed:
-        return forward
-    pushes, restores = _count(forward, push, pop)[0], _count(reverse, push, pop)[1]
-    witnessed = {n for n in witnessed if pushes.get(n) == restores.get(n)}
+        restores = _count(reverse, push, pop)[1]
+        witnessed = _shape_only(reverse, {n for n in witnessed if pushes[n] == restores.get(n)})
     if not witnessed:
         return forward
 
@@ -52,31 +50,39 @@ def _array_valued(block, params) -> set:
     """Names every assignment of which (but `None`, a prologue's) is a matrix product or
     arithmetic on one: NumPy arrays (or NumPy scalars), never Python numbers, so that a
     witness costs less than what it frees."""
-    values = {}
+    values, other = {}, set(params)
     for stmt in nodes.statements(block):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
                 and isinstance(stmt.targets[0], ast.Name):
             values.setdefault(stmt.targets[0].id, []).append(stmt.value)
-    stores = {}
-    for stmt in block:
-        stores.update({n: stores.get(n, 0) + k for n, k in nodes.name_counts(stmt)[1].items()})
-    arrays = {n for n, vs in values.items() if n not in params and len(vs) == stores.get(n)}
+        elif isinstance(stmt, ast.Assign):                  # (a, b) = ..., x[i] = ...
+            other |= {n.id for t in stmt.targets for n in nodes.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(stmt, ast.For):
+            other |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, ast.Name)}
+        elif not isinstance(stmt, _BINDING_NOTHING):      # anything else: all it names
+            other |= nodes.names_in(stmt)
+    arrays = {n for n, vs in values.items() if n not in other
+              and all(v.__class__ in _ARITHMETIC or v.__class__ is ast.Constant and v.value is None
+                      for v in vs)}
 
     def array(v):
-        if isinstance(v, ast.Name):
+        if v.__class__ is ast.Name:
             return v.id in arrays
-        if isinstance(v, ast.BinOp):
-            return isinstance(v.op, ast.MatMult) or array(v.left) or array(v.right)
-        return isinstance(v, ast.UnaryOp) and array(v.operand)
+        if v.__class__ is ast.BinOp:
+            return v.op.__class__ is ast.MatMult or array(v.left) or array(v.right)
+        return v.__class__ is ast.UnaryOp and array(v.operand)
     changed = True
     while changed:
         changed = False
         for name in list(arrays):
-            if not all(isinstance(v, ast.Constant) and v.value is None or array(v)
-                       for v in values[name]):
+            if not all(v.__class__ is ast.Constant or array(v) for v in values[name]):
                 arrays.discard(name)
                 changed = True
     return arrays
+
+
+_ARITHMETIC = frozenset({ast.BinOp, ast.UnaryOp, ast.Name})
+_BINDING_NOTHING = (ast.Expr, ast.If, ast.While, ast.Return, ast.Pass, ast.Break)
 
 
 def _witnessed(value, witnessed):
@@ -94,33 +100,20 @@ def _is_push(stmt, push) -> bool:
         and len(stmt.value.args) == 1 and not stmt.value.keywords
 
 
-def _pushed(block, push) -> set:
-    out = set()
-    for stmt in nodes.statements(block):
-        if _is_push(stmt, push):
-            value = stmt.value.args[0]
-            elts = value.elts if isinstance(value, ast.Tuple) else [value]
-            out |= {e.id for e in elts if isinstance(e, ast.Name)}
-    return out
-
-
-def _shape_only(block, pop) -> set:
-    """Names `block` reads, each read of which is `unbroadcast`'s second argument, and
-    which it restores from the tape."""
-    as_shape, whole, restored = set(), set(), set()
-    for stmt in nodes.statements(block):
-        if _restore_targets(stmt, pop) is not None:
-            restored |= set(_restore_targets(stmt, pop))
+def _shape_only(block, names) -> set:
+    """Those of `names` that `block` reads only as `unbroadcast`'s second argument."""
+    whole = set()
+    for stmt in block:
         shapes = set()
         for n in nodes.walk(stmt):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+            if n.__class__ is ast.Call and isinstance(n.func, ast.Name) \
                     and n.func.id == 'unbroadcast' and len(n.args) == 2 and not n.keywords \
                     and isinstance(n.args[1], ast.Name):
                 shapes.add(id(n.args[1]))
-                as_shape.add(n.args[1].id)
-            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in shapes:
+            elif n.__class__ is ast.Name and n.id in names and id(n) not in shapes \
+                    and isinstance(n.ctx, ast.Load):
                 whole.add(n.id)
-    return (as_shape - whole) & restored
+    return names - whole
 
 
 def _restore_targets(stmt, pop):
