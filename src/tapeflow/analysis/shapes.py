@@ -7,6 +7,10 @@ reductions give `()`, `x[i]` drops a dimension, `x.T` reverses, `np.zeros`
 with a constant shape makes it. A variable has a shape only if every
 assignment to it gives that same shape; anything else is unknown (`None`).
 
+Shape arithmetic is followed too: `x.shape` is a tuple of `x.ndim` ints, so
+`x.shape[0]` (an int, like the constant `2`) has shape `()`; `x.ndim` and
+`x.size` are ints.
+
 The reverse transform drops `unbroadcast(g, x)` where `x` has the shape of the
 operation's result: nothing was broadcast, so `x` need not be kept for it.
 """
@@ -95,8 +99,14 @@ class _Shapes:
             return None
         if isinstance(v, ast.Attribute):
             shape = self.of(v.value)
-            if v.attr == 'T' and shape is not None:
+            if shape is None:
+                return None
+            if v.attr == 'T':
                 return shape if shape is _TOP else shape[::-1]
+            if v.attr == 'shape':             # a tuple of ints: `x.shape[0]` is an int, shape ()
+                return shape if shape is _TOP else (len(shape),)
+            if v.attr in ('ndim', 'size'):
+                return shape if shape is _TOP else ()
             return None
         if isinstance(v, ast.Subscript):
             shape = self.of(v.value)

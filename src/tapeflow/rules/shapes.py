@@ -22,7 +22,7 @@ from tapeflow.rules.batching import batch_size, defjvp_batched, lift_tangent, un
 __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
            'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
            'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
-           'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch']
+           'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch', 'shape_witness']
 
 _SCALARS = (float, int, bool, complex)
 
@@ -48,6 +48,15 @@ def unbroadcast(g, x):
     if g.ndim < len(shape) and not np.any(g):
         return 0.0          # the symbolic zero through arithmetic (0.0 / np.float64(2.0))
     return _as_dtype_of(unbroadcast_to(g, shape), x)
+
+
+def shape_witness(x):
+    """What `unbroadcast(g, x)` reads of `x` (its class, shape and dtype) without its
+    memory: for a NumPy array of numbers a read-only stand-in whose elements share one
+    zero (strides 0); anything else is `x` itself (`transforms.witness` pushes it)."""
+    if x.__class__ is np.ndarray and x.ndim and x.dtype.kind in 'biufc':
+        return np.ndarray(x.shape, x.dtype, bytes(x.dtype.itemsize), 0, (0,) * x.ndim)
+    return x
 
 
 def _unbroadcast_api(g, x):
@@ -324,6 +333,7 @@ registry.defvjp(unbroadcast, _unbroadcast_vjp)
 registry.defjvp(unbroadcast, _unbroadcast_jvp)
 defjvp_batched(unbroadcast, _unbroadcast_jvp_batched)
 registry.static(unbroadcast, 1)
+registry.nondifferentiable(shape_witness)
 registry.defvjp(broadcast_tangent, _broadcast_tangent_vjp)
 registry.defjvp(broadcast_tangent, _broadcast_tangent_jvp)
 defjvp_batched(broadcast_tangent, _broadcast_tangent_jvp_batched)

@@ -27,6 +27,7 @@ from tapeflow.syntax import ast
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, copyanno, getanno, hasanno
 from tapeflow.syntax.naming import Namer
+from tapeflow.transforms import fold
 
 _OP_NAMES = {ast.Add: 'add', ast.Sub: 'sub', ast.Mult: 'mul', ast.Div: 'div',
              ast.Pow: 'pow', ast.MatMult: 'matmul', ast.FloorDiv: 'floordiv',
@@ -200,6 +201,7 @@ class _ANF:
 
     def operation(self, expr, pre, target):
         """`expr` as one operation on atoms (or an atom)."""
+        expr = _folded(expr)
         if is_atom(expr):
             return expr
         kind = type(expr).__name__
@@ -340,7 +342,10 @@ class _ANF:
 
 
 def _folded(expr):
-    """`-1` (a negated number literal) as the constant it is."""
+    """`-1` (a negated number literal) and `2 - 1` (arithmetic on literals) as the
+    constants they are (`transforms.fold`)."""
+    if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+        expr = fold.expression(expr)
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)) \
             and isinstance(expr.operand, ast.Constant) \
             and type(expr.operand.value) in (int, float, complex):

@@ -72,14 +72,7 @@ class _Fuser:
     def block(self, stmts) -> list:
         """A fused copy of the block `stmts` (compound statements copied, with fused
         copies of their blocks; the others shared until a fusion rewrites them)."""
-        stmts = list(stmts)
-        for k, stmt in enumerate(stmts):
-            if isinstance(getattr(stmt, 'body', None), list):
-                stmt = stmts[k] = nodes.shallow_copy(stmt)
-                for field in ('body', 'orelse'):
-                    inner = getattr(stmt, field, None)
-                    if isinstance(inner, list):
-                        setattr(stmt, field, self.block(inner))
+        stmts = copy_blocks(stmts, self.block)
         changed = True
         while changed:                  # a fusion may open another one earlier in the block
             changed, i = False, 0
@@ -229,6 +222,20 @@ class _Fuser:
         if func.value.id == 'np':
             return isinstance(getattr(np, func.attr, None), np.ufunc)
         return False
+
+
+def copy_blocks(stmts, rewrite) -> list:
+    """A copy of the block `stmts` whose compound statements are copies with their
+    blocks rewritten by `rewrite` (a block -> a new block); the others shared."""
+    stmts = list(stmts)
+    for k, stmt in enumerate(stmts):
+        if isinstance(getattr(stmt, 'body', None), list):
+            stmt = stmts[k] = nodes.shallow_copy(stmt)
+            for field in ('body', 'orelse'):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    setattr(stmt, field, rewrite(inner))
+    return stmts
 
 
 def _replaced(tree, old, new):

@@ -1,7 +1,7 @@
 """The one ordered pipeline from a Python function to its compiled adjoint.
 
     parse -> resolve -> fence -> desugar -> anf -> activity -> reverse -> optimize
-          -> checkpoint -> fusion -> uniform -> codegen
+          -> fold -> checkpoint -> fusion -> uniform -> witness -> nest -> codegen
 
 Each pass is its own module with one entry point; the order is fixed here and
 nowhere else. `compile_reverse` runs it and loads the result. The generated
@@ -30,7 +30,8 @@ from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origin
                                      unparse_together)
 from tapeflow.rules.numpy_reductions import grad_of_mean, grad_of_sum
 from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
-                                 fusion, mutation, optimize, reverse, tape_ops, uniform, variants)
+                                 fold, fusion, mutation, nest, optimize, reverse, tape_ops, uniform,
+                                 variants, witness)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -44,9 +45,12 @@ PASSES = (
     'activity',   # which names carry derivatives: only those get adjoints
     'reverse',    # forward sweep with pushes, reverse sweep with pops
     'optimize',   # drop dead adjoints and unneeded push/pop pairs
+    'fold',       # the rules' arithmetic on literals done once (`_slope_exponent(2) - 1` -> 1)
     'checkpoint', # with checkpoint=: loops keep snapshots instead of a tape of every trip
     'fusion',     # single-use temporaries into their one reader: fewer interpreter steps
     'uniform',    # whole-array sum/mean cotangents kept as one number where they broadcast
+    'witness',    # a value the reverse reads only as `unbroadcast`'s shape is pushed as a witness
+    'nest',       # shape arithmetic back in one expression: `range(xs.shape[0])`
     'codegen',    # unparse and load, registered with linecache
 )
 
@@ -63,8 +67,9 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'add_at', 'put_index', 'diagonal_index', 'refresh_items', 'reread_item', 'reread_slot',
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable',
-                 # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform)
-                 'checkpoints', 'uniform_sum', 'uniform_mean')
+                 # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform),
+                 # shape witnesses (transforms.witness)
+                 'checkpoints', 'uniform_sum', 'uniform_mean', 'shape_witness')
 
 
 @dataclasses.dataclass
@@ -192,6 +197,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     else:
         undefined = optimize._undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
+    if optimize_code:                                                   # fold
+        rev_body = [fold.transform(stmt, namespace) for stmt in rev_body]   # (rules' literals)
     compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
     grad_value = nodes.tuple_(*[g if g else nodes.const(0.0) for g in grads]) if len(grads) != 1 \
@@ -214,7 +221,8 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     at = next(k for k, stmt in enumerate(body) if isinstance(stmt, ast.Assign)   # (a copy,
               and getattr(stmt.targets[0], 'id', None) == names.value)   # if fused into)
     value, combined_forward, combined_reverse = body[at], body[:at], body[at + 1:-1]
-    if checkpoint or any(getanno(stmt, Key.CHECKPOINT) for stmt in combined_forward):
+    checkpointed = checkpoint or any(getanno(stmt, Key.CHECKPOINT) for stmt in combined_forward)
+    if checkpointed:
         combined_forward, combined_reverse, unbound = checkpointing.transform(   # checkpoint
             nodes.clone(combined_forward), nodes.clone(combined_reverse),
             checkpointing.Context(names, namer, params, source, order), checkpoint)
@@ -261,6 +269,13 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     if optimize_code:                                                   # uniform
         for fdef in (combined, fwd_fn, bwd_fn):
             uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
+        if not checkpointed:                                            # witness
+            at = next(k for k, stmt in enumerate(combined.body) if isinstance(stmt, ast.Assign)
+                      and getattr(stmt.targets[0], 'id', None) == names.value)
+            combined.body = witness.transform(combined.body[:at], combined.body[at:], names.push,
+                                              names.pop, params) + combined.body[at:]
+            fwd_fn.body = witness.transform(fwd_fn.body, bwd_fn.body, names.push, names.pop, params)
+        combined, fwd_fn, bwd_fn = (nest.transform(f) for f in (combined, fwd_fn, bwd_fn))  # nest
 
     filename = front.source.filename                                    # codegen
     plain = unparse_together((fwd_fn, bwd_fn, combined))
@@ -432,6 +447,8 @@ def _compile_forward(fn, wrt, runtime_names, optimize_code, record_passes, compi
     else:
         body = inits + body
     fdef = nodes.function_def(f'{_id(fn)}_jvp', params + tangent_params, body + tail)
+    if optimize_code:
+        fdef = nest.transform(fold.transform(fdef, front.namespace))     # fold, nest
     text = unparse(fdef)                                                # codegen
     front.record('forward', fdef)
     load_module(text, front.namespace, _id(fn) + ' jvp',

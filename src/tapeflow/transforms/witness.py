@@ -1,0 +1,145 @@
+"""Shape witnesses: push what `unbroadcast` reads of a value, not the value.
+
+Generic code (shapes unknown) keeps `unbroadcast(g, x)` for the operands of
+every broadcasting operation, so a name rebound in a loop is pushed on the tape
+only for the reverse sweep to read its shape there. This pass, run on the
+finished functions, finds the names the reverse sweep reads only as the second
+argument of `unbroadcast` and pushes `shape_witness(x)` for them instead
+(`rules.shapes`): for a NumPy array, a stand-in of the same class, shape and
+dtype holding one zero, so the tape no longer keeps the array alive;
+`unbroadcast` computes from it the very same cotangent, of the same type.
+
+A witness lands only in the name it stands for: the reverse transform restores
+a name from its own pushes (`_push(x)` ... `x = _pop()`), and a name is taken
+only where its pushes and its restores are as many. Not run on checkpointed
+code, whose forward sweep runs again in the reverse one.
+"""
+from __future__ import annotations
+
+from tapeflow.syntax import ast
+from tapeflow.syntax import nodes
+from tapeflow.transforms.fusion import copy_blocks
+
+WITNESS = 'shape_witness'
+
+
+def transform(forward: list, reverse: list, push: str, pop: str, params=()) -> list:
+    """`forward` (a block; a copy where it changes) pushing witnesses for the names
+    that `reverse` (the sweep popping what `forward` pushed) reads only as shapes, and
+    that hold arrays (`_array_valued`; `params`, the function's, are not known to)."""
+    pushes = _count(forward, push, pop)[0]
+    witnessed = set(pushes) and set(pushes) & _array_valued(forward, set(params))
+    if witnessed:
+        restores = _count(reverse, push, pop)[1]
+        witnessed = _shape_only(reverse, {n for n in witnessed if pushes[n] == restores.get(n)})
+    if not witnessed:
+        return forward
+
+    def rewrite(block):
+        block = copy_blocks(block, rewrite)
+        for k, stmt in enumerate(block):
+            if _is_push(stmt, push):
+                new = _witnessed(stmt.value.args[0], witnessed)
+                if new is not stmt.value.args[0]:
+                    block[k] = nodes.copy_location(nodes.expr_stmt(nodes.call(push, new)), stmt)
+        return block
+    return rewrite(forward)
+
+
+def _array_valued(block, params) -> set:
+    """Names every assignment of which (but `None`, a prologue's) is a matrix product or
+    arithmetic on one: NumPy arrays (or NumPy scalars), never Python numbers, so that a
+    witness costs less than what it frees."""
+    values, other = {}, set(params)
+    for stmt in nodes.statements(block):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            values.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        elif isinstance(stmt, ast.Assign):                  # (a, b) = ..., x[i] = ...
+            other |= {n.id for t in stmt.targets for n in nodes.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(stmt, ast.For):
+            other |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, ast.Name)}
+        elif not isinstance(stmt, _BINDING_NOTHING):      # anything else: all it names
+            other |= nodes.names_in(stmt)
+    arrays = {n for n, vs in values.items() if n not in other
+              and all(v.__class__ in _ARITHMETIC or v.__class__ is ast.Constant and v.value is None
+                      for v in vs)}
+
+    def array(v):
+        if v.__class__ is ast.Name:
+            return v.id in arrays
+        if v.__class__ is ast.BinOp:
+            return v.op.__class__ is ast.MatMult or array(v.left) or array(v.right)
+        return v.__class__ is ast.UnaryOp and array(v.operand)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(arrays):
+            if not all(v.__class__ is ast.Constant or array(v) for v in values[name]):
+                arrays.discard(name)
+                changed = True
+    return arrays
+
+
+_ARITHMETIC = frozenset({ast.BinOp, ast.UnaryOp, ast.Name})
+_BINDING_NOTHING = (ast.Expr, ast.If, ast.While, ast.Return, ast.Pass, ast.Break)
+
+
+def _witnessed(value, witnessed):
+    if isinstance(value, ast.Name) and value.id in witnessed:
+        return nodes.call(WITNESS, value.id)
+    if isinstance(value, ast.Tuple) and any(isinstance(e, ast.Name) and e.id in witnessed
+                                            for e in value.elts):
+        return nodes.tuple_(*[_witnessed(e, witnessed) for e in value.elts])
+    return value
+
+
+def _is_push(stmt, push) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+        and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == push \
+        and len(stmt.value.args) == 1 and not stmt.value.keywords
+
+
+def _shape_only(block, names) -> set:
+    """Those of `names` that `block` reads only as `unbroadcast`'s second argument."""
+    whole = set()
+    for stmt in block:
+        shapes = set()
+        for n in nodes.walk(stmt):
+            if n.__class__ is ast.Call and isinstance(n.func, ast.Name) \
+                    and n.func.id == 'unbroadcast' and len(n.args) == 2 and not n.keywords \
+                    and isinstance(n.args[1], ast.Name):
+                shapes.add(id(n.args[1]))
+            elif n.__class__ is ast.Name and n.id in names and id(n) not in shapes \
+                    and isinstance(n.ctx, ast.Load):
+                whole.add(n.id)
+    return names - whole
+
+
+def _restore_targets(stmt, pop):
+    """The names `x = _pop()`, `(x, y) = _pop()` or `x = _pop()[0]` restores, else None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return None
+    value = stmt.value
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id == pop and not value.args):
+        return None
+    target = stmt.targets[0]
+    elts = target.elts if isinstance(target, ast.Tuple) else [target]
+    return [e.id for e in elts if isinstance(e, ast.Name)]
+
+
+def _count(block, push, pop):
+    """({name: times pushed}, {name: times restored}) in `block`."""
+    pushed, restored = {}, {}
+    for stmt in nodes.statements(block):
+        if _is_push(stmt, push):
+            value = stmt.value.args[0]
+            for e in value.elts if isinstance(value, ast.Tuple) else [value]:
+                if isinstance(e, ast.Name):
+                    pushed[e.id] = pushed.get(e.id, 0) + 1
+        for name in _restore_targets(stmt, pop) or ():
+            restored[name] = restored.get(name, 0) + 1
+    return pushed, restored
