@@ -153,3 +153,19 @@ def test_every_formula_an_entry_was_given_is_inlinable_and_reads_module_names():
                 assert name in template.fixed or name in rule.__globals__ \
                     or hasattr(builtins, name), f'{rule.__module__}: {name}'
     assert seen >= 60
+
+
+def uses_logaddexp(x, y):
+    return np.sum(np.logaddexp(x, y))
+
+
+def test_a_binary_entry_is_fitted_in_reverse_and_broadcast_in_forward():
+    text = tf.source(uses_logaddexp, argnums=(0, 1))
+    assert 'fit(blogaddexp * np.exp(x - _logaddexp), x)' in text
+    assert 'fit(blogaddexp * np.exp(y - _logaddexp), y)' in text
+    forward = tf.source(uses_logaddexp, argnums=(0, 1), mode='forward')
+    assert 'dx * np.exp(x - _logaddexp)' in forward
+    x, y = np.array([0.3, -0.4]), np.array([[0.1], [0.9]])
+    gx, gy = tf.grad(uses_logaddexp, argnums=(0, 1))(x, y)
+    assert gx.shape == x.shape and gy.shape == y.shape
+    assert np.isclose(np.sum(gx) + np.sum(gy), 4.0)      # each pair's weights sum to 1

@@ -43,11 +43,13 @@ def _rule_template(rule):
     A `def` whose body is one `return` is inlinable; so is a lambda that a rule helper
     marked (`entries.inlinable`): a lambda given to `defvjp` as it stands is called.
     `entries.def_elementwise` builds `g * derivative(ans, x)`: its template is `g *`
-    the derivative's expression.
+    the derivative's expression; `entries.binary` builds `fit(partial(g, ans, x, y), x)`:
+    `fit(` the partial's expression `, x)`.
     """
     how = getattr(rule, '__tapeflow_inline__', None)
     if isinstance(how, tuple):
-        return _scaled_template(*how[1:]) if how[0] == 'scale' else _NOT_INLINABLE
+        composed = {'scale': _scaled_template, 'fit': _fitted_template}.get(how[0])
+        return _NOT_INLINABLE if composed is None else composed(*how[1:])
     code = getattr(rule, '__code__', None)
     if code is not None and code.co_name == '<lambda>':
         fdef = _marked_lambda(rule)
@@ -87,6 +89,17 @@ def _scaled_template(derivative):
     expr = nodes.binop(nodes.name(g), ast.Mult(), inner.expr)
     return inner._replace(params=[g] + inner.params, positional=[g] + inner.positional,
                           expr=expr)
+
+
+def _fitted_template(partial, argnum):
+    """The template of `fit(partial(g, ans, *args), args[argnum])`."""
+    inner = _rule_template(partial)
+    if inner is _NOT_INLINABLE or len(inner.positional) < argnum + 3 \
+            or 'fit' in inner.params or 'fit' not in inner.scope.__globals__:
+        return _NOT_INLINABLE
+    operand = nodes.name(inner.positional[argnum + 2])
+    return inner._replace(expr=nodes.call(nodes.name('fit'), inner.expr, operand),
+                          free=inner.free | {'fit'})
 
 
 def _single_def(rule):
