@@ -20,6 +20,7 @@ import types
 
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.shapes import fit
 
 __all__ = ['elementwise', 'inlinable', 'scalar_twin', 'StandIn', 'MATH_FOR_NUMPY',
            'binary', 'def_elementwise', 'def_linear', 'def_nondiff',
@@ -76,7 +77,6 @@ def binary(fn, *partials, forms):
     `fit`, the VJP: `fit(partial(g, ans, x, y), x)`, which the compiler inlines as
     `fit(<the formula>, x)`. None skips an argument.
     """
-    from tapeflow.rules.shapes import fit           # (shapes imports this module)
     for argnum, partial in enumerate(partials):
         if partial is None:
             continue
