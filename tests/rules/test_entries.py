@@ -153,3 +153,42 @@ def test_every_formula_an_entry_was_given_is_inlinable_and_reads_module_names():
                 assert name in template.fixed or name in rule.__globals__ \
                     or hasattr(builtins, name), f'{rule.__module__}: {name}'
     assert seen >= 60
+
+
+def uses_logaddexp(x, y):
+    return np.sum(np.logaddexp(x, y))
+
+
+def test_a_binary_entry_is_fitted_in_reverse_and_broadcast_in_forward():
+    text = tf.source(uses_logaddexp, argnums=(0, 1))
+    assert 'fit(blogaddexp * np.exp(x - _logaddexp), x)' in text
+    assert 'fit(blogaddexp * np.exp(y - _logaddexp), y)' in text
+    forward = tf.source(uses_logaddexp, argnums=(0, 1), mode='forward')
+    assert 'dx * np.exp(x - _logaddexp)' in forward
+    x, y = np.array([0.3, -0.4]), np.array([[0.1], [0.9]])
+    gx, gy = tf.grad(uses_logaddexp, argnums=(0, 1))(x, y)
+    assert gx.shape == x.shape and gy.shape == y.shape
+    assert np.isclose(np.sum(gx) + np.sum(gy), 4.0)      # each pair's weights sum to 1
+
+
+def doubled(x):
+    return x * 2.0
+
+
+def tripled(x):
+    return x * 3.0
+
+
+def test_two_formulas_on_one_line_are_told_apart_and_one_without_source_is_called():
+    before = dict(registry.RULES)
+    try:
+        elementwise(doubled, lambda g, ans, x: g * 2.0, forms='-'); elementwise(tripled, lambda g, ans, x: g * 3.0, forms='-')  # noqa: E702,E501
+        text = tf.source(lambda x: doubled(x) + tripled(x))
+        assert 'bdoubled * 2.0' in text and 'btripled * 3.0' in text
+        unreadable = inlinable(eval('lambda g, ans, x: g * 4.0'))     # no file to read
+        assert _rule_template(unreadable) is inline._NOT_INLINABLE
+    finally:
+        for fn in [fn for fn in registry.RULES if fn not in before]:
+            del registry.RULES[fn]
+        for fn in (doubled, tripled):
+            registry.FORMS.pop(fn, None)

@@ -112,6 +112,9 @@ def _family(entry):
         return 'nondiff'
     for rules in (entry.vjps, entry.jvps):
         for rule in rules.values():
+            how = getattr(rule, '__tapeflow_inline__', None)
+            if isinstance(how, tuple):      # a helper's composition: the formula it was given
+                rule = how[1]
             module = getattr(rule, '__module__', '') or ''
             if module.startswith('tapeflow.rules.'):
                 return module.rsplit('.', 1)[1]

@@ -20,9 +20,10 @@ import types
 
 from tapeflow.rules.batching import defjvp_batched
 from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.shapes import fit
 
 __all__ = ['elementwise', 'inlinable', 'scalar_twin', 'StandIn', 'MATH_FOR_NUMPY',
-           'def_elementwise', 'def_linear', 'def_nondiff',
+           'binary', 'def_elementwise', 'def_linear', 'def_nondiff',
            'HOLOMORPHIC', 'REAL', 'REAL_OR_COMPLEX', 'PYTHON_FLOATS']
 
 HOLOMORPHIC = 'any shape, float or complex (holomorphic)'
@@ -66,6 +67,27 @@ def elementwise(fn, rule, jvp=None, *, forms, scalar=None, also=(), batched=Fals
         defjvp(scalar, twins[jvp])
         describe(PYTHON_FLOATS, scalar)
     return rule
+
+
+def binary(fn, *partials, forms):
+    """Register the rules of `fn(x, y)`, a function of two broadcasting arrays applied
+    number by number: one formula per argument, `partial(g, ans, x, y)`, linear in its
+    first parameter. It is the JVP as it stands (the tangent `t` in `g`'s place: the
+    output's shape by broadcasting) and, summed back to the argument's shape by
+    `fit`, the VJP: `fit(partial(g, ans, x, y), x)`, which the compiler inlines as
+    `fit(<the formula>, x)`. None skips an argument.
+    """
+    for argnum, partial in enumerate(partials):
+        if partial is None:
+            continue
+        _mark(partial)
+
+        def vjp(g, ans, *args, _partial=partial, _i=argnum):
+            return fit(_partial(g, ans, *args), args[_i])
+        vjp.__tapeflow_inline__ = ('fit', partial, argnum)
+        defvjp(fn, vjp, argnums=[argnum])
+        defjvp(fn, partial, argnums=[argnum])
+    describe(forms, fn)
 
 
 def _mark(rule):

@@ -11,10 +11,12 @@ import math
 import numpy as np
 
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
+from tapeflow.rules.entries import binary
 from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
 from tapeflow.rules.shapes import fit
 
 LN2 = math.log(2.0)
+BROADCASTING = 'broadcasting operands (scalars, 0-d, any shapes)'
 
 
 def _share(t, x, ans, y):
@@ -49,26 +51,16 @@ def max_jvp_y(t, ans, x, y): return _full(_share(t, y, ans, x), ans)
 
 # ---------------------------------------------------------------- smooth binary functions
 
-def logaddexp_vjp_x(g, ans, x, y): return fit(g * np.exp(x - ans), x)
-def logaddexp_vjp_y(g, ans, x, y): return fit(g * np.exp(y - ans), y)
-def logaddexp_jvp_x(t, ans, x, y): return t * np.exp(x - ans)
-def logaddexp_jvp_y(t, ans, x, y): return t * np.exp(y - ans)
-def logaddexp2_vjp_x(g, ans, x, y): return fit(g * np.exp2(x - ans), x)
-def logaddexp2_vjp_y(g, ans, x, y): return fit(g * np.exp2(y - ans), y)
-def logaddexp2_jvp_x(t, ans, x, y): return t * np.exp2(x - ans)
-def logaddexp2_jvp_y(t, ans, x, y): return t * np.exp2(y - ans)
-def hypot_vjp_x(g, ans, x, y): return fit(g * _safe_div(x, ans), x)
-def hypot_vjp_y(g, ans, x, y): return fit(g * _safe_div(y, ans), y)
-def hypot_jvp_x(t, ans, x, y): return t * _safe_div(x, ans)
-def hypot_jvp_y(t, ans, x, y): return t * _safe_div(y, ans)
-def arctan2_vjp_x(g, ans, x, y): return fit(g * y / (x * x + y * y), x)
-def arctan2_vjp_y(g, ans, x, y): return fit(-g * x / (x * x + y * y), y)
-def arctan2_jvp_x(t, ans, x, y): return t * y / (x * x + y * y)
-def arctan2_jvp_y(t, ans, x, y): return -t * x / (x * x + y * y)
-def float_power_vjp_x(g, ans, x, y): return fit(g * y * np.float_power(x, y - 1), x)
-def float_power_vjp_y(g, ans, x, y): return fit(g * ans * _log_base(x), y)
-def float_power_jvp_x(t, ans, x, y): return t * y * np.float_power(x, y - 1)
-def float_power_jvp_y(t, ans, x, y): return t * ans * _log_base(x)
+binary(np.logaddexp, lambda g, ans, x, y: g * np.exp(x - ans),
+       lambda g, ans, x, y: g * np.exp(y - ans), forms=BROADCASTING)
+binary(np.logaddexp2, lambda g, ans, x, y: g * np.exp2(x - ans),
+       lambda g, ans, x, y: g * np.exp2(y - ans), forms=BROADCASTING)
+binary(np.hypot, lambda g, ans, x, y: g * _safe_div(x, ans),
+       lambda g, ans, x, y: g * _safe_div(y, ans), forms=BROADCASTING)
+binary(np.arctan2, lambda g, ans, x, y: g * y / (x * x + y * y),
+       lambda g, ans, x, y: -g * x / (x * x + y * y), forms=BROADCASTING)
+binary(np.float_power, lambda g, ans, x, y: g * y * np.float_power(x, y - 1),
+       lambda g, ans, x, y: g * ans * _log_base(x), forms=BROADCASTING)
 
 # ---------------------------------------------------------------- remainders, signs
 
@@ -110,13 +102,6 @@ for _fn in (np.maximum, np.minimum, np.fmax, np.fmin):
     defjvp(_fn, max_jvp_x, max_jvp_y)
 
 for _fn, _vjps, _jvps in [
-        (np.logaddexp, (logaddexp_vjp_x, logaddexp_vjp_y), (logaddexp_jvp_x, logaddexp_jvp_y)),
-        (np.logaddexp2, (logaddexp2_vjp_x, logaddexp2_vjp_y),
-         (logaddexp2_jvp_x, logaddexp2_jvp_y)),
-        (np.hypot, (hypot_vjp_x, hypot_vjp_y), (hypot_jvp_x, hypot_jvp_y)),
-        (np.arctan2, (arctan2_vjp_x, arctan2_vjp_y), (arctan2_jvp_x, arctan2_jvp_y)),
-        (np.float_power, (float_power_vjp_x, float_power_vjp_y),
-         (float_power_jvp_x, float_power_jvp_y)),
         (np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y)),
         (np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y)),
         (np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y)),
@@ -130,9 +115,7 @@ for _fn, _vjps, _jvps in [
 static(np.ldexp, 1)
 describe('broadcasting operands (scalars, 0-d, any shapes); ties share equally',
          np.maximum, np.minimum, np.fmax, np.fmin)
-describe('broadcasting operands (scalars, 0-d, any shapes)', np.logaddexp, np.logaddexp2,
-         np.hypot, np.arctan2, np.float_power, np.remainder, np.fmod, np.copysign,
-         np.heaviside)
+describe(BROADCASTING, np.remainder, np.fmod, np.copysign, np.heaviside)
 describe('broadcasting operands; x plus a step that moves only in jumps: 1 in x, 0 in y',
          np.nextafter)
 describe('broadcasting operands; the integer exponent is static', np.ldexp)

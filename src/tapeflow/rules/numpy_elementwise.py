@@ -1,9 +1,11 @@
 """Rules for NumPy's unary elementwise functions (sin, exp, log, sqrt...).
 
-Each rule is one `return` the compiler can inline: the VJP is `g * f'(x)` and
-the JVP `t * f'(x)`, written with `ans` where that saves work (exp, tanh,
-sqrt). Constants are Python floats, so a float32 input keeps a float32
-cotangent. Holomorphic functions serve complex inputs as they stand (the
+Each function is one entry (`entries.elementwise`): one formula, `g * f'(x)`,
+serving as the VJP and as the JVP (the tangent in `g`'s place), which the
+compiler inlines; written with `ans` where that saves work (exp, tanh, sqrt).
+`scalar=math.f` gives math's function the same formula with math's functions
+(`math.cos` for `np.cos`): a Python float stays a float. Constants are Python
+floats, so a float32 input keeps a float32 cotangent. Holomorphic functions serve complex inputs as they stand (the
 pairing is bilinear, as in autograd and JAX); abs, angle, real, imag and conj
 have their own complex forms.
 

@@ -5,7 +5,7 @@ a cotangent `g` (in the broadcast shape of an operation's output) back to the
 shape of the operand `x`, and gives it `x`'s float dtype.
 
 (The one-word helpers for common rule shapes, `def_elementwise`, `def_linear`,
-`def_nondiff`, are in `entries`, and importable from here.)
+`def_nondiff`, are in `entries`.)
 """
 from __future__ import annotations
 
@@ -16,13 +16,12 @@ from tapeflow.rules.array_api import unbroadcast_api, zeros_api
 from tapeflow.rules.sequences import Items
 
 from tapeflow.rules import registry
-from tapeflow.rules.entries import def_elementwise, def_linear, def_nondiff  # noqa: F401
 from tapeflow.rules.batching import batch_size, defjvp_batched, lift_tangent, unbatched_as_batch
 
-__all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'def_elementwise', 'def_linear',
-           'def_nondiff', 'zeros_like_value', 'balanced_eq', 'fit', 'match_complex',
-           'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
-           'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch', 'shape_witness']
+__all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'zeros_like_value', 'balanced_eq',
+           'fit', 'match_complex', 'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
+           'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch',
+           'shape_witness']
 
 _SCALARS = (float, int, bool, complex)
 

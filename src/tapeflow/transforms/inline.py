@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import textwrap
 import types
 from typing import NamedTuple
 
-from tapeflow.errors import TapeflowError
 from tapeflow.rules.entries import StandIn
 from tapeflow.syntax import ast, nodes
-from tapeflow.syntax.parse import parse_function
 
 _NOT_INLINABLE = object()
 
@@ -43,11 +42,13 @@ def _rule_template(rule):
     A `def` whose body is one `return` is inlinable; so is a lambda that a rule helper
     marked (`entries.inlinable`): a lambda given to `defvjp` as it stands is called.
     `entries.def_elementwise` builds `g * derivative(ans, x)`: its template is `g *`
-    the derivative's expression.
+    the derivative's expression; `entries.binary` builds `fit(partial(g, ans, x, y), x)`:
+    `fit(` the partial's expression `, x)`.
     """
     how = getattr(rule, '__tapeflow_inline__', None)
     if isinstance(how, tuple):
-        return _scaled_template(*how[1:]) if how[0] == 'scale' else _NOT_INLINABLE
+        composed = {'scale': _scaled_template, 'fit': _fitted_template}.get(how[0])
+        return _NOT_INLINABLE if composed is None else composed(*how[1:])
     code = getattr(rule, '__code__', None)
     if code is not None and code.co_name == '<lambda>':
         fdef = _marked_lambda(rule)
@@ -89,6 +90,17 @@ def _scaled_template(derivative):
                           expr=expr)
 
 
+def _fitted_template(partial, argnum):
+    """The template of `fit(partial(g, ans, *args), args[argnum])`."""
+    inner = _rule_template(partial)
+    if inner is _NOT_INLINABLE or len(inner.positional) < argnum + 3 \
+            or 'fit' in inner.params or 'fit' not in inner.scope.__globals__:
+        return _NOT_INLINABLE
+    operand = nodes.name(inner.positional[argnum + 2])
+    return inner._replace(expr=nodes.call(nodes.name('fit'), inner.expr, operand),
+                          free=inner.free | {'fit'})
+
+
 def _single_def(rule):
     """The undecorated FunctionDef of `rule`, or None."""
     try:
@@ -105,12 +117,61 @@ def _single_def(rule):
 def _marked_lambda(rule):
     """A marked lambda, read as `def lambda_(<its args>): return <its body>`, or None.
 
-    A lambda reading a name of the function it was made in (a closure) is called."""
-    if not getattr(rule, '__tapeflow_inline__', False) or rule.__closure__:
+    Its body is the text its instructions' positions span (Python >= 3.11): taken only
+    when that text stands between the lambda's `:` and what ends it and compiles to
+    the lambda's own names and constants; a lambda sharing its line with others is so
+    told apart, and anything unsure is called, not inlined. A lambda reading a name of the function it was made in (a
+    closure) is called."""
+    code = rule.__code__
+    if not getattr(rule, '__tapeflow_inline__', False) or rule.__closure__ \
+            or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
+            or code.co_kwonlyargcount or code.co_posonlyargcount:
+        return None
+    body = _body_text(code)
+    defaults = rule.__defaults__ or ()
+    if body is None or any(d is not None and d.__class__ not in (bool, int, float, str)
+                           for d in defaults):
+        return None
+    params = list(code.co_varnames[:code.co_argcount])
+    for i, value in enumerate(defaults, len(params) - len(defaults)):
+        params[i] += f'={value!r}'
+    signature = ', '.join(params)
+    try:
+        check = compile(f'lambda {signature}: ({body})', '<rule>', 'eval')
+        tree = nodes.parse_gast(f'def lambda_({signature}):\n    return ({body})\n')
+    except SyntaxError:
+        return None
+    own = next(c for c in check.co_consts if isinstance(c, types.CodeType))
+    if (own.co_names, own.co_consts, own.co_varnames) != (code.co_names, code.co_consts,
+                                                          code.co_varnames):
+        return None
+    return tree.body[0]
+
+
+def _body_text(code):
+    """The text of a lambda's body: the span of its instructions' positions, which
+    must stand after the lambda's `:` (or an opening parenthesis) and before what ends
+    it. Else None."""
+    spans = [p for p in code.co_positions() if None not in p and p[2:] != (0, 0)]
+    if not spans:
+        return None
+    line, col = min((p[0], p[2]) for p in spans)
+    end_line, end_col = max((p[1], p[3]) for p in spans)
+    lines = [text.encode('utf-8') for text in
+             linecache.getlines(code.co_filename)[line - 1:end_line]]
+    if len(lines) != end_line - line + 1:
+        return None
+    before = b''.join(linecache.getline(code.co_filename, n).encode('utf-8')
+                      for n in range(max(line - 3, 1), line)) + lines[0][:col]
+    after = lines[-1][end_col:]
+    lines[-1] = lines[-1][:end_col]
+    lines[0] = lines[0][col:]
+    if not before.rstrip().endswith((b':', b'(')) or \
+            after.strip()[:1] not in (b'', b',', b')', b']', b'}', b'#'):
         return None
     try:
-        return parse_function(rule).node
-    except (TapeflowError, OSError, TypeError, SyntaxError):
+        return b''.join(lines).decode('utf-8')
+    except UnicodeDecodeError:
         return None
 
 
