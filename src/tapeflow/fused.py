@@ -29,8 +29,9 @@ import numpy as np
 
 from tapeflow.rules.arrays import is_foreign_array, numpy_dtype
 from tapeflow import api, cache
-from tapeflow.runtime import recording
-from tapeflow.runtime.recording import CUSTOM, _state, _variable_read
+from tapeflow.runtime import recorders, recording
+from tapeflow.runtime.recorders import state as _state, variable_read as _variable_read
+from tapeflow.runtime.recording import CUSTOM
 from tapeflow.runtime.tensor import Tensor, as_value
 
 __all__ = ['function']
@@ -208,17 +209,17 @@ class CompiledFunction:
         """A call under several recorders, a ForwardAccumulator, or a used tape."""
         variables = self._free_variables()
         for _, v in variables:
-            recording.variable_accessed(v)
+            recorders.variable_accessed(v)
         for a in args:
             if isinstance(a, Tensor) and a._is_variable:
-                recording.variable_accessed(a)
-        is_watched = recording.is_watched
+                recorders.variable_accessed(a)
+        is_watched = recorders.is_watched
         wrt = tuple(i for i, a in enumerate(args)
                     if isinstance(a, Tensor) and is_watched(a) and _is_float(a))
         lifted = tuple((name, v) for name, v in variables if is_watched(v) and _is_float(v))
         if not wrt and not lifted:
             return self._plain(args)
-        tapes = recording.active_tapes()
+        tapes = recorders.active_tapes()
         if len(tapes) > 1:
             return self._nested(args, wrt, lifted, tapes)
         values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
