@@ -32,14 +32,14 @@ import inspect
 
 import numpy as np
 
-from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.rules.arrays import is_foreign_array, numpy_dtype
 
 from tapeflow.rules import RULES, MissingRule, lookup
 from tapeflow.runtime.recorders import is_watched, state, variable_read
 from tapeflow.runtime.tensor import Tensor, wrap
 
-__all__ = ['apply', 'record', 'record_node', 'record_fused', 'CUSTOM', 'NO_KWARGS', 'describe',
-           'wrap']
+__all__ = ['apply', 'record', 'record_node', 'read_call', 'record_fused', 'is_float_value',
+           'CUSTOM', 'NO_KWARGS', 'describe', 'wrap']
 
 _new = object.__new__
 NO_KWARGS: dict = {}   # shared keyword arguments of a call that has none; never mutated
@@ -315,12 +315,74 @@ def record_node(inputs, outputs, backward, tapes=None, jvp=None):
     return recorded
 
 
+def read_call(tapes, args, variables):
+    """A compiled function's call, about to be recorded as one node (`record_fused`).
+
+    When the one active recorder is a GradientTape that can take a node now
+    (the common case, the hot path of eager training loops): report what the
+    call reads, and return `(tape, positions, variable_positions, values)`:
+    the positions (a tuple) in `args`, and those in `variables`, of the
+    floating-point Tensors that tape watches or recorded the producer of, and
+    the NumPy values of `args` (a new list). Otherwise None, having done
+    nothing: `variable_accessed` and `is_watched` then serve.
+
+    `tapes` is `state.tapes` (not empty), `args` the call's arguments,
+    `variables` the Variables it reads from its globals or closure. Each
+    Variable read counts as `variable_accessed` says (the tape may start
+    watching it; custom_gradient's collectors see it).
+    """
+    if len(tapes) != 1:
+        return None
+    tape = tapes[0]
+    if tape._forward or tape._consumed:
+        return None
+    live = tape._live
+    for v in variables:
+        variable_read(v, tapes)
+    watched = []
+    values = []
+    i = 0
+    for a in args:
+        if isinstance(a, Tensor):
+            value = a._value
+            if a._is_variable:
+                variable_read(a, tapes)
+            if id(a) in live:
+                try:
+                    floating = value.dtype.kind in 'fc'
+                except AttributeError:      # a library's own kind of dtype
+                    floating = is_float_value(value)
+                if floating:
+                    watched.append(i)
+        else:
+            value = a
+        values.append(value)
+        i += 1
+    if not variables:
+        return tape, tuple(watched), (), values
+    watched_variables = []
+    j = 0
+    for v in variables:
+        if id(v) in live and is_float_value(v._value):
+            watched_variables.append(j)
+        j += 1
+    return tape, tuple(watched), watched_variables, values
+
+
+def is_float_value(value):
+    """True for a floating-point (or complex) value: an array of any library, a scalar."""
+    dtype = getattr(value, 'dtype', None)
+    if dtype is None:
+        return isinstance(value, (float, complex))
+    return (dtype.kind if hasattr(dtype, 'kind') else numpy_dtype(value).kind) in 'fc'
+
+
 def record_fused(tape, inputs, outputs, backward):
     """Record a compiled function's call on `tape` as ONE node (see `record_node`).
 
     The one way the compiled-function path records: `tape` is an active
     recorder, `inputs` (a tuple) Tensors it differentiates through, whose
-    reads `variable_accessed` reported, `outputs` a tuple
+    reads `read_call` (or `variable_accessed`) reported, `outputs` a tuple
     of new Tensors, `backward` as `record_node`'s.
     """
     if tape._forward:
