@@ -71,9 +71,9 @@ class _Primitive:
 
 
 def _on_tape(args) -> bool:
-    from tapeflow.runtime.recording import _state
+    from tapeflow.runtime.recorders import state
     from tapeflow.runtime.tensor import Tensor
-    return bool(_state.tapes) and any(isinstance(leaf, Tensor) for leaf in leaves_of(args))
+    return bool(state.tapes) and any(isinstance(leaf, Tensor) for leaf in leaves_of(args))
 
 
 class _Custom:
@@ -146,7 +146,7 @@ class _Custom:
                             f'rule), or wrap it in tf.stop_gradient')
 
     def _check_nondiff_on_tape(self, args):
-        from tapeflow.runtime.recording import is_tracked
+        from tapeflow.runtime.recorders import is_tracked
         from tapeflow.runtime.tensor import Tensor
         for i in self.nondiff_argnums:
             if i < len(args) and any(isinstance(leaf, Tensor) and is_tracked(leaf)
@@ -368,11 +368,10 @@ class custom_jvp(_Custom):
         """On the tape: the transpose of the rule, by a tape of its own over the tangents
         (its primals are the caller's Tensors, so outer tapes see it: higher order)."""
         from tapeflow.runtime import GradientTape, UnconnectedGradients
-        from tapeflow.runtime.recording import wrap
+        from tapeflow.runtime.tensor import to_numpy_value, wrap
         if self.jvp is None:
             raise MissingRule(f'{self.__name__} is a custom_jvp function with no rule: '
                               f'decorate its rule with @{self.__name__}.defjvp')
-        from tapeflow.runtime.tensor import to_numpy_value
         raw = [rebuild(a, iter([to_numpy_value(leaf) if hasattr(leaf, 'numpy') else leaf
                                  for leaf in leaves_of(a)])) for a in args]
         out = self.fun(*raw)

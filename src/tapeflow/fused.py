@@ -15,10 +15,11 @@ key). The call then:
 
 Every call decides afresh (a global may be rebound, a Variable reassigned, a
 tape watch other values): which globals and closure cells hold Variables,
-which inputs the tape watches, which are scalars and the arrays' shapes (the
-compiled code is specialised to them, as `grad`'s is). The one-tape case is
-the hot path of eager training loops; `__call__` does it in one frame with the
-common cases of `recording`'s helpers inlined (each inlined piece says which).
+which inputs the tape watches (`recording.read_call`), which are scalars and
+the arrays' shapes (the compiled code is specialised to them, as `grad`'s is).
+The node is recorded by `recording.record_fused`, the runtime's one way to
+record a compiled call; the one-tape case is the hot path of eager training
+loops.
 """
 from __future__ import annotations
 
@@ -27,17 +28,18 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.arrays import is_foreign_array, numpy_dtype
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow import api, cache, compilation
 from tapeflow.arguments import binder
-from tapeflow.runtime import recording
-from tapeflow.runtime.recording import CUSTOM, _state, _variable_read
-from tapeflow.runtime.tensor import Tensor, as_value
+from tapeflow.runtime import recorders, recording
+from tapeflow.runtime.recorders import state
+from tapeflow.runtime.recording import is_float_value, read_call, record_fused
+from tapeflow.runtime.tensor import Tensor, as_value, wrap
 
 __all__ = ['function']
 
-_new = object.__new__
 _SCALAR_TYPES = frozenset((float, int, bool))   # `cls in`: one hash, no __eq__
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)   # of (name, Variable)
 
 
 def function(fn=None, *, optimize=True):
@@ -89,142 +91,40 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if kwargs:                       # in their places, defaults filled in
             args = binder(self._fn, self._fn.__name__)(args, kwargs)
-        tapes = _state.tapes
+        tapes = state.tapes
         if not tapes:
             return self._plain(args)
-        tape = tapes[-1]
-        if len(tapes) > 1 or tape._forward or tape._consumed:
-            return self._call(args, tapes)
-        # One GradientTape, the common case, in one frame: one pass over the
-        # arguments reads their Variables (recording._variable_read), finds
-        # the watched ones, the values the forward sweep takes and the scalar
-        # positions (what `_call` does in several); then `_fused`.
-        names = self._global_names
-        if names and not self._cells:
-            # self._free_variables(), its common case inlined: the globals
-            # are the objects they were at the last call.
-            last = self._last_scan
-            if last is not None and all(map(operator.is_, map(self._globals.get, names),
-                                            last[0])):
-                variables = last[1]
-            else:
-                variables = self._free_variables()
-        else:
-            variables = self._free_variables() if self._free else ()
-        if variables:
-            for _, v in variables:
-                _variable_read(v, tapes)
-        live = tape._live
-        watch = tape._watch_accessed
-        watchers = _state.watchers
-        values = []
-        wrt = []
-        scalars = []
-        shapes = []
-        i = 0
-        for a in args:
-            if isinstance(a, Tensor):
-                value = a._value
-                if a._is_variable:
-                    if a._trainable and watch and id(a) not in live:
-                        live.add(id(a))   # tape._watch_one(a); the tape is not consumed
-                        tape._watched.setdefault(id(a), a)
-                    if watchers:
-                        for watcher in watchers:
-                            watcher.append(a)
-                if id(a) in live:
-                    try:
-                        if value.dtype.kind in 'fc':
-                            wrt.append(i)
-                    except AttributeError:
-                        if _is_float_value(value):
-                            wrt.append(i)
-            else:
-                value = a
-            if value.__class__ is np.ndarray:
-                shapes.append((i, value.shape))
-            elif value.__class__ in _SCALAR_TYPES or isinstance(value, np.generic):
-                scalars.append(i)
-            values.append(value)
-            i += 1
-        if variables:
-            lifted = tuple([(name, v) for name, v in variables
-                            if id(v) in live and _is_float_value(v._value)])
-            for name, v in lifted:
-                value = v._value
-                if value.__class__ is np.ndarray:
-                    shapes.append((i, value.shape))
-                elif value.__class__ in _SCALAR_TYPES or isinstance(value, np.generic):
-                    scalars.append(i)
-                values.append(value)
-                i += 1
-            names = tuple([name for name, _ in lifted])
-        else:
-            lifted = names = ()
+        variables = self._free_variables() if self._free else ()
+        call = read_call(tapes, args, tuple(map(_second, variables)) if variables else ())
+        if call is None:
+            return self._call(args, variables)
+        # One GradientTape: the hot path of eager training loops.
+        tape, wrt, watched, values = call
+        lifted = tuple(map(variables.__getitem__, watched)) if watched else ()
         if not wrt and not lifted:
             return self._plain(args)
-        wrt = tuple(wrt)
-        key = (wrt, names, len(args), tuple(scalars), tuple(shapes))
-        entry = self._compiled_for.get(key)
-        if entry is None or not entry[1]():
-            entry = self._compile(key)
-        compiled = entry[0]
-
-        # self._fused(compiled, args, values, wrt, lifted, tape), inlined:
-        saved = []
-        out = api.forward_value(compiled, saved, values)
-        # `saved` is the forward sweep's tape: each backward pops a copy of it.
-        if out.__class__ is np.ndarray or isinstance(out, np.generic):
-            output = _new(Tensor)     # recording.wrap(out), inlined
-            output._value = out[()] if out.__class__ is np.ndarray and not out.shape else out
-        elif isinstance(out, tuple):
-            return self._record(compiled, saved, values, _wrap(out), True, args, wrt, lifted, tape)
-        else:
-            output = _wrap(out)
         if lifted:
-            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
-        else:
-            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
-        one = len(inputs) == 1
-        backward_sweep = compiled.backward
-        tapes = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
+            values += [v._value for _, v in lifted]
+        return self._fused(args, wrt, lifted, values, tape)
 
-        def backward(cotangents):
-            ct = cotangents[0]
-            if isinstance(ct, Tensor):
-                ct = ct._value
-            grads = backward_sweep(list(saved) if tapes is None else tapes(), ct)
-            return (grads,) if one else tuple(grads)
-
-        # record_node(inputs, (output,), backward), inlined: the inputs are
-        # watched by `tape` and their Variables were read above.
-        if id(output) in live:
-            raise ValueError('record_node: outputs must be new Tensors, not inputs '
-                             'or values already recorded')
-        tape._nodes.append((CUSTOM, inputs, backward, None, (output,)))
-        live.add(id(output))
-        return output
-
-    def _call(self, args, tapes):
+    def _call(self, args, variables):
         """A call under several recorders, a ForwardAccumulator, or a used tape."""
-        variables = self._free_variables()
         for _, v in variables:
-            recording.variable_accessed(v)
+            recorders.variable_accessed(v)
         for a in args:
             if isinstance(a, Tensor) and a._is_variable:
-                recording.variable_accessed(a)
-        is_watched = recording.is_watched
+                recorders.variable_accessed(a)
+        is_watched = recorders.is_watched
         wrt = tuple(i for i, a in enumerate(args)
                     if isinstance(a, Tensor) and is_watched(a) and _is_float(a))
         lifted = tuple((name, v) for name, v in variables if is_watched(v) and _is_float(v))
         if not wrt and not lifted:
             return self._plain(args)
-        tapes = recording.active_tapes()
+        tapes = recorders.active_tapes()
         if len(tapes) > 1:
             return self._nested(args, wrt, lifted, tapes)
-        values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
-        compiled = self._compiled(wrt, lifted, args, values)
-        return self._fused(compiled, args, values, wrt, lifted, tapes[0])
+        values = [as_value(a) for a in args] + [v._value for _, v in lifted]
+        return self._fused(args, wrt, lifted, values, tapes[0])
 
     def _plain(self, args):
         wrapped = any(isinstance(a, Tensor) for a in args)
@@ -265,17 +165,20 @@ class CompiledFunction:
                 found.append((name, value))
         return found
 
-    def _compiled(self, wrt, lifted, args, values=None):
-        """The compiled adjoint for this call; specialised to the arrays' shapes when
-        `values` (the NumPy values the forward sweep will take) are given."""
-        plain = values is not None
-        if values is None:
-            values = [as_value(a) for a in args] + [as_value(v) for _, v in lifted]
-        scalars = tuple([i for i, v in enumerate(values)
-                         if v.__class__ in _SCALAR_TYPES or isinstance(v, np.generic)])
-        shapes = tuple([(i, v.shape) for i, v in enumerate(values)
-                        if v.__class__ is np.ndarray]) if plain else None
-        key = (wrt, tuple([name for name, _ in lifted]), len(args), scalars, shapes)
+    def _compiled(self, wrt, lifted, arity, values, specialise=True):
+        """The compiled adjoint for a call whose forward sweep takes the NumPy `values`;
+        specialised to the arrays' shapes unless told not to."""
+        scalars = []
+        shapes = []
+        i = 0
+        for value in values:
+            if value.__class__ is np.ndarray:
+                shapes.append((i, value.shape))
+            elif value.__class__ in _SCALAR_TYPES or isinstance(value, np.generic):
+                scalars.append(i)
+            i += 1
+        key = (wrt, tuple(map(_first, lifted)) if lifted else (), arity, tuple(scalars),
+               tuple(shapes) if specialise else None)
         entry = self._compiled_for.get(key)
         if entry is None or not entry[1]():
             entry = self._compile(key)
@@ -290,21 +193,26 @@ class CompiledFunction:
         entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
         return entry
 
-    def _fused(self, compiled, args, values, wrt, lifted, tape):
-        """Run the forward sweep on `values`; record one node on `tape`."""
+    def _fused(self, args, wrt, lifted, values, tape):
+        """Run the forward sweep on `values`; record the call on `tape` as one node."""
+        compiled = self._compiled(wrt, lifted, len(args), values)
         saved = []
         out = api.forward_value(compiled, saved, values)
-        # `saved` is the forward sweep's tape: each backward pops a copy of it.
-        if isinstance(out, tuple):
-            return self._record(compiled, saved, values, _wrap(out), True, args, wrt, lifted, tape)
-        return self._record(compiled, saved, values, (_wrap(out),), False, args, wrt, lifted, tape)
-
-    def _record(self, compiled, saved, values, outputs, many, args, wrt, lifted, tape):
-        """Record the fused node on `tape`; the call's result."""
-        inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
+        # `saved` is the forward sweep's tape: each backward pops a copy of it (or, for
+        # a sweep that restores memory in place, a tape from the forward run again).
+        if out.__class__ is np.ndarray or isinstance(out, np.generic):
+            many = False
+            outputs = (wrap(out),)
+        else:
+            many = isinstance(out, tuple)
+            outputs = _wrap(out) if many else (_wrap(out),)
+        if lifted:
+            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
+        else:
+            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
         one = len(inputs) == 1
         backward_sweep = compiled.backward
-        tapes = api.backward_tapes(compiled, values, saved)
+        tapes = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
 
         def backward(cotangents):
             if many:
@@ -313,17 +221,18 @@ class CompiledFunction:
                 ct = cotangents[0]
                 if isinstance(ct, Tensor):
                     ct = ct._value
-            grads = backward_sweep(tapes(), ct)
+            grads = backward_sweep(list(saved) if tapes is None else tapes(), ct)
             return (grads,) if one else tuple(grads)
 
-        recording.record_fused(tape, inputs, outputs, backward)
+        record_fused(tape, inputs, outputs, backward)
         return outputs if many else outputs[0]
 
     def _nested(self, args, wrt, lifted, tapes):
         """The innermost tape gets one node; the outer tapes record the sweeps on Tensors."""
         inner = tapes[-1]
-        compiled = self._compiled(wrt, lifted, args)
         values = list(args) + [v for _, v in lifted]
+        compiled = self._compiled(wrt, lifted, len(args), [as_value(v) for v in values],
+                                  specialise=False)
         tape = []
         with inner.stop_recording():
             out = api.forward_value(compiled, tape, values)
@@ -344,24 +253,17 @@ class CompiledFunction:
 
 
 def _is_float(t) -> bool:
-    return _is_float_value(as_value(t))
-
-
-def _is_float_value(value) -> bool:
-    dtype = getattr(value, 'dtype', None)
-    if dtype is None:
-        return isinstance(value, (float, complex))
-    return (dtype.kind if hasattr(dtype, 'kind') else numpy_dtype(value).kind) in 'fc'
+    return is_float_value(as_value(t))
 
 
 def _wrap(out):
     if out.__class__ is np.ndarray or isinstance(out, np.generic):
-        return recording.wrap(out)
+        return wrap(out)
     if isinstance(out, tuple):
         return tuple([_wrap(o) for o in out])
     if isinstance(out, Tensor):
         return out
     if is_foreign_array(out):                   # CuPy, Dask...: held as it is
-        return recording.wrap(out)
-    return recording.wrap(np.asarray(out))      # a Python float stays float64
+        return wrap(out)
+    return wrap(np.asarray(out))      # a Python float stays float64
 

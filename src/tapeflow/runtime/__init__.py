@@ -2,27 +2,33 @@
 
 Modules (dependencies point up this list only):
 
-    tensor      Tensor / Variable values, conversion, operators
-    recording   how operations reach the active (thread-local) tapes
+    recorders   the active (thread-local) tapes and accumulators; Variable reads
+    tensor      Tensor / Variable values, conversion
+    recording   how operations reach the active recorders, as nodes
+    dispatch    Tensor's operators, NumPy protocol and array methods (recorded)
     pytree      the one model of structured values (JAX's pytrees, register_pytree)
     structure   nested structures (tf.nest), on pytree
-    tape        GradientTape, the reverse sweep, UnconnectedGradients
+    backward    the reverse sweep over recorded nodes, UnconnectedGradients
+    tape        GradientTape
     forward     ForwardAccumulator (eager forward mode, nests with tapes)
     custom      stop_gradient, custom_gradient
     ops         TF-style names over NumPy (reduce_sum, multiply, ...)
 
 `support` (and any module for generated code) belongs to the compiler.
 
-For the compiled-function path: `is_watched(x)` / `variable_accessed(v)` decide
-which inputs a tape differentiates, `record_node(inputs, outputs, backward)`
-records the call as one node, `wrap(ndarray)` makes an output Tensor without
-conversion (`Tensor(value)` converts like `constant`).
+For the compiled-function path: `recording.read_call` (one tape) or
+`is_watched(x)` / `variable_accessed(v)` decide which inputs a tape
+differentiates, `recording.record_fused` records the call as one node,
+`wrap(ndarray)` makes an output Tensor without conversion (`Tensor(value)`
+converts like `constant`).
 """
 from tapeflow import rules as _rules  # noqa: F401  (the rule table must be filled)
+from tapeflow.runtime.recorders import (active_tapes, is_recording, is_watched,
+                                        variable_accessed)
 from tapeflow.runtime.tensor import (Reference, Tensor, Variable, as_value, constant,
-                                     convert_to_tensor)
-from tapeflow.runtime.recording import (active_tapes, is_recording, is_watched, record_node,
-                                        variable_accessed, wrap)
+                                     convert_to_tensor, wrap)
+from tapeflow.runtime.recording import record_node
+from tapeflow.runtime import dispatch  # noqa: F401  (gives Tensor its operations)
 from tapeflow.runtime.tape import GradientTape, UnconnectedGradients
 from tapeflow.runtime.forward import ForwardAccumulator
 from tapeflow.runtime.custom import custom_gradient, stop_gradient

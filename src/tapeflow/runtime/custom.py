@@ -15,9 +15,10 @@ import functools
 import inspect
 
 from tapeflow.rules import registry
-from tapeflow.runtime.recording import _state, record_node, wrap
+from tapeflow.runtime.recorders import collecting_variable_reads, state
+from tapeflow.runtime.recording import record_node
 from tapeflow.runtime.structure import flatten, map_structure, pack_sequence_as
-from tapeflow.runtime.tensor import Tensor, to_numpy_value
+from tapeflow.runtime.tensor import Tensor, to_numpy_value, wrap
 
 __all__ = ['stop_gradient', 'custom_gradient']
 
@@ -44,19 +45,11 @@ def custom_gradient(f=None):
 
     @functools.wraps(f)
     def decorated(*args, **kwargs):
-        if not _state.tapes:
+        if not state.tapes:
             result, _ = f(*args, **kwargs)
             return result
-        watcher = []
-        watchers = _state.watchers
-        watchers.append(watcher)
-        try:
+        with collecting_variable_reads() as watcher:
             result, grad_fn = f(*args, **kwargs)
-        finally:
-            for i in range(len(watchers) - 1, -1, -1):
-                if watchers[i] is watcher:
-                    del watchers[i]
-                    break
         inputs = flatten(args)
         variables = _variables_read(watcher, inputs)
         if variables and not _accepts_variables(grad_fn):

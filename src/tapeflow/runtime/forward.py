@@ -6,7 +6,7 @@
 
 An accumulator maps primal Tensors (by identity) to their tangents. While it
 is active it sits on the thread's recorder stack beside the GradientTapes
-(`recording._state.tapes`, innermost last), so every operation reaches it
+(`recorders.state.tapes`, innermost last), so every operation reaches it
 through the same path as a tape (:func:`tapeflow.runtime.recording.record`).
 For an operation with an input that has a tangent, it calls the operation's
 JVP rules from the rule table (`RULES[fn].jvps[i](t, ans, *args, **kwargs)`,
@@ -45,11 +45,11 @@ import numpy as np
 from tapeflow.rules.arrays import is_foreign_array
 
 from tapeflow.rules import MissingRule
-from tapeflow.runtime.recording import _state, wrap
+from tapeflow.runtime import recorders
+from tapeflow.runtime.backward import UnconnectedGradients, tensor_args, unconnected_mode
 from tapeflow.runtime.structure import flatten, flatten_up_to, pack_sequence_as
-from tapeflow.runtime.tape import (GradientTape, UnconnectedGradients, _tensor_args,
-                                   _unconnected_mode)
-from tapeflow.runtime.tensor import Tensor, convert_to_tensor
+from tapeflow.runtime.tape import GradientTape
+from tapeflow.runtime.tensor import Tensor, convert_to_tensor, wrap
 
 __all__ = ['ForwardAccumulator']
 
@@ -93,23 +93,15 @@ class ForwardAccumulator:
     def __enter__(self):
         if self._recording:
             raise ValueError('Accumulator is already recording.')
-        _state.tapes.append(self)
+        recorders.enter(self)
         self._recording = True
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self._recording:
-            self._remove()
+            recorders.leave(self)
             self._recording = False
         return False
-
-    def _remove(self):
-        tapes = _state.tapes
-        for i in range(len(tapes) - 1, -1, -1):
-            if tapes[i] is self:
-                del tapes[i]
-                return i
-        return len(tapes)
 
     @contextlib.contextmanager
     def stop_recording(self):
@@ -117,12 +109,12 @@ class ForwardAccumulator:
         if not self._recording:
             raise RuntimeError('Trying to stop recording an accumulator which is not '
                                'recording.')
-        index = self._remove()
+        index = recorders.leave(self)
         self._recording = False
         try:
             yield
         finally:
-            _state.tapes.insert(index, self)
+            recorders.enter(self, index)
             self._recording = True
 
     # ------------------------------------------------------------ watching
@@ -168,7 +160,7 @@ class ForwardAccumulator:
         reach (zeros of its shape and dtype with
         `unconnected_gradients=UnconnectedGradients.ZERO` or 'zero').
         """
-        zero = _unconnected_mode(unconnected_gradients) is _ZERO
+        zero = unconnected_mode(unconnected_gradients) is _ZERO
         live = self._live
 
         def fetch(x):
@@ -190,26 +182,14 @@ class ForwardAccumulator:
 
     # ------------------------------------------------------------ accumulating
 
-    def _outer(self):
-        """Swap the recorder stack for the recorders entered before this one."""
-        tapes = _state.tapes
-        for i in range(len(tapes) - 1, -1, -1):
-            if tapes[i] is self:
-                outer = tapes[:i]
-                break
-        else:   # not on the stack (a stop_recording, another thread): nothing outside
-            outer = []
-        _state.tapes = outer
-        return tapes, outer
-
     def _accumulate(self, node):
         """The tangent of a recorded operation `node` = (rule, inputs, args, kwargs, out)."""
         rule, inputs, args, kwargs, out = node
         live = self._live
-        saved, outer = self._outer()
+        saved = recorders.narrow_to_outer(self)   # the recorders entered before this one
         try:
-            tensor_mode = bool(outer)
-            call_args = _tensor_args(inputs, args) if tensor_mode else args
+            tensor_mode = bool(recorders.state.tapes)
+            call_args = tensor_args(inputs, args) if tensor_mode else args
             many = out.__class__ is tuple
             if tensor_mode:
                 ans = out
@@ -255,7 +235,7 @@ class ForwardAccumulator:
             else:
                 self._store(out, total, tensor_mode, rule)
         finally:
-            _state.tapes = saved
+            recorders.restore(saved)
 
     def _tangent(self, x, tensor_mode):
         t = self._live[id(x)]
@@ -291,9 +271,9 @@ class ForwardAccumulator:
         tangents = [live.get(id(x)) if isinstance(x, Tensor) else None for x in inputs]
         if all(t is None for t in tangents):
             return
-        saved, outer = self._outer()
+        saved = recorders.narrow_to_outer(self)   # the recorders entered before this one
         try:
-            tensor_mode = bool(outer)
+            tensor_mode = bool(recorders.state.tapes)
             tangents = [None if t is None else _as_tensor(t) if tensor_mode else _as_value(t)
                         for t in tangents]
             if jvp is not None:
@@ -304,7 +284,7 @@ class ForwardAccumulator:
                 if c is not None:
                     self._store(o, c, tensor_mode, 'a record_node node')
         finally:
-            _state.tapes = saved
+            recorders.restore(saved)
 
 
 def _forget(self_ref, key, ref):

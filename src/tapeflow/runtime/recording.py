@@ -15,9 +15,9 @@ are the positional arguments as the user passed them (Tensors, Variables,
 lists of them, constants), `args` their NumPy values at the time of the call
 (a Variable may be reassigned later), `out` the output Tensor (or tuple).
 
-The active *recorders* are GradientTapes and ForwardAccumulators, in the
-order they were entered (`_state.tapes`); an accumulator (`_forward`) gets
-each node as it happens and computes the output's tangent at once (see
+The active *recorders* (GradientTapes and ForwardAccumulators, per thread)
+are kept by :mod:`tapeflow.runtime.recorders`; an accumulator (`_forward`)
+gets each node as it happens and computes the output's tangent at once (see
 :mod:`tapeflow.runtime.forward`).
 
 Guarantees: nothing is recorded when no tape is active, or when no input is
@@ -29,36 +29,24 @@ while a tape with `watch_accessed_variables=True` is active are watched by it.
 from __future__ import annotations
 
 import inspect
-import threading
 
 import numpy as np
 
-from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.rules.arrays import is_foreign_array, numpy_dtype
 
-from tapeflow.rules import ATTRIBUTES, METHODS, RULES, MissingRule, lookup
-from tapeflow.runtime.tensor import Tensor
+from tapeflow.rules import RULES, MissingRule, lookup
+from tapeflow.runtime.recorders import is_watched, state, variable_read
+from tapeflow.runtime.tensor import Tensor, wrap
 
-__all__ = ['apply', 'record', 'record_node', 'record_fused', 'variable_accessed', 'is_watched',
-           'is_tracked',
-           'is_recording', 'active_tapes', 'CUSTOM', 'describe']
+__all__ = ['apply', 'record', 'record_node', 'read_call', 'record_fused', 'is_float_value',
+           'CUSTOM', 'NO_KWARGS', 'describe', 'wrap']
 
 _new = object.__new__
-_NO_KWARGS: dict = {}   # shared; never mutated
+NO_KWARGS: dict = {}   # shared keyword arguments of a call that has none; never mutated
 _SEQUENCES = (list, tuple)
 _SEQUENCE_TYPES = frozenset(_SEQUENCES)
 _ARRAYS = (np.ndarray, np.generic)
 
-
-
-class _State(threading.local):
-    """Per-thread: the tapes recording now, and custom_gradient's variable watchers."""
-
-    def __init__(self):
-        self.tapes = []
-        self.watchers = []
-
-
-_state = _State()
 
 
 class _Custom:
@@ -71,35 +59,6 @@ class _Custom:
 
 
 CUSTOM = _Custom()
-
-
-def active_tapes():
-    """The tapes recording in this thread, innermost last (a copy)."""
-    return list(_state.tapes)
-
-
-def is_recording():
-    """True when some tape (or forward accumulator) records in this thread."""
-    return bool(_state.tapes)
-
-
-def is_watched(x):
-    """True when an active tape of this thread would differentiate through `x`."""
-    key = id(x)
-    return any(key in tape._live for tape in _state.tapes)
-
-
-def is_tracked(x):
-    """True when an active recorder of this thread would differentiate through the Tensor
-    `x`: it watches `x` or recorded its producer, or `x` is a trainable Variable that
-    a tape watching the Variables it reads would watch."""
-    for tape in _state.tapes:
-        live = tape._live
-        if live is not None and id(x) in live:
-            return True
-        if x._is_variable and x._trainable and tape._watch_accessed:
-            return True
-    return False
 
 
 def describe(fn):
@@ -118,28 +77,6 @@ def describe(fn):
     return f'{module}.{name}' if module else name
 
 
-# ---------------------------------------------------------------- variables
-
-def variable_accessed(variable):
-    """Tell the active tapes that `variable` was read (auto-watch, TF semantics).
-
-    The compiled-function path calls this for the Variables a compiled
-    function reads from its globals or closure.
-    """
-    tapes = _state.tapes
-    if tapes:
-        _variable_read(variable, tapes)
-
-
-def _variable_read(variable, tapes):
-    if variable._trainable:
-        for tape in tapes:
-            if tape._watch_accessed and id(variable) not in tape._live:
-                tape._watch_one(variable)
-    for watcher in _state.watchers:
-        watcher.append(variable)
-
-
 # ---------------------------------------------------------------- recording
 
 def record(tapes, fn, inputs, args, kwargs, out, candidates):
@@ -149,7 +86,7 @@ def record(tapes, fn, inputs, args, kwargs, out, candidates):
     """
     for x in candidates:
         if x._is_variable:
-            _variable_read(x, tapes)
+            variable_read(x, tapes)
     if len(tapes) == 1:
         # One recorder (the common case): the loop below, unrolled.
         tape = tapes[0]
@@ -248,7 +185,7 @@ def apply(fn, args, kwargs):
     if kwargs:
         kw_candidates = []
         raw_kwargs = {k: _unwrap(v, kw_candidates) for k, v in kwargs.items()}
-        if kw_candidates and _state.tapes:
+        if kw_candidates and state.tapes:
             try:
                 args, kwargs = _positional(fn, args, kwargs)
             except TypeError:
@@ -257,19 +194,19 @@ def apply(fn, args, kwargs):
             else:
                 return apply(fn, args, kwargs)
     else:
-        raw_kwargs = _NO_KWARGS
+        raw_kwargs = NO_KWARGS
     raw = fn(*raw_args, **raw_kwargs)
     if raw.__class__ is np.ndarray or isinstance(raw, np.generic):
         out = _new(Tensor)   # wrap(raw), inlined
         out._value = raw[()] if raw.__class__ is np.ndarray and not raw.shape else raw
-        tapes = _state.tapes
+        tapes = state.tapes
         if tapes and candidates:
             record(tapes, fn, args, raw_args, raw_kwargs, out, candidates)
         return out
     out = _wrap(raw)
     if out is raw:
         return raw
-    tapes = _state.tapes
+    tapes = state.tapes
     if tapes and candidates:
         record(tapes, fn, args, raw_args, raw_kwargs,
                tuple(out) if out.__class__ is not Tensor else out, candidates)
@@ -284,13 +221,6 @@ def _unwrap(x, candidates):
             isinstance(e, Tensor) or e.__class__ in _SEQUENCE_TYPES for e in x):
         return type(x)([_unwrap(e, candidates) for e in x])
     return x
-
-
-def wrap(raw):
-    """A Tensor for a NumPy array or scalar (0-d arrays become scalars)."""
-    t = _new(Tensor)
-    t._value = raw[()] if raw.__class__ is np.ndarray and not raw.shape else raw
-    return t
 
 
 def _wrap(raw):
@@ -330,25 +260,6 @@ def _positional(fn, args, kwargs):
     return tuple(positional), rest
 
 
-# ---------------------------------------------------------------- methods
-
-def _method(tensor, name, args, kwargs, fallback, varargs=False):
-    """`tensor.<name>(*args, **kwargs)` through the rule table's METHODS."""
-    entry = METHODS.get(name)
-    if entry is not None:
-        fn, packs = entry
-        if packs and len(args) > 1:
-            args = (args,)
-        return apply(fn, (tensor,) + args, kwargs)
-    if varargs and len(args) > 1:
-        args = (args,)
-    return apply(fallback, (tensor,) + args, kwargs)
-
-
-def _attribute(tensor, name, fallback):
-    return apply(ATTRIBUTES.get(name, fallback), (tensor,), _NO_KWARGS)
-
-
 # ---------------------------------------------------------------- custom nodes
 
 def record_node(inputs, outputs, backward, tapes=None, jvp=None):
@@ -374,7 +285,7 @@ def record_node(inputs, outputs, backward, tapes=None, jvp=None):
     least one tape.
     """
     if tapes is None:
-        tapes = _state.tapes
+        tapes = state.tapes
     if not tapes:
         return False
     inputs = tuple(inputs)
@@ -382,7 +293,7 @@ def record_node(inputs, outputs, backward, tapes=None, jvp=None):
     candidates = [x for x in inputs if isinstance(x, Tensor)]
     for x in candidates:
         if x._is_variable:
-            _variable_read(x, tapes)
+            variable_read(x, tapes)
     node = (CUSTOM, inputs, backward, None, outputs)
     recorded = False
     for tape in tapes:
@@ -404,12 +315,75 @@ def record_node(inputs, outputs, backward, tapes=None, jvp=None):
     return recorded
 
 
-def record_fused(tape, inputs, outputs, backward):
-    """`record_node(inputs, outputs, backward, tapes=[tape])`, for a caller that knows more.
+def read_call(tapes, args, variables):
+    """A compiled function's call, about to be recorded as one node (`record_fused`).
 
-    The compiled-function path calls it with `tape` the one active recorder,
-    `inputs` (a tuple) Tensors that `tape` watches, whose Variables it has
-    already reported read, and `outputs` a tuple of Tensors.
+    When the one active recorder is a GradientTape that can take a node now
+    (the common case, the hot path of eager training loops): report what the
+    call reads, and return `(tape, positions, variable_positions, values)`:
+    the positions (a tuple) in `args`, and those in `variables`, of the
+    floating-point Tensors that tape watches or recorded the producer of, and
+    the NumPy values of `args` (a new list). Otherwise None, having done
+    nothing: `variable_accessed` and `is_watched` then serve.
+
+    `tapes` is `state.tapes` (not empty), `args` the call's arguments,
+    `variables` the Variables it reads from its globals or closure. Each
+    Variable read counts as `variable_accessed` says (the tape may start
+    watching it; custom_gradient's collectors see it).
+    """
+    if len(tapes) != 1:
+        return None
+    tape = tapes[0]
+    if tape._forward or tape._consumed:
+        return None
+    live = tape._live
+    for v in variables:
+        variable_read(v, tapes)
+    watched = []
+    values = []
+    i = 0
+    for a in args:
+        if isinstance(a, Tensor):
+            value = a._value
+            if a._is_variable:
+                variable_read(a, tapes)
+            if id(a) in live:
+                try:
+                    floating = value.dtype.kind in 'fc'
+                except AttributeError:      # a library's own kind of dtype
+                    floating = is_float_value(value)
+                if floating:
+                    watched.append(i)
+        else:
+            value = a
+        values.append(value)
+        i += 1
+    if not variables:
+        return tape, tuple(watched), (), values
+    watched_variables = []
+    j = 0
+    for v in variables:
+        if id(v) in live and is_float_value(v._value):
+            watched_variables.append(j)
+        j += 1
+    return tape, tuple(watched), watched_variables, values
+
+
+def is_float_value(value):
+    """True for a floating-point (or complex) value: an array of any library, a scalar."""
+    dtype = getattr(value, 'dtype', None)
+    if dtype is None:
+        return isinstance(value, (float, complex))
+    return (dtype.kind if hasattr(dtype, 'kind') else numpy_dtype(value).kind) in 'fc'
+
+
+def record_fused(tape, inputs, outputs, backward):
+    """Record a compiled function's call on `tape` as ONE node (see `record_node`).
+
+    The one way the compiled-function path records: `tape` is an active
+    recorder, `inputs` (a tuple) Tensors it differentiates through, whose
+    reads `read_call` (or `variable_accessed`) reported, `outputs` a tuple
+    of new Tensors, `backward` as `record_node`'s.
     """
     if tape._forward:
         return record_node(inputs, outputs, backward, tapes=[tape])

@@ -3,10 +3,11 @@
 Inside `with GradientTape() as tape:` the operations that involve a watched
 Tensor or Variable are recorded (see :mod:`tapeflow.runtime.recording`);
 `tape.gradient(target, sources)` runs the VJP rules of the recorded nodes in
-reverse order. The backward pass computes on NumPy values, unless a tape is
-recording at that moment (or a ForwardAccumulator is active): then it
-computes on Tensors, so that the tape (or accumulator) records the backward
-pass and can differentiate it again (higher order).
+reverse order (:mod:`tapeflow.runtime.backward`). The backward pass computes
+on NumPy values, unless a tape is recording at that moment (or a
+ForwardAccumulator is active): then it computes on Tensors, so that the tape
+(or accumulator) records the backward pass and can differentiate it again
+(higher order).
 
 Semantics follow TF 2.x: a non-persistent tape gives one set of gradients and
 then frees its records; unconnected sources give None (or zeros); gradients
@@ -16,44 +17,26 @@ backward passes with one-hot output gradients. Tapes are thread-local.
 from __future__ import annotations
 
 import contextlib
-import enum
 import warnings
 
 import numpy as np
 
 from tapeflow.rules.arrays import is_foreign_array
 
-from tapeflow.runtime.recording import CUSTOM, _state, wrap
-from tapeflow.runtime import pytree
+from tapeflow.runtime import pytree, recorders
+from tapeflow.runtime.backward import (UnconnectedGradients, as_gradient, batch_one_hots,
+                                       one_hots, ones, sweep, unconnected_mode)
+from tapeflow.runtime.recorders import state
 from tapeflow.runtime.structure import flatten, flatten_up_to, pack_sequence_as
-from tapeflow.runtime.tensor import Tensor, as_value
+from tapeflow.runtime.tensor import Tensor, as_value, wrap
 
 __all__ = ['GradientTape', 'UnconnectedGradients']
 
-_SEQUENCES = (list, tuple)
-_SEQUENCE_TYPES = frozenset(_SEQUENCES)   # `cls in` a set: one hash, no __eq__
+_SEQUENCE_TYPES = frozenset((list, tuple))   # `cls in` a set: one hash, no __eq__
 _ARRAYS = (np.ndarray, np.generic)
-
-_new = object.__new__
-
-
-class UnconnectedGradients(enum.Enum):
-    """What `gradient` returns for a source the target does not depend on."""
-
-    NONE = 'none'
-    ZERO = 'zero'
-
-
 _NONE = UnconnectedGradients.NONE
 
-
-def _unconnected_mode(value):
-    if isinstance(value, UnconnectedGradients):
-        return value
-    try:
-        return UnconnectedGradients(value)
-    except (ValueError, TypeError):
-        raise ValueError(f'Unknown value for unconnected_gradients: {value!r}') from None
+_new = object.__new__
 
 
 class GradientTape:
@@ -80,39 +63,24 @@ class GradientTape:
                              're-enter an already-active tape.')
         if self._consumed:
             self._clear()
-        _state.tapes.append(self)   # self._push(), inlined
+        recorders.enter(self)
         self._recording = True
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
         if self._recording:
-            tapes = _state.tapes
-            if tapes and tapes[-1] is self:   # self._pop(), its common case inlined
-                tapes.pop()
-                self._recording = False
-            else:
-                self._pop()
+            self._recording = False
+            recorders.leave(self)
         return False
 
     def _push(self, index=None):
-        if index is None:
-            _state.tapes.append(self)
-        else:
-            _state.tapes.insert(index, self)
+        recorders.enter(self, index)
         self._recording = True
 
     def _pop(self):
         """Leave the recorder stack; returns the position this tape had there."""
-        tapes = _state.tapes
         self._recording = False
-        if tapes and tapes[-1] is self:
-            tapes.pop()
-            return len(tapes)
-        for i in range(len(tapes) - 1, -1, -1):
-            if tapes[i] is self:
-                del tapes[i]
-                return i
-        return len(tapes)
+        return recorders.leave(self)
 
     @contextlib.contextmanager
     def stop_recording(self):
@@ -184,7 +152,7 @@ class GradientTape:
         if self._consumed or (self._recording and not self._persistent):
             self._begin_backward()
         if unconnected_gradients is not _NONE:
-            mode = _unconnected_mode(unconnected_gradients)
+            mode = unconnected_mode(unconnected_gradients)
         else:
             mode = _NONE
         try:
@@ -208,11 +176,8 @@ class GradientTape:
                     value = target._value
                     live = self._live
                     if id(target) in live and value.dtype.kind in 'fc':
-                        if isinstance(value, np.generic):   # _ones(value)
-                            seed = _ONE.get(value.dtype) or _one(value.dtype)
-                        else:
-                            seed = np.ones_like(value)     # in value's library
-                        tensor_mode = bool(_state.tapes)
+                        seed = ones(value)     # in value's library
+                        tensor_mode = bool(state.tapes)
                         if tensor_mode:
                             seed = wrap(seed)
                         watched = self._watched
@@ -220,21 +185,21 @@ class GradientTape:
                             nodes, reach = self._nodes, live   # what _prune would say
                         else:
                             nodes, reach = self._prune(flat)
-                        get = _sweep(nodes, reach, {id(target): seed}, tensor_mode).get
+                        get = sweep(nodes, reach, {id(target): seed}, tensor_mode).get
                         result = []
                         for s in flat:
                             g = get(id(s))
                             if (g.__class__ is np.ndarray and g.shape) or isinstance(g, np.generic):
-                                # _result(g, s, mode), its common case inlined
+                                # as_gradient(g, s, mode), its common case inlined
                                 dtype = s._value.dtype
                                 if g.dtype is dtype and dtype.kind in 'fc':
                                     t = _new(Tensor)
                                     t._value = g
                                     result.append(t)
                                     continue
-                            result.append(_result(g, s, mode))
+                            result.append(as_gradient(g, s, mode))
                     else:
-                        result = [_result(None, s, mode) for s in flat]
+                        result = [as_gradient(None, s, mode) for s in flat]
                     if kind is None:
                         return result[0]
                     return result if kind is list else tuple(result)
@@ -252,12 +217,12 @@ class GradientTape:
                             'Tensors or Variables to be differentiated, but received None.')
         flat_sources = _check_sources(sources)
         flat_targets = flatten(target)
-        tensor_mode = bool(_state.tapes)
+        tensor_mode = bool(state.tapes)
         seeds = {}
         for t, g in zip(flat_targets, _output_gradients(target, flat_targets, output_gradients)):
             if isinstance(t, Tensor) and id(t) in self._live and t.dtype.kind in 'fc':
                 if g is None:
-                    g = _ones(t._value)
+                    g = ones(t._value)
                 elif not tensor_mode and isinstance(g, Tensor):
                     g = g._value
                 if tensor_mode and not isinstance(g, Tensor):
@@ -265,14 +230,14 @@ class GradientTape:
                 prev = seeds.get(id(t))
                 seeds[id(t)] = g if prev is None else prev + g
         grads = self._backward(seeds, flat_sources, tensor_mode) if seeds else {}
-        flat = [_result(grads.get(id(s)), s, mode) for s in flat_sources]
+        flat = [as_gradient(grads.get(id(s)), s, mode) for s in flat_sources]
         return pack_sequence_as(sources, flat)
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
         """d target / d source, of shape `target.shape + source.shape`, per source."""
         self._begin_backward()
-        mode = _unconnected_mode(unconnected_gradients)
+        mode = unconnected_mode(unconnected_gradients)
         flat_sources = _check_sources(sources)
         try:
             # a structured target (a pytree of tensors): its structure outside, the sources'
@@ -280,7 +245,7 @@ class GradientTape:
             targets, target_def = pytree.flatten(target, none_is_leaf=True)
             per_target = []
             for leaf in targets:
-                rows = self._rows(leaf, flat_sources, _one_hots(leaf), mode)
+                rows = self._rows(leaf, flat_sources, one_hots(leaf), mode)
                 shape = np.shape(as_value(leaf))
                 flat = [None if r is None else _reshape(_stack(r, 0, s), shape + s.shape)
                         for r, s in zip(rows, flat_sources)]
@@ -293,7 +258,7 @@ class GradientTape:
                        parallel_iterations=None, experimental_use_pfor=True):
         """Per example b: d target[b] / d source[b] (rows of a batch independent)."""
         self._begin_backward()
-        mode = _unconnected_mode(unconnected_gradients)
+        mode = unconnected_mode(unconnected_gradients)
         (source,) = _check_sources([source])
         tshape, sshape = np.shape(as_value(target)), source.shape
         try:
@@ -303,7 +268,7 @@ class GradientTape:
             if tshape[0] != sshape[0]:
                 raise ValueError(f'Need first dimension of target shape ({tshape}) and source '
                                  f'shape ({sshape}) to match.')
-            (rows,) = self._rows(target, [source], _batch_one_hots(target), mode)
+            (rows,) = self._rows(target, [source], batch_one_hots(target), mode)
             flat = None if rows is None else _reshape(_stack(rows, 1, source),
                                                       tshape + sshape[1:])
         finally:
@@ -312,7 +277,7 @@ class GradientTape:
 
     def _rows(self, target, sources, seeds, mode):
         """Per source, the list of gradients for each seed (None: unconnected)."""
-        tensor_mode = bool(_state.tapes)
+        tensor_mode = bool(state.tapes)
         connected = (isinstance(target, Tensor) and id(target) in self._live
                      and target.dtype.kind in 'fc')
         rows = [[] for _ in sources]
@@ -321,7 +286,7 @@ class GradientTape:
             for seed in seeds:
                 if tensor_mode:
                     seed = wrap(seed)
-                grads = _sweep(pruned[0], pruned[1], {id(target): seed}, tensor_mode)
+                grads = sweep(pruned[0], pruned[1], {id(target): seed}, tensor_mode)
                 for row, s in zip(rows, sources):
                     row.append(grads.get(id(s)))
         result = []
@@ -331,12 +296,12 @@ class GradientTape:
                     result.append(None)
                     continue
                 row = [None] * len(seeds)
-            result.append([_result(g, s, UnconnectedGradients.ZERO) for g in row])
+            result.append([as_gradient(g, s, UnconnectedGradients.ZERO) for g in row])
         return result
 
     def _backward(self, seeds, sources, tensor_mode):
         nodes, reach = self._prune(sources)
-        return _sweep(nodes, reach, dict(seeds), tensor_mode)
+        return sweep(nodes, reach, dict(seeds), tensor_mode)
 
     def _prune(self, sources):
         """The nodes on a path from a source, and the ids they reach."""
@@ -369,82 +334,6 @@ class GradientTape:
                         reach.add(id(out))
                     break
         return kept, reach
-
-
-# ---------------------------------------------------------------- the reverse sweep
-
-def _sweep(nodes, reach, grads, tensor_mode):
-    """Propagate the cotangents in `grads` (id -> cotangent, updated) back through `nodes`."""
-    get = grads.get
-    for rule, inputs, args, kwargs, out in reversed(nodes):
-        if out.__class__ is not tuple:
-            g = get(id(out))
-            if g is None:
-                continue
-            ans = out if tensor_mode else out._value
-        elif rule is CUSTOM:
-            # `args` is the node's backward; `out` a tuple (see record_node).
-            if len(out) == 1:
-                g = get(id(out[0]))
-                if g is None:
-                    continue
-                cotangents = args((g,))
-            else:
-                gs = [get(id(o)) for o in out]
-                if all(c is None for c in gs):
-                    continue
-                cotangents = args(tuple([_zeros(o, tensor_mode) if c is None else c
-                                         for c, o in zip(gs, out)]))
-            for x, c in zip(inputs, cotangents):
-                if c is not None:
-                    key = id(x)
-                    if key in reach:
-                        if not tensor_mode and isinstance(c, Tensor):
-                            c = c._value
-                        prev = get(key)
-                        grads[key] = c if prev is None else prev + c
-            continue
-        else:
-            gs = [get(id(o)) for o in out]
-            if all(g is None for g in gs):
-                continue
-            g = tuple(_zeros(o, tensor_mode) if c is None else c for c, o in zip(gs, out))
-            ans = out if tensor_mode else tuple(o._value for o in out)
-        call_args = _tensor_args(inputs, args) if tensor_mode else args
-        vjps = rule.vjps
-        for i, x in enumerate(inputs):
-            key = id(x)
-            if key in reach:   # (a list or tuple input is never in reach itself)
-                try:
-                    vjp = vjps[i]
-                except KeyError:
-                    vjp = rule.vjp(i)   # raises MissingRule, naming the argument
-                c = vjp(g, ans, *call_args, **kwargs) if kwargs else vjp(g, ans, *call_args)
-                if c is not None:
-                    prev = get(key)
-                    grads[key] = c if prev is None else prev + c
-            elif x.__class__ in _SEQUENCE_TYPES:
-                if not any(id(e) in reach for e in x):
-                    continue
-                parts = rule.vjp(i)(g, ans, *call_args, **kwargs)
-                for e, c in zip(x, parts):
-                    if c is not None and id(e) in reach:
-                        prev = get(id(e))
-                        grads[id(e)] = c if prev is None else prev + c
-    return grads
-
-
-def _tensor_args(inputs, args):
-    """Arguments for a rule run on Tensors: the recorded objects themselves.
-
-    A Variable reassigned since the operation contributes its old value, as a
-    constant.
-    """
-    call = list(inputs)
-    for i, (x, a) in enumerate(zip(inputs, args)):
-        if isinstance(x, Tensor) and x._is_variable and x._value is not a:
-            call[i] = wrap(a)
-    return call
 
 
 # ---------------------------------------------------------------- helpers
@@ -491,68 +380,6 @@ def _output_gradients(target, targets, output_gradients):
     return checked
 
 
-_ONE = {}   # dtype -> the scalar 1 of that dtype
-
-
-def _one(dtype):
-    one = _ONE[dtype] = dtype.type(1)
-    return one
-
-
-def _ones(value):
-    if isinstance(value, np.generic):
-        dtype = value.dtype
-        one = _ONE.get(dtype)
-        if one is None:
-            one = _one(dtype)
-        return one
-    return np.ones_like(value)
-
-
-def _zeros(like, tensor_mode):
-    value = like._value
-    zero = value.dtype.type(0) if isinstance(value, np.generic) else np.zeros_like(value)
-    return wrap(zero) if tensor_mode else zero
-
-
-def _result(g, source, mode):
-    """The gradient returned for `source`: a Tensor of its dtype, None, or zeros."""
-    dtype = source._value.dtype
-    if g is None or dtype.kind not in 'fc':
-        if mode is _NONE:
-            return None
-        return wrap(np.zeros_like(source._value))
-    if g.__class__ is Tensor:
-        return g if g._value.dtype == dtype else g.astype(dtype)
-    if not (isinstance(g, _ARRAYS) or is_foreign_array(g)):
-        g = np.asarray(g)
-    kind = g.dtype
-    if kind is not dtype and kind != dtype:
-        g = g.astype(dtype)
-    return wrap(g)
-
-
-def _one_hots(target):
-    """One seed per element of `target`: the rows of the identity."""
-    value = as_value(target)
-    shape, dtype = np.shape(value), getattr(value, 'dtype', np.float32)
-    size = int(np.prod(shape))
-    return [row.reshape(shape) if shape else row[0] for row in np.eye(size, dtype=dtype)]
-
-
-def _batch_one_hots(target):
-    """One seed per element of an example: that element set in every example."""
-    value = as_value(target)
-    shape = value.shape
-    inner = int(np.prod(shape[1:]))
-    seeds = []
-    for k in range(inner):
-        seed = np.zeros((shape[0], inner), value.dtype)
-        seed[:, k] = 1
-        seeds.append(seed.reshape(shape))
-    return seeds
-
-
 def _stack(rows, axis, source):
     if not rows:
         return np.zeros((0,) + source.shape, source.dtype)
@@ -562,7 +389,7 @@ def _stack(rows, axis, source):
 
 
 def _recorded_anywhere(t):
-    return any(id(t) in tape._live for tape in _state.tapes)
+    return any(id(t) in tape._live for tape in state.tapes)
 
 
 def _reshape(x, shape):

@@ -1,11 +1,13 @@
 """Eager values: `Tensor` (immutable) and `Variable` (mutable, trainable).
 
 A Tensor wraps one NumPy value (an ndarray, or a NumPy scalar for 0-d
-values) and never changes it. Every operator, NumPy function
-(`__array_ufunc__` / `__array_function__`) and array method applied to a
-Tensor computes on the wrapped values, returns a Tensor, and is offered to
-the active tapes by :mod:`tapeflow.runtime.recording`, which looks the
-operation up in the rule table.
+values) and never changes it. This module is the value and its conversions;
+the operations on it — operators, NumPy functions (`__array_ufunc__` /
+`__array_function__`) and array methods — are given to the class by
+:mod:`tapeflow.runtime.dispatch` (imported with `tapeflow.runtime`): each
+computes on the wrapped values, returns a Tensor, and is offered to the
+active tapes by :mod:`tapeflow.runtime.recording`, which sits above this
+module and looks the operation up in the rule table.
 
 Conversion follows TensorFlow: Python floats (and lists of them) become
 float32, Python ints int32; NumPy arrays and scalars keep their dtype.
@@ -23,9 +25,10 @@ import operator
 import numpy as np
 
 from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.runtime.recorders import is_tracked, state
 
-__all__ = ['Tensor', 'Variable', 'constant', 'convert_to_tensor', 'as_value',
-           'to_numpy_value']
+__all__ = ['Tensor', 'Variable', 'Reference', 'constant', 'convert_to_tensor', 'as_value',
+           'to_numpy_value', 'wrap']
 
 _new = object.__new__
 _INT32 = np.iinfo(np.int32)
@@ -71,6 +74,13 @@ def as_value(x):
     return x._value if isinstance(x, Tensor) else x
 
 
+def wrap(raw):
+    """A Tensor for a NumPy array or scalar (0-d arrays become scalars), not copied."""
+    t = _new(Tensor)
+    t._value = raw[()] if raw.__class__ is np.ndarray and not raw.shape else raw
+    return t
+
+
 def _numpy_text(value, is_repr):
     if np.ndim(value) == 0:
         return str(value)
@@ -78,7 +88,7 @@ def _numpy_text(value, is_repr):
 
 
 class Tensor:
-    """An immutable eager value. See the module docstring."""
+    """An immutable eager value. See the module docstring (its operations: `dispatch`)."""
 
     __slots__ = ('_value', '__weakref__')
     __tapeflow_tensor__ = True      # not an array library of its own (`rules.arrays`)
@@ -146,7 +156,7 @@ class Tensor:
         return format(self._value, spec)
 
     def __array__(self, dtype=None, copy=None):
-        if _state.tapes and is_tracked(self):
+        if state.tapes and is_tracked(self):
             raise TypeError(_DROPPED_FROM_TAPE)
         value = np.asarray(self._value)
         if dtype is not None and value.dtype != dtype:
@@ -177,144 +187,6 @@ class Tensor:
     def ref(self):
         """A hashable reference to this object (TF's `Tensor.ref()`)."""
         return Reference(self)
-
-    # ------------------------------------------------------------ NumPy protocol
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method == '__call__' and not kwargs:
-            return apply(ufunc, inputs, _NO_KWARGS)
-        if kwargs.get('out') is not None:
-            outs = kwargs['out']
-            if any(isinstance(o, Tensor) for o in (outs if isinstance(outs, tuple) else (outs,))):
-                raise TypeError('Tensors are immutable: a NumPy `out=` argument cannot be a Tensor')
-        if method == 'at':
-            raise TypeError(f'Tensors are immutable: numpy.{ufunc.__name__}.at cannot '
-                            'modify one in place')
-        fn = ufunc if method == '__call__' else getattr(ufunc, method)
-        return apply(fn, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        return apply(func, args, kwargs)
-
-    # ------------------------------------------------------------ array methods
-
-    def reshape(self, *shape, **kwargs):
-        return _method(self, 'reshape', shape, kwargs, np.reshape, True)
-
-    def transpose(self, *axes):
-        return _method(self, 'transpose', axes, {}, np.transpose, True)
-
-    def sum(self, *args, **kwargs):
-        return _method(self, 'sum', args, kwargs, np.sum)
-
-    def mean(self, *args, **kwargs):
-        return _method(self, 'mean', args, kwargs, np.mean)
-
-    def prod(self, *args, **kwargs):
-        return _method(self, 'prod', args, kwargs, np.prod)
-
-    def max(self, *args, **kwargs):
-        return _method(self, 'max', args, kwargs, np.max)
-
-    def min(self, *args, **kwargs):
-        return _method(self, 'min', args, kwargs, np.min)
-
-    def std(self, *args, **kwargs):
-        return _method(self, 'std', args, kwargs, np.std)
-
-    def var(self, *args, **kwargs):
-        return _method(self, 'var', args, kwargs, np.var)
-
-    def cumsum(self, *args, **kwargs):
-        return _method(self, 'cumsum', args, kwargs, np.cumsum)
-
-    def cumprod(self, *args, **kwargs):
-        return _method(self, 'cumprod', args, kwargs, np.cumprod)
-
-    def ravel(self, *args, **kwargs):
-        return _method(self, 'ravel', args, kwargs, np.ravel)
-
-    def flatten(self, *args, **kwargs):
-        return _method(self, 'flatten', args, kwargs, _flatten)
-
-    def squeeze(self, *args, **kwargs):
-        return _method(self, 'squeeze', args, kwargs, np.squeeze)
-
-    def swapaxes(self, *args, **kwargs):
-        return _method(self, 'swapaxes', args, kwargs, np.swapaxes)
-
-    def clip(self, *args, **kwargs):
-        return _method(self, 'clip', args, kwargs, np.clip)
-
-    def dot(self, *args, **kwargs):
-        return _method(self, 'dot', args, kwargs, np.dot)
-
-    def trace(self, *args, **kwargs):
-        return _method(self, 'trace', args, kwargs, np.trace)
-
-    def diagonal(self, *args, **kwargs):
-        return _method(self, 'diagonal', args, kwargs, np.diagonal)
-
-    def repeat(self, *args, **kwargs):
-        return _method(self, 'repeat', args, kwargs, np.repeat)
-
-    def take(self, *args, **kwargs):
-        return _method(self, 'take', args, kwargs, np.take)
-
-    def round(self, *args, **kwargs):
-        return _method(self, 'round', args, kwargs, np.round)
-
-    def conj(self):
-        return _method(self, 'conj', (), {}, np.conj)
-
-    def copy(self, *args, **kwargs):
-        return _method(self, 'copy', args, kwargs, np.copy)
-
-    def astype(self, dtype, *args, **kwargs):
-        return _method(self, 'astype', (dtype,) + args, kwargs, _astype)
-
-    def argmax(self, *args, **kwargs):
-        return _method(self, 'argmax', args, kwargs, np.argmax)
-
-    def argmin(self, *args, **kwargs):
-        return _method(self, 'argmin', args, kwargs, np.argmin)
-
-    def all(self, *args, **kwargs):
-        return _method(self, 'all', args, kwargs, np.all)
-
-    def any(self, *args, **kwargs):
-        return _method(self, 'any', args, kwargs, np.any)
-
-    @property
-    def T(self):
-        return _attribute(self, 'T', np.transpose)
-
-    @property
-    def real(self):
-        return _attribute(self, 'real', np.real)
-
-    @property
-    def imag(self):
-        return _attribute(self, 'imag', np.imag)
-
-    def __getitem__(self, key):
-        return apply(operator.getitem, (self, key), _NO_KWARGS)
-
-    def __getattr__(self, name):
-        # Only reached for names not defined above: the rule table's other
-        # array methods (`x.argsort()`) and attributes (`x.mT`).
-        if name in METHODS:
-            def method(*args, **kwargs):
-                return _method(self, name, args, kwargs, None)
-            method.__name__ = name
-            return method
-        if name in ATTRIBUTES:
-            return _attribute(self, name, None)
-        raise AttributeError(f'{type(self).__name__!r} object has no attribute {name!r}')
-
-    # ------------------------------------------------------------ operators
-    # (filled in below by _install_operators)
-
 
 class Variable(Tensor):
     """A mutable value, watched automatically by tapes when `trainable`."""
@@ -427,96 +299,6 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     return constant(value, dtype)
 
 
-def _flatten(x, order='C'):
-    return np.ravel(x, order=order).copy()
-
-
-def _astype(x, dtype, *args, **kwargs):
-    return x.astype(dtype, *args, **kwargs)
-
-
-# Named as what it is, for the error when a rule for it is missing.
-_astype.__module__, _astype.__qualname__ = 'numpy', 'ndarray.astype'
-_flatten.__module__, _flatten.__qualname__ = 'numpy', 'ndarray.flatten'
-
-
-# ---------------------------------------------------------------- operators
-
-def _binary(op):
-    """`self <op> other` computed on the values, offered to the active tapes."""
-    def method(self, other):
-        a = self._value
-        if isinstance(other, Tensor):
-            b = other._value
-        elif other.__class__ in _SEQUENCES:
-            other = b = _like(other, a)
-        else:
-            b = other
-        out = _new(Tensor)
-        out._value = op(a, b)
-        tapes = _state.tapes
-        if tapes:
-            record(tapes, op, (self, other), (a, b), _NO_KWARGS, out,
-                   (self,) if b is other or other is self else (self, other))
-        return out
-    method.__name__ = f'__{op.__name__.strip("_")}__'
-    return method
-
-
-def _reflected(op):
-    """`other <op> self`, for when `other` does not know Tensors."""
-    def method(self, other):
-        b = self._value
-        if other.__class__ in _SEQUENCES:
-            other = _like(other, b)
-        out = _new(Tensor)
-        out._value = op(other, b)
-        tapes = _state.tapes
-        if tapes:
-            record(tapes, op, (other, self), (other, b), _NO_KWARGS, out, (self,))
-        return out
-    method.__name__ = f'__r{op.__name__.strip("_")}__'
-    return method
-
-
-def _unary(op):
-    def method(self):
-        out = _new(Tensor)
-        out._value = op(self._value)
-        tapes = _state.tapes
-        if tapes:
-            record(tapes, op, (self,), (self._value,), _NO_KWARGS, out, (self,))
-        return out
-    return method
-
-
-def _like(seq, value):
-    """A Python list operand, converted as TF does (to the tensor's float dtype)."""
-    dtype = value.dtype if value.dtype.kind in 'fc' else None
-    return to_numpy_value(seq, dtype)
-
-
-def _abs(x):
-    return np.absolute(x)
-
-
-def _install_operators():
-    for name, op in [('add', operator.add), ('sub', operator.sub), ('mul', operator.mul),
-                     ('truediv', operator.truediv), ('floordiv', operator.floordiv),
-                     ('mod', operator.mod), ('pow', operator.pow), ('matmul', operator.matmul),
-                     ('and', operator.and_), ('or', operator.or_), ('xor', operator.xor)]:
-        setattr(Tensor, f'__{name}__', _binary(op))
-        setattr(Tensor, f'__r{name}__', _reflected(op))
-    for name, op in [('lt', operator.lt), ('le', operator.le), ('gt', operator.gt),
-                     ('ge', operator.ge), ('eq', operator.eq), ('ne', operator.ne)]:
-        setattr(Tensor, f'__{name}__', _binary(op))
-    for name, op in [('neg', operator.neg), ('pos', operator.pos),
-                     ('invert', operator.invert), ('abs', np.absolute)]:
-        setattr(Tensor, f'__{name}__', _unary(op))
-
-
-_SEQUENCES = frozenset((list, tuple))   # `cls in` a set: no __eq__ calls
-
 # NumPy converts each Tensor of `np.array([x, y])` or `np.asarray(x)` with
 # `__array__`, which no dispatch can record: the array would silently carry
 # no gradient.
@@ -526,10 +308,3 @@ _DROPPED_FROM_TAPE = (
     'drop it from the tape, and its gradient '
     'would be None: build the array with tf.stack([...]) or np.stack([...]), which are '
     'recorded, or take the value on purpose with .numpy()')
-
-# The recording machinery needs Tensor; import it once Tensor exists.
-from tapeflow.rules import ATTRIBUTES, METHODS  # noqa: E402
-from tapeflow.runtime.recording import (  # noqa: E402
-    _NO_KWARGS, _attribute, _method, _state, apply, is_tracked, record)
-
-_install_operators()
