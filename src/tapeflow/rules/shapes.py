@@ -19,8 +19,8 @@ from tapeflow.rules import registry
 from tapeflow.rules.batching import batch_size, defjvp_batched, lift_tangent, unbatched_as_batch
 
 __all__ = ['unbroadcast', 'unbroadcast_to', 'broadcast_tangent', 'zeros_like_value', 'balanced_eq',
-           'fit', 'match_complex', 'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack', 'rebuild', 'dense',
-           'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch',
+           'fit', 'match_complex', 'add_cotangents', 'fill_zeros', 'structure_shape', 'unpack',
+           'rebuild', 'dense', 'is_symbolic_zero', 'unbroadcast_batch', 'fit_batch', 'stack_batch',
            'shape_witness']
 
 _SCALARS = (float, int, bool, complex)
