@@ -38,7 +38,7 @@ from tapeflow.transforms import tape_ops
 from tapeflow.transforms.tape_ops import tape_ops as _tape_ops
 from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
                                             user_function)
-from tapeflow.transforms.reverse import _container_names, _names, _target_name, container_kinds
+from tapeflow.transforms.targets import container_kinds, container_names, target_name
 
 
 class ForwardContext:
@@ -65,7 +65,7 @@ def transform(node: ast.FunctionDef, ctx: ForwardContext):
     opposite order, so tangents travel on the same tape as their values.
     """
     ctx.tape_ops = _tape_ops(node)
-    ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
+    ctx.containers = container_names(node.body, container_kinds(ctx.kinds))
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
     if ret is not None:
@@ -151,7 +151,7 @@ class _Forward(Sweep):
             return [nodes.assign(dy, nodes.call(value.func.id)), stmt]
         if isinstance(value, ast.Call) and self._user_function(value) is not None:
             return self.user_call(stmt, y, value)
-        self_update = y in _names(value)
+        self_update = y in nodes.load_names(value)
         ans = self.ctx.namer.new('_' + y) if self_update else y
         self.guards = []
         terms = self.terms(stmt, ans, value)
@@ -201,7 +201,7 @@ class _Forward(Sweep):
         return check
 
     def primitive(self, stmt, ans, op):
-        target_shape = self.ctx.shapes.get(_target_name(stmt))
+        target_shape = self.ctx.shapes.get(target_name(stmt))
         rules = rules_for(op, self.is_active, 'jvp', lambda reason: self.error(stmt, reason),
                           self.guard(op) if self.ctx.check_static else None)
         if self.ctx.batched:

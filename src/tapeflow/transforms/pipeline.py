@@ -190,7 +190,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
         forward, rev_body, undefined = optimize.transform(
             forward, rev_body, set(grad_names) | {names.value}, params, effects)
     else:
-        undefined = optimize._undefined_at_push(forward, set(params))
+        undefined = optimize.undefined_at_push(forward, set(params))
     record('optimize', nodes.function_def(_id(fn), params, forward + rev_body))
     compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) for s in nodes.statements(rev_body))
     prologue = [nodes.assign(n, None) for n in sorted(undefined)]
