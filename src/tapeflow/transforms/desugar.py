@@ -870,3 +870,7 @@ class _Jumps:
         escaping = {f for f in flags if f == self.ret_flag}
         return prologue + [stmt], escaping
 
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`)."""
+    return transform(tree, ctx.namer, ctx.source, ctx.fn, ctx.bindings)

@@ -580,3 +580,11 @@ def _assigned_line(fdef, name, before):
         where = getanno(fdef, Key.ORIGIN)
         best = where[0] if where else None
     return best
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): not on generated code whose tape carries
+    values (its writes are its tape's); `ctx.written` for `check` once activity is known."""
+    if not ctx.generated:
+        ctx.written = transform(tree, ctx.mutation_context(tree))
+    return tree

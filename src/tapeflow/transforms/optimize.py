@@ -370,3 +370,9 @@ def undefined_at_push(forward, defined, result='needs'):
 
     after = block(forward, set(defined))
     return after if result == 'defined' else needs
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): the mode's context (`assemble.ReverseCompile`,
+    `forward.ForwardCompile`) holds the sweeps this pass trims."""
+    return ctx.optimized()
