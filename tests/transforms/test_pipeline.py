@@ -8,16 +8,9 @@ import pytest
 import tapeflow as tf
 from tapeflow.runtime import support
 from tapeflow.transforms import pipeline
+from tests.transforms.test_generated import seed_loop as poly
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def poly(x, n):
-    out = 1.0
-    for i in range(n):
-        if i > 1 and i < 5:
-            out = out * x
-    return out
 
 
 def negated(x):
