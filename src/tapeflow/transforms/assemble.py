@@ -45,6 +45,7 @@ class ReverseCompile(CompileContext):
     effects: dict = dataclasses.field(default_factory=dict)   # `Liveness` memo, shared
     value: ast.AST = None             # `_value = <output>` in the combined function
     seed_of_tuple: str = None         # `bout`, named before `reverse` (a tuple's parts read it)
+    sweep_context: reverse.ReverseContext = None
 
     def reverse_context(self, node) -> reverse.ReverseContext:
         """The context of `reverse.transform`, the seed named first."""
@@ -65,6 +66,7 @@ class ReverseCompile(CompileContext):
             # else `return y`: `by`, named where `reverse` first needs it (`reversed`)
         else:
             ctx.seed = self.seed_of_tuple = self.namer.new('bout')
+        self.sweep_context = ctx
         return ctx
 
     @property
@@ -201,16 +203,13 @@ def _tapes_made_for_adjoints(fdef, tapes):
             stmt.value = nodes.call('new_tape')
 
 
-def tapes_made(trees, ctx: ReverseCompile) -> set:
+def tapes_made(ctx: ReverseCompile) -> set:
     """The tapes of the generated code: the code's own, those of the code it was made from,
     and the adjoint stacks kept beside those (third order pushes on them)."""
     out = set(ctx.tapes) | {ctx.names.tape}
-    for tree in trees:
-        for n in nodes.walk(tree):
-            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
-                    and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name) \
-                    and n.value.func.id == 'adjoint_stack':
-                out.add(n.targets[0].id)
+    for stmt in ctx.sweep_context.stack_prologue:      # `_tape_adjoints = adjoint_stack(...)`
+        if isinstance(stmt.value, ast.Call) and getattr(stmt.value.func, 'id', None) == 'adjoint_stack':
+            out.add(stmt.targets[0].id)
     return out
 
 

@@ -41,7 +41,7 @@ def _load_unit(tree, ctx):
     compiled.module_source = module_text
     compiled.split_source = split_text
     compiled.trees = dict(zip(ROLES, trees))
-    tapes = tapes_made(trees, ctx)
+    tapes = tapes_made(ctx)
     for role, fdef in zip(ROLES, trees):
         setattr(compiled, role, namespace[fdef.name])
         mark_generated(namespace[fdef.name], ctx.order, tapes)

@@ -107,8 +107,8 @@ class CompileContext:
         node = source.node
         for name in self.lifted:
             node.args.args.append(nodes.param(nodes.name(name)))
-        self.user_names = frozenset(nodes.names_in(node))
         self.namer = Namer.for_function(node)
+        self.user_names = frozenset(self.namer.taken)
         self.namer.taken |= set(RUNTIME_NAMES)
         return node
 
