@@ -46,6 +46,7 @@ class ReverseCompile(CompileContext):
     value: ast.AST = None             # `_value = <output>` in the combined function
     seed_of_tuple: str = None         # `bout`, named before `reverse` (a tuple's parts read it)
     sweep_context: reverse.ReverseContext = None
+    own: set = frozenset()            # adjoints of temporaries: fusion may fuse them away
 
     def reverse_context(self, node) -> reverse.ReverseContext:
         """The context of `reverse.transform`, the seed named first."""

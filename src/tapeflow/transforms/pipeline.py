@@ -108,8 +108,9 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     (`transforms.checkpoint`); the split pair keeps the tape.
     """
     ctx = assemble.ReverseCompile(
-        fn, 'reverse', tuple(wrt), tuple(lifted), runtime_names, optimize_code, compile_callee,
-        tuple(scalar_args), tuple(arg_shapes), tuple(kinds), checkpoint,
+        fn, 'reverse', wrt=tuple(wrt), lifted=tuple(lifted), runtime_names=runtime_names,
+        optimize=optimize_code, compile_callee=compile_callee, scalar_args=tuple(scalar_args),
+        arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), checkpoint=checkpoint,
         record=[] if record_passes else None)
     return compile_with(ctx, PASSES)
 
@@ -123,8 +124,9 @@ def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
     (see `tapeflow.rules.batching`); user functions called are compiled so too.
     """
     ctx = forward.ForwardCompile(
-        fn, 'forward', tuple(wrt), (), runtime_names, optimize_code, compile_callee,
-        tuple(scalar_args), tuple(arg_shapes), tuple(kinds), None, batched,
+        fn, 'forward', wrt=tuple(wrt), runtime_names=runtime_names, optimize=optimize_code,
+        compile_callee=compile_callee, scalar_args=tuple(scalar_args),
+        arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), batched=batched,
         record=[] if record_passes else None)
     _COMPILING_FORWARD.add(fn.__code__)
     try:
