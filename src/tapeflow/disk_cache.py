@@ -48,6 +48,7 @@ from tapeflow.disk_key import follow, key_of
 from tapeflow.syntax import resolve, sourcemap
 from tapeflow.syntax.unparse import label_of, load_module
 from tapeflow.transforms.pipeline import Compiled, bind_role
+from tapeflow.transforms.context import mark_generated
 
 __all__ = ['set_cache_dir', 'cache_dir', 'entry', 'Entry']
 
@@ -150,6 +151,7 @@ def _payload(compiled, runtime_names, key) -> dict:
         'code': compile(compiled.module_source, '<tapeflow>', 'exec'),
         'display': ''.join(shown[2]), 'lines': sourcemap.lines_of(filename),
         'in_place': compiled.in_place, 'order': compiled.combined.__tapeflow_order__,
+        'tapes': compiled.combined.__tapeflow_tapes__,
         'functions': functions, 'bindings': sorted(bindings.values), 'names': names,
         'links': links,
     }
@@ -254,7 +256,7 @@ def _rebuild(payload, placeholder, runtime_names, compile_callee, digest):
         sourcemap.register(namespace['__tapeflow_filename__'], *payload['lines'])
     for role, name in payload['functions'].items():
         generated = namespace[name]
-        generated.__tapeflow_order__ = payload['order']
+        mark_generated(generated, payload['order'], payload['tapes'])
         setattr(compiled, role, generated)
     compiled.disk_key = digest
     return compiled

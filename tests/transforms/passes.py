@@ -1,19 +1,12 @@
-"""Run the pipeline's front passes on a function, for tests of one pass at a time."""
-from tapeflow.syntax import fence, parse, resolve
-from tapeflow.syntax.naming import Namer
+"""The pipeline's front passes on a function, for tests of one pass at a time: the same
+list (`pipeline.FRONT`, the start of `PASSES`) and the same loop that compile it."""
 from tapeflow.syntax.unparse import unparse
-from tapeflow.transforms import anf, desugar
+from tapeflow.transforms import pipeline
 
 
 def front(fn, upto='anf'):
-    source = parse.parse_function(fn)
-    resolve.resolve(source.node, fn)
-    fence.check(source)
-    namer = Namer.for_function(source.node)
-    desugar.transform(source.node, namer, source, fn)
-    if upto == 'anf':
-        anf.transform(source.node, namer)
-    return source.node
+    node, _ = pipeline.front(fn, upto)
+    return node
 
 
 def text(fn, upto='anf'):

@@ -60,10 +60,10 @@ def test_uniform_mean_cotangent():
     rng = np.random.default_rng(0)
     args = (rng.standard_normal(5), rng.standard_normal((7, 5)), rng.standard_normal(7))
     text = tf.source(logistic, args=args)
-    assert 'bsub = uniform_mean(bmean, _sub)' in text
+    assert 'bsub = uniform_mean(bout, _sub)' in text      # the seed: `return np.mean(...)`
     assert 'bz = -bsub * y + bsub / _add * _exp' in text
     generic = tf.source(logistic)                # no shapes: the array stays
-    assert 'grad_of_mean(bmean, _sub)' in generic
+    assert 'grad_of_mean(bout, _sub)' in generic
 
 
 def test_uniform_helpers_keep_arrays_where_numbers_would_round_differently():

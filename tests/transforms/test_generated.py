@@ -61,7 +61,7 @@ def dseed_loop(x, n, bout=1.0):
 
 
 EXPECTED_BRANCH = '''\
-def dbranch(x, y, bdiv=1.0):
+def dbranch(x, y, bout=1.0):
     _tape = []
     _push = _tape.append
     _pop = _tape.pop
@@ -73,8 +73,8 @@ def dbranch(x, y, bdiv=1.0):
     _push(_cond)
     _div = z / y
     _value = _div
-    bz = unbroadcast(bdiv / y, z)
-    by = unbroadcast(-bdiv * _div / y, y)
+    bz = unbroadcast(bout / y, z)
+    by = unbroadcast(-bout * _div / y, y)
     if _pop():
         _bz = bz
         z = _pop()
@@ -112,7 +112,7 @@ def dwhile_loop(x, bs=1.0):
 
 
 EXPECTED_EARLY_RETURN = '''\
-def dearly_return(x, bretval=1.0):
+def dearly_return(x, bout=1.0):
     _tape = []
     _push = _tape.append
     _pop = _tape.pop
@@ -139,12 +139,12 @@ def dearly_return(x, bretval=1.0):
     _value = _retval
     bx = 0.0
     if _pop():
-        bx = -bretval
-        bretval = 0.0
+        bx = -bout
+        bout = 0.0
     for _ in range(_pop()):
         if _pop():
-            bx = bx + bretval
-            bretval = 0.0
+            bx = bx + bout
+            bout = 0.0
         x = _pop()
         bx = unbroadcast(bx * 2.0, x)
     return (_value, bx)

@@ -154,3 +154,11 @@ def active_names(node: ast.FunctionDef, wrt: set, outputs: set | None = None) ->
                     useful |= new
                     changed = True
     return varied & useful
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): `ctx.active`; the writes the mutation
+    pass left pending are checked against it."""
+    ctx.active = ctx.active_names(tree)
+    ctx.check_writes(tree)
+    return tree

@@ -210,3 +210,9 @@ def _meet(a, b):
     if b is _TOP:
         return a
     return a if a == b else None
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): `ctx.shapes`, from the arguments' shapes."""
+    ctx.shapes = infer(tree, ctx.parameter_shapes())
+    return tree

@@ -1,35 +1,35 @@
-"""Helpers that generated code calls. NumPy only, no gast, no compiler.
+"""What generated code is given besides the user's globals (`generated_namespace`), and the
+derivatives of its helpers (`runtime.helpers`), for generated code differentiated again.
 
-A gradient module dumped to disk needs this module (or a copy of it) and
-NumPy, nothing else. The symbolic zero of an adjoint is the float `0.0`:
-`bx = 0.0` means "no contribution yet", and these helpers accept it wherever a
-cotangent is expected.
+A gradient module dumped to disk needs this package's runtime (or a copy of it) and
+NumPy, nothing else. No gast, no compiler.
 """
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
 from tapeflow.rules import registry
-from tapeflow.rules.arrays import copy_of, is_foreign_array
 from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch, lift_tangent,
                                      rows_at, set_rows_at)
-from tapeflow.rules.array_ops import add_at, written
+from tapeflow.rules.array_ops import add_at
 from tapeflow.rules.indexing import untake
-from tapeflow.rules.sequences import Items
 from tapeflow.runtime.checkpoint import checkpoints
+from tapeflow.runtime.helpers import (add_adjoint, append_tangent, densify, drop_last_adjoint,
+                                      getitem_adjoint, insert_adjoint, insert_tangent, is_zero,
+                                      last_adjoint, old_value, pop_index, remove_tangent,
+                                      restore_contents, saved_contents, setitem_batched,
+                                      setitem_clear_adjoint, setitem_tangent, setitem_value_adjoint,
+                                      snapshot, static_argument, zero_tangent)
 from tapeflow.rules.numpy_reductions import uniform_mean, uniform_sum
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item, reread_slot,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
                                      holds, like_layout, check_refresh, is_mutable)
-from tapeflow.rules.shapes import (broadcast_tangent, carries_float, dense, shape_witness, unbroadcast,
-                                   unbroadcast_batch, zeros_like_value)
+from tapeflow.rules.shapes import broadcast_tangent, dense, shape_witness, unbroadcast, unbroadcast_batch
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
-           'unbroadcast', 'Tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
+           'unbroadcast', 'Tape', 'new_tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
            'reread_item', 'reread_slot', 'overlap_value', 'check_overlap', 'insert_index',
@@ -38,273 +38,38 @@ __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint',
 
 
 class Tape(list):
-    """The stack of a forward sweep: `push` in the forward, `pop` in the reverse."""
-    __slots__ = ()
-    push = list.append
+    """A tape that generated code differentiated again reads: it carries the stacks of
+    cotangents kept beside it, one per order of differentiation (`adjoint_stack`)."""
+    __slots__ = ('stacks',)
+
+    def adjoint_stack(self, order) -> 'Tape':
+        try:
+            stacks = self.stacks
+        except AttributeError:
+            stacks = self.stacks = {}
+        stack = stacks.get(order)
+        if stack is None:
+            stack = stacks[order] = Tape()
+        return stack
 
 
-_ADJOINT_STACKS: dict = {}     # (id(tape), order) -> (tape, its stack of cotangents)
+def new_tape() -> Tape:
+    """The tape of generated code that is itself being differentiated (`_tape = new_tape()`
+    where the code read said `_tape = []`): its adjoint stacks travel with it."""
+    return Tape()
 
 
-def adjoint_stack(tape, order=1) -> list:
+def adjoint_stack(tape, order=1) -> Tape:
     """The stack of cotangents kept beside `tape` when generated code is differentiated again.
 
-    Keyed on the tape's identity and the order of the differentiation: the
-    forward and backward functions that share a tape share its adjoint stack,
-    and the third derivative's stack for a tape is not the second's. (The
-    tape may itself be an adjoint stack: third order keeps cotangents of
-    second-order cotangents.) The table holds the tape, so its identity
-    cannot pass to another object while the entry lives; an entry is dropped
-    once its stack is empty and nothing but the table holds its tape.
-    """
-    key = (id(tape), order)
-    entry = _ADJOINT_STACKS.get(key)
-    if entry is None:
-        if len(_ADJOINT_STACKS) > 64:
-            _drop_finished_stacks()
-        entry = _ADJOINT_STACKS[key] = (tape, [])
-    return entry[1]
-
-
-def _drop_finished_stacks():
-    for key, (tape, stack) in list(_ADJOINT_STACKS.items()):
-        # references to `tape`: the entry, this loop's variable, getrefcount's argument
-        if not stack and sys.getrefcount(tape) <= 3:
-            del _ADJOINT_STACKS[key]
-        del tape, stack
-
-
-def is_zero(adjoint) -> bool:
-    return adjoint.__class__ is float and adjoint == 0.0
-
-
-def static_argument(value, message):
-    """Generated code differentiated again checks, before a call, that an argument the
-    callee has no derivative in (an axis, a width, popped off the tape and so counted
-    as moving) carries no float: integers, shapes and strings have none. A float is
-    refused with `message` (see `transforms.operations.rules_for`)."""
-    if carries_float(value):
-        raise NotImplementedError(message)
-
-
-def add_adjoint(a, b):
-    """a + b for cotangents of any structure; the float 0.0 is a symbolic zero."""
-    if is_zero(a):
-        return b
-    if is_zero(b):
-        return a
-    if a.__class__ is Items or b.__class__ is Items:
-        return a + b
-    if isinstance(a, dict):
-        return {k: add_adjoint(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
-    if isinstance(a, (list, tuple)):
-        parts = [add_adjoint(x, y) for x, y in zip(a, b)]
-        return type(a)._make(parts) if hasattr(type(a), '_make') else type(a)(parts)
-    return a + b
-
-
-_NUMBERS = (float, complex, int)
-
-
-def _number_for_all(adjoint, index) -> bool:
-    """A number as the cotangent of an array written whole (`...`, `()`: all of a 0-d
-    array, a CuPy `x[i]`)."""
-    return (adjoint.__class__ in _NUMBERS or isinstance(adjoint, np.generic)) and \
-        (index is Ellipsis or index.__class__ is tuple and not index)
-
-
-def getitem_adjoint(adjoint, k):
-    """The cotangent of element `k` of a tuple, list or dict, given the container's."""
-    if is_zero(adjoint):
-        return 0.0
-    if isinstance(adjoint, dict):
-        return adjoint.get(k, 0.0)
-    return adjoint[k]
-
-
-def densify(adjoint, value):
-    """A symbolic zero made concrete in the shape of `value` (for rules that need one)."""
-    if not is_zero(adjoint) or not (isinstance(value, np.ndarray) or is_foreign_array(value)):
-        return adjoint
-    return zeros_like_value(value)
-
-
-def setitem_value_adjoint(adjoint, index, value):
-    """Cotangent of `v` in `y[index] = v`, given the cotangent of `y`.
-
-    Where a repeated index wrote twice, the last write is the one that stayed
-    (NumPy), so only it gets the cotangent.
-    """
-    if is_zero(adjoint):
-        return 0.0
-    if adjoint.__class__ is np.ndarray or is_foreign_array(adjoint):
-        return unbroadcast(written(adjoint, adjoint.shape, index), value)
-    if _number_for_all(adjoint, index):
-        return unbroadcast(adjoint, value)      # of a 0-d array (a CuPy x[i]): all of it
-    return unbroadcast(adjoint[index], value)
-
-
-def setitem_clear_adjoint(adjoint, index):
-    """The cotangent of `y` before `y[index] = v`: the overwritten part gets none."""
-    if is_zero(adjoint):
-        return adjoint
-    if adjoint.__class__ is Items and isinstance(index, (int, np.integer)):
-        return adjoint.cleared(index)
-    if isinstance(adjoint, (list, Items)):
-        cleared = list(adjoint)
-        cleared[index] = 0.0
-        return cleared
-    if _number_for_all(adjoint, index):
-        return 0.0                              # of a 0-d array: all of it overwritten
-    cleared = copy_of(adjoint) if is_foreign_array(adjoint) else np.array(adjoint, copy=True)
-    cleared[index] = 0
-    return cleared
-
-
-def last_adjoint(adjoint):
-    """Cotangent of `v` in `ys.append(v)`."""
-    if is_zero(adjoint) or not adjoint:
-        return 0.0
-    return adjoint[-1]
-
-
-def drop_last_adjoint(adjoint):
-    """The cotangent of `ys` before `ys.append(v)`."""
-    if is_zero(adjoint):
-        return adjoint
-    if adjoint.__class__ is Items:
-        return adjoint.without_last()
-    return adjoint[:-1]
-
-
-def zero_tangent(value):
-    """The tangent of a value that does not depend on the inputs: 0.0, or zeros of its shape."""
-    if value.__class__ is float or value.__class__ is int or value.__class__ is bool or value is None:
-        return 0.0
-    return zeros_like_value(value)
-
-
-def setitem_tangent(tangent, index, value_tangent, container):
-    """The tangent of `y` after `y[index] = v`, without touching a shared tangent."""
-    if isinstance(container, list):
-        new = list(tangent) if not is_zero(tangent) else [0.0] * len(container)
-        new[index] = value_tangent
-        return new
-    if is_zero(tangent):
-        if is_zero(value_tangent):
-            return tangent
-        new = np.zeros(np.shape(container), np.result_type(container, float))
-    else:
-        new = np.array(tangent, copy=True)
-    new[index] = value_tangent
-    return new
-
-
-def setitem_batched(tangent, index, value_tangent, value, container):
-    """`setitem_tangent` for batches of tangents (`tapeflow.rules.batching`): `y[index] = v`."""
-    if isinstance(container, list) or not (is_batched(tangent, container)
-                                            or is_batched(value_tangent, value)):
-        return setitem_tangent(tangent, index, value_tangent, container)
-    batched_y = is_batched(tangent, container)
-    batched_v = is_batched(value_tangent, value)
-    size = tangent.shape[0] if batched_y else value_tangent.shape[0]
-    dtype = np.result_type(container, float, *([tangent] if batched_y else []),
-                           *([value_tangent] if batched_v else []))
-    new = np.empty((size,) + np.shape(container), dtype)
-    new[...] = tangent
-    set_rows_at(new, index, value_tangent if batched_v else np.asarray(value_tangent)[None])
-    return new
-
-
-def append_tangent(tangent, value_tangent, container):
-    """The tangent of `ys` after `ys.append(v)` (`container` is `ys` after it)."""
-    if is_zero(tangent):
-        if is_zero(value_tangent):
-            return tangent
-        return [0.0] * (len(container) - 1) + [value_tangent]
-    return list(tangent) + [value_tangent]
-
-
-def old_value(container, index):
-    """What `container[index] = v` overwrites: an array's elements, copied so the write cannot
-    change them; a list's or dict's slot, the object it held (the write changes the slot)."""
-    value = container[index]
-    if isinstance(container, (list, dict)):
-        return value
-    # (a copy of a Dask array is a new object: `z[...]` may be `z`, whose graph the write replaces)
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return copy_of(value) if is_foreign_array(value) else value
-
-
-# ---------------------------------------------------------------- writes to shared memory
-# The mutation pass (transforms/mutation.py) lowers writes into forms the
-# sweeps differentiate; these helpers are what those forms call.
-
-def pop_index(container, index=-1) -> int:
-    """The position `container.pop(index)` removes, counted from the start."""
-    size = len(container)
-    if not -size <= index < size:
-        raise IndexError('pop index out of range')
-    return index % size
-
-
-def insert_adjoint(adjoint, index):
-    """The cotangent of a list before `pop(index)` removed an element nothing read after."""
-    if is_zero(adjoint):
-        return adjoint
-    if adjoint.__class__ is Items:
-        return adjoint.inserted(index)
-    out = list(adjoint)
-    out.insert(index, 0.0)
-    return out
-
-
-def remove_tangent(tangent, index):
-    """The tangent of a list after `pop(index)`."""
-    if is_zero(tangent):
-        return tangent
-    out = list(tangent)
-    del out[index]
-    return out
-
-
-def insert_tangent(tangent, index, value_tangent, container):
-    """The tangent of `ys` after `ys.insert(index, v)` (`container` is `ys` after it)."""
-    if is_zero(tangent) and is_zero(value_tangent):
-        return tangent
-    out = list(tangent) if not is_zero(tangent) else [0.0] * (len(container) - 1)
-    out.insert(index, value_tangent)
-    return out
-
-
-def saved_contents(value):
-    """What `restore_contents` needs to undo any write into `value`."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if is_foreign_array(value):
-        return copy_of(value)
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, dict):
-        return dict(value)
-    return None
-
-
-def restore_contents(value, saved):
-    """Put back, in place, what `saved_contents(value)` saved."""
-    if isinstance(value, np.ndarray):
-        if value.shape != saved.shape:
-            value.resize(saved.shape, refcheck=False)
-        value[...] = saved
-    elif is_foreign_array(value):
-        value[...] = saved
-    elif isinstance(value, list):
-        value[:] = saved
-    elif isinstance(value, dict):
-        value.clear()
-        value.update(saved)
-    return value
+    The tape carries it: the forward and backward functions that share a tape share its
+    adjoint stack, and the third derivative's stack for a tape is not the second's
+    (`order`). The tape may itself be an adjoint stack: third order keeps cotangents of
+    second-order cotangents."""
+    if tape.__class__ is not Tape:
+        raise TypeError('generated code differentiated again reads a tape made by code '
+                        f'the compiler rewrote (runtime.support.Tape), not a {type(tape).__name__}')
+    return tape.adjoint_stack(order)
 
 
 def generated_namespace() -> dict:
@@ -315,17 +80,6 @@ def generated_namespace() -> dict:
     names.update(np=np, math=math, range=range, slice=slice, len=len, checkpoints=checkpoints,
                  uniform_sum=uniform_sum, uniform_mean=uniform_mean, shape_witness=shape_witness)
     return names
-
-
-def snapshot(value):
-    """A copy of arrays (in containers too) that the reverse sweep will restore in place."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if is_foreign_array(value):
-        return copy_of(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(snapshot(v) for v in value)
-    return value
 
 
 # ---------------------------------------------------------------- rules of these helpers
@@ -555,7 +309,7 @@ for _transpose, _rule, _jvp in (
     registry.defjvp(_transpose, _jvp)
     registry.static(_transpose, *range(1, 5))
 
-registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, slice, pop_index,
+registry.nondifferentiable(zero_tangent, is_zero, adjoint_stack, new_tape, slice, pop_index,
                            saved_contents, restore_contents)
 
 

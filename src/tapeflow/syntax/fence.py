@@ -126,3 +126,9 @@ class _Fence(nodes.Visitor):
 def check(source: Source) -> None:
     """Raise `UnsupportedError` at the first construct outside the subset."""
     _Fence(source).visit(source.node)
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): refuse what the passes do not know."""
+    check(ctx.source)
+    return tree

@@ -286,3 +286,8 @@ def parse_source_text(text: str, filename: str = '<string>', first_line: int = 1
         if hasattr(n, 'lineno'):
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset))
     return tree
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): `ctx.fn` parsed; the context starts from it."""
+    return ctx.start(parse_function(ctx.fn))

@@ -144,3 +144,9 @@ def resolve_expression(expr, local: set, bindings: Bindings) -> None:
     """Annotate the free names of `expr`, written where the names in `local` are locals
     (a default of a nested def, moved to where the def stands)."""
     _Resolver(set(local), bindings).visit(expr)
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): `ctx.bindings`, what the free names denote."""
+    ctx.bindings = resolve(tree, ctx.fn)
+    return tree

@@ -242,3 +242,9 @@ def _plain(body, ctx):
 def _equals(left, right):
     return ast.Compare(left=nodes.name(left) if isinstance(left, str) else left, ops=[ast.Eq()],
                         comparators=[nodes.name(right) if isinstance(right, str) else right])
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): the combined function of the unit
+    (`transforms.assemble`), checkpointed where asked."""
+    return ctx.checkpointed(tree)

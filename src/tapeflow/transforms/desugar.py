@@ -55,3 +55,8 @@ def lower_loops(namer: Namer, stmts: list) -> list:
 
 
 _Loops = Loops      # the name transforms.anf reads (until it calls lower_loops)
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`)."""
+    return transform(tree, ctx.namer, ctx.source, ctx.fn, ctx.bindings)

@@ -160,3 +160,14 @@ def _pure_helper(node, namespace):
 def _helper_call(node, namespace):
     fn = _pure_helper(node, namespace)
     return node if fn is None else _as_literal(fn(*[a.value for a in node.args]), node)
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`), when optimizing: reverse mode folds the
+    reverse sweep (the forward is folded by ANF already), forward mode its function."""
+    if not ctx.optimize:
+        return tree
+    if ctx.mode == 'forward':
+        return transform(tree, ctx.namespace)
+    ctx.reverse = [transform(stmt, ctx.namespace) for stmt in ctx.reverse]
+    return nodes.function_def(tree.name, ctx.params, ctx.forward + ctx.reverse)

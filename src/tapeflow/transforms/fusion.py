@@ -260,3 +260,12 @@ def _replaced(tree, old, new):
                         setattr(tree, field, value[:k] + [replaced] + value[k + 1:])
                         return tree
     return tree
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): each generated function fused, with
+    the names `ctx.fusion_options()` gives; nothing without optimization."""
+    if ctx.optimize:
+        options = ctx.fusion_options()
+        tree.body = [transform(fdef, **options) for fdef in tree.body]
+    return tree

@@ -439,3 +439,11 @@ def _opaque_reason(call, name) -> str:
     what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{_text(call.func)}()'
     return (f'{what} changes {name} in place and is not differentiated; '
             f'compute a new value instead of writing into {name}')
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): not on generated code whose tape carries
+    values (its writes are its tape's); `ctx.written` for `check` once activity is known."""
+    if not ctx.generated:
+        ctx.written = transform(tree, ctx.mutation_context(tree))
+    return tree

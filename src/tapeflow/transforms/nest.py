@@ -192,3 +192,13 @@ class _Nester:
             return False
         return all(isinstance(a, (ast.Name, ast.Constant)) or _is_shape(a, self.ints)
                    for a in list(expr.args) + [kw.value for kw in expr.keywords])
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`), when optimizing: each generated function."""
+    if not ctx.optimize:
+        return tree
+    if ctx.mode == 'forward':
+        return transform(tree)
+    tree.body = [transform(fdef) for fdef in tree.body]
+    return tree

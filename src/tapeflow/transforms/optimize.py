@@ -37,7 +37,7 @@ def transform(forward, reverse, live_out, params, effects=None):
             forward = _drop_pushes(forward, removed)
         if not dropped:
             break
-    return forward, reverse, _undefined_at_push(forward, set(params))
+    return forward, reverse, undefined_at_push(forward, set(params))
 
 
 # ------------------------------------------------------------------ rules given the symbolic zero
@@ -337,10 +337,10 @@ def _zero_block(stmts, zero, rewrite):
 
 def definitely_assigned(forward, defined) -> set:
     """Names surely bound after `forward` runs (starting from `defined`)."""
-    return _undefined_at_push(forward, defined, result='defined')
+    return undefined_at_push(forward, defined, result='defined')
 
 
-def _undefined_at_push(forward, defined, result='needs'):
+def undefined_at_push(forward, defined, result='needs'):
     """Local names a push may read before they are bound (their prologue is `n = None`);
     a global or closure name pushed (`if flag:` pushes `flag`) is never a local."""
     needs = set()
@@ -370,3 +370,9 @@ def _undefined_at_push(forward, defined, result='needs'):
 
     after = block(forward, set(defined))
     return after if result == 'defined' else needs
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): the mode's context (`assemble.ReverseCompile`,
+    `forward.ForwardCompile`) holds the sweeps this pass trims."""
+    return ctx.optimized()

@@ -2,8 +2,12 @@
 
 Generated code binds its tape's methods once (`_push = _tape.append`,
 `_pop = _tape.pop`). When generated code is differentiated again (higher
-order), the forward and reverse transforms recognise these names: a pushed
+order), the forward and reverse transforms recognise these bindings: a pushed
 value travels to its pop through the tape, a flow no assignment shows.
+
+Which names are tapes is told, never guessed: `tapes`, the compile context's
+field (`transforms.context`), names them; user code has none, whatever its
+names look like.
 """
 from __future__ import annotations
 
@@ -14,36 +18,33 @@ from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
 
-def mentions_tape(node) -> bool:
-    """Whether `node` may be generated code (it names a `_tape...`): a cheap first test."""
-    return any(name.startswith('_tape') for name in nodes.names_in(node))
-
-
-def carries_tape(args) -> bool:
+def carries_tape(args, tapes) -> bool:
     """A call given generated code's own tape: its callee pushes or pops on it."""
-    return any(isinstance(a, ast.Name) and a.id.startswith('_tape') for a in args)
+    return bool(tapes) and any(isinstance(a, ast.Name) and a.id in tapes for a in args)
 
 
-def tape_ops(node) -> dict:
+def tape_ops(node, tapes) -> dict:
     """Names bound to a tape's push and pop (`_push = _tape.append`) in generated code."""
-    return {name: kind for name, (kind, _) in tape_bindings(node).items()}
+    return {name: kind for name, (kind, _) in tape_bindings(node, tapes).items()}
 
 
-def tape_bindings(node) -> dict:
+def tape_bindings(node, tapes) -> dict:
     """name -> ('push' or 'pop', the tape's name), for `_push = _tape.append` and the like."""
     ops = {}
+    if not tapes:
+        return ops
     for n in nodes.walk(node):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
                 and isinstance(n.value, ast.Attribute) and n.value.attr in ('append', 'pop') \
-                and isinstance(n.value.value, ast.Name) and n.value.value.id.startswith('_tape'):
+                and isinstance(n.value.value, ast.Name) and n.value.value.id in tapes:
             ops[n.targets[0].id] = ('push' if n.value.attr == 'append' else 'pop', n.value.value.id)
     return ops
 
 
-def pushed_names(node) -> set:
+def pushed_names(node, tapes) -> set:
     """Names pushed on a tape (directly, or by a callee given the tape): their
     derivatives are read later, through the tape."""
-    ops = tape_ops(node)
+    ops = tape_ops(node, tapes)
     out = set()
     for n in nodes.walk(node):
         if not isinstance(n, ast.Call):
@@ -51,16 +52,16 @@ def pushed_names(node) -> set:
         if isinstance(n.func, ast.Name) and ops.get(n.func.id) == 'push':
             if n.args and isinstance(n.args[0], ast.Name):
                 out.add(n.args[0].id)
-        elif carries_tape(n.args) \
+        elif carries_tape(n.args, tapes) \
                 and not registry.is_nondifferentiable(getanno(n.func, Key.RESOLVED)):
-            out.update(a.id for a in n.args if isinstance(a, ast.Name) and not a.id.startswith('_tape'))
+            out.update(a.id for a in n.args if isinstance(a, ast.Name) and a.id not in tapes)
     return out
 
 
-def popped_names(node) -> set:
+def popped_names(node, tapes) -> set:
     """Names assigned a value popped from a tape (directly, or by a callee given
     the tape): inputs the tape carries in."""
-    ops = tape_ops(node)
+    ops = tape_ops(node, tapes)
     out = set()
     for n in nodes.walk(node):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
@@ -68,7 +69,7 @@ def popped_names(node) -> set:
             func, args = n.value.func, n.value.args
             if isinstance(func, ast.Name) and ops.get(func.id) == 'pop':
                 out.add(n.targets[0].id)
-            elif carries_tape(args) \
+            elif carries_tape(args, tapes) \
                     and not registry.is_nondifferentiable(getanno(func, Key.RESOLVED)):
                 out.add(n.targets[0].id)
     return out

@@ -96,3 +96,11 @@ def _meets(node, shape, shapes, parents) -> bool:
         if isinstance(other, ast.Name) and shapes.get(other.id) == shape:
             return True
         node = parent
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`): each generated function, when optimizing."""
+    if ctx.optimize:
+        for fdef in tree.body[-1:] + tree.body[:-1]:         # the combined function first
+            transform(fdef, ctx.shapes, ctx.namespace, ctx.reductions)
+    return tree

@@ -264,4 +264,7 @@ def _function(fn, node, defaults=_KEEP, cells=None):
     made = types.FunctionType(code, fn.__globals__, node.name,
                               fn.__defaults__ if defaults is _KEEP else defaults, closure)
     made.__kwdefaults__ = fn.__kwdefaults__
+    for mode in ('__tapeflow_order__', '__tapeflow_tapes__'):    # a variant of generated code
+        if hasattr(fn, mode):                                     # is generated code too
+            setattr(made, mode, getattr(fn, mode))
     return made

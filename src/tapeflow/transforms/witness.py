@@ -143,3 +143,18 @@ def _count(block, push, pop):
         for name in _restore_targets(stmt, pop) or ():
             restored[name] = restored.get(name, 0) + 1
     return pushed, restored
+
+
+def run(tree, ctx):
+    """The pass protocol (`transforms.pipeline`), reverse mode, when optimizing and no loop
+    was checkpointed: the combined function's forward part and the split forward push
+    witnesses where their reverse sweeps read shapes only."""
+    if not ctx.optimize or ctx.loops_checkpointed:
+        return tree
+    names = ctx.names
+    fwd_fn, bwd_fn, combined = tree.body
+    at = next(k for k, stmt in enumerate(combined.body) if ast.assigned_name(stmt) == names.value)
+    combined.body = transform(combined.body[:at], combined.body[at:], names.push, names.pop,
+                              ctx.params) + combined.body[at:]
+    fwd_fn.body = transform(fwd_fn.body, bwd_fn.body, names.push, names.pop, ctx.params)
+    return tree
