@@ -100,6 +100,9 @@ def _slope_exponent(y):
     return np.where(y == 0, 1.0, y)
 
 
+_slope_exponent.__tapeflow_folds__ = True     # pure on literals: `transforms.fold` calls it
+
+
 def pow_vjp_x(g, ans, x, y):
     return unbroadcast(g * y * x ** (_slope_exponent(y) - 1), x)
 

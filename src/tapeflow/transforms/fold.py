@@ -26,8 +26,6 @@ _NUMBERS = (int, float)           # exact classes: bool and complex are not fold
 _FOLDED_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
                ast.Mult: lambda a, b: a * b}
 _LARGEST_INT = 2 ** 63            # keeps generated code readable; larger products stay
-# Helpers of the derivative rules whose value on literals is a literal: (module, name).
-_PURE_HELPERS = frozenset({('tapeflow.rules.operators', '_slope_exponent')})
 
 
 def transform(node, namespace=None):
@@ -151,8 +149,8 @@ def _pure_helper(node, namespace):
     if node.func.__class__ is not ast.Name or node.keywords:
         return None
     fn = namespace.get(node.func.id)
-    if (getattr(fn, '__module__', None), getattr(fn, '__qualname__', None)) not in _PURE_HELPERS \
-            or not all(_literal(a) for a in node.args):
+    # the rules mark the helpers whose value on literals is a literal, and pure
+    if not getattr(fn, '__tapeflow_folds__', False) or not all(_literal(a) for a in node.args):
         return None
     return fn
 
