@@ -167,6 +167,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     ctx.order = order
     ctx.check_static = _checks_static(fn, order)
     ctx.kinds = front.written.kinds if front.written is not None else {}
+    ctx.rematerialise = optimize_code
     adjoint = reverse.transform(node, ctx)                              # reverse
 
     adj = adjoint.adjoints

@@ -31,7 +31,7 @@ from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames, Namer
-from tapeflow.transforms import tape_ops
+from tapeflow.transforms import remat, tape_ops
 from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
                                             user_function)
 
@@ -84,6 +84,8 @@ class ReverseContext:
         self._stacks = {}        # inner tape -> {'push': name, 'pop': name}
         self.stack_prologue = []
         self.kinds = {}          # name -> kind (analysis.aliasing), where the mutation pass ran
+        self.rematerialise = True    # cheap values computed again, not taped (transforms.remat)
+        self.facts = None        # remat.Facts of the function
 
     def adjoint_stacks(self, tape):
         """Names bound (at the start of the reverse sweep) to the adjoint stack of `tape`."""
@@ -100,6 +102,7 @@ class ReverseContext:
 def transform(node: ast.FunctionDef, ctx: ReverseContext) -> Adjoint:
     ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
     ctx.inner = tape_ops.tape_bindings(node) if tape_ops.mentions_tape(node) else {}
+    ctx.facts = remat.Facts(node, ctx.shapes) if ctx.rematerialise else None
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
     if ret is not None:
@@ -217,6 +220,7 @@ class _Reverse(Sweep):
         super().__init__(ctx)
         self.adj = ctx.adjoints
         self.guards = []            # checks of the statement being transformed (`guard`)
+        self.loops = 0              # loops around the statement being transformed
 
     # ---------------------------------------------------------------- helpers
 
@@ -247,11 +251,14 @@ class _Reverse(Sweep):
     # ---------------------------------------------------------------- blocks
 
     def block(self, stmts):
-        forward, reverse = [], []
+        parts = []
         for stmt in stmts:
             fwd, rev = self.statement(stmt)
-            nodes.located(fwd, stmt)
-            nodes.located(rev, stmt)
+            parts.append((stmt, nodes.located(fwd, stmt), nodes.located(rev, stmt)))
+        if self.ctx.facts is not None:
+            remat.rematerialise(parts, self.ctx.facts)
+        forward, reverse = [], []
+        for _, fwd, rev in parts:
             forward.extend(fwd)
             reverse[:0] = rev
         return forward, reverse
@@ -624,11 +631,31 @@ class _Reverse(Sweep):
         return [nodes.assign(trips, 0)], body_fwd, push, rev_loop
 
     def for_(self, stmt):
+        self.loops += 1
         body_fwd, body_rev = self.block(stmt.body)
+        try:
+            return self._for(stmt, body_fwd, body_rev)
+        finally:
+            self.loops -= 1
+
+    def _for(self, stmt, body_fwd, body_rev):
         target = stmt.target.id
         before_push, before_pop = self.pair(nodes.name(target), restore_target=target)
         trip_push, trip_pop = self.pair(nodes.name(target), restore_target=target)
         exits = bool(body_fwd) and getanno(body_fwd[-1], Key.LOOP_EXIT)
+        if _is_range(stmt.iter) and not exits and self.loops == 1 \
+                and any(target in _names(s) for s in body_rev) \
+                and target not in nodes.store_names(stmt.body):
+            # A loop of the function's top level over a range, every trip run, the loop's
+            # variable only ever its next item: the reverse sweep runs the same range
+            # (bound once, still there) backwards, with nothing on the tape.
+            iterations = self.ctx.namer.new('_range')
+            prologue = [nodes.assign(iterations, stmt.iter)]
+            stmt.iter = nodes.name(iterations)
+            stmt.body = body_fwd
+            rev_loop = nodes.for_(target, nodes.call('reversed', iterations), body_rev)
+            setanno(rev_loop, Key.TAPE_PAIR, next(self.ctx.pairs))     # (no push: the pair
+            return [before_push] + prologue + [stmt], [rev_loop, before_pop]  # marks the loop)
         if _is_range(stmt.iter) and not exits:
             # Every trip of the range runs: its length is the trip count, no counting.
             iterations = self.ctx.namer.new('_range')
@@ -646,7 +673,9 @@ class _Reverse(Sweep):
         return [before_push] + init + [stmt, push], [rev_loop, before_pop]
 
     def while_(self, stmt):
+        self.loops += 1
         body_fwd, body_rev = self.block(stmt.body)
+        self.loops -= 1
         init, body_fwd, push, rev_loop = self._counted_loop(stmt, body_fwd, body_rev)
         stmt.body = body_fwd
         return init + [stmt, push], [rev_loop]
