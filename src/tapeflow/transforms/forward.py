@@ -38,7 +38,8 @@ from tapeflow.transforms import tape_ops
 from tapeflow.transforms.tape_ops import tape_ops as _tape_ops
 from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
                                             user_function)
-from tapeflow.transforms.reverse import _container_names, _names, _target_name, container_kinds
+from tapeflow.syntax.nodes import load_names as _names
+from tapeflow.transforms.containers import container_kinds, container_names as _container_names, target_name as _target_name
 
 
 class ForwardContext:

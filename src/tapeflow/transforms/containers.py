@@ -1,0 +1,95 @@
+"""Which names hold containers (lists, tuples, dicts): their adjoints accumulate by
+structure (`add_adjoint`), never with `+`, which would concatenate them.
+
+Read by `reverse` and `forward` on ANF, after the mutation pass (its kinds).
+"""
+from __future__ import annotations
+
+import builtins
+
+from tapeflow.rules import registry
+from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.anno import Key, getanno
+
+
+def container_kinds(kinds) -> set:
+    """Names that hold lists, tuples or dicts somewhere, by `analysis.aliasing`."""
+    return {n for n, kind in kinds.items() if kind in ('list', 'tuple', 'dict')}
+
+
+# Helpers of generated code whose results may be lists or tuples (cotangents of containers).
+_STRUCTURED_RESULTS = {'untake', 'getitem_adjoint', 'add_adjoint', 'last_adjoint',
+                       'drop_last_adjoint', 'setitem_clear_adjoint', 'setitem_value_adjoint'}
+
+
+def container_names(body, known=()) -> set:
+    """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
+    accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
+    names, copies = set(known), []
+    for n in nodes.walk(ast.Module(body=body, type_ignores=[])):
+        if n.__class__ is not ast.Assign and n.__class__ is not ast.Call:
+            continue                        # (what follows looks at these two only)
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+            if isinstance(n.value, (ast.Tuple, ast.List, ast.ListComp, ast.Dict)):
+                names.add(n.targets[0].id)
+            if isinstance(n.value, ast.Call) and getattr(getanno(n.value.func, Key.RESOLVED),
+                                                          '__name__', None) in _STRUCTURED_RESULTS:
+                names.add(n.targets[0].id)
+            if isinstance(n.value, ast.Subscript) and isinstance(n.value.value, ast.Name):
+                names.add(n.value.value.id)
+            if isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name) \
+                    and n.value.attr not in registry.ATTRIBUTES:
+                names.add(n.value.value.id)     # a field's cotangent is a dict or a tuple
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == 'append' \
+                and isinstance(n.func.value, ast.Name):
+            names.add(n.func.value.id)
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and getattr(
+                getanno(n.func, Key.RESOLVED), '__name__', None) in _STRUCTURED_ARGUMENTS:
+            names.add(n.args[0].id)         # the cotangent of a container, read by structure
+        if isinstance(n, ast.Call) and _takes_sequences(getanno(n.func, Key.RESOLVED)):
+            names |= {a.id for a in n.args if isinstance(a, ast.Name)}
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+            if isinstance(n.value, ast.Name):
+                copies.append((n.targets[0].id, n.value.id))
+            elif _is_dense(n.value):        # `t = dense(dx, x)`: t, dx and x alike
+                copies.extend((n.targets[0].id, a.id) for a in n.value.args
+                              if isinstance(a, ast.Name))
+    changed = True
+    while changed:                          # `a = b`: both or neither hold a container
+        changed = False
+        for a, b in copies:
+            if (a in names) != (b in names):
+                names |= {a, b}
+                changed = True
+    return names
+
+
+def _is_dense(value) -> bool:
+    """`dense(t, like)`, the tangent `t` made concrete in the structure of `like`."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+        value.func.id == 'dense' and len(value.args) == 2
+
+
+_SEQUENCE_BUILTINS = frozenset({builtins.sum, builtins.max, builtins.min, builtins.sorted,
+                                builtins.list, builtins.tuple, builtins.zip, builtins.enumerate,
+                                builtins.reversed, builtins.any, builtins.all, builtins.map})
+
+
+def _takes_sequences(fn) -> bool:
+    """Builtins whose arguments are sequences (`sum(xs)`): a cotangent of such is a list."""
+    try:
+        return fn in _SEQUENCE_BUILTINS
+    except TypeError:
+        return False
+
+
+# Helpers of generated code whose first argument may be the cotangent of a list or tuple.
+_STRUCTURED_ARGUMENTS = {'getitem_adjoint', 'last_adjoint', 'drop_last_adjoint',
+                         'setitem_clear_adjoint', 'setitem_value_adjoint'}
+
+
+def target_name(stmt):
+    """`y` for `y = ...`, else None."""
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
