@@ -30,7 +30,8 @@ from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origin
                                      unparse_together)
 from tapeflow.rules.numpy_reductions import grad_of_mean, grad_of_sum
 from tapeflow.transforms import (anf, callees, checkpoint as checkpointing, desugar, forward,
-                                 fusion, mutation, optimize, reverse, tape_ops, uniform, variants)
+                                 fusion, mutation, optimize, reverse, tape_check, tape_ops, uniform,
+                                 variants)
 from tapeflow.transforms.inline import RuleEmitter
 
 # The passes, in order, with why each stands where it does.
@@ -262,6 +263,7 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     if optimize_code:                                                   # uniform
         for fdef in (combined, fwd_fn, bwd_fn):
             uniform.transform(fdef, shapes, namespace, _REDUCTIONS)
+    tape_check.transform(combined, fwd_fn, bwd_fn, names, namer)        # tape depth, __debug__
 
     filename = front.source.filename                                    # codegen
     plain = unparse_together((fwd_fn, bwd_fn, combined))

@@ -48,6 +48,11 @@ class Facts:
         self.shapes = shapes
         self.params = {a.id for a in node.args.args if isinstance(a, ast.Name)}
         self.read_only = _read_only_arrays(node, self.params)
+        # variables of `for i in range(...)` bound nowhere else: always ints
+        self.counters = {n.target.id for n in nodes.walk(node) if isinstance(n, ast.For)
+                         and isinstance(n.target, ast.Name) and self.stores.get(n.target.id) == 1
+                         and isinstance(n.iter, ast.Call)
+                         and getanno(n.iter.func, Key.RESOLVED) is builtins.range}
 
 
 def _read_only_arrays(node, params) -> set:
@@ -61,6 +66,8 @@ def _read_only_arrays(node, params) -> set:
             return set()
         if getanno(n, Key.MUTATES) is not None or getanno(n, Key.IN_PLACE) is not None:
             return set()
+        if isinstance(n, ast.Assign) and not isinstance(n.targets[0], ast.Name):
+            return set()          # a write into memory (desugared: `+=` too): maybe theirs
     out = set(params)
     for n in nodes.walk(node):
         if isinstance(n, ast.Name) and n.id in out and isinstance(n.ctx, ast.Load):
@@ -89,14 +96,7 @@ def _known(fn) -> bool:
 
 def _pure_function(fn) -> bool:
     """`math.sin`, `np.tanh` (a ufunc): the same arguments give the same value, no writes."""
-    if fn is None:
-        return False
-    if isinstance(fn, np.ufunc):
-        return True
-    try:
-        return getattr(math, getattr(fn, '__name__', ''), None) is fn
-    except TypeError:
-        return False
+    return isinstance(fn, np.ufunc) or _is_math(fn)
 
 
 def _atom(node) -> bool:
@@ -106,7 +106,7 @@ def _atom(node) -> bool:
 def _scalar(node, facts) -> bool:
     if isinstance(node, ast.Constant):
         return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
-    return isinstance(node, ast.Name) and facts.shapes.get(node.id) == ()
+    return isinstance(node, ast.Name) and (facts.shapes.get(node.id) == () or node.id in facts.counters)
 
 
 def cheap(value, facts) -> bool:
@@ -120,6 +120,11 @@ def cheap(value, facts) -> bool:
         return _scalar(value.left, facts) and _scalar(value.right, facts)
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
         return _scalar(value.operand, facts)
+    if isinstance(value, ast.Compare):        # `i > 1` of numbers: a bool
+        return all(_scalar(v, facts) for v in [value.left] + value.comparators)
+    if isinstance(value, ast.BoolOp):         # `i > 1 and i < 5`
+        return all(_scalar(v, facts) or (isinstance(v, ast.Compare) and cheap(v, facts))
+                   for v in value.values)
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) \
             and isinstance(value.ctx, ast.Load):
         return value.value.id in facts.read_only and _atom(value.slice)
@@ -149,7 +154,28 @@ def _pure(stmt) -> bool:
             and _pure_function(getanno(value.func, Key.RESOLVED))
     if isinstance(value, ast.Subscript):
         return isinstance(value.value, ast.Name) and _atom(value.slice)
+    if isinstance(value, ast.Compare):
+        return _pure_compare(value)
+    if isinstance(value, ast.BoolOp):
+        return all(_atom(v) or _pure_compare(v) for v in value.values)
     return False
+
+
+def _pure_compare(node) -> bool:
+    return isinstance(node, ast.Compare) and _atom(node.left) and all(_atom(c) for c in node.comparators)
+
+
+def _decided(part, y):
+    """For `if y:`, whose reverse `if _pop():` chooses by the decision pushed after it,
+    that push, where nothing else in the `if` reads `y`."""
+    stmt, fwd, rev = part
+    if not (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == y):
+        return None
+    if nodes.name_counts(stmt)[0].get(y, 0) != 1 or len(fwd) != 2 or len(rev) != 1 \
+            or not isinstance(rev[0], ast.If) or not isinstance(fwd[1], ast.Expr):
+        return None
+    pair = getanno(fwd[1], Key.TAPE_PAIR)
+    return fwd[1] if pair is not None and getanno(rev[0], Key.TAPE_PAIR) == pair else None
 
 
 def _taped(fwd, rev, stmt):
@@ -163,9 +189,25 @@ def _taped(fwd, rev, stmt):
     return fwd[0], pops[0]
 
 
+def _restore_of(part, names):
+    """The pop in `part`'s reverse that puts back the name its statement binds, one of `names`."""
+    stmt, _, rev = part
+    if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id in names):
+        return None
+    for s in rev:
+        if isinstance(s, ast.Assign) and getanno(s, Key.TAPE_PAIR) is not None \
+                and isinstance(s.targets[0], ast.Name) and s.targets[0].id == stmt.targets[0].id:
+            return s
+    return None
+
+
 def rematerialise(parts, facts):
-    """`parts`: [(statement, forward list, reverse list)] of one block, edited in place."""
-    at, inserted = {}, {}        # name computed again -> the part it is; part -> how many
+    """`parts`: [(statement, forward list, reverse list)] of one block, edited in place.
+
+    `y = f(a)` is computed again at the start of the reverse of its last reader, or, where
+    that reader binds `a` again (`x = y * x`), right after its reverse pops `a` back."""
+    at, inserted = {}, {}        # name computed again -> (part, after a pop); -> how many
     for i, (stmt, fwd, rev) in enumerate(parts):
         if not _pure(stmt):
             continue
@@ -177,18 +219,34 @@ def rematerialise(parts, facts):
         inputs = nodes.load_names(stmt.value)
         readers = [k for k in range(i + 1, len(parts)) if y in nodes.load_names(parts[k][0])]
         last = readers[-1] if readers else i
-        # an input computed again is so before `y` is (at a later part, or earlier in this one)
-        if y in inputs or any(at.get(z, last) < last for z in inputs):
-            continue
+        decision = _decided(parts[last], y) if last > i else None
         between = [parts[k][0] for k in range(i + 1, last + 1)]
         reads = sum(nodes.name_counts(s)[0].get(y, 0) for s in between)
-        if reads != facts.loads.get(y, 0) or not all(_pure(s) for s in between) \
-                or any(s.targets[0].id in inputs for s in between):
+        plain = between[:-1] if decision is not None else between
+        if y in inputs or reads != facts.loads.get(y, 0) or not all(_pure(s) for s in plain) \
+                or any(nodes.store_names([s]) & inputs for s in between[:-1]):
             continue
+        anchor = None
+        if between and nodes.store_names(between[-1:]) & inputs:
+            anchor = _restore_of(parts[last], inputs)
+            # (its reverse must read `y` only after it pops: `x = y * x`, not `x = y * 2.0`)
+            if anchor is None or any(y in nodes.load_names(s) for s in
+                                     parts[last][2][:parts[last][2].index(anchor)]):
+                continue
+        slot = (last, anchor is not None)
+        # an input computed again is so before `y` is: at a later part, or earlier in this one
+        if any(z in at and (at[z][0] < last or at[z] == (last, True) and anchor is None)
+               for z in inputs):
+            continue
+        if decision is not None:          # the `if` chooses by `y` computed again, not by a pop
+            parts[last][1].remove(decision)
+            parts[last][2][0].test = nodes.name(y)
         push, pop = taped
         fwd.remove(push)
         rev.remove(pop)
         again = nodes.located(nodes.assign(y, nodes.clone(stmt.value)), stmt)
-        parts[last][2].insert(inserted.get(last, 0), again)
-        inserted[last] = inserted.get(last, 0) + 1
-        at[y] = last
+        target = parts[last][2]
+        start = target.index(anchor) + 1 if anchor is not None else 0
+        target.insert(start + inserted.get(slot, 0), again)
+        inserted[slot] = inserted.get(slot, 0) + 1
+        at[y] = slot
