@@ -50,7 +50,7 @@ def test_seed_compiled():
         '\n'
         'The generated code:\n'
         'def df(x, n, bout=1.0):\n')
-    assert '    for _ in range(_pop()):\n        if _pop():\n' in out
+    assert '    for i in reversed(_range):\n        _cond = i > 1 and i < 5\n        if _cond:\n' in out
 
 
 def test_the_demo_fits_the_pendulum_checks_and_times_its_gradient():

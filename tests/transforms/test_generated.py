@@ -46,16 +46,16 @@ def dseed_loop(x, n, bout=1.0):
         if _cond:
             _push(out)
             out = out * x
-        _push(_cond)
-    _push(len(_range))
     _value = out
     bx = 0.0
-    for _ in range(_pop()):
-        if _pop():
+    for i in reversed(_range):
+        _cond = i > 1 and i < 5
+        if _cond:
             _bout = bout
             out = _pop()
             bout = unbroadcast(_bout * x, out)
             bx = bx + unbroadcast(_bout * out, x)
+    assert not _tape, 'tapeflow internal error: dseed_loop left values on its tape'
     return (_value, bx)
 '''
 
@@ -82,6 +82,7 @@ def dbranch(x, y, bout=1.0):
         bz = bz + unbroadcast(_bz * z, z)
     bx = unbroadcast(bz * y, x)
     by = by + unbroadcast(bz * x, y)
+    assert not _tape, 'tapeflow internal error: dbranch left values on its tape'
     return (_value, (bx, by))
 '''
 
@@ -107,6 +108,7 @@ def dwhile_loop(x, bs=1.0):
         s = _pop()
         bs = unbroadcast(_bs, s)
         bx = bx + unbroadcast(_bs, x)
+    assert not _tape, 'tapeflow internal error: dwhile_loop left values on its tape'
     return (_value, bx)
 '''
 
@@ -147,6 +149,7 @@ def dearly_return(x, bout=1.0):
             bout = 0.0
         x = _pop()
         bx = unbroadcast(bx * 2.0, x)
+    assert not _tape, 'tapeflow internal error: dearly_return left values on its tape'
     return (_value, bx)
 '''
 
@@ -167,9 +170,12 @@ def test_early_return_generated_code():
     assert tf.source(early_return, argnums=0) == EXPECTED_EARLY_RETURN
 
 
-def test_seed_loop_pushes_trip_count_and_branch_decision_and_nothing_dead():
+def test_seed_loop_runs_its_range_back_and_decides_again_and_nothing_dead():
+    # (issue 16: the loop index recomputed in the reverse loop, not pushed; the
+    # decision `i > 1 and i < 5` computed again from it, not pushed each trip)
     text = tf.source(seed_loop)
-    assert '_push(len(_range))' in text and 'for _ in range(_pop())' in text
-    assert '_push(_cond)' in text and 'if _pop():' in text
+    assert 'for i in reversed(_range):' in text and '_push(len(_range))' not in text
+    assert '_push(_cond)' not in text and text.count('_cond = i > 1 and i < 5') == 2
+    assert 'assert not _tape' in text
     # every name the reverse sweep assigns is read afterwards or returned
     compile(text, '<generated>', 'exec')

@@ -52,15 +52,19 @@ def transform(forward, reverse, ctx, policy):
         trip_push = forward[k + 1] if k + 1 < len(forward) else None
         pair = getanno(trip_push, Key.TAPE_PAIR) if trip_push is not None else None
         marked = getanno(stmt, Key.CHECKPOINT)
+        backwards = _runs_backwards(stmt, reverse)
+        if backwards is not None and (policy or marked):
+            pair, trip_push = getanno(backwards, Key.TAPE_PAIR), None
         if isinstance(stmt, (ast.For, ast.While)) and pair in loops and (policy or marked):
             rev_loop = loops.pop(pair)
-            _check_after(stmt, forward[k + 2:], ctx)
+            step = 1 if trip_push is None else 2    # (no trip count: the loop alone)
+            _check_after(stmt, forward[k + step:], ctx)
             state = _state(stmt, ctx, local)
             unbound |= set(state) - _assigned_before(out, defined)
             fwd, rev = _checkpointed(stmt, trip_push, rev_loop, state, ctx, policy or True)
             out.extend(fwd)
             reverse = [s for r in reverse for s in (rev if r is rev_loop else [r])]
-            k += 2
+            k += step
             continue
         if isinstance(stmt, (ast.For, ast.While)) and (policy or marked) and any(
                 _is_push(s, ctx) for s in nodes.statements(stmt.body)):
@@ -116,7 +120,6 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
 
     taped = loop.body
     plain = _plain(taped, ctx)
-    pops = rev_loop.body
     if isinstance(loop, ast.For):
         trips = nodes.call('len', loop.iter)
         run = lambda body: nodes.for_(nodes.clone(loop.target), nodes.subscript(  # noqa: E731
@@ -140,11 +143,35 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
             nodes.if_(_equals(act, nodes.const(1)), [run(nodes.clone(plain))], [
                 nodes.if_(_equals(act, nodes.const(2)), [save(a)], [
                     run(taped),
-                    nodes.for_(namer.new('_'), nodes.call('range', nodes.binop(
-                        nodes.name(b), ast.Sub(), nodes.name(a))), pops)])])])])
+                    _reverse_trips(rev_loop, loop, a, b, namer)])])])])
     for stmt in forward + [back]:
         nodes.located(stmt, loop)
     return forward, [back] + nodes.located(load(nodes.const(0)), loop)
+
+
+def _runs_backwards(loop, reverse):
+    """The reverse sweep's `for i in reversed(_range)` mirroring `loop` (`for i in _range`)."""
+    if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Name)):
+        return None
+    for stmt in reverse:
+        if isinstance(stmt, ast.For) and _is_reversed(stmt.iter) \
+                and isinstance(stmt.iter.args[0], ast.Name) and stmt.iter.args[0].id == loop.iter.id:
+            return stmt
+    return None
+
+
+def _is_reversed(node) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'reversed'
+
+
+def _reverse_trips(rev_loop, loop, a, b, namer):
+    """The reverse of trips `a`..`b`: `rev_loop`'s body that many times, binding the loop's
+    variable as `rev_loop` does where it runs the range backwards (`for i in reversed(...)`)."""
+    if isinstance(loop, ast.For) and _is_reversed(rev_loop.iter):
+        trips = nodes.subscript(loop.iter, nodes.slice_(nodes.name(a), nodes.name(b)))
+        return nodes.for_(nodes.clone(rev_loop.target), nodes.call('reversed', trips), rev_loop.body)
+    return nodes.for_(namer.new('_'), nodes.call('range', nodes.binop(
+        nodes.name(b), ast.Sub(), nodes.name(a))), rev_loop.body)
 
 
 def _check(loop, rev_loop, ctx) -> set:

@@ -2,7 +2,7 @@
 
     parse -> resolve -> fence -> desugar -> anf -> mutation -> activity -> shapes
           -> reverse -> optimize -> fold -> assemble -> fusion -> checkpoint -> tape
-          -> uniform -> witness -> nest -> codegen
+          -> uniform -> witness -> nest -> tape_check -> codegen
 
 Each pass is `run(tree, ctx) -> tree`, one entry point of its own module, over one
 compile context (`transforms.context`: reverse mode's is `assemble.ReverseCompile`,
@@ -22,7 +22,8 @@ from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, fold, forward,
-                                 fusion, mutation, nest, optimize, reverse, uniform, witness)
+                                 fusion, mutation, nest, optimize, reverse, tape_check, uniform,
+                                 witness)
 from tapeflow.transforms.context import CompileContext
 
 
@@ -55,6 +56,7 @@ PASSES = FRONT + (
     Pass('uniform', uniform.run, 'whole-array sum/mean cotangents kept as one number where they broadcast'),
     Pass('witness', witness.run, "a value the reverse reads only as `unbroadcast`'s shape is pushed as a witness"),
     Pass('nest', nest.run, 'shape arithmetic back in one expression: `range(xs.shape[0])`'),
+    Pass('tape_check', tape_check.run, 'under __debug__, each function checks it left the tape as it found it'),
     Pass('codegen', codegen.run, 'unparse and load, registered with linecache'),
 )
 

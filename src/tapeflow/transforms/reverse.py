@@ -8,7 +8,10 @@ emits the primal statement (forward) and, mirrored, its adjoint (reverse):
   back, so the reverse sweep always sees the values the forward sweep saw;
 - `if` pushes its decision after the branch, the reverse pops it to choose;
 - loops push their trip count (and the loop variable each trip), the reverse
-  runs that many trips backwards;
+  runs that many trips backwards; a top-level loop over a range runs the same
+  range backwards (`for i in reversed(_range)`), nothing pushed for it;
+- a cheap value (`math.sin(x)`, `xs[i]`) is computed again in the reverse
+  sweep rather than taped, where it is provably the same (`transforms.remat`);
 - `y[i] = v` pushes what it overwrites and restores it in place;
 - `ys.append(v)` is undone by dropping the last element;
 - a call to a user function calls that function's own forward and backward,
@@ -26,17 +29,14 @@ import itertools
 
 from tapeflow.syntax import ast
 
-from tapeflow.syntax.naming import identifier as _id
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import AdjointNames, Namer
-from tapeflow.transforms import tape_ops
-from tapeflow.transforms.targets import container_kinds, container_names as _container_names, \
-    target_name as _target_name
-from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
-                                            user_function)
-
-
+from tapeflow.transforms import remat, tape_ops
+from tapeflow.transforms.targets import container_kinds, container_names, target_name
+from tapeflow.transforms.reverse_calls import CallsSweep
+from tapeflow.transforms.reverse_memory import MemorySweep
+from tapeflow.transforms.operations import Sweep, operation_of, rule_label, rules_for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +85,8 @@ class ReverseContext:
         self._stacks = {}        # inner tape -> {'push': name, 'pop': name}
         self.stack_prologue = []
         self.kinds = {}          # name -> kind (analysis.aliasing), where the mutation pass ran
+        self.rematerialise = True    # cheap values computed again, not taped (transforms.remat)
+        self.facts = None        # remat.Facts of the function
         self.tapes = frozenset()     # the tapes of generated code being differentiated again
         self.seed = 'bout'           # the seed parameter (a returned name's adjoint: the same)
 
@@ -101,8 +103,9 @@ class ReverseContext:
 
 
 def transform(node: ast.FunctionDef, ctx: ReverseContext) -> Adjoint:
-    ctx.containers = _container_names(node.body, container_kinds(ctx.kinds))
+    ctx.containers = container_names(node.body, container_kinds(ctx.kinds))
     ctx.inner = tape_ops.tape_bindings(node, ctx.tapes)
+    ctx.facts = remat.Facts(node, ctx.shapes) if ctx.rematerialise else None
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
     if ret is not None:
@@ -134,11 +137,12 @@ def _listed(stmts):
     return stmts if isinstance(stmts, list) else [stmts]
 
 
-class _Reverse(Sweep):
+class _Reverse(CallsSweep, MemorySweep, Sweep):
     def __init__(self, ctx: ReverseContext):
         super().__init__(ctx)
         self.adj = ctx.adjoints
         self.guards = []            # checks of the statement being transformed (`guard`)
+        self.loops = 0              # loops around the statement being transformed
 
     # ---------------------------------------------------------------- helpers
 
@@ -169,11 +173,14 @@ class _Reverse(Sweep):
     # ---------------------------------------------------------------- blocks
 
     def block(self, stmts):
-        forward, reverse = [], []
+        parts = []
         for stmt in stmts:
             fwd, rev = self.statement(stmt)
-            nodes.located(fwd, stmt)
-            nodes.located(rev, stmt)
+            parts.append((stmt, nodes.located(fwd, stmt), nodes.located(rev, stmt)))
+        if self.ctx.facts is not None:
+            remat.rematerialise(parts, self.ctx.facts)
+        forward, reverse = [], []
+        for _, fwd, rev in parts:
             forward.extend(fwd)
             reverse[:0] = rev
         return forward, reverse
@@ -285,7 +292,7 @@ class _Reverse(Sweep):
             return [lambda g, ans, k=k, elt=elt: self.accumulate(
                         elt.id, nodes.call('getitem_adjoint', g, nodes.const(k)))
                     for k, elt in zip(keys, op.args) if self.is_active(elt)]
-        target_shape = self.ctx.shapes.get(_target_name(stmt))
+        target_shape = self.ctx.shapes.get(target_name(stmt))
 
         def same(name):               # `unbroadcast(g, name)` does nothing: drop it
             return target_shape is not None and self.ctx.shapes.get(name) == target_shape
@@ -313,206 +320,6 @@ class _Reverse(Sweep):
         if not self.ctx.emitter.zero_safe(rule):
             setanno(stmt, Key.COTANGENT, (g, ans, contribution))
         return stmt
-
-    # ---------------------------------------------------------------- user calls
-
-    def _user_function(self, call):
-        return user_function(call)
-
-    def _active_args(self, call):
-        return [i for i, a in enumerate(call.args) if self.is_active(a)]
-
-    def user_call(self, stmt, y, call, push, pop):
-        fn = self._user_function(call)
-        active = self._active_args(call)
-        checks = []
-        for k in call.keywords:
-            if self.is_active(k.value):
-                message = (f'differentiating {fn.__name__}() with respect to the keyword '
-                           f'argument {k.arg!r} is not supported; pass it by position')
-                if not self.ctx.check_static:
-                    raise self.error(stmt, message)
-                checks.append(nodes.located(nodes.expr_stmt(nodes.call(
-                    'static_argument', k.value, nodes.const(message))), stmt))
-        push = nodes.located(checks, stmt) + [push] if checks else push
-        if not active and not self._carries_inner_tape(call):
-            # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here;
-            # what it writes into its arguments (a variant) the reverse sweep puts back
-            kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
-            saves, restores = self.saved_arguments(fn, call)
-            return _listed(push) + saves + [stmt], kill + restores + [pop]
-        fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
-        call_fwd = ast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
-                             keywords=call.keywords)
-        forward = _listed(push) + [setanno(nodes.assign(y, call_fwd), Key.PRIMAL, stmt)]
-        by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
-        grads = self.ctx.namer.new('_b' + _id(fn))
-        backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
-        result = y
-        if getattr(getattr(fn, '__tapeflow_variant_of__', (None,))[0], '__tapeflow_checkpoint__', False):
-            raise self.error(stmt, f'{fn.__name__[:-len("_inplace")]}() is checkpointed '
-                                   f'(tf.checkpoint) and writes into its arguments: running it '
-                                   f'again would write twice; return the new value instead')
-        if getattr(fn, '__tapeflow_checkpoint__', False):
-            # `tf.checkpoint(fn)`: called plainly; the reverse sweep, once `y` is popped
-            # (the arguments as they were), calls its forward again, then its backward
-            result = self.ctx.namer.new('_' + y)
-            forward = _listed(push) + [stmt]
-            backward = [pop, nodes.assign(result, call_fwd), backward]
-        # the callee's rules do not all take the symbolic zero: where `by` may be it,
-        # `optimize.zero_cotangents` gives it `dense(by, y)` (the call is never dropped)
-        setanno(_listed(backward)[-1], Key.COTANGENT, (by if isinstance(by, str) else None, result,
-                                                        _listed(backward)[-1].value, 'keep'))
-        rev = _listed(backward)
-        rev += [nodes.assign(by, 0.0)] * isinstance(by, str) + [pop] * (result is y)
-        for k, i in enumerate(active):
-            part = nodes.subscript(grads, nodes.const(k)) if len(active) > 1 else nodes.name(grads)
-            rev.append(self.accumulate(call.args[i].id, part))
-        return forward, rev
-
-    # ---------------------------------------------------------------- generated code's tape
-    # Differentiating generated code again: a value pushed on its tape comes
-    # back at the pop. The cotangent of the popped value goes on an adjoint
-    # stack kept beside that tape (`adjoint_stack`), and the reverse of the
-    # push takes it off. Every pop pushes one (0.0 when inactive) and every
-    # push takes one, so the stack stays in step across function boundaries.
-
-    def _inner_op(self, value):
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            return self.ctx.inner.get(value.func.id, (None,))[0]
-        return None
-
-    def _carries_inner_tape(self, call) -> bool:
-        """A call given generated code's own tape (its callee pushes or pops on it)."""
-        return tape_ops.carries_tape(call.args, self.ctx.tapes)
-
-    def _adjoint_stack(self, call, kind):
-        """The name of the push/pop of the adjoint stack beside the tape `call` uses."""
-        tape = self.ctx.inner[call.func.id][1]
-        return self.ctx.adjoint_stacks(tape)[kind]
-
-    def inner_push(self, stmt):
-        value = stmt.value.args[0]
-        take = nodes.call(self._adjoint_stack(stmt.value, 'pop'))
-        if self.is_active(value):
-            return [stmt], [self.accumulate(value.id, take)]
-        return [stmt], [nodes.expr_stmt(take)]
-
-    def inner_pop(self, stmt, y, push, pop):
-        give = self._adjoint_stack(stmt.value, 'push')
-        if y in self.ctx.active:
-            by = self.adj[y]
-            return [push, stmt], [nodes.expr_stmt(nodes.call(give, by)), nodes.assign(by, 0.0), pop]
-        return [push, stmt], [nodes.expr_stmt(nodes.call(give, 0.0)), pop]
-
-    def inner_pop_in_place(self, stmt, target):
-        y = target.value.id
-        index = target.slice
-        give = self._adjoint_stack(stmt.value, 'push')
-        push, pop = self.pair(nodes.call('old_value', y, index_value(index)),
-                              restore_target=nodes.subscript(y, index, store=True), in_place=True)
-        if y in self.ctx.active:
-            by = self.adj[y]
-            popped = nodes.subscript(y, index)
-            rev = [nodes.expr_stmt(nodes.call(give, nodes.call('setitem_value_adjoint', by,
-                                                                 index_value(index), popped))),
-                   nodes.assign(by, nodes.call('setitem_clear_adjoint', by, index_value(index))), pop]
-        else:
-            rev = [nodes.expr_stmt(nodes.call(give, 0.0)), pop]
-        return [push, stmt], rev
-
-    # ---------------------------------------------------------------- mutation
-
-    def setitem(self, stmt, target):
-        if self._inner_op(stmt.value) == 'pop':
-            return self.inner_pop_in_place(stmt, target)
-        y = target.value.id
-        index = target.slice
-        old = nodes.call('old_value', y, index_value(index))
-        push, pop = self.pair(old, restore_target=nodes.subscript(y, index, store=True), in_place=True)
-        setanno(pop, Key.SHARES, getanno(stmt, Key.SHARES))
-        rev = []
-        if y in self.ctx.active:
-            by = self.adj[y]
-            v = stmt.value
-            written = nodes.call('setitem_value_adjoint', by, index_value(index), v)
-            if self.is_active(v) and v.id == y:      # `y[i] = y` (np.copyto(y, y)): both from the old by
-                part = self.ctx.namer.new('_' + by)
-                rev += [nodes.assign(part, written)]
-                written = nodes.name(part)
-            elif self.is_active(v):
-                rev.append(self.accumulate(v.id, written))
-            rev.append(nodes.assign(by, nodes.call('setitem_clear_adjoint', by, index_value(index))))
-            if self.is_active(v) and v.id == y:
-                rev.append(self.accumulate(y, written))
-        rev.append(pop)
-        return [push, stmt], rev
-
-    def expr(self, stmt):
-        call = stmt.value
-        if self._inner_op(call) == 'push':
-            return self.inner_push(stmt)
-        if self._inner_op(call) == 'pop':              # popped and dropped: no cotangent
-            give = self._adjoint_stack(call, 'push')
-            return [stmt], [nodes.expr_stmt(nodes.call(give, 0.0))]
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                and isinstance(call.func.value, ast.Name) and getanno(call.func, Key.RESOLVED) is None:
-            ys = call.func.value.id
-            if call.func.attr == 'append':
-                rev = []
-                if ys in self.ctx.active:
-                    bys = self.adj[ys]
-                    if call.args and self.is_active(call.args[0]):
-                        rev.append(self.accumulate(call.args[0].id, nodes.call('last_adjoint', bys)))
-                    rev.append(nodes.assign(bys, nodes.call('drop_last_adjoint', bys)))
-                restore = nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'pop')))
-                setanno(restore, Key.RESTORES_IN_PLACE, True)
-                return [stmt], rev + [restore]
-            if call.func.attr == 'pop' and len(call.args) <= 1 and not call.keywords:
-                return self.pop_item(stmt, ys, call)
-            if call.func.attr == 'insert' and len(call.args) == 2 and not call.keywords:
-                return self.insert_item(stmt, ys, call)
-            if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
-                raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
-                                       f'only .append() is supported on differentiated lists')
-        # A user call whose result is dropped: nothing flows from it (what it writes into
-        # its arguments, or globals, transforms.mutation made explicit or refused).
-        return [stmt], []
-
-    def pop_item(self, stmt, ys, call):
-        """`ys.pop(i)` (its value read before, by `transforms.mutation`): the reverse sweep
-        puts the element back where it was, and its slot's cotangent starts at zero."""
-        namer = self.ctx.namer
-        index, item = namer.new('_index'), namer.new('_popped')
-        at = nodes.call('pop_index', ys, *call.args)
-        forward = [nodes.assign(index, at), nodes.assign(item, nodes.subscript(ys, index)),
-                   nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'pop'), index))]
-        push_index, pop_index = self.pair(nodes.name(index), restore_target=index)
-        push_item, pop_item = self.pair(nodes.name(item), restore_target=item)
-        restore = nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'insert'), index, item))
-        setanno(restore, Key.RESTORES_IN_PLACE, True)
-        rev = [pop_item, pop_index, restore]
-        if ys in self.ctx.active:
-            bys = self.adj[ys]
-            rev.insert(2, nodes.assign(bys, nodes.call('insert_adjoint', bys, index)))
-        return forward + [push_index, push_item], rev
-
-    def insert_item(self, stmt, ys, call):
-        """`ys.insert(i, v)` (the reverse sweep of a `pop`, differentiated again): undone by
-        `ys.pop(i)`; `v`'s cotangent is its slot's."""
-        index, value = call.args
-        forward, rev = [stmt], [nodes.expr_stmt(nodes.call(nodes.attribute(ys, 'pop'), index))]
-        setanno(rev[0], Key.RESTORES_IN_PLACE, True)
-        if ys in self.ctx.active:
-            bys = self.adj[ys]
-            rev[:0] = [nodes.assign(bys, nodes.call('remove_tangent', bys, index))]
-            if self.is_active(value):
-                rev[:0] = [self.accumulate(value.id, nodes.call('getitem_adjoint', bys, index))]
-        if isinstance(index, ast.Name):
-            push, pop = self.pair(nodes.name(index.id), restore_target=index.id)
-            forward.append(push)
-            rev.append(pop)
-        return forward, rev
 
     # ---------------------------------------------------------------- control flow
 
@@ -546,11 +353,31 @@ class _Reverse(Sweep):
         return [nodes.assign(trips, 0)], body_fwd, push, rev_loop
 
     def for_(self, stmt):
+        self.loops += 1
         body_fwd, body_rev = self.block(stmt.body)
+        try:
+            return self._for(stmt, body_fwd, body_rev)
+        finally:
+            self.loops -= 1
+
+    def _for(self, stmt, body_fwd, body_rev):
         target = stmt.target.id
         before_push, before_pop = self.pair(nodes.name(target), restore_target=target)
         trip_push, trip_pop = self.pair(nodes.name(target), restore_target=target)
         exits = bool(body_fwd) and getanno(body_fwd[-1], Key.LOOP_EXIT)
+        if _is_range(stmt.iter) and not exits and self.loops == 1 \
+                and any(target in _names(s) for s in body_rev) \
+                and target not in nodes.store_names(stmt.body):
+            # A loop of the function's top level over a range, every trip run, the loop's
+            # variable only ever its next item: the reverse sweep runs the same range
+            # (bound once, still there) backwards, with nothing on the tape.
+            iterations = self.ctx.namer.new('_range')
+            prologue = [nodes.assign(iterations, stmt.iter)]
+            stmt.iter = nodes.name(iterations)
+            stmt.body = body_fwd
+            rev_loop = nodes.for_(target, nodes.call('reversed', iterations), body_rev)
+            setanno(rev_loop, Key.TAPE_PAIR, next(self.ctx.pairs))     # (no push: the pair
+            return [before_push] + prologue + [stmt], [rev_loop, before_pop]  # marks the loop)
         if _is_range(stmt.iter) and not exits:
             # Every trip of the range runs: its length is the trip count, no counting.
             iterations = self.ctx.namer.new('_range')
@@ -568,7 +395,9 @@ class _Reverse(Sweep):
         return [before_push] + init + [stmt, push], [rev_loop, before_pop]
 
     def while_(self, stmt):
+        self.loops += 1
         body_fwd, body_rev = self.block(stmt.body)
+        self.loops -= 1
         init, body_fwd, push, rev_loop = self._counted_loop(stmt, body_fwd, body_rev)
         stmt.body = body_fwd
         return init + [stmt, push], [rev_loop]
@@ -586,6 +415,8 @@ def _names(node) -> set:
 
 def _assigned(stmt) -> set:
     return {n.id for n in nodes.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 
 
 def run(tree, ctx):

@@ -1,0 +1,126 @@
+"""The reverse sweep of calls: user functions (their own forward and backward, sharing
+the tape) and the tape operations of generated code differentiated again.
+
+A part of `reverse._Reverse` (a mixin): it uses its `pair`, `accumulate`,
+`is_active`, `error` and context.
+"""
+from __future__ import annotations
+
+from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.naming import identifier as _id
+from tapeflow.transforms import tape_ops
+from tapeflow.transforms.operations import index_value, user_function
+
+
+def listed(stmts):
+    return stmts if isinstance(stmts, list) else [stmts]
+
+
+class CallsSweep:
+    # ---------------------------------------------------------------- user calls
+
+    def _user_function(self, call):
+        return user_function(call)
+
+    def _active_args(self, call):
+        return [i for i, a in enumerate(call.args) if self.is_active(a)]
+
+    def user_call(self, stmt, y, call, push, pop):
+        fn = self._user_function(call)
+        active = self._active_args(call)
+        checks = []
+        for k in call.keywords:
+            if self.is_active(k.value):
+                message = (f'differentiating {fn.__name__}() with respect to the keyword '
+                           f'argument {k.arg!r} is not supported; pass it by position')
+                if not self.ctx.check_static:
+                    raise self.error(stmt, message)
+                checks.append(nodes.located(nodes.expr_stmt(nodes.call(
+                    'static_argument', k.value, nodes.const(message))), stmt))
+        push = nodes.located(checks, stmt) + [push] if checks else push
+        if not active and not self._carries_inner_tape(call):
+            # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here;
+            # what it writes into its arguments (a variant) the reverse sweep puts back
+            kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
+            saves, restores = self.saved_arguments(fn, call)
+            return listed(push) + saves + [stmt], kill + restores + [pop]
+        fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
+        call_fwd = ast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
+                             keywords=call.keywords)
+        forward = listed(push) + [setanno(nodes.assign(y, call_fwd), Key.PRIMAL, stmt)]
+        by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
+        grads = self.ctx.namer.new('_b' + _id(fn))
+        backward = nodes.assign(grads, nodes.call(bwd_name, self.ctx.names.tape, by))
+        result = y
+        if getattr(getattr(fn, '__tapeflow_variant_of__', (None,))[0], '__tapeflow_checkpoint__', False):
+            raise self.error(stmt, f'{fn.__name__[:-len("_inplace")]}() is checkpointed '
+                                   f'(tf.checkpoint) and writes into its arguments: running it '
+                                   f'again would write twice; return the new value instead')
+        if getattr(fn, '__tapeflow_checkpoint__', False):
+            # `tf.checkpoint(fn)`: called plainly; the reverse sweep, once `y` is popped
+            # (the arguments as they were), calls its forward again, then its backward
+            result = self.ctx.namer.new('_' + y)
+            forward = listed(push) + [stmt]
+            backward = [pop, nodes.assign(result, call_fwd), backward]
+        # the callee's rules do not all take the symbolic zero: where `by` may be it,
+        # `optimize.zero_cotangents` gives it `dense(by, y)` (the call is never dropped)
+        setanno(listed(backward)[-1], Key.COTANGENT, (by if isinstance(by, str) else None, result,
+                                                        listed(backward)[-1].value, 'keep'))
+        rev = listed(backward)
+        rev += [nodes.assign(by, 0.0)] * isinstance(by, str) + [pop] * (result is y)
+        for k, i in enumerate(active):
+            part = nodes.subscript(grads, nodes.const(k)) if len(active) > 1 else nodes.name(grads)
+            rev.append(self.accumulate(call.args[i].id, part))
+        return forward, rev
+
+    # ---------------------------------------------------------------- generated code's tape
+    # Differentiating generated code again: a value pushed on its tape comes
+    # back at the pop. The cotangent of the popped value goes on an adjoint
+    # stack kept beside that tape (`adjoint_stack`), and the reverse of the
+    # push takes it off. Every pop pushes one (0.0 when inactive) and every
+    # push takes one, so the stack stays in step across function boundaries.
+
+    def _inner_op(self, value):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return self.ctx.inner.get(value.func.id, (None,))[0]
+        return None
+
+    def _carries_inner_tape(self, call) -> bool:
+        """A call given generated code's own tape (its callee pushes or pops on it)."""
+        return tape_ops.carries_tape(call.args, self.ctx.tapes)
+
+    def _adjoint_stack(self, call, kind):
+        """The name of the push/pop of the adjoint stack beside the tape `call` uses."""
+        tape = self.ctx.inner[call.func.id][1]
+        return self.ctx.adjoint_stacks(tape)[kind]
+
+    def inner_push(self, stmt):
+        value = stmt.value.args[0]
+        take = nodes.call(self._adjoint_stack(stmt.value, 'pop'))
+        if self.is_active(value):
+            return [stmt], [self.accumulate(value.id, take)]
+        return [stmt], [nodes.expr_stmt(take)]
+
+    def inner_pop(self, stmt, y, push, pop):
+        give = self._adjoint_stack(stmt.value, 'push')
+        if y in self.ctx.active:
+            by = self.adj[y]
+            return [push, stmt], [nodes.expr_stmt(nodes.call(give, by)), nodes.assign(by, 0.0), pop]
+        return [push, stmt], [nodes.expr_stmt(nodes.call(give, 0.0)), pop]
+
+    def inner_pop_in_place(self, stmt, target):
+        y = target.value.id
+        index = target.slice
+        give = self._adjoint_stack(stmt.value, 'push')
+        push, pop = self.pair(nodes.call('old_value', y, index_value(index)),
+                              restore_target=nodes.subscript(y, index, store=True), in_place=True)
+        if y in self.ctx.active:
+            by = self.adj[y]
+            popped = nodes.subscript(y, index)
+            rev = [nodes.expr_stmt(nodes.call(give, nodes.call('setitem_value_adjoint', by,
+                                                                 index_value(index), popped))),
+                   nodes.assign(by, nodes.call('setitem_clear_adjoint', by, index_value(index))), pop]
+        else:
+            rev = [nodes.expr_stmt(nodes.call(give, 0.0)), pop]
+        return [push, stmt], rev

@@ -1,0 +1,230 @@
+"""Golden tests of lean generated code: the benchmark workloads W1, W3, W4, W5
+(specialised to their benchmark arguments) and the seed's loop with a branch.
+
+Each is held to its hand-written adjoint: no more pushes per loop trip, at most
+1.5 times its lines, and no dead statement (one whose targets nothing reads).
+"""
+import ast
+import inspect
+import os
+import sys
+
+import pytest
+
+import tapeflow as tf
+from tests.transforms.test_generated import seed_loop   # its text: EXPECTED_SEED_LOOP there
+
+BENCHMARKS = os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks')
+sys.path.insert(0, BENCHMARKS)
+
+import w1_scalar_loop  # noqa: E402
+import w3_logistic  # noqa: E402
+import w4_mlp  # noqa: E402
+import w5_rnn  # noqa: E402
+
+
+def workload(module):
+    return module.workloads(None)[0]
+
+
+def generated(module):
+    w = workload(module)
+    return tf.source(w.fn, argnums=w.argnums, args=w.args)
+
+
+def seed_loop_adjoint(x, n):
+    """Hand-written: the products the branch overwrites kept, swept back."""
+    outputs = []
+    out = 1.0
+    for i in range(n):
+        if i > 1 and i < 5:
+            outputs.append(out)
+            out = out * x
+    bout, bx = 1.0, 0.0
+    for i in reversed(range(n)):
+        if i > 1 and i < 5:
+            previous = outputs.pop()
+            bx = bx + bout * previous
+            bout = bout * x
+    return out, bx
+
+
+def seed_text():
+    return tf.source(seed_loop)
+
+
+# ---------------------------------------------------------------- measures
+
+def function_of(text):
+    return ast.parse(text).body[0]
+
+
+def pushes_per_trip(text) -> list:
+    """For each loop of the forward sweep (the loops before `_value = ...`): its pushes."""
+    fdef = function_of(text)
+    out = []
+    for stmt in fdef.body:
+        if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], 'id', None) == '_value':
+            break
+        if isinstance(stmt, (ast.For, ast.While)):
+            out.append(sum(isinstance(n, ast.Call) and getattr(n.func, 'id', '').startswith('_push')
+                           for n in ast.walk(stmt)))
+    return out
+
+
+def hand_pushes_per_trip(fn) -> int:
+    """Values the hand-written adjoint stores per trip of its first loop (`xs[i] = ...`,
+    `hs.append(...)`)."""
+    loop = next(n for n in ast.walk(ast.parse(inspect.getsource(fn))) if isinstance(n, ast.For))
+    stores = [n for n in ast.walk(loop) if isinstance(n, ast.Assign)
+              and isinstance(n.targets[0], ast.Subscript)]
+    appends = [n for n in ast.walk(loop) if isinstance(n, ast.Call)
+               and isinstance(n.func, ast.Attribute) and n.func.attr == 'append']
+    return len(stores) + len(appends)
+
+
+def lines(text) -> int:
+    """Lines of code, the checks made only under `__debug__` (the tape's depth) aside."""
+    fdef = ast.parse(text).body[0]
+    fdef.body = [s for s in fdef.body if not isinstance(s, ast.Assert) and not (
+        isinstance(s, ast.If) and isinstance(s.test, ast.Name) and s.test.id == '__debug__')]
+    return len([line for line in ast.unparse(fdef).splitlines() if line.strip()])
+
+
+def hand_lines(fn) -> int:
+    """Lines of code of the hand-written adjoint (its docstring and comments aside)."""
+    fdef = ast.parse(inspect.getsource(fn)).body[0]
+    if fdef.body and isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant):
+        fdef.body = fdef.body[1:]
+    return lines(ast.unparse(fdef))
+
+
+def dead_statements(text) -> list:
+    """Assignments whose targets are read nowhere in the function and not returned."""
+    fdef = function_of(text)
+    read = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    dead = []
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Assign):
+            targets = {t.id for target in n.targets for t in ast.walk(target)
+                       if isinstance(t, ast.Name)}
+            if targets and not targets & read:
+                dead.append(ast.unparse(n))
+    return dead
+
+
+CASES = {
+    'W1': (lambda: generated(w1_scalar_loop), w1_scalar_loop.scalar_loop_adjoint),
+    'W3': (lambda: generated(w3_logistic), w3_logistic.logistic_adjoint),
+    'W4': (lambda: generated(w4_mlp), w4_mlp.mlp_adjoint),
+    'W5': (lambda: generated(w5_rnn), w5_rnn.rnn_adjoint),
+    'seed': (seed_text, seed_loop_adjoint),
+}
+
+
+# Not yet: the forward sweep keeps one operation per statement where the hand-written
+# adjoint nests them (W3 11 lines for 6, W4 32 for 15, W5 34 for 20).
+LONGER = {'W3', 'W4', 'W5'}
+
+
+@pytest.mark.parametrize('name', [pytest.param(name, marks=pytest.mark.xfail(
+    strict=True, reason='longer than 1.5x the hand-written adjoint')) if name in LONGER else name
+                                  for name in sorted(CASES)])
+def test_lines_within_one_and_a_half_of_the_hand_written_adjoint(name):
+    text, hand = CASES[name]
+    assert lines(text()) <= 1.5 * hand_lines(hand)
+
+
+@pytest.mark.parametrize('name', sorted(CASES))
+def test_no_dead_statements(name):
+    text, _ = CASES[name]
+    assert dead_statements(text()) == []
+
+
+def test_w1_pushes_one_value_per_step():
+    assert pushes_per_trip(generated(w1_scalar_loop)) == [1]
+
+
+def test_w5_pushes_one_value_per_step_as_the_hand_written_adjoint():
+    assert pushes_per_trip(generated(w5_rnn)) == [1]
+    assert hand_pushes_per_trip(w5_rnn.rnn_adjoint) == 1
+
+
+def test_w3_and_w4_keep_no_tape():
+    for module in (w3_logistic, w4_mlp):
+        assert '_tape' not in generated(module)
+
+
+def test_seed_loop_pushes_only_what_its_branch_overwrites():
+    # the old product where the branch changes it; the decision is computed again from i
+    assert pushes_per_trip(seed_text()) == [1]
+    assert hand_pushes_per_trip(seed_loop_adjoint) == 1
+
+
+# ---------------------------------------------------------------- the text itself
+
+W1 = '''\
+def dscalar_loop(x, bx=1.0):
+    _tape = []
+    _push = _tape.append
+    _pop = _tape.pop
+    _range = range(100)
+    for i in _range:
+        _sin = math.sin(x)
+        _push(x)
+        x = _sin * x + 0.5 * x
+    _push(len(_range))
+    _value = x
+    for _ in range(_pop()):
+        x = _pop()
+        _sin = math.sin(x)
+        bx = bx * 0.5 + bx * _sin + bx * x * math.cos(x)
+    assert not _tape, 'tapeflow internal error: dscalar_loop left values on its tape'
+    return (_value, bx)
+'''
+
+W5 = '''\
+def drnn_loss(Wx, Wh, b, xs, h0, bdiv=1.0):
+    _tape = []
+    _push = _tape.append
+    _pop = _tape.pop
+    h = h0
+    _shape = xs.shape
+    _item = _shape[0]
+    _range = range(_item)
+    for t in _range:
+        _item2 = xs[t]
+        _push(h)
+        h = np.tanh(_item2 @ Wx + h @ Wh + b)
+    _mul = h * h
+    _sum = np.sum(_mul)
+    _mul2 = 0.5 * _sum
+    _shape2 = h.shape
+    _item3 = _shape2[0]
+    _value = _mul2 / _item3
+    bWh = 0.0
+    bWx = 0.0
+    bb = 0.0
+    bmul2 = unbroadcast(bdiv / _item3, _mul2)
+    bsum = bmul2 * 0.5
+    bmul = uniform_sum(bsum, _mul)
+    bh = bmul * h + bmul * h
+    for t in reversed(_range):
+        badd2 = bh * (1.0 - h * h)
+        h = _pop()
+        bb = bb + unbroadcast(badd2, b)
+        bh = grad_of_matmul_a(badd2, h, Wh)
+        bWh = bWh + grad_of_matmul_b(badd2, h, Wh)
+        _item2 = xs[t]
+        bWx = bWx + grad_of_matmul_b(badd2, _item2, Wx)
+    assert not _tape, 'tapeflow internal error: drnn_loss left values on its tape'
+    return (_value, (bWx, bWh, bb))
+'''
+
+
+def test_w1_generated_code():
+    assert generated(w1_scalar_loop) == W1
+
+
+def test_w5_generated_code():
+    assert generated(w5_rnn) == W5
