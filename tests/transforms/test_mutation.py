@@ -629,3 +629,43 @@ def test_name_read_from_a_list_slot_keeps_its_object_when_the_list_grows():
     assert value == _aliased_list_grows(x.copy())
     check_gradient(lambda v: _aliased_list_grows(v.copy()), [grad], (x,), (0,),
                    np.random.default_rng(1))
+
+
+def appends_through_a_name(x, y):
+    t = [x]
+    add = t.append
+    add(y * x)
+    return t[0] * t[1]
+
+
+def fills_through_a_name(x, y):
+    a = np.array([x, y])
+    fill = a.fill
+    fill(y)
+    return a[0] * x
+
+
+def appends_through_a_tuple(x, y):
+    t = [x]
+    ops = (t.append,)
+    ops[0](y * x)
+    return t[0] * t[1]
+
+
+def appends_directly(x, y):
+    t = [x]
+    t.append(y * x)
+    return t[0] * t[1]
+
+
+def test_a_method_that_writes_taken_as_a_value_is_refused():
+    """A WRONG GRADIENT before: `add = t.append; add(v)` wrote where no pass looked
+    (value right, gradient (0.91, 0.0) for (1.82, 0.49))."""
+    for f, method, text in ((appends_through_a_name, 'append', 'add = t.append'),
+                            (fills_through_a_name, 'fill', 'fill = a.fill'),
+                            (appends_through_a_tuple, 'append', 'ops = (t.append,)')):
+        error = refused(f, 0.7, 1.3, match=f'.{method} is taken as a value',
+                        line=line_of(f, text))
+        assert f'obj.{method}(...)' in error.reason
+    grads = checked_against_plain(appends_directly, (0.7, 1.3), (0, 1), np.random.default_rng(3))
+    np.testing.assert_allclose(grads, (2 * 0.7 * 1.3, 0.7 ** 2), rtol=1e-12)

@@ -47,7 +47,7 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.transforms.lowering import Lowerings, runtime_ref
-from tapeflow.transforms.mutation_checks import Checks, Pending
+from tapeflow.transforms.mutation_checks import Checks, Pending, refuse_detached_writers
 from tapeflow.transforms.operations import user_function
 from tapeflow.transforms.propagation import Propagation, derivations
 
@@ -72,6 +72,7 @@ class Context:
 
 
 def transform(node: ast.FunctionDef, ctx: Context) -> Result:
+    refuse_detached_writers(node, ctx.source)
     facts = al.Aliasing(node, ctx.param_kinds, ctx.summary)
     live = Liveness(node.body)
     rewriter = _Rewriter(ctx, facts, live, node)

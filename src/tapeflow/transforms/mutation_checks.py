@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from tapeflow.analysis import aliasing as al
+from tapeflow.rules.mutation import ARRAY_METHODS, DICT_METHODS, LIST_METHODS
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.transforms.lowering import runtime_ref
@@ -162,3 +163,17 @@ def _assigned_line(fdef, name, before):
         where = getanno(fdef, Key.ORIGIN)
         best = where[0] if where else None
     return best
+
+
+_WRITING_METHODS = frozenset(ARRAY_METHODS) | frozenset(LIST_METHODS) | frozenset(DICT_METHODS)
+
+
+def refuse_detached_writers(fdef, source):
+    """A method that writes into its object (`t.append`, `a.fill`) taken as a value
+    (`add = t.append`), not called where it is read, writes where no pass sees it: refused."""
+    called = {id(n.func) for n in nodes.walk(fdef) if isinstance(n, ast.Call)}
+    for n in nodes.walk(fdef):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in called \
+                and n.attr in _WRITING_METHODS:
+            raise source.error(n, f'.{n.attr} is taken as a value here: a write through it '
+                                  f'cannot be followed; call it where it is used (obj.{n.attr}(...))')
