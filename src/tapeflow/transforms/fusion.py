@@ -85,6 +85,8 @@ class _Fuser:
 
     def fuse_at(self, stmts, i) -> bool:
         stmt = stmts[i]
+        if self.copied_next(stmts, i):
+            return True
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name)
                 and self.fact(stmt, 'pure', lambda: self.pure(stmt.value))):
@@ -102,6 +104,22 @@ class _Fuser:
             if not self.passable(later, operands):
                 return False
         return False
+
+    def copied_next(self, stmts, i) -> bool:
+        """`t = <value>; y = t`, `t` a temporary read there alone: `y = <value>`, whatever
+        the value (nothing runs between: the same evaluation, in the same place)."""
+        stmt, use = stmts[i], stmts[i + 1] if i + 1 < len(stmts) else None
+        t = ast.assigned_name(stmt)
+        if t is None or ast.assigned_name(use) is None or ast.name_id(use.value) != t \
+                or self.loads.get(t) != 1 or self.stores.get(t) != 1 or not self.temporary(t) \
+                or any(isinstance(n, ast.Attribute) and n.attr in ('append', 'pop')
+                       for n in nodes.walk(stmt.value)):      # (a tape's push or pop: named)
+            return False
+        use = stmts[i + 1] = nodes.shallow_copy(use)
+        use.value = stmt.value
+        del stmts[i]
+        self.loads[t] = self.stores[t] = 0
+        return True
 
     def fact(self, stmt, what, compute):
         """`compute()`, a fact about `stmt`, memoised: a statement changes only where a
