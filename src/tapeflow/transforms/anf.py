@@ -215,12 +215,12 @@ class _ANF:
                                                self.atom(e.right, pre, 'y')), e)
 
     def expr_UnaryOp(self, e, pre, target):
-        return nodes.copy_location(ast.UnaryOp(op=e.op, operand=self.atom(e.operand, pre, 'x')), e)
+        return nodes.copy_location(nodes.unary(e.op, self.atom(e.operand, pre, 'x')), e)
 
     def expr_Compare(self, e, pre, target):
         left = self.atom(e.left, pre, 'x')
         if len(e.ops) == 1:
-            return ast.Compare(left=left, ops=e.ops, comparators=[self.atom(e.comparators[0], pre, 'y')])
+            return nodes.compare(left, e.ops[0], self.atom(e.comparators[0], pre, 'y'))
         # a < b < c: b is evaluated once; c only when a < b.
         result = nodes.name(target) if target else nodes.name(self.namer.new('_cmp'))
         cur = left
@@ -228,7 +228,7 @@ class _ANF:
         for k, (op, right) in enumerate(zip(e.ops, e.comparators)):
             inner = []
             right_atom = self.atom(right, inner, 'y')
-            inner.append(nodes.assign(result.id, ast.Compare(left=cur, ops=[op], comparators=[right_atom])))
+            inner.append(nodes.assign(result.id, nodes.compare(cur, op, right_atom)))
             guard_body.extend(inner)
             if k < len(e.ops) - 1:
                 nxt = nodes.if_(result.id, [])
@@ -252,7 +252,7 @@ class _ANF:
         block = pre
         for value in e.values[1:]:
             test = nodes.name(result) if isinstance(e.op, ast.And) else \
-                ast.UnaryOp(op=ast.Not(), operand=nodes.name(result))
+                nodes.not_(nodes.name(result))
             if isinstance(test, ast.UnaryOp):
                 neg = self.namer.new('_not')
                 block.append(nodes.assign(neg, test))
@@ -284,11 +284,10 @@ class _ANF:
         elif not is_atom(func):
             func = self.atom(func, pre, 'fn')
         if len(e.args) == 1 and isinstance(e.args[0], ast.GeneratorExp):
-            e.args = [ast.ListComp(elt=e.args[0].elt, generators=e.args[0].generators)]
+            e.args = [nodes.list_comp(e.args[0].elt, e.args[0].generators)]
         args = [self.atom(a, pre, 'arg') for a in e.args]
-        keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, pre, k.arg or 'kw'))
-                    for k in e.keywords]
-        return nodes.copy_location(ast.Call(func=func, args=args, keywords=keywords), e)
+        keywords = [nodes.keyword(k.arg, self.atom(k.value, pre, k.arg or 'kw')) for k in e.keywords]
+        return nodes.copy_location(nodes.call(func, *args, keywords=keywords), e)
 
     def expr_Attribute(self, e, pre, target):
         return nodes.copy_location(nodes.attribute(self.atom(e.value, pre, 'obj'), e.attr), e)
@@ -299,10 +298,10 @@ class _ANF:
 
     def index(self, index, pre):
         if isinstance(index, ast.Slice):
-            return ast.Slice(*(None if part is None else self.atom(part, pre, 'bound')
-                                for part in (index.lower, index.upper, index.step)))
+            return nodes.slice_(*(None if part is None else self.atom(part, pre, 'bound')
+                                  for part in (index.lower, index.upper, index.step)))
         if isinstance(index, ast.Tuple):
-            return ast.Tuple(elts=[self.index(i, pre) for i in index.elts], ctx=ast.Load())
+            return nodes.tuple_(*[self.index(i, pre) for i in index.elts])
         return self.atom(index, pre, 'index')
 
     def expr_Tuple(self, e, pre, target):
@@ -312,8 +311,8 @@ class _ANF:
         return nodes.list_(*[self.atom(x, pre, 'elt') for x in e.elts])
 
     def expr_Dict(self, e, pre, target):
-        return ast.Dict(keys=[None if k is None else self.atom(k, pre, 'key') for k in e.keys],
-                         values=[self.atom(v, pre, 'val') for v in e.values])
+        return nodes.dict_([None if k is None else self.atom(k, pre, 'key') for k in e.keys],
+                           [self.atom(v, pre, 'val') for v in e.values])
 
     def expr_ListComp(self, e, pre, target):
         result = target or self.namer.new('_list')
@@ -329,8 +328,7 @@ class _ANF:
         for gen in reversed(e.generators):
             for cond in reversed(gen.ifs):
                 inner = [nodes.if_(cond, inner)]
-            inner = [ast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
-                              type_comment=None)]
+            inner = [nodes.for_(gen.target, gen.iter, inner)]
         loop = nodes.located(inner[0], e)
         # The comprehension's loops go through desugar's normal form again.
         from tapeflow.transforms import desugar

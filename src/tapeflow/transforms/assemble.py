@@ -167,7 +167,7 @@ def run(tree, ctx: ReverseCompile) -> ast.Module:
         restore = []
     bwd_fn = nodes.function_def(f'{name}_backward', [names.tape, ctx.seed],
                                 restore + rev + [nodes.return_(ctx.grad_value())])
-    return ast.Module(body=[fwd_fn, bwd_fn, combined], type_ignores=[])
+    return nodes.module([fwd_fn, bwd_fn, combined])
 
 
 def bind_tapes(tree, ctx: ReverseCompile) -> ast.Module:
@@ -195,7 +195,7 @@ def bind_tapes(tree, ctx: ReverseCompile) -> ast.Module:
     if ctx.tapes:
         for fdef in (fwd_fn, bwd_fn, combined):
             _tapes_made_for_adjoints(fdef, ctx.tapes)
-    return ast.Module(body=[fwd_fn, bwd_fn, combined], type_ignores=[])
+    return nodes.module([fwd_fn, bwd_fn, combined])
 
 
 def _tapes_made_for_adjoints(fdef, tapes):

@@ -232,7 +232,7 @@ def _rebound(node, facts) -> set:
 
 def _own_stores(stmt) -> set:
     """The names a compound statement's own header binds (a for loop's target)."""
-    return nodes.store_names([ast.Assign(targets=[stmt.target], value=None)]) \
+    return nodes.store_names([nodes.assign(stmt.target, None)]) \
         if isinstance(stmt, ast.For) else set()
 
 

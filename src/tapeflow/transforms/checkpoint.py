@@ -123,7 +123,7 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
     if isinstance(loop, ast.For):
         trips = nodes.call('len', loop.iter)
         run = lambda body: nodes.for_(nodes.clone(loop.target), nodes.subscript(  # noqa: E731
-            loop.iter, ast.Slice(lower=nodes.name(a), upper=nodes.name(b), step=None)), body)
+            loop.iter, nodes.slice_(a, b)), body)
         forward = [nodes.assign(ck, nodes.call('checkpoints', trips, nodes.const(policy))),
                    nodes.for_(nodes.tuple_(a, b, store=True),
                               nodes.call(nodes.attribute(ck, 'forward')),
@@ -136,7 +136,7 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
         due = nodes.if_(_equals(counter, nxt), [nodes.assign(nxt, snapshot(counter))], [])
         forward = [nodes.assign(ck, nodes.call('checkpoints', nodes.const(None), nodes.const(policy))),
                    nodes.assign(nxt, snapshot(nodes.const(0))),
-                   ast.While(test=loop.test, body=nodes.clone(plain) + [due], orelse=[]),
+                   nodes.while_(loop.test, nodes.clone(plain) + [due]),
                    nodes.expr_stmt(nodes.call(nodes.attribute(ck, 'finish'), counter))]
     back = nodes.for_(nodes.tuple_(act, a, b, store=True), nodes.call(nodes.attribute(ck, 'backward')), [
         nodes.if_(_equals(act, nodes.const(0)), load(a), [
@@ -267,8 +267,7 @@ def _plain(body, ctx):
 
 
 def _equals(left, right):
-    return ast.Compare(left=nodes.name(left) if isinstance(left, str) else left, ops=[ast.Eq()],
-                        comparators=[nodes.name(right) if isinstance(right, str) else right])
+    return nodes.compare(left, ast.Eq(), right)      # (a string is a name)
 
 
 def run(tree, ctx):

@@ -189,7 +189,7 @@ class _Forward(Sweep):
             tangents = [self.tangent(e) if self.is_active(e) or not isinstance(e, ast.Name)
                         else nodes.call('zero_tangent', e) for e in op.args]
             if isinstance(value, ast.Dict):
-                return [ast.Dict(keys=[nodes.const(k) for k, _ in op.keywords], values=tangents)]
+                return [nodes.dict_([nodes.const(k) for k, _ in op.keywords], tangents)]
             make = nodes.tuple_ if isinstance(value, ast.Tuple) else nodes.list_
             return [make(*tangents)]
         return self.primitive(stmt, ans, op)
@@ -278,7 +278,7 @@ class _Forward(Sweep):
         tangents = [self.tangent(call.args[i]) for i in active]
         result = self.ctx.namer.new('_' + _id(fn))
         # The tangents follow every parameter: spell out keywords and defaults.
-        jvp_call = ast.Call(func=nodes.name(jvp_name), args=arguments + tangents, keywords=[])
+        jvp_call = nodes.call(jvp_name, *arguments, *tangents)
         return [nodes.assign(result, jvp_call),
                 nodes.assign(y, nodes.subscript(result, nodes.const(0))),
                 mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1))))]

@@ -115,8 +115,8 @@ class _Fuser:
                 or any(isinstance(n, ast.Attribute) and n.attr in ('append', 'pop')
                        for n in nodes.walk(stmt.value)):      # (a tape's push or pop: named)
             return False
-        use = stmts[i + 1] = nodes.shallow_copy(use)
-        use.value = stmt.value
+        fused = stmts[i + 1] = nodes.shallow_copy(stmt)    # (located where the value is:
+        fused.targets = use.targets                         # its errors name that line)
         del stmts[i]
         self.loads[t] = self.stores[t] = 0
         return True

@@ -79,7 +79,7 @@ def _namespace_call(call, namer, bindings):
         registry.nondifferentiable(getanno(call.func, Key.RESOLVED))
         return call
     func = _bound(namespace_of, '_namespace_of', namer, bindings, call)
-    return nodes.copy_location(ast.Call(func=func, args=args, keywords=[]), call)
+    return nodes.copy_location(nodes.call(func, *args), call)
 
 
 class _Calls(nodes.Transformer):
@@ -98,6 +98,6 @@ class _Calls(nodes.Transformer):
                                           f'the array API function {func.attr!r} -- write it with '
                                           f'the functions of docs/scaling-out.md (Array API)')
         xp = nodes.copy_location(nodes.name(func.value.id), func.value)
-        call = ast.Call(func=_bound(fn, f'_xp_{func.attr}', self.namer, self.bindings, func),
-                         args=[xp] + list(node.args), keywords=list(node.keywords))
+        call = nodes.call(_bound(fn, f'_xp_{func.attr}', self.namer, self.bindings, func),
+                          xp, *node.args, keywords=list(node.keywords))
         return nodes.copy_location(call, node)

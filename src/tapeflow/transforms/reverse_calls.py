@@ -46,8 +46,7 @@ class CallsSweep:
             saves, restores = self.saved_arguments(fn, call)
             return listed(push) + saves + [stmt], kill + restores + [pop]
         fwd_name, bwd_name = self.ctx.compile_callee(fn, tuple(active), stmt)
-        call_fwd = ast.Call(func=nodes.name(fwd_name), args=[nodes.name(self.ctx.names.tape)] + list(call.args),
-                             keywords=call.keywords)
+        call_fwd = nodes.call(fwd_name, self.ctx.names.tape, *call.args, keywords=call.keywords)
         forward = listed(push) + [setanno(nodes.assign(y, call_fwd), Key.PRIMAL, stmt)]
         by = self.adj[y] if y in self.ctx.active else nodes.const(0.0)
         grads = self.ctx.namer.new('_b' + _id(fn))
