@@ -305,7 +305,8 @@ def _lift_to(t, x, ndim):
 
 
 entry(grad_of_matmul_a, (_grad_a_vjp_g, None, _grad_a_vjp_b),
-      (_grad_a_jvp_g, None, _grad_a_jvp_b), batched=(_grad_a_jvp_g_batched, None, _grad_a_jvp_b_batched), static=(1,), forms=None)
+      (_grad_a_jvp_g, None, _grad_a_jvp_b),
+      batched=(_grad_a_jvp_g_batched, None, _grad_a_jvp_b_batched), static=(1,), forms=None)
 entry(grad_of_matmul_b, (_grad_b_vjp_g, _grad_b_vjp_a), (_grad_b_jvp_g, _grad_b_jvp_a),
       batched=(_grad_b_jvp_g_batched, _grad_b_jvp_a_batched), static=(2,), forms=None)
 
