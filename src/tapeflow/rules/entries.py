@@ -59,9 +59,10 @@ def entry(fn, vjp, jvp, *, forms, batched=None, static=(), also=(), name=None):
     (rules/batching.py). The rules are registered as given (a lambda is called, not
     inlined: `elementwise` and `binary` inline their formulas). `static`: positional
     arguments that never carry a derivative (axes, shapes). `forms`: the argument forms
-    the rules support, the line docs/numpy-support.md shows (None: a helper of other
-    rules, not in the docs). `also`: other functions with the same rules, each
-    registered and described alike (np.amax of np.max). `name`: the name errors give.
+    the rules support, the line docs/numpy-support.md shows (None: no line, as for the
+    helpers generated code calls). `also`: other functions with the same rules, each
+    registered and described alike (np.amax of np.max; each its own entry, not an
+    `alias`: a rule added later to one is not the other's). `name`: the name errors give.
     """
     for target in (fn, *also):
         defvjp(target, *_per_argument(vjp), name=name if target is fn else None)
