@@ -192,3 +192,64 @@ def test_two_formulas_on_one_line_are_told_apart_and_one_without_source_is_calle
             del registry.RULES[fn]
         for fn in (doubled, tripled):
             registry.FORMS.pop(fn, None)
+
+
+@pytest.fixture
+def registry_restored():
+    before = dict(registry.RULES)
+    yield
+    for fn in [fn for fn in registry.RULES if fn not in before]:
+        del registry.RULES[fn]
+        registry.FORMS.pop(fn, None)
+
+
+def _scaled(x, k, axis=None):
+    return np.sum(x * k, axis=axis)
+
+
+def _scaled_too(x, k, axis=None):
+    return np.sum(x * k, axis=axis)
+
+
+def _scaled_vjp_x(g, ans, x, k, axis=None):
+    return g * k
+
+
+def _scaled_vjp_k(g, ans, x, k, axis=None):
+    return np.sum(g * x)
+
+
+def _scaled_jvp_x(t, ans, x, k, axis=None):
+    return np.sum(t * k, axis=axis)
+
+
+def _scaled_batched_x(t, ans, x, k, axis=None):
+    return np.sum(t * k, axis=-1)
+
+
+def test_one_entry_registers_every_rule_of_a_function_and_its_docs_line(registry_restored):
+    from tapeflow.rules.entries import entry
+    made = entry(_scaled, (_scaled_vjp_x, _scaled_vjp_k), (_scaled_jvp_x, None),
+                 batched=_scaled_batched_x, static=(2,), also=(_scaled_too,),
+                 forms='x any shape, k scalar', name='scaled')
+    for fn in (_scaled, _scaled_too):
+        table = registry.RULES[fn]
+        assert table.vjps == {0: _scaled_vjp_x, 1: _scaled_vjp_k}
+        assert table.jvps == {0: _scaled_jvp_x}
+        assert table.batched_jvps == {0: _scaled_batched_x}
+        assert table.static_argnums == frozenset({2})
+        assert registry.FORMS[fn] == 'x any shape, k scalar'
+        assert not hasattr(_scaled_vjp_x, '__tapeflow_inline__')   # called, as given
+    assert made is registry.RULES[_scaled] and made.name == 'scaled'
+    assert registry.RULES[_scaled_too].name.endswith('_scaled_too')
+    with pytest.raises(registry.MissingRule, match='forward-mode rule for argument 1 of scaled'):
+        made.jvp(1)
+
+
+def test_an_entry_without_forms_is_left_out_of_the_docs(registry_restored):
+    from tapeflow.rules.entries import entry
+
+    def helper(x):
+        return x
+    entry(helper, lambda g, ans, x: g, lambda t, ans, x: t, forms=None)
+    assert helper in registry.RULES and helper not in registry.FORMS

@@ -26,8 +26,8 @@ import numpy as np
 
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.arrays import is_foreign_array, is_lazy, library_of, numpy_dtype, to_library
-from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import nondifferentiable
 from tapeflow.rules.shapes import fit
 
 __all__ = ['dispatches', 'gather', 'scatter_add', 'assign', 'add_at', 'positions',
@@ -195,14 +195,10 @@ def scatter_add_jvp_batched(t, ans, h, index, shape):
     return scatter_add_batch(t, index, shape)
 
 
-defvjp(gather, gather_vjp)
-defjvp(gather, gather_jvp)
-defvjp(scatter_add, scatter_add_vjp)
-defjvp(scatter_add, scatter_add_jvp)
-defjvp_batched(gather, gather_jvp_batched)
-defjvp_batched(scatter_add, scatter_add_jvp_batched)
-static(gather, 1)
-static(scatter_add, 1, 2)
+entry(gather, gather_vjp, gather_jvp, batched=gather_jvp_batched, static=(1,),
+      forms='index: a flat int array (-1 reads as zero)')
+entry(scatter_add, scatter_add_vjp, scatter_add_jvp, batched=scatter_add_jvp_batched,
+      static=(1, 2), forms='index: flat positions, -1 ignored; shape static')
 
 
 # ---------------------------------------------------------------- subscript assignment
@@ -321,19 +317,13 @@ def add_at_jvp_v(t, ans, x, idx, v):
     return add_at(np.zeros_like(ans), idx, t)
 
 
-defvjp(assign, assign_vjp_x, None, assign_vjp_v)
-defjvp(assign, assign_jvp_x, None, assign_jvp_v)
-defvjp(add_at, add_at_vjp_x, None, add_at_vjp_v)
-defjvp(add_at, add_at_jvp_x, None, add_at_jvp_v)
-defjvp_batched(assign, assign_jvp_x)            # these two take a batch as they stand
-defjvp_batched(add_at, add_at_jvp_x)
-static(assign, 1)
-static(add_at, 1)
+# (the JVPs in x of these two take a batch as they stand)
+entry(assign, (assign_vjp_x, None, assign_vjp_v), (assign_jvp_x, None, assign_jvp_v),
+      batched=assign_jvp_x, static=(1,),
+      forms='any index NumPy accepts; repeated fancy indices: the last write wins')
+entry(add_at, (add_at_vjp_x, None, add_at_vjp_v), (add_at_jvp_x, None, add_at_jvp_v),
+      batched=add_at_jvp_x, static=(1,),
+      forms='any index NumPy accepts; repeated indices accumulate')
 
 # Helpers that compute positions and masks: constant, whatever their inputs.
 nondifferentiable(positions, is_basic_index, _kept)
-
-describe('index: a flat int array (-1 reads as zero)', gather)
-describe('index: flat positions, -1 ignored; shape static', scatter_add)
-describe('any index NumPy accepts; repeated fancy indices: the last write wins', assign)
-describe('any index NumPy accepts; repeated indices accumulate', add_at)

@@ -11,8 +11,8 @@ import numpy as np
 
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.indexing import untake
-from tapeflow.rules.registry import (RULES_OF_RULES, defjvp, defvjp, linear_pair,
-                                     nondifferentiable, static)
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import RULES_OF_RULES, linear_pair, nondifferentiable
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import zeros_like_value
 from tapeflow.rules.write_checks import is_array, memory_parts, overlap
@@ -73,9 +73,8 @@ def _reread_slot_jvp_old(t, ans, container, key, old):
     return zeros_like_value(old)
 
 
-defvjp(reread_slot, _reread_slot_vjp, None, _reread_slot_vjp_old)
-defjvp(reread_slot, _reread_slot_jvp, None, _reread_slot_jvp_old)
-static(reread_slot, 1)
+entry(reread_slot, (_reread_slot_vjp, None, _reread_slot_vjp_old),
+      (_reread_slot_jvp, None, _reread_slot_jvp_old), static=(1,), forms=None)
 
 
 def _reread_slot(container, item, inside):
@@ -108,9 +107,8 @@ def _reread_jvp_item(t, ans, container, item, inside, reason, filename, lineno, 
     return t if _reread_slot(container, item, inside) is None else zeros_like_value(item)
 
 
-defvjp(reread_item, _reread_vjp_container, _reread_vjp_item)
-defjvp(reread_item, _reread_jvp_container, _reread_jvp_item)
-static(reread_item, 2, 3, 4, 5, 6)
+entry(reread_item, (_reread_vjp_container, _reread_vjp_item),
+      (_reread_jvp_container, _reread_jvp_item), static=(2, 3, 4, 5, 6), forms=None)
 
 
 def refresh_items(container, item, held=None):
@@ -226,13 +224,10 @@ linear_pair(_reread_vjp_item, _reread_jvp_item)
 linear_pair(_reread_slot_vjp, _reread_slot_jvp)
 linear_pair(_reread_slot_vjp_old, _reread_slot_jvp_old)
 
-defvjp(_dict_of, None, _dict_of_vjp)
-defjvp(_dict_of, None, _dict_of_jvp)
-static(_dict_of, 0)
+entry(_dict_of, (None, _dict_of_vjp), (None, _dict_of_jvp), static=(0,), forms=None)
 linear_pair(_dict_of_vjp, _dict_of_jvp)
 RULES_OF_RULES.add(_dict_of)            # a helper of refresh_items's forward rule
-defvjp(refresh_items, _refresh_vjp_container, _refresh_vjp_item)
-defjvp(refresh_items, _refresh_jvp_container, _refresh_jvp_item)
-static(refresh_items, 2)
+entry(refresh_items, (_refresh_vjp_container, _refresh_vjp_item),
+      (_refresh_jvp_container, _refresh_jvp_item), static=(2,), forms=None)
 
 nondifferentiable(holds, is_mutable, _slots, _slot_of, _reread_slot, _is_container, _keys_of)

@@ -12,6 +12,15 @@ and let it read only its parameters and module-level names.
 
 A batch of tangents (rules/batching.py) meets a ufunc's JVP lifted; any other function
 says `batched=True` when its JVP takes the batch as it stands.
+
+Any other function's rules are one `entry`: the VJP and the JVP (one rule per
+positional argument, as a tuple, None for an argument without a derivative), the JVP
+taking a batch of tangents where there is one, the arguments that never carry a
+derivative, and the docs' line:
+
+    entry(np.interp, (interp_vjp_x, interp_vjp_xp, interp_vjp_fp),
+          (interp_jvp_x, interp_jvp_xp, interp_jvp_fp),
+          forms='derivative in x, xp and fp')
 """
 from __future__ import annotations
 
@@ -19,10 +28,11 @@ import math
 import types
 
 from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable, primitive
+from tapeflow.rules.registry import static as declare_static
 from tapeflow.rules.shapes import fit
 
-__all__ = ['elementwise', 'inlinable', 'scalar_twin', 'StandIn', 'MATH_FOR_NUMPY',
+__all__ = ['entry', 'elementwise', 'inlinable', 'scalar_twin', 'StandIn', 'MATH_FOR_NUMPY',
            'binary', 'def_elementwise', 'def_linear', 'def_nondiff',
            'HOLOMORPHIC', 'REAL', 'REAL_OR_COMPLEX', 'PYTHON_FLOATS']
 
@@ -38,6 +48,36 @@ def inlinable(rule):
     `defvjp` is called by name): the rule helpers mark the formulas they are given."""
     rule.__tapeflow_inline__ = True
     return rule
+
+
+def entry(fn, vjp, jvp, *, forms, batched=None, static=(), also=(), name=None):
+    """Register all the rules of `fn` at once; returns its table entry.
+
+    `vjp`, `jvp`, `batched`: a rule for argument 0, or a tuple of rules, one per
+    positional argument (None skips one): the VJP `vjp(g, ans, *args, **kwargs)`, the
+    JVP `jvp(t, ans, *args, **kwargs)` and the JVP of a batch of tangents
+    (rules/batching.py). The rules are registered as given (a lambda is called, not
+    inlined: `elementwise` and `binary` inline their formulas). `static`: positional
+    arguments that never carry a derivative (axes, shapes). `forms`: the argument forms
+    the rules support, the line docs/numpy-support.md shows (None: no line, as for the
+    helpers generated code calls). `also`: other functions with the same rules, each
+    registered and described alike (np.amax of np.max; each its own entry, not an
+    `alias`: a rule added later to one is not the other's). `name`: the name errors give.
+    """
+    for target in (fn, *also):
+        defvjp(target, *_per_argument(vjp), name=name if target is fn else None)
+        defjvp(target, *_per_argument(jvp))
+        if batched is not None:
+            defjvp_batched(target, *_per_argument(batched))
+        if static:
+            declare_static(target, *static)
+        if forms is not None:
+            describe(forms, target)
+    return primitive(fn)
+
+
+def _per_argument(rules):
+    return rules if isinstance(rules, tuple) else (rules,)
 
 
 def elementwise(fn, rule, jvp=None, *, forms, scalar=None, also=(), batched=False):

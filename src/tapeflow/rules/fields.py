@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched
+from tapeflow.rules.entries import entry
 from tapeflow.rules.indexing import untake
-from tapeflow.rules.registry import defjvp, defvjp, static
 
 __all__ = ['field', 'field_cotangent', 'field_tangent']
 
@@ -65,17 +64,14 @@ def _field_jvp(t, ans, obj, name):
     return field_tangent(t, obj, name)
 
 
-defvjp(field, _field_vjp)
-defjvp(field, _field_jvp)
-defjvp_batched(field, _field_jvp)
-static(field, 1)
+entry(field, _field_vjp, _field_jvp, batched=_field_jvp, static=(1,), forms=None)
 
 # Generated code calls these: both linear in their first argument, each the other's transpose.
-defvjp(field_cotangent, lambda h, ans, g, obj, name: field_tangent(h, obj, name))
-defjvp(field_cotangent, lambda t, ans, g, obj, name: field_cotangent(t, obj, name))
-defjvp_batched(field_cotangent, lambda t, ans, g, obj, name: field_cotangent(t, obj, name))
-static(field_cotangent, 1, 2)
-defvjp(field_tangent, lambda h, ans, t, obj, name: field_cotangent(h, obj, name))
-defjvp(field_tangent, lambda t, ans, u, obj, name: field_tangent(t, obj, name))
-defjvp_batched(field_tangent, lambda t, ans, u, obj, name: field_tangent(t, obj, name))
-static(field_tangent, 1, 2)
+entry(field_cotangent, lambda h, ans, g, obj, name: field_tangent(h, obj, name),
+      lambda t, ans, g, obj, name: field_cotangent(t, obj, name),
+      batched=lambda t, ans, g, obj, name: field_cotangent(t, obj, name), static=(1, 2),
+      forms=None)
+entry(field_tangent, lambda h, ans, t, obj, name: field_cotangent(h, obj, name),
+      lambda t, ans, u, obj, name: field_tangent(t, obj, name),
+      batched=lambda t, ans, u, obj, name: field_tangent(t, obj, name), static=(1, 2),
+      forms=None)

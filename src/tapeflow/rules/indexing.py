@@ -25,6 +25,7 @@ from tapeflow.errors import UnsupportedError
 from tapeflow.rules.arrays import is_api_only, is_foreign_array, library_of, to_library
 from tapeflow.rules.array_api import zeros_api
 from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
+from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
@@ -135,10 +136,7 @@ def untake_jvp_batched(t, ans, g, x, idx):
 
 
 # Generated code calls `untake`: it is a primitive, linear in g.
-defvjp(untake, untake_vjp)
-defjvp(untake, untake_jvp)
-defjvp_batched(untake, untake_jvp_batched)
-static(untake, 1, 2)
+entry(untake, untake_vjp, untake_jvp, batched=untake_jvp_batched, static=(1, 2), forms=None)
 
 
 def getitem_vjp(g, ans, x, idx):
@@ -155,13 +153,9 @@ def getitem_jvp_batched(t, ans, x, idx):
     return rows_at(t, idx)
 
 
-defvjp(operator.getitem, getitem_vjp)
-defjvp(operator.getitem, getitem_jvp)
-defjvp_batched(operator.getitem, getitem_jvp_batched)
-static(operator.getitem, 1)
-describe('int, slice (negative bounds/steps), None, Ellipsis, int arrays '
-         '(repeats accumulate), boolean masks, tuples mixing them; lists and tuples as x',
-         operator.getitem)
+entry(operator.getitem, getitem_vjp, getitem_jvp, batched=getitem_jvp_batched, static=(1,),
+      forms='int, slice (negative bounds/steps), None, Ellipsis, int arrays (repeats '
+            'accumulate), boolean masks, tuples mixing them; lists and tuples as x')
 
 
 # ---------------------------------------------------------------- gathers
@@ -265,14 +259,10 @@ def linalg_trace_jvp(t, ans, x, offset=0, dtype=None):
     return np.linalg.trace(t, offset=offset)
 
 
-defvjp(np.trace, trace_vjp)
-defjvp(np.trace, trace_jvp)
-defvjp(np.linalg.trace, linalg_trace_vjp)
-defjvp(np.linalg.trace, linalg_trace_jvp)
-defjvp_batched(np.trace, trace_jvp_batched)
-defjvp_batched(np.linalg.trace, linalg_trace_jvp)     # the last two axes: a batch as it stands
-describe('offset, axis1, axis2', np.trace)
-describe('offset (last two axes)', np.linalg.trace)
+entry(np.trace, trace_vjp, trace_jvp, batched=trace_jvp_batched, forms='offset, axis1, axis2')
+entry(np.linalg.trace, linalg_trace_vjp, linalg_trace_jvp,
+      batched=linalg_trace_jvp,       # the last two axes: a batch as it stands
+      forms='offset (last two axes)')
 
 
 # ---------------------------------------------------------------- sort, partition
@@ -311,16 +301,10 @@ def partition_jvp_batched(t, ans, a, kth, axis=-1, kind='introselect', order=Non
 
 
 nondifferentiable(_sorted_sources)
-defvjp(np.sort, sort_vjp)
-defjvp(np.sort, sort_jvp)
-defjvp_batched(np.sort, sort_jvp_batched)
-defvjp(np.partition, partition_vjp)
-defjvp(np.partition, partition_jvp)
-defjvp_batched(np.partition, partition_jvp_batched)
-static(np.partition, 1)
-describe('any shape; axis int or None; ties share no gradient (one order is chosen)',
-         np.sort)
-describe('kth int or sequence; axis int or None', np.partition)
+entry(np.sort, sort_vjp, sort_jvp, batched=sort_jvp_batched,
+      forms='any shape; axis int or None; ties share no gradient (one order is chosen)')
+entry(np.partition, partition_vjp, partition_jvp, batched=partition_jvp_batched, static=(1,),
+      forms='kth int or sequence; axis int or None')
 
 
 # ---------------------------------------------------------------- select, choose
@@ -350,10 +334,9 @@ def select_jvp_default(t, ans, condlist, choicelist, default=0):
 
 
 nondifferentiable(_first_true)
-defvjp(np.select, None, select_vjp_choices, select_vjp_default)
-defjvp(np.select, None, select_jvp_choices, select_jvp_default)
-static(np.select, 0)
-describe('choicelist: list of arrays (cotangent: a list); default broadcastable', np.select)
+entry(np.select, (None, select_vjp_choices, select_vjp_default),
+      (None, select_jvp_choices, select_jvp_default), static=(0,),
+      forms='choicelist: list of arrays (cotangent: a list); default broadcastable')
 
 
 def choose_vjp(g, ans, a, choices, out=None, mode='raise'):
@@ -365,7 +348,5 @@ def choose_jvp(t, ans, a, choices, out=None, mode='raise'):
     return np.choose(a, t, mode=mode) + np.zeros_like(ans)
 
 
-defvjp(np.choose, None, choose_vjp)
-defjvp(np.choose, None, choose_jvp)
-static(np.choose, 0)
-describe('choices: sequence of arrays (cotangent: a list); mode raise/wrap/clip', np.choose)
+entry(np.choose, (None, choose_vjp), (None, choose_jvp), static=(0,),
+      forms='choices: sequence of arrays (cotangent: a list); mode raise/wrap/clip')

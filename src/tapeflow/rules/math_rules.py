@@ -18,11 +18,11 @@ import numpy as np
 
 from tapeflow.rules.powers import times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.entries import PYTHON_FLOATS, elementwise
+from tapeflow.rules.entries import PYTHON_FLOATS, elementwise, entry
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, nondifferentiable,
-                                     static, version_dependent)
+                                     version_dependent)
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -243,37 +243,34 @@ def _sum_jvp_seq_batched(t, ans, args, i):
 
 # ---------------------------------------------------------------- registration
 
-for _fn, _vjps, _jvps in [
-        (math.log, (log_vjp, log_vjp_base), (log_jvp, log_jvp_base)),
-        (math.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y)),
-        (builtins.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y)),
-        (math.atan2, (atan2_vjp_y, atan2_vjp_x), (atan2_jvp_y, atan2_jvp_x)),
-        (math.copysign, (copysign_vjp_x, zero_vjp), (copysign_jvp_x, zero_jvp)),
-        (math.fmod, (first_vjp, fmod_vjp_y), (first_jvp, fmod_jvp_y)),
-        (math.remainder, (first_vjp, remainder_vjp_y), (first_jvp, remainder_jvp_y)),
-        (math.ldexp, (ldexp_vjp,), (ldexp_jvp,)),
-        (math.fsum, (fsum_vjp,), (fsum_jvp,)),
-        (math.prod, (prod_vjp,), (prod_jvp,)),
-        (math.dist, (dist_vjp_p, dist_vjp_q), (dist_jvp_p, dist_jvp_q))]:
-    defvjp(_fn, *_vjps)
-    defjvp(_fn, *_jvps)
-defvjp(complex, complex_vjp_real, complex_vjp_imag)       # complex(re, im) = re + 1j * im
-defjvp(complex, complex_jvp_real, complex_jvp_imag)
-describe('complex(real, imag): Python numbers, by position; the bilinear pairing', complex)
+BOTH = 'Python floats; derivative in both arguments'
+entry(math.log, (log_vjp, log_vjp_base), (log_jvp, log_jvp_base),
+      forms='Python floats; log(x) and log(x, base), derivative in both')
+entry(math.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y), forms=BOTH)
+entry(builtins.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y),
+      batched=(pow_jvp_x, pow_jvp_y), forms=BOTH)       # scalars: a batch as it stands
+entry(math.atan2, (atan2_vjp_y, atan2_vjp_x), (atan2_jvp_y, atan2_jvp_x), forms=BOTH)
+entry(math.copysign, (copysign_vjp_x, zero_vjp), (copysign_jvp_x, zero_jvp),
+      forms='Python floats; derivative in x (the sign argument has none)')
+entry(math.fmod, (first_vjp, fmod_vjp_y), (first_jvp, fmod_jvp_y), forms=BOTH)
+entry(math.remainder, (first_vjp, remainder_vjp_y), (first_jvp, remainder_jvp_y), forms=BOTH)
+entry(math.ldexp, ldexp_vjp, ldexp_jvp, forms='Python float and an int exponent')
+SEQUENCE = 'a sequence of floats (cotangent: a list); start'
+entry(math.fsum, fsum_vjp, fsum_jvp, batched=fsum_jvp_batched, forms=SEQUENCE)
+entry(math.prod, prod_vjp, prod_jvp, batched=prod_jvp_batched, forms=SEQUENCE)
+entry(math.dist, (dist_vjp_p, dist_vjp_q), (dist_jvp_p, dist_jvp_q),
+      batched=(dist_jvp_p_batched, dist_jvp_q_batched),
+      forms='two sequences of coordinates (cotangent: lists)')
+entry(complex, (complex_vjp_real, complex_vjp_imag),        # complex(re, im) = re + 1j * im
+      (complex_jvp_real, complex_jvp_imag),
+      forms='complex(real, imag): Python numbers, by position; the bilinear pairing')
 for _fn in version_dependent(math, 'sumprod', 'Python >= 3.12'):
-    defvjp(_fn, sumprod_vjp_p, sumprod_vjp_q)
-    defjvp(_fn, sumprod_jvp_p, sumprod_jvp_q)
-    defjvp_batched(_fn, sumprod_jvp_p_batched, sumprod_jvp_q_batched)
-    describe('two sequences of floats (cotangent: lists)', _fn)
+    entry(_fn, (sumprod_vjp_p, sumprod_vjp_q), (sumprod_jvp_p, sumprod_jvp_q),
+          batched=(sumprod_jvp_p_batched, sumprod_jvp_q_batched),
+          forms='two sequences of floats (cotangent: lists)')
 for _fn in version_dependent(math, 'fma', 'Python >= 3.13'):
-    defvjp(_fn, fma_vjp_x, fma_vjp_y, fma_vjp_z)
-    defjvp(_fn, fma_jvp_x, fma_jvp_y, fma_jvp_z)
-    describe('Python floats; derivative in all three', _fn)
-
-defjvp_batched(math.fsum, fsum_jvp_batched)
-defjvp_batched(math.prod, prod_jvp_batched)
-defjvp_batched(math.dist, dist_jvp_p_batched, dist_jvp_q_batched)
-defjvp_batched(builtins.pow, pow_jvp_x, pow_jvp_y)       # scalars: a batch as it stands
+    entry(_fn, (fma_vjp_x, fma_vjp_y, fma_vjp_z), (fma_jvp_x, fma_jvp_y, fma_jvp_z),
+          forms='Python floats; derivative in all three')
 
 _variadic(math.hypot, _hypot_vjp, _hypot_jvp)
 def _sequence_vjp(g, ans, x):
@@ -321,16 +318,12 @@ def repeated_jvp(t, ans, seq, count):
     return list(t) * count if isinstance(seq, list) else tuple(t) * count
 
 
-defvjp(repeated, repeated_vjp)
-defjvp(repeated, repeated_jvp)
-static(repeated, 1)
+entry(repeated, repeated_vjp, repeated_jvp, static=(1,),
+      forms='a list or tuple repeated an int number of times ([x] * n)')
 linear_pair(repeated_vjp, repeated_jvp)
-describe('a list or tuple repeated an int number of times ([x] * n)', repeated)
-defvjp(builtins.list, _sequence_vjp)
-defjvp(builtins.list, _list_jvp)
-defvjp(builtins.tuple, _sequence_vjp)
-defjvp(builtins.tuple, _tuple_jvp)
-describe('a list, tuple or array (its rows) made a list / tuple', builtins.list, builtins.tuple)
+MADE = 'a list, tuple or array (its rows) made a list / tuple'
+entry(builtins.list, _sequence_vjp, _list_jvp, forms=MADE)
+entry(builtins.tuple, _sequence_vjp, _tuple_jvp, forms=MADE)
 _variadic(builtins.max, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched, linear=True)
 _variadic(builtins.min, _choice_vjp, _choice_jvp, batched=_choice_jvp_batched, linear=True)
 _variadic(builtins.sum, _sum_vjp_seq, _sum_jvp_seq, count=2, batched=_sum_jvp_seq_batched,
@@ -345,14 +338,7 @@ nondifferentiable(
     builtins.isinstance, builtins.divmod, _zero,
 )
 
-describe('Python floats; log(x) and log(x, base), derivative in both', math.log)
-describe('Python floats; derivative in both arguments', math.pow, builtins.pow,
-         math.atan2, math.fmod, math.remainder)
-describe('Python floats; derivative in x (the sign argument has none)', math.copysign)
-describe('Python float and an int exponent', math.ldexp)
 describe('any number of Python floats', math.hypot)
-describe('a sequence of floats (cotangent: a list); start', math.fsum, math.prod)
-describe('two sequences of coordinates (cotangent: lists)', math.dist)
 describe('several scalars, or one sequence (cotangent: a list); the first of equal '
          'values is chosen', builtins.max, builtins.min)
 describe('a sequence (cotangent: a list) and start', builtins.sum)

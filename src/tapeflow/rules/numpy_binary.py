@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.entries import binary
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.batching import lift_tangent
+from tapeflow.rules.entries import binary, entry
+from tapeflow.rules.registry import nondifferentiable
 from tapeflow.rules.shapes import fit
 
 LN2 = math.log(2.0)
@@ -93,32 +93,23 @@ def _share_jvp_batched(tt, ans, t, x, out, y): return _share(lift_tangent(tt, t,
 
 # Generated code calls `_share` (inlined from the choosers' rules): linear in t,
 # piecewise constant in the others.
-defvjp(_share, _share_vjp, _share_vjp_x, _share_vjp_out, _share_vjp_y)
-defjvp(_share, _share_jvp, _share_zero_jvp, _share_zero_jvp, _share_zero_jvp)
-defjvp_batched(_share, _share_jvp_batched, _share_zero_jvp, _share_zero_jvp, _share_zero_jvp)
+_SHARE_ZERO = (_share_zero_jvp,) * 3
+entry(_share, (_share_vjp, _share_vjp_x, _share_vjp_out, _share_vjp_y),
+      (_share_jvp, *_SHARE_ZERO), batched=(_share_jvp_batched, *_SHARE_ZERO), forms=None)
 
-for _fn in (np.maximum, np.minimum, np.fmax, np.fmin):
-    defvjp(_fn, max_vjp_x, max_vjp_y)
-    defjvp(_fn, max_jvp_x, max_jvp_y)
-
-for _fn, _vjps, _jvps in [
-        (np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y)),
-        (np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y)),
-        (np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y)),
-        (np.nextafter, (mod_vjp_x, zero_vjp_y), (mod_jvp_x, zero_jvp_y)),
-        (np.ldexp, (ldexp_vjp_x,), (ldexp_jvp_x,)),
-        (np.heaviside, (heaviside_vjp_x, heaviside_vjp_y),
-         (heaviside_jvp_x, heaviside_jvp_y))]:
-    defvjp(_fn, *_vjps)
-    defjvp(_fn, *_jvps)
-
-static(np.ldexp, 1)
-describe('broadcasting operands (scalars, 0-d, any shapes); ties share equally',
-         np.maximum, np.minimum, np.fmax, np.fmin)
-describe(BROADCASTING, np.remainder, np.fmod, np.copysign, np.heaviside)
-describe('broadcasting operands; x plus a step that moves only in jumps: 1 in x, 0 in y',
-         np.nextafter)
-describe('broadcasting operands; the integer exponent is static', np.ldexp)
+entry(np.maximum, (max_vjp_x, max_vjp_y), (max_jvp_x, max_jvp_y),
+      also=(np.minimum, np.fmax, np.fmin),
+      forms='broadcasting operands (scalars, 0-d, any shapes); ties share equally')
+entry(np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y), forms=BROADCASTING)
+entry(np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y), forms=BROADCASTING)
+entry(np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y),
+      forms=BROADCASTING)
+entry(np.nextafter, (mod_vjp_x, zero_vjp_y), (mod_jvp_x, zero_jvp_y),
+      forms='broadcasting operands; x plus a step that moves only in jumps: 1 in x, 0 in y')
+entry(np.ldexp, ldexp_vjp_x, ldexp_jvp_x, static=(1,),
+      forms='broadcasting operands; the integer exponent is static')
+entry(np.heaviside, (heaviside_vjp_x, heaviside_vjp_y), (heaviside_jvp_x, heaviside_jvp_y),
+      forms=BROADCASTING)
 
 
 # ---------------------------------------------------------------- where
@@ -137,11 +128,9 @@ def where_jvp_y_batched(t, ans, condition, x, y):
     return where_jvp_y(lift_tangent(t, y, ans), ans, condition, x, y)
 
 
-defvjp(np.where, None, where_vjp_x, where_vjp_y)
-defjvp(np.where, None, where_jvp_x, where_jvp_y)
-defjvp_batched(np.where, None, where_jvp_x_batched, where_jvp_y_batched)
-static(np.where, 0)
-describe('where(condition, x, y) with broadcasting; condition static', np.where)
+entry(np.where, (None, where_vjp_x, where_vjp_y), (None, where_jvp_x, where_jvp_y),
+      batched=(None, where_jvp_x_batched, where_jvp_y_batched), static=(0,),
+      forms='where(condition, x, y) with broadcasting; condition static')
 
 
 # ---------------------------------------------------------------- clip
@@ -202,8 +191,7 @@ def clip_jvp_max_batched(t, ans, a, a_min=None, a_max=None, out=None, min=None, 
 
 
 nondifferentiable(_inside, _below, _above, _bounds, _zero)   # masks, zeros
-defvjp(np.clip, clip_vjp_a, clip_vjp_min, clip_vjp_max)
-defjvp(np.clip, clip_jvp_a, clip_jvp_min, clip_jvp_max)
-defjvp_batched(np.clip, clip_jvp_a_batched, clip_jvp_min_batched, clip_jvp_max_batched)
-describe('a_min/a_max (or min=/max=) scalars, arrays or None, broadcasting; '
-         'derivative in a, a_min and a_max', np.clip)
+entry(np.clip, (clip_vjp_a, clip_vjp_min, clip_vjp_max), (clip_jvp_a, clip_jvp_min, clip_jvp_max),
+      batched=(clip_jvp_a_batched, clip_jvp_min_batched, clip_jvp_max_batched),
+      forms='a_min/a_max (or min=/max=) scalars, arrays or None, broadcasting; '
+            'derivative in a, a_min and a_max')

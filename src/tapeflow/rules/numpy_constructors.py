@@ -6,7 +6,8 @@ differentiates again.
 """
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import linear_pair, nondifferentiable
 from tapeflow.rules.shapes import broadcast_tangent, fill_zeros, fit
 
 
@@ -105,24 +106,20 @@ def _linspace_jvp(t, ans, other, num, endpoint, retstep, axis, from_start):
 
 # ---------------------------------------------------------------- registration
 
-defvjp(np.full, None, full_vjp)
-defjvp(np.full, None, full_jvp)
-defvjp(np.full_like, full_like_vjp_a, full_like_vjp)
-defjvp(np.full_like, full_like_jvp_a, full_like_jvp)
-defvjp(np.linspace, linspace_vjp_start, linspace_vjp_stop)
-defjvp(np.linspace, linspace_jvp_start, linspace_jvp_stop)
-static(np.full, 0)
-static(np.linspace, 2)
+FILL = 'derivative in fill_value (scalar or broadcastable array)'
+entry(np.full, (None, full_vjp), (None, full_jvp), static=(0,), forms=FILL)
+entry(np.full_like, (full_like_vjp_a, full_like_vjp), (full_like_jvp_a, full_like_jvp),
+      forms=FILL)
+entry(np.linspace, (linspace_vjp_start, linspace_vjp_stop),
+      (linspace_jvp_start, linspace_jvp_stop), static=(2,),
+      forms='start and stop scalars or arrays; num, endpoint, axis')
 nondifferentiable(_arange_weights)
-defvjp(np.arange, arange_vjp_0, arange_vjp_1, arange_vjp_2)
-defjvp(np.arange, arange_jvp_0, arange_jvp_1, arange_jvp_2)
+entry(np.arange, (arange_vjp_0, arange_vjp_1, arange_vjp_2),
+      (arange_jvp_0, arange_jvp_1, arange_jvp_2),
+      forms='start, stop, step by position: derivative 1 in start, k in step, 0 in stop '
+            '(the count moves in steps); 0 for an integer dtype')
 # linear in the cotangent and in the tangent, and transposes of each other: their own rules
 for _pair in [(arange_vjp_0, arange_jvp_0), (arange_vjp_1, arange_jvp_1),
               (arange_vjp_2, arange_jvp_2), (linspace_vjp_start, linspace_jvp_start),
               (linspace_vjp_stop, linspace_jvp_stop)]:
     linear_pair(*_pair)
-
-describe('derivative in fill_value (scalar or broadcastable array)', np.full, np.full_like)
-describe('start and stop scalars or arrays; num, endpoint, axis', np.linspace)
-describe('start, stop, step by position: derivative 1 in start, k in step, 0 in stop '
-         '(the count moves in steps); 0 for an integer dtype', np.arange)

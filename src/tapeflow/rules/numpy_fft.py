@@ -11,7 +11,8 @@ ends of the spectrum count once, the others twice. Every `n`/`s`, `axis`/
 """
 import numpy as np
 
-from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import linear_pair
 from tapeflow.rules.shapes import fit
 
 _SWAPPED = {None: 'forward', 'backward': 'forward', 'forward': 'backward', 'ortho': 'ortho'}
@@ -150,27 +151,25 @@ def _irfftn(fn, default_axes):
 
 
 _FFT = np.fft
-for _fn, (_vjp, _jvp) in [
-        (_FFT.fft, _fft1(_FFT.fft)), (_FFT.ifft, _fft1(_FFT.ifft)),
-        (_FFT.fft2, _fftn(_FFT.fft2, (-2, -1))), (_FFT.ifft2, _fftn(_FFT.ifft2, (-2, -1))),
-        (_FFT.fftn, _fftn(_FFT.fftn, None)), (_FFT.ifftn, _fftn(_FFT.ifftn, None)),
-        (_FFT.rfft, _rfft1(_FFT.rfft, False)), (_FFT.ihfft, _rfft1(_FFT.ihfft, True)),
-        (_FFT.irfft, _irfft1(_FFT.irfft, False)), (_FFT.hfft, _irfft1(_FFT.hfft, True)),
-        (_FFT.rfft2, _rfftn(_FFT.rfft2, (-2, -1))), (_FFT.rfftn, _rfftn(_FFT.rfftn, None)),
-        (_FFT.irfft2, _irfftn(_FFT.irfft2, (-2, -1))),
-        (_FFT.irfftn, _irfftn(_FFT.irfftn, None))]:
-    defvjp(_fn, _vjp, name=f'numpy.fft.{_fn.__name__}')
-    defjvp(_fn, _jvp)
+FULL = 'n, axis, norm (backward/ortho/forward); real or complex input'
+FULL_N = 's, axes, norm; real or complex input'
+REAL, REAL_N = 'real input; n (odd or even), axis, norm', 'real input; s, axes, norm'
+HALF = 'half-spectrum input; n (odd or even), axis, norm'
+HALF_N = 'half-spectrum input; s (odd or even), axes, norm'
+for _fn, (_vjp, _jvp), _forms in [
+        (_FFT.fft, _fft1(_FFT.fft), FULL), (_FFT.ifft, _fft1(_FFT.ifft), FULL),
+        (_FFT.fft2, _fftn(_FFT.fft2, (-2, -1)), FULL_N),
+        (_FFT.ifft2, _fftn(_FFT.ifft2, (-2, -1)), FULL_N),
+        (_FFT.fftn, _fftn(_FFT.fftn, None), FULL_N), (_FFT.ifftn, _fftn(_FFT.ifftn, None), FULL_N),
+        (_FFT.rfft, _rfft1(_FFT.rfft, False), REAL), (_FFT.ihfft, _rfft1(_FFT.ihfft, True), REAL),
+        (_FFT.irfft, _irfft1(_FFT.irfft, False), HALF),
+        (_FFT.hfft, _irfft1(_FFT.hfft, True), HALF),
+        (_FFT.rfft2, _rfftn(_FFT.rfft2, (-2, -1)), REAL_N),
+        (_FFT.rfftn, _rfftn(_FFT.rfftn, None), REAL_N),
+        (_FFT.irfft2, _irfftn(_FFT.irfft2, (-2, -1)), HALF_N),
+        (_FFT.irfftn, _irfftn(_FFT.irfftn, None), HALF_N)]:
+    entry(_fn, _vjp, _jvp, forms=_forms, name=f'numpy.fft.{_fn.__name__}')
     linear_pair(_vjp, _jvp)     # a transform is linear: its rules are each other's transpose
-
-describe('n, axis, norm (backward/ortho/forward); real or complex input',
-         _FFT.fft, _FFT.ifft)
-describe('s, axes, norm; real or complex input', _FFT.fft2, _FFT.ifft2, _FFT.fftn,
-         _FFT.ifftn)
-describe('real input; n (odd or even), axis, norm', _FFT.rfft, _FFT.ihfft)
-describe('half-spectrum input; n (odd or even), axis, norm', _FFT.irfft, _FFT.hfft)
-describe('real input; s, axes, norm', _FFT.rfft2, _FFT.rfftn)
-describe('half-spectrum input; s (odd or even), axes, norm', _FFT.irfft2, _FFT.irfftn)
 
 
 # ---------------------------------------------------------------- sample frequencies
@@ -180,8 +179,5 @@ def fftfreq_vjp_d(g, ans, n, d=1.0, device=None): return fit(np.sum(-g * ans / d
 def fftfreq_jvp_d(t, ans, n, d=1.0, device=None): return -t * ans / d
 
 
-for _fn in (np.fft.fftfreq, np.fft.rfftfreq):
-    defvjp(_fn, None, fftfreq_vjp_d)
-    defjvp(_fn, None, fftfreq_jvp_d)
-describe('n an integer count; derivative in the spacing d (by position)',
-         np.fft.fftfreq, np.fft.rfftfreq)
+entry(np.fft.fftfreq, (None, fftfreq_vjp_d), (None, fftfreq_jvp_d), also=(np.fft.rfftfreq,),
+      forms='n an integer count; derivative in the spacing d (by position)')

@@ -5,7 +5,7 @@ with the products).
 import numpy as np
 
 from tapeflow.rules.array_ops import gather, scatter_add
-from tapeflow.rules.registry import defjvp, defvjp, describe
+from tapeflow.rules.entries import entry
 from tapeflow.rules.shapes import fit
 
 
@@ -124,11 +124,8 @@ def polyval_jvp_x(t, ans, p, x): return t * np.polyval(_slope_coefficients(p), x
 
 # ---------------------------------------------------------------- registration
 
-defvjp(np.interp, interp_vjp_x, interp_vjp_xp, interp_vjp_fp, interp_vjp_left,
-       interp_vjp_right)
-defjvp(np.interp, interp_jvp_x, interp_jvp_xp, interp_jvp_fp, interp_jvp_left,
-       interp_jvp_right)
-defvjp(np.polyval, polyval_vjp_p, polyval_vjp_x)
-defjvp(np.polyval, polyval_jvp_p, polyval_jvp_x)
-describe('derivative in x, xp, fp and left, right (given by position); no period', np.interp)
-describe('p 1-D coefficients, x any shape', np.polyval)
+entry(np.interp, (interp_vjp_x, interp_vjp_xp, interp_vjp_fp, interp_vjp_left, interp_vjp_right),
+      (interp_jvp_x, interp_jvp_xp, interp_jvp_fp, interp_jvp_left, interp_jvp_right),
+      forms='derivative in x, xp, fp and left, right (given by position); no period')
+entry(np.polyval, (polyval_vjp_p, polyval_vjp_x), (polyval_jvp_p, polyval_jvp_x),
+      forms='p 1-D coefficients, x any shape')

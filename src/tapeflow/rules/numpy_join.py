@@ -8,9 +8,9 @@ output is a list; its cotangent is a list whose unused entries may be None.
 """
 import numpy as np
 
-from tapeflow.rules.batching import batch_size, defjvp_batched, unbatched_as_batch
-from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, static,
-                                     version_dependent)
+from tapeflow.rules.batching import batch_size, unbatched_as_batch
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import alias, linear_pair, version_dependent
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 
@@ -154,39 +154,28 @@ def unstack_jvp(t, ans, x, axis=0): return np.unstack(t, axis=axis)
 def unstack_jvp_batched(t, ans, x, axis=0): return np.unstack(t, axis=axis % np.ndim(x) + 1)
 
 
+LISTS = 'a list or tuple of arrays'
+entry(np.concatenate, concatenate_vjp, concatenate_jvp, batched=concatenate_jvp_batched,
+      forms=f'{LISTS} (cotangent: the same type); axis int or None')
+entry(np.stack, stack_vjp, stack_jvp, batched=stack_jvp_batched,
+      forms=f'{LISTS} (cotangent: the same type); axis')
 for _fn, _vjp, _jvp, _batched in [
-        (np.concatenate, concatenate_vjp, concatenate_jvp, concatenate_jvp_batched),
-        (np.stack, stack_vjp, stack_jvp, stack_jvp_batched),
         (np.hstack, hstack_vjp, hstack_jvp, hstack_jvp_batched),
         (np.vstack, vstack_vjp, vstack_jvp, vstack_jvp_batched),
         (np.dstack, dstack_vjp, dstack_jvp, dstack_jvp_batched),
-        (np.column_stack, column_stack_vjp, column_stack_jvp, column_stack_jvp_batched),
-        (np.unstack, unstack_vjp, unstack_jvp, unstack_jvp_batched)]:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-    defjvp_batched(_fn, _batched)
+        (np.column_stack, column_stack_vjp, column_stack_jvp, column_stack_jvp_batched)]:
+    entry(_fn, _vjp, _jvp, batched=_batched, forms=f'{LISTS} of any rank (0-d too)')
+entry(np.unstack, unstack_vjp, unstack_jvp, batched=unstack_jvp_batched, forms='axis')
 
 # vstack under its old name: deprecated in NumPy 2.0, removed in 2.5.
 for _fn in version_dependent(np, 'row_stack', 'NumPy < 2.5 (np.vstack under its old name)'):
     alias(_fn, np.vstack)
 
-defvjp(np.append, append_vjp_arr, append_vjp_values)
-defjvp(np.append, append_jvp_arr, append_jvp_values)
+entry(np.append, (append_vjp_arr, append_vjp_values), (append_jvp_arr, append_jvp_values),
+      forms='axis None or int; derivative in arr and values')
 
 for _fn in (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit):
     _vjp, _jvp, _batched = _split_rules(_fn)
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-    defjvp_batched(_fn, _batched)
-    static(_fn, 1, 2)
+    entry(_fn, _vjp, _jvp, batched=_batched, static=(1, 2),
+          forms='sections int or index list; axis (cotangent: a list, None for unused parts)')
     linear_pair(_vjp, _jvp)         # a split only places numbers: its rules are linear
-
-describe('a list or tuple of arrays (cotangent: the same type); axis int or None',
-         np.concatenate)
-describe('a list or tuple of arrays (cotangent: the same type); axis', np.stack)
-describe('a list or tuple of arrays of any rank (0-d too)', np.hstack, np.vstack,
-         np.dstack, np.column_stack)
-describe('axis None or int; derivative in arr and values', np.append)
-describe('sections int or index list; axis (cotangent: a list, None for unused parts)',
-         np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit)
-describe('axis', np.unstack)

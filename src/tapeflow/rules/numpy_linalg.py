@@ -12,8 +12,8 @@ for eigenvector and singular-vector derivatives.
 """
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.registry import RULES, defjvp, defvjp, describe
+from tapeflow.rules.batching import lift_tangent
+from tapeflow.rules.entries import entry
 from tapeflow.rules.shapes import fill_zeros, fit, rebuild
 
 inv, solve = np.linalg.inv, np.linalg.solve
@@ -377,45 +377,36 @@ def multi_dot_jvp(t, ans, arrays, out=None): return _multi_dot_jvp(t, arrays)
 
 # ---------------------------------------------------------------- registration
 
-for _fn, _vjps, _jvps in [
-        (np.linalg.inv, (inv_vjp,), (inv_jvp,)), (np.linalg.det, (det_vjp,), (det_jvp,)),
-        (np.linalg.slogdet, (slogdet_vjp,), (slogdet_jvp,)),
-        (np.linalg.solve, (solve_vjp_a, solve_vjp_b), (solve_jvp_a, solve_jvp_b)),
-        (np.linalg.pinv, (pinv_vjp,), (pinv_jvp,)),
-        (np.linalg.cholesky, (cholesky_vjp,), (cholesky_jvp,)),
-        (np.linalg.eigh, (eigh_vjp,), (eigh_jvp,)),
-        (np.linalg.eigvalsh, (eigvalsh_vjp,), (eigvalsh_jvp,)),
-        (np.linalg.eigvals, (eigvals_vjp,), (eigvals_jvp,)),
-        (np.linalg.eig, (eig_vjp,), (eig_jvp,)),
-        (np.linalg.svd, (svd_vjp,), (svd_jvp,)),
-        (np.linalg.svdvals, (svdvals_vjp,), (svdvals_jvp,)),
-        (np.linalg.matrix_power, (matrix_power_vjp,), (matrix_power_jvp,)),
-        (np.linalg.multi_dot, (multi_dot_vjp,), (multi_dot_jvp,))]:
-    defvjp(_fn, *_vjps, name=f'numpy.linalg.{_fn.__name__}')
-    defjvp(_fn, *_jvps)
-
-describe('batched square matrices', np.linalg.inv, np.linalg.det, np.linalg.slogdet)
-describe('batched; b a vector (1-D) or matrices; derivative in a and b', np.linalg.solve)
-describe('batched, full rank (any m x n)', np.linalg.pinv)
-describe('batched; upper; the derivative lives on the triangle NumPy reads',
-         np.linalg.cholesky)
-describe('batched; UPLO; distinct eigenvalues for eigenvector derivatives',
-         np.linalg.eigh, np.linalg.eigvalsh)
-describe('batched, distinct eigenvalues; complex results', np.linalg.eigvals)
-describe('batched, distinct eigenvalues; eigenvectors (unit norm) only for a real '
-         'spectrum', np.linalg.eig)
-describe('batched; compute_uv; full_matrices only for square input; distinct '
-         'singular values; complex input: singular values only (no singular vectors)',
-         np.linalg.svd)
-describe('batched, distinct singular values; real or complex', np.linalg.svdvals)
-describe('batched; n any int (negative through inv)', np.linalg.matrix_power)
-describe('a list of arrays, 1-D ends (cotangent: a list)', np.linalg.multi_dot)
+def _linalg(fn, vjp, jvp, *, forms, batched=True):
+    """np.linalg's entries: named `numpy.linalg.<fn>`; their JVPs use matmul, solve and
+    broadcasting over leading (stack) axes only, so a batch of tangents
+    (rules/batching.py) goes through them as it is."""
+    entry(fn, vjp, jvp, batched=jvp if batched is True else batched, forms=forms,
+          name=f'numpy.linalg.{fn.__name__}')
 
 
-# These JVPs use matmul, solve and broadcasting over leading (stack) axes
-# only, so a batch of tangents (rules/batching.py) goes through them as it is.
-for _fn in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, np.linalg.eig,
-            np.linalg.eigh, np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.matrix_power,
-            np.linalg.pinv, np.linalg.svd, np.linalg.svdvals):
-    defjvp_batched(_fn, RULES[_fn].jvps[0])
-defjvp_batched(np.linalg.solve, solve_jvp_a, solve_jvp_b_batched)
+_linalg(np.linalg.inv, inv_vjp, inv_jvp, forms='batched square matrices')
+_linalg(np.linalg.det, det_vjp, det_jvp, forms='batched square matrices')
+_linalg(np.linalg.slogdet, slogdet_vjp, slogdet_jvp, forms='batched square matrices')
+_linalg(np.linalg.solve, (solve_vjp_a, solve_vjp_b), (solve_jvp_a, solve_jvp_b),
+        batched=(solve_jvp_a, solve_jvp_b_batched),
+        forms='batched; b a vector (1-D) or matrices; derivative in a and b')
+_linalg(np.linalg.pinv, pinv_vjp, pinv_jvp, forms='batched, full rank (any m x n)')
+_linalg(np.linalg.cholesky, cholesky_vjp, cholesky_jvp,
+        forms='batched; upper; the derivative lives on the triangle NumPy reads')
+EIGH = 'batched; UPLO; distinct eigenvalues for eigenvector derivatives'
+_linalg(np.linalg.eigh, eigh_vjp, eigh_jvp, forms=EIGH)
+_linalg(np.linalg.eigvalsh, eigvalsh_vjp, eigvalsh_jvp, forms=EIGH)
+_linalg(np.linalg.eigvals, eigvals_vjp, eigvals_jvp,
+        forms='batched, distinct eigenvalues; complex results')
+_linalg(np.linalg.eig, eig_vjp, eig_jvp,
+        forms='batched, distinct eigenvalues; eigenvectors (unit norm) only for a real spectrum')
+_linalg(np.linalg.svd, svd_vjp, svd_jvp,
+        forms='batched; compute_uv; full_matrices only for square input; distinct singular '
+              'values; complex input: singular values only (no singular vectors)')
+_linalg(np.linalg.svdvals, svdvals_vjp, svdvals_jvp,
+        forms='batched, distinct singular values; real or complex')
+_linalg(np.linalg.matrix_power, matrix_power_vjp, matrix_power_jvp,
+        forms='batched; n any int (negative through inv)')
+_linalg(np.linalg.multi_dot, multi_dot_vjp, multi_dot_jvp, batched=None,
+        forms='a list of arrays, 1-D ends (cotangent: a list)')

@@ -8,11 +8,11 @@ mapped: they return None and mutate.
 """
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched
+from tapeflow.rules.entries import entry
 from tapeflow.rules.indexing import def_gather, untake
 from tapeflow.rules.numpy_shape import astype, flatten
-from tapeflow.rules.registry import (defjvp, defvjp, describe, linear_pair, nondifferentiable,
-                                     register_attribute, register_method)
+from tapeflow.rules.registry import (linear_pair, nondifferentiable, register_attribute,
+                                     register_method)
 
 __all__ = ['compress', 'item', 'dtype_of', 'itemsize_of', 'nbytes_of', 'strides_of']
 
@@ -59,11 +59,9 @@ def strides_of(x):
 
 
 def_gather(compress, forms='condition: bool sequence; axis None/int')
-defvjp(item, item_vjp)
-defjvp(item, item_jvp)
-defjvp_batched(item, item_jvp_batched)
+entry(item, item_vjp, item_jvp, batched=item_jvp_batched,
+      forms='no index, a flat index, or one index per axis')
 linear_pair(item_vjp, item_jvp)
-describe('no index, a flat index, or one index per axis', item)
 nondifferentiable(dtype_of, itemsize_of, nbytes_of, strides_of)
 
 _ATTRIBUTES = {

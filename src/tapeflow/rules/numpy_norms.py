@@ -6,7 +6,8 @@ tangent times those weights.
 import numpy as np
 
 from tapeflow.rules.numpy_reductions import kept_shape, reduced_axes
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import nondifferentiable
 from tapeflow.rules.shapes import fit
 
 
@@ -108,13 +109,10 @@ def matrix_norm_jvp(t, ans, x, keepdims=False, ord='fro'):
 
 # ---------------------------------------------------------------- registration
 
-for _fn, _vjp, _jvp in [(np.linalg.norm, norm_vjp, norm_jvp),
-                        (np.linalg.vector_norm, vector_norm_vjp, vector_norm_jvp),
-                        (np.linalg.matrix_norm, matrix_norm_vjp, matrix_norm_jvp)]:
-    defvjp(_fn, _vjp, name=f'numpy.linalg.{_fn.__name__}')
-    defjvp(_fn, _jvp)
-
-describe('vector ords (None, 2, 1, inf, -inf, 0, any p) and matrix ords (fro, nuc, '
-         '1, -1, 2, -2, inf, -inf); axis None/int/pair; keepdims', np.linalg.norm)
-describe('any ord, axis None/int/tuple, keepdims', np.linalg.vector_norm)
-describe('ord fro, nuc, 1, -1, 2, -2, inf, -inf; keepdims', np.linalg.matrix_norm)
+entry(np.linalg.norm, norm_vjp, norm_jvp, name='numpy.linalg.norm',
+      forms='vector ords (None, 2, 1, inf, -inf, 0, any p) and matrix ords (fro, nuc, '
+            '1, -1, 2, -2, inf, -inf); axis None/int/pair; keepdims')
+entry(np.linalg.vector_norm, vector_norm_vjp, vector_norm_jvp, name='numpy.linalg.vector_norm',
+      forms='any ord, axis None/int/tuple, keepdims')
+entry(np.linalg.matrix_norm, matrix_norm_vjp, matrix_norm_jvp, name='numpy.linalg.matrix_norm',
+      forms='ord fro, nuc, 1, -1, 2, -2, inf, -inf; keepdims')

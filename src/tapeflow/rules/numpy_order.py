@@ -11,7 +11,8 @@ import numpy as np
 
 from tapeflow.rules.array_ops import gather, positions, scatter_add
 from tapeflow.rules.numpy_reductions import reduced_axes
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import nondifferentiable
 from tapeflow.rules.shapes import fit
 
 _METHODS = ('linear', 'lower', 'higher', 'midpoint')
@@ -193,25 +194,16 @@ def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False, 
 
 nondifferentiable(_terms, _steps, _float_dtype)   # positions and counts
 
-for _fn, _vjp_rule, _jvp_rule in [
-        (np.median, median_vjp, median_jvp), (np.nanmedian, nanmedian_vjp, nanmedian_jvp),
-        (np.quantile, quantile_vjp, quantile_jvp),
-        (np.nanquantile, nanquantile_vjp, nanquantile_jvp),
-        (np.percentile, percentile_vjp, percentile_jvp),
-        (np.nanpercentile, nanpercentile_vjp, nanpercentile_jvp)]:
-    defvjp(_fn, _vjp_rule)
-    defjvp(_fn, _jvp_rule)
-
-for _fn, _vjp_rule, _jvp_rule in [
-        (np.quantile, quantile_vjp_q, quantile_jvp_q),
-        (np.nanquantile, nanquantile_vjp_q, nanquantile_jvp_q),
-        (np.percentile, percentile_vjp_q, percentile_jvp_q),
-        (np.nanpercentile, nanpercentile_vjp_q, nanpercentile_jvp_q)]:
-    defvjp(_fn, _vjp_rule, argnums=[1])
-    defjvp(_fn, _jvp_rule, argnums=[1])
-
-describe('axis None/int/tuple, keepdims; even counts average the middle pair',
-         np.median, np.nanmedian)
-describe('q scalar or array (derivative in q too), axis None/int/tuple, keepdims; '
-         'method linear/lower/higher/midpoint',
-         np.quantile, np.nanquantile, np.percentile, np.nanpercentile)
+MEDIAN = 'axis None/int/tuple, keepdims; even counts average the middle pair'
+entry(np.median, median_vjp, median_jvp, forms=MEDIAN)
+entry(np.nanmedian, nanmedian_vjp, nanmedian_jvp, forms=MEDIAN)
+QUANTILE = ('q scalar or array (derivative in q too), axis None/int/tuple, keepdims; '
+            'method linear/lower/higher/midpoint')
+entry(np.quantile, (quantile_vjp, quantile_vjp_q), (quantile_jvp, quantile_jvp_q),
+      forms=QUANTILE)
+entry(np.nanquantile, (nanquantile_vjp, nanquantile_vjp_q), (nanquantile_jvp, nanquantile_jvp_q),
+      forms=QUANTILE)
+entry(np.percentile, (percentile_vjp, percentile_vjp_q), (percentile_jvp, percentile_jvp_q),
+      forms=QUANTILE)
+entry(np.nanpercentile, (nanpercentile_vjp, nanpercentile_vjp_q),
+      (nanpercentile_jvp, nanpercentile_jvp_q), forms=QUANTILE)

@@ -12,8 +12,8 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import alias, describe
 from tapeflow.rules.shapes import fit
 
 
@@ -291,53 +291,39 @@ def vecmat_jvp_b_batched(t, ans, x1, x2): return np.vecmat(x1, _rows(t, np.ndim(
 
 # ---------------------------------------------------------------- registration
 
+for _fn in (np.tensordot, np.linalg.tensordot):
+    entry(_fn, (tensordot_vjp_a, tensordot_vjp_b), (tensordot_jvp_a, tensordot_jvp_b),
+          batched=(tensordot_jvp_a_batched, tensordot_jvp_b_batched),
+          forms='axes int or pair of ints/sequences (negative too)')
+entry(np.dot, (dot_vjp_a, dot_vjp_b), (dot_jvp_a, dot_jvp_b),
+      batched=(dot_jvp_a_batched, dot_jvp_b_batched),
+      forms='any ranks (0-d multiplies); complex (bilinear)')
+entry(np.inner, (inner_vjp_a, inner_vjp_b), (inner_jvp_a, inner_jvp_b),
+      batched=(inner_jvp_a_batched, inner_jvp_b_batched),
+      forms='any ranks (0-d multiplies); complex (bilinear)')
+for _fn, _forms in [(np.outer, 'any shapes (flattened)'), (np.linalg.outer, '1-D operands')]:
+    entry(_fn, (outer_vjp_a, outer_vjp_b), (outer_jvp_a, outer_jvp_b),
+          batched=(outer_jvp_a_batched, outer_jvp_b_batched), forms=_forms)
+entry(np.vdot, (vdot_vjp_a, vdot_vjp_b), (vdot_jvp_a, vdot_jvp_b),
+      batched=(vdot_jvp_a_batched, vdot_jvp_b_batched), forms='any shapes (flattened)')
+entry(np.kron, (kron_vjp_a, kron_vjp_b), (kron_jvp_a, kron_jvp_b),
+      forms='any ranks (padded with leading 1s)')
+entry(np.cross, (cross_vjp_a, cross_vjp_b), (cross_jvp_a, cross_jvp_b),
+      forms='3-vectors, broadcasting batches; axisa, axisb, axisc, axis')
+entry(np.linalg.cross, (linalg_cross_vjp_a, linalg_cross_vjp_b),
+      (linalg_cross_jvp_a, linalg_cross_jvp_b), forms='3-vectors, broadcasting batches; axis')
+for _fn in (np.vecdot, np.linalg.vecdot):
+    entry(_fn, (vecdot_vjp_a, vecdot_vjp_b), (vecdot_jvp_a, vecdot_jvp_b),
+          batched=(vecdot_jvp_a_batched, vecdot_jvp_b_batched), forms='broadcasting batches; axis')
+entry(np.matvec, (matvec_vjp_a, matvec_vjp_b), (matvec_jvp_a, matvec_jvp_b),
+      batched=(matvec_jvp_a_batched, matvec_jvp_b_batched), forms='broadcasting batches')
+entry(np.vecmat, (vecmat_vjp_a, vecmat_vjp_b), (vecmat_jvp_a, vecmat_jvp_b),
+      batched=(vecmat_jvp_a_batched, vecmat_jvp_b_batched), forms='broadcasting batches')
 for _fn, _vjps, _jvps in [
-        (np.tensordot, (tensordot_vjp_a, tensordot_vjp_b), (tensordot_jvp_a, tensordot_jvp_b)),
-        (np.linalg.tensordot, (tensordot_vjp_a, tensordot_vjp_b),
-         (tensordot_jvp_a, tensordot_jvp_b)),
-        (np.dot, (dot_vjp_a, dot_vjp_b), (dot_jvp_a, dot_jvp_b)),
-        (np.inner, (inner_vjp_a, inner_vjp_b), (inner_jvp_a, inner_jvp_b)),
-        (np.outer, (outer_vjp_a, outer_vjp_b), (outer_jvp_a, outer_jvp_b)),
-        (np.linalg.outer, (outer_vjp_a, outer_vjp_b), (outer_jvp_a, outer_jvp_b)),
-        (np.vdot, (vdot_vjp_a, vdot_vjp_b), (vdot_jvp_a, vdot_jvp_b)),
-        (np.kron, (kron_vjp_a, kron_vjp_b), (kron_jvp_a, kron_jvp_b)),
-        (np.cross, (cross_vjp_a, cross_vjp_b), (cross_jvp_a, cross_jvp_b)),
-        (np.linalg.cross, (linalg_cross_vjp_a, linalg_cross_vjp_b),
-         (linalg_cross_jvp_a, linalg_cross_jvp_b)),
-        (np.vecdot, (vecdot_vjp_a, vecdot_vjp_b), (vecdot_jvp_a, vecdot_jvp_b)),
-        (np.linalg.vecdot, (vecdot_vjp_a, vecdot_vjp_b), (vecdot_jvp_a, vecdot_jvp_b)),
-        (np.matvec, (matvec_vjp_a, matvec_vjp_b), (matvec_jvp_a, matvec_jvp_b)),
-        (np.vecmat, (vecmat_vjp_a, vecmat_vjp_b), (vecmat_jvp_a, vecmat_jvp_b)),
         (np.convolve, (convolve_vjp_a, convolve_vjp_v), (convolve_jvp_a, convolve_jvp_v)),
         (np.correlate, (correlate_vjp_a, correlate_vjp_v), (correlate_jvp_a, correlate_jvp_v))]:
-    defvjp(_fn, *_vjps)
-    defjvp(_fn, *_jvps)
-
-for _fn, _batched in [
-        (np.tensordot, (tensordot_jvp_a_batched, tensordot_jvp_b_batched)),
-        (np.linalg.tensordot, (tensordot_jvp_a_batched, tensordot_jvp_b_batched)),
-        (np.dot, (dot_jvp_a_batched, dot_jvp_b_batched)),
-        (np.inner, (inner_jvp_a_batched, inner_jvp_b_batched)),
-        (np.outer, (outer_jvp_a_batched, outer_jvp_b_batched)),
-        (np.linalg.outer, (outer_jvp_a_batched, outer_jvp_b_batched)),
-        (np.vdot, (vdot_jvp_a_batched, vdot_jvp_b_batched)),
-        (np.vecdot, (vecdot_jvp_a_batched, vecdot_jvp_b_batched)),
-        (np.linalg.vecdot, (vecdot_jvp_a_batched, vecdot_jvp_b_batched)),
-        (np.matvec, (matvec_jvp_a_batched, matvec_jvp_b_batched)),
-        (np.vecmat, (vecmat_jvp_a_batched, vecmat_jvp_b_batched))]:
-    defjvp_batched(_fn, *_batched)
+    entry(_fn, _vjps, _jvps, forms='1-D real operands; mode full/same/valid')
 
 alias(np.linalg.matmul, operator.matmul)
 
-describe('any ranks (0-d multiplies); complex (bilinear)', np.dot, np.inner)
-describe('axes int or pair of ints/sequences (negative too)', np.tensordot,
-         np.linalg.tensordot)
-describe('any shapes (flattened)', np.outer, np.vdot)
-describe('1-D operands', np.linalg.outer)
-describe('any ranks (padded with leading 1s)', np.kron)
-describe('3-vectors, broadcasting batches; axisa, axisb, axisc, axis', np.cross)
-describe('3-vectors, broadcasting batches; axis', np.linalg.cross)
-describe('broadcasting batches; axis', np.vecdot, np.linalg.vecdot)
-describe('broadcasting batches', np.matvec, np.vecmat)
 describe('every rank NumPy accepts (1-D, batched, broadcast)', np.linalg.matmul)
-describe('1-D real operands; mode full/same/valid', np.convolve, np.correlate)

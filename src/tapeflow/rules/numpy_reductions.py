@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from tapeflow.rules.arrays import is_foreign_array
-from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import nondifferentiable
 from tapeflow.rules.shapes import dense, fit, fit_batch, stack_batch
 
 __all__ = ['reduced_axes', 'kept_shape', 'expand', 'count', 'float_dtype', 'not_nan',
@@ -90,10 +90,8 @@ def _expand_jvp_batched(t, ans, g, x, axis=None, keepdims=False):
 
 
 # Generated code calls `expand` (inlined from reduction rules): linear in g.
-defvjp(expand, _expand_vjp)
-defjvp(expand, _expand_jvp)
-defjvp_batched(expand, _expand_jvp_batched)
-static(expand, 1, 2, 3)
+entry(expand, _expand_vjp, _expand_jvp, batched=_expand_jvp_batched, static=(1, 2, 3),
+      forms=None)
 nondifferentiable(count)
 
 
@@ -251,18 +249,12 @@ def _grad_of_max_jvp_batched(t, ans, g, x, extreme, axis=None, keepdims=False, w
                      * _choice(x, extreme, axis, keepdims, where), x)
 
 
-defvjp(grad_of_sum, _grad_of_sum_vjp)
-defjvp(grad_of_sum, _grad_of_sum_jvp)
-defjvp_batched(grad_of_sum, _grad_of_sum_jvp_batched)
-static(grad_of_sum, 1, 2, 3)
-defvjp(grad_of_mean, _grad_of_mean_vjp)
-defjvp(grad_of_mean, _grad_of_mean_jvp)
-defjvp_batched(grad_of_mean, _grad_of_mean_jvp_batched)
-static(grad_of_mean, 1, 2, 3)
-defvjp(grad_of_max, _grad_of_max_vjp)
-defjvp(grad_of_max, _grad_of_max_jvp)
-defjvp_batched(grad_of_max, _grad_of_max_jvp_batched)
-static(grad_of_max, 1, 2, 3, 4)
+entry(grad_of_sum, _grad_of_sum_vjp, _grad_of_sum_jvp, batched=_grad_of_sum_jvp_batched,
+      static=(1, 2, 3), forms=None)
+entry(grad_of_mean, _grad_of_mean_vjp, _grad_of_mean_jvp, batched=_grad_of_mean_jvp_batched,
+      static=(1, 2, 3), forms=None)
+entry(grad_of_max, _grad_of_max_vjp, _grad_of_max_jvp, batched=_grad_of_max_jvp_batched,
+      static=(1, 2, 3, 4), forms=None)
 
 
 # ---------------------------------------------------------------- sum, mean
@@ -414,26 +406,18 @@ nondifferentiable(reduced_axes, kept_shape, _axis, not_nan, float_dtype, _choice
                   _range_weights, _plain, _kept, _size)
 
 
-for _fn, _vjp, _jvp, _batched in [
-        (np.sum, sum_vjp, sum_jvp, sum_jvp_batched),
-        (np.mean, mean_vjp, mean_jvp, mean_jvp_batched),
-        (np.nansum, nansum_vjp, nansum_jvp, nansum_jvp_batched),
-        (np.nanmean, nanmean_vjp, nanmean_jvp, nanmean_jvp_batched),
-        (np.prod, prod_vjp, prod_jvp, prod_jvp_batched),
-        (np.nanprod, nanprod_vjp, nanprod_jvp, nanprod_jvp_batched),
-        (np.max, max_vjp, max_jvp, max_jvp_batched), (np.min, max_vjp, max_jvp, max_jvp_batched),
-        (np.amax, max_vjp, max_jvp, max_jvp_batched),
-        (np.amin, max_vjp, max_jvp, max_jvp_batched),
-        (np.nanmax, max_vjp, max_jvp, max_jvp_batched),
-        (np.nanmin, max_vjp, max_jvp, max_jvp_batched),
-        (np.ptp, ptp_vjp, ptp_jvp, ptp_jvp_batched)]:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-    defjvp_batched(_fn, _batched)
-
-describe('axis None/int/tuple, keepdims, where, dtype, initial', np.sum, np.nansum)
-describe('axis None/int/tuple, keepdims, where, dtype', np.mean, np.nanmean)
-describe('axis None/int/tuple, keepdims, where; exact with zeros', np.prod, np.nanprod)
-describe('axis None/int/tuple, keepdims, where, initial; ties share equally',
-         np.max, np.min, np.amax, np.amin, np.nanmax, np.nanmin)
-describe('axis None/int/tuple, keepdims; ties share equally', np.ptp)
+AXES = 'axis None/int/tuple, keepdims'
+entry(np.sum, sum_vjp, sum_jvp, batched=sum_jvp_batched, forms=f'{AXES}, where, dtype, initial')
+entry(np.mean, mean_vjp, mean_jvp, batched=mean_jvp_batched, forms=f'{AXES}, where, dtype')
+entry(np.nansum, nansum_vjp, nansum_jvp, batched=nansum_jvp_batched,
+      forms=f'{AXES}, where, dtype, initial')
+entry(np.nanmean, nanmean_vjp, nanmean_jvp, batched=nanmean_jvp_batched,
+      forms=f'{AXES}, where, dtype')
+entry(np.prod, prod_vjp, prod_jvp, batched=prod_jvp_batched,
+      forms=f'{AXES}, where; exact with zeros')
+entry(np.nanprod, nanprod_vjp, nanprod_jvp, batched=nanprod_jvp_batched,
+      forms=f'{AXES}, where; exact with zeros')
+entry(np.max, max_vjp, max_jvp, batched=max_jvp_batched,
+      also=(np.min, np.amax, np.amin, np.nanmax, np.nanmin),
+      forms=f'{AXES}, where, initial; ties share equally')
+entry(np.ptp, ptp_vjp, ptp_jvp, batched=ptp_jvp_batched, forms=f'{AXES}; ties share equally')

@@ -10,8 +10,8 @@ Jacobian of the products of the other elements when a zero is present,
 import numpy as np
 
 from tapeflow.rules.numpy_reductions import expand, float_dtype, not_nan, reduced_axes
-from tapeflow.rules.batching import defjvp_batched
-from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import linear_pair
 from tapeflow.rules.shapes import fit
 
 
@@ -228,26 +228,19 @@ def gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
 
 # ---------------------------------------------------------------- registration
 
-for _fn, _vjp, _jvp in [
-        (np.cumsum, cumsum_vjp, cumsum_jvp), (np.nancumsum, nancumsum_vjp, nancumsum_jvp),
-        (np.cumprod, cumprod_vjp, cumprod_jvp),
-        (np.nancumprod, nancumprod_vjp, nancumprod_jvp),
-        (np.cumulative_sum, cumulative_sum_vjp, cumulative_sum_jvp),
-        (np.cumulative_prod, cumulative_prod_vjp, cumulative_prod_jvp),
-        (np.diff, diff_vjp, diff_jvp), (np.ediff1d, ediff1d_vjp, ediff1d_jvp),
-        (np.trapezoid, trapezoid_vjp, trapezoid_jvp),
-        (np.gradient, gradient_vjp, gradient_jvp)]:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
+entry(np.cumsum, cumsum_vjp, cumsum_jvp, batched=cumsum_jvp_batched,
+      forms='axis None/int, dtype')
+entry(np.nancumsum, nancumsum_vjp, nancumsum_jvp, batched=nancumsum_jvp_batched,
+      forms='axis None/int, dtype')
+entry(np.cumprod, cumprod_vjp, cumprod_jvp, forms='axis None/int; exact with zeros')
+entry(np.nancumprod, nancumprod_vjp, nancumprod_jvp, forms='axis None/int; exact with zeros')
+entry(np.cumulative_sum, cumulative_sum_vjp, cumulative_sum_jvp, forms='axis, include_initial')
+entry(np.cumulative_prod, cumulative_prod_vjp, cumulative_prod_jvp,
+      forms='axis, include_initial')
+entry(np.diff, diff_vjp, diff_jvp, forms='n, axis, prepend, append (constants)')
+entry(np.ediff1d, ediff1d_vjp, ediff1d_jvp, forms='to_end, to_begin (constants)')
+entry(np.trapezoid, trapezoid_vjp, trapezoid_jvp,
+      forms='x (constant sample points, 1-D or full), dx, axis')
+entry(np.gradient, gradient_vjp, gradient_jvp,
+      forms='spacings: scalars or coordinate arrays; axis None/int/tuple; edge_order 1, 2')
 linear_pair(gradient_vjp, gradient_jvp)     # linear in g and t; the spacings are constants
-defjvp_batched(np.cumsum, cumsum_jvp_batched)
-defjvp_batched(np.nancumsum, nancumsum_jvp_batched)
-
-describe('axis None/int, dtype', np.cumsum, np.nancumsum)
-describe('axis None/int; exact with zeros', np.cumprod, np.nancumprod)
-describe('axis, include_initial', np.cumulative_sum, np.cumulative_prod)
-describe('n, axis, prepend, append (constants)', np.diff)
-describe('to_end, to_begin (constants)', np.ediff1d)
-describe('x (constant sample points, 1-D or full), dx, axis', np.trapezoid)
-describe('spacings: scalars or coordinate arrays; axis None/int/tuple; edge_order 1, 2',
-         np.gradient)

@@ -11,8 +11,9 @@ cotangent of a list argument (`np.array([a, b])`) is a list.
 import numpy as np
 
 from tapeflow.rules.array_ops import positions, scatter_add
-from tapeflow.rules.batching import defjvp_batched, lift_tangent
-from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, static
+from tapeflow.rules.batching import lift_tangent
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair
 from tapeflow.rules.shapes import fill_zeros, fit, stack_batch, structure_shape
 
 __all__ = ['flatten', 'astype', 'MAX_ARGS']
@@ -300,48 +301,49 @@ def array_jvp_batched(t, ans, obj, dtype=None, order=None, copy=None, subok=Fals
 
 # ---------------------------------------------------------------- registration
 
-_RULES = [
-    (np.reshape, reshape_vjp, reshape_jvp), (np.ravel, ravel_vjp, ravel_jvp),
-    (flatten, ravel_vjp, flatten_jvp),
-    (np.expand_dims, expand_dims_vjp, expand_dims_jvp), (np.squeeze, squeeze_vjp, squeeze_jvp),
-    (np.transpose, transpose_vjp, transpose_jvp),
-    (np.matrix_transpose, matrix_transpose_vjp, matrix_transpose_jvp),
-    (np.linalg.matrix_transpose, matrix_transpose_vjp, matrix_transpose_jvp),
-    (np.swapaxes, swapaxes_vjp, swapaxes_jvp), (np.moveaxis, moveaxis_vjp, moveaxis_jvp),
-    (np.rollaxis, rollaxis_vjp, rollaxis_jvp),
-    (np.flip, flip_vjp, flip_jvp), (np.fliplr, fliplr_vjp, fliplr_jvp),
-    (np.flipud, flipud_vjp, flipud_jvp), (np.roll, roll_vjp, roll_jvp),
-    (np.rot90, rot90_vjp, rot90_jvp), (np.triu, triu_vjp, triu_jvp),
-    (np.tril, tril_vjp, tril_jvp), (np.tile, tile_vjp, tile_jvp),
-    (np.repeat, repeat_vjp, repeat_jvp), (np.broadcast_to, broadcast_to_vjp, broadcast_to_jvp),
-    (np.copy, copy_vjp, copy_jvp), (np.astype, astype_vjp, astype_jvp),
-    (astype, astype_vjp, astype_jvp),
-    (np.array, array_vjp, array_jvp), (np.asarray, array_vjp, array_jvp),
-    (np.asanyarray, array_vjp, array_jvp), (np.ascontiguousarray, array_vjp, array_jvp),
-    (np.asfortranarray, array_vjp, array_jvp),
-]
-for _fn, _vjp, _jvp in _RULES:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-
-for _fn, _batched in [
-        (np.reshape, reshape_jvp_batched), (np.ravel, ravel_jvp_batched),
-        (flatten, ravel_jvp_batched), (np.expand_dims, same_size_jvp_batched),
-        (np.squeeze, same_size_jvp_batched), (np.transpose, transpose_jvp_batched),
-        (np.matrix_transpose, matrix_transpose_jvp),        # the last two axes: as they stand
-        (np.linalg.matrix_transpose, matrix_transpose_jvp),
-        (np.swapaxes, swapaxes_jvp_batched), (np.moveaxis, moveaxis_jvp_batched),
-        (np.rollaxis, rollaxis_jvp_batched), (np.flip, flip_jvp_batched),
-        (np.fliplr, fliplr_jvp_batched), (np.flipud, flipud_jvp_batched),
-        (np.roll, roll_jvp_batched), (np.rot90, rot90_jvp_batched),
-        (np.triu, triu_jvp_batched), (np.tril, tril_jvp_batched), (np.tile, tile_jvp_batched),
-        (np.repeat, repeat_jvp_batched), (np.broadcast_to, broadcast_to_jvp_batched),
-        (np.copy, copy_jvp), (np.astype, astype_jvp), (astype, astype_jvp),
-        (np.array, array_jvp_batched), (np.asarray, array_jvp_batched),
-        (np.asanyarray, array_jvp_batched), (np.ascontiguousarray, array_jvp_batched),
-        (np.asfortranarray, array_jvp_batched)]:
-    defjvp_batched(_fn, _batched)
-
+RESHAPE = 'any shape (-1 allowed), order C/F'
+entry(np.reshape, reshape_vjp, reshape_jvp, batched=reshape_jvp_batched, static=(1,),
+      forms=RESHAPE)
+entry(np.ravel, ravel_vjp, ravel_jvp, batched=ravel_jvp_batched, forms=RESHAPE)
+entry(flatten, ravel_vjp, flatten_jvp, batched=ravel_jvp_batched, forms=RESHAPE)
+entry(np.expand_dims, expand_dims_vjp, expand_dims_jvp, batched=same_size_jvp_batched,
+      static=(1,), forms='axis int or tuple')
+entry(np.squeeze, squeeze_vjp, squeeze_jvp, batched=same_size_jvp_batched, static=(1,),
+      forms='axis int or tuple')
+entry(np.transpose, transpose_vjp, transpose_jvp, batched=transpose_jvp_batched, static=(1,),
+      forms='axes None or any permutation')
+AXES = 'any axes, negative too'
+entry(np.matrix_transpose, matrix_transpose_vjp, matrix_transpose_jvp,
+      batched=matrix_transpose_jvp,       # the last two axes: as it stands
+      also=(np.linalg.matrix_transpose,), forms=AXES)
+entry(np.swapaxes, swapaxes_vjp, swapaxes_jvp, batched=swapaxes_jvp_batched, static=(1, 2),
+      forms=AXES)
+entry(np.moveaxis, moveaxis_vjp, moveaxis_jvp, batched=moveaxis_jvp_batched, static=(1, 2),
+      forms=AXES)
+entry(np.rollaxis, rollaxis_vjp, rollaxis_jvp, batched=rollaxis_jvp_batched, static=(1, 2),
+      forms=AXES)
+entry(np.flip, flip_vjp, flip_jvp, batched=flip_jvp_batched, static=(1,),
+      forms='axis None/int/tuple')
+entry(np.fliplr, fliplr_vjp, fliplr_jvp, batched=fliplr_jvp_batched, forms=None)
+entry(np.flipud, flipud_vjp, flipud_jvp, batched=flipud_jvp_batched, forms=None)
+entry(np.roll, roll_vjp, roll_jvp, batched=roll_jvp_batched, static=(1, 2),
+      forms='shift int or tuple, axis None/int/tuple')
+entry(np.rot90, rot90_vjp, rot90_jvp, batched=rot90_jvp_batched, static=(1, 2), forms='k, axes')
+entry(np.triu, triu_vjp, triu_jvp, batched=triu_jvp_batched, static=(1,), forms='k; batched')
+entry(np.tril, tril_vjp, tril_jvp, batched=tril_jvp_batched, static=(1,), forms='k; batched')
+entry(np.tile, tile_vjp, tile_jvp, batched=tile_jvp_batched, static=(1,),
+      forms='reps int or tuple (fewer or more dims than the input)')
+entry(np.repeat, repeat_vjp, repeat_jvp, batched=repeat_jvp_batched, static=(1, 2),
+      forms='repeats int or array, axis None/int')
+entry(np.broadcast_to, broadcast_to_vjp, broadcast_to_jvp, batched=broadcast_to_jvp_batched,
+      static=(1,), forms='any broadcastable shape (leading and size-1 axes)')
+entry(np.copy, copy_vjp, copy_jvp, batched=copy_jvp, forms='order, subok')
+entry(np.astype, astype_vjp, astype_jvp, batched=astype_jvp, static=(1,), also=(astype,),
+      forms='float or complex dtype; a cast to an integer type has zero derivative')
+entry(np.array, array_vjp, array_jvp, batched=array_jvp_batched,
+      also=(np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray),
+      forms='arrays, or (nested) lists/tuples of differentiable scalars and arrays '
+            '(cotangent: the same structure); dtype, ndmin')
 
 
 def _variadic(fn, vjp, jvp):
@@ -375,32 +377,6 @@ for _fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
 _variadic(np.broadcast_arrays, broadcast_arrays_vjp, broadcast_arrays_jvp)
 _variadic(np.meshgrid, meshgrid_vjp, meshgrid_jvp)
 
-for _fn, _argnums in [(np.reshape, (1,)), (np.expand_dims, (1,)), (np.squeeze, (1,)),
-                      (np.transpose, (1,)), (np.swapaxes, (1, 2)), (np.moveaxis, (1, 2)),
-                      (np.rollaxis, (1, 2)), (np.flip, (1,)), (np.roll, (1, 2)),
-                      (np.rot90, (1, 2)), (np.triu, (1,)), (np.tril, (1,)), (np.tile, (1,)),
-                      (np.repeat, (1, 2)), (np.broadcast_to, (1,)), (np.astype, (1,)),
-                      (astype, (1,))]:
-    static(_fn, *_argnums)
-
-describe('any shape (-1 allowed), order C/F', np.reshape, np.ravel, flatten)
-describe('axis int or tuple', np.expand_dims, np.squeeze)
-describe('axes None or any permutation', np.transpose)
-describe('any axes, negative too', np.swapaxes, np.moveaxis, np.rollaxis,
-         np.matrix_transpose, np.linalg.matrix_transpose)
-describe('axis None/int/tuple', np.flip)
-describe('shift int or tuple, axis None/int/tuple', np.roll)
-describe('k, axes', np.rot90)
-describe('k; batched', np.triu, np.tril)
-describe('reps int or tuple (fewer or more dims than the input)', np.tile)
-describe('repeats int or array, axis None/int', np.repeat)
-describe('any broadcastable shape (leading and size-1 axes)', np.broadcast_to)
 describe('any number of arrays (cotangent per argument)', np.atleast_1d, np.atleast_2d,
          np.atleast_3d, np.broadcast_arrays)
 describe('any number of 1-D inputs; indexing xy/ij, sparse', np.meshgrid)
-describe('float or complex dtype; a cast to an integer type has zero derivative',
-         np.astype, astype)
-describe('order, subok', np.copy)
-describe('arrays, or (nested) lists/tuples of differentiable scalars and arrays '
-         '(cotangent: the same structure); dtype, ndmin',
-         np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)

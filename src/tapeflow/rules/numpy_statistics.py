@@ -5,10 +5,10 @@ statistic's own linearisation.
 """
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched
+from tapeflow.rules.entries import entry
 from tapeflow.rules.numpy_reductions import (batch_axes, count, expand, not_nan,
                                              with_kept_dims)
-from tapeflow.rules.registry import defjvp, defvjp, describe, nondifferentiable
+from tapeflow.rules.registry import nondifferentiable
 from tapeflow.rules.shapes import fit
 
 
@@ -172,23 +172,17 @@ def _average_jvp_w(t, ans, a, axis, weights, returned, keepdims):
     return value
 
 
-defvjp(np.average, average_vjp_a, None, average_vjp_w)
-defjvp(np.average, average_jvp_a, None, average_jvp_w)
-describe('axis None/int/tuple, weights (same shape, or 1-D along axis; differentiable), '
-         'returned, keepdims', np.average)
+entry(np.average, (average_vjp_a, None, average_vjp_w), (average_jvp_a, None, average_jvp_w),
+      forms='axis None/int/tuple, weights (same shape, or 1-D along axis; differentiable), '
+            'returned, keepdims')
 
 
 # ---------------------------------------------------------------- registration
 
 nondifferentiable(_dof)      # counts: constant wherever the rules that call it are differentiable
 
-for _fn, _vjp, _jvp, _batched in [
-        (np.var, var_vjp, var_jvp, var_jvp_batched), (np.std, std_vjp, std_jvp, std_jvp_batched),
-        (np.nanvar, nanvar_vjp, nanvar_jvp, nanvar_jvp_batched),
-        (np.nanstd, nanstd_vjp, nanstd_jvp, nanstd_jvp_batched)]:
-    defvjp(_fn, _vjp)
-    defjvp(_fn, _jvp)
-    defjvp_batched(_fn, _batched)
-
-describe('axis None/int/tuple, ddof or correction, keepdims, where; real or complex',
-         np.var, np.std, np.nanvar, np.nanstd)
+SPREAD = 'axis None/int/tuple, ddof or correction, keepdims, where; real or complex'
+entry(np.var, var_vjp, var_jvp, batched=var_jvp_batched, forms=SPREAD)
+entry(np.std, std_vjp, std_jvp, batched=std_jvp_batched, forms=SPREAD)
+entry(np.nanvar, nanvar_vjp, nanvar_jvp, batched=nanvar_jvp_batched, forms=SPREAD)
+entry(np.nanstd, nanstd_vjp, nanstd_jvp, batched=nanstd_jvp_batched, forms=SPREAD)

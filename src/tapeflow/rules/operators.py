@@ -9,10 +9,11 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.batching import defjvp_batched, lift_tangent
+from tapeflow.rules.batching import lift_tangent
+from tapeflow.rules.entries import entry
 from tapeflow.rules.array_api import matmul_grad_a, matmul_grad_b
 from tapeflow.rules.arrays import is_api_only
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe, nondifferentiable, static
+from tapeflow.rules.registry import alias, describe, nondifferentiable
 from tapeflow.rules.shapes import (broadcast_tangent, dense, is_symbolic_zero, unbroadcast,
                                    unbroadcast_batch)
 
@@ -55,14 +56,12 @@ def pos_jvp(t, ans, x):
     return t
 
 
-defvjp(operator.add, add_vjp_x, add_vjp_y)
-defjvp(operator.add, add_jvp, add_jvp)
-defvjp(operator.sub, add_vjp_x, sub_vjp_y)
-defjvp(operator.sub, add_jvp, sub_jvp_y)
-defvjp(operator.neg, neg_vjp)
-defjvp(operator.neg, neg_jvp)
-defvjp(operator.pos, pos_vjp)
-defjvp(operator.pos, pos_jvp)
+BROADCASTING = 'broadcasting operands (scalars, 0-d arrays, any shapes); Python floats'
+UNARY = 'any shape, Python floats'
+entry(operator.add, (add_vjp_x, add_vjp_y), (add_jvp, add_jvp), forms=BROADCASTING)
+entry(operator.sub, (add_vjp_x, sub_vjp_y), (add_jvp, sub_jvp_y), forms=BROADCASTING)
+entry(operator.neg, neg_vjp, neg_jvp, forms=UNARY)
+entry(operator.pos, pos_vjp, pos_jvp, forms=UNARY)
 
 
 # ---------------------------------------------------------------- mul, div
@@ -99,10 +98,8 @@ def div_jvp_y(t, ans, x, y):
     return broadcast_tangent(-t * ans / y, ans)
 
 
-defvjp(operator.mul, mul_vjp_x, mul_vjp_y)
-defjvp(operator.mul, mul_jvp_x, mul_jvp_y)
-defvjp(operator.truediv, div_vjp_x, div_vjp_y)
-defjvp(operator.truediv, div_jvp_x, div_jvp_y)
+entry(operator.mul, (mul_vjp_x, mul_vjp_y), (mul_jvp_x, mul_jvp_y), forms=BROADCASTING)
+entry(operator.truediv, (div_vjp_x, div_vjp_y), (div_jvp_x, div_jvp_y), forms=BROADCASTING)
 
 
 # ---------------------------------------------------------------- matmul
@@ -205,9 +202,9 @@ def matmul_jvp_b_batched(t, ans, a, b):
     return a @ lift_tangent(t, b, ans)
 
 
-defvjp(operator.matmul, matmul_vjp_a, matmul_vjp_b)
-defjvp(operator.matmul, matmul_jvp_a, matmul_jvp_b)
-defjvp_batched(operator.matmul, matmul_jvp_a_batched, matmul_jvp_b_batched)
+MATMUL = 'every rank NumPy accepts (1-D, batched, broadcast batches)'
+entry(operator.matmul, (matmul_vjp_a, matmul_vjp_b), (matmul_jvp_a, matmul_jvp_b),
+      batched=(matmul_jvp_a_batched, matmul_jvp_b_batched), forms=MATMUL)
 
 
 # The two cotangents are themselves products, which generated code calls:
@@ -307,14 +304,11 @@ def _lift_to(t, x, ndim):
     return np.reshape(t, t.shape[:1] + (1,) * missing + t.shape[1:]) if missing > 0 else t
 
 
-defvjp(grad_of_matmul_a, _grad_a_vjp_g, None, _grad_a_vjp_b)
-defjvp(grad_of_matmul_a, _grad_a_jvp_g, None, _grad_a_jvp_b)
-defjvp_batched(grad_of_matmul_a, _grad_a_jvp_g_batched, None, _grad_a_jvp_b_batched)
-static(grad_of_matmul_a, 1)
-defvjp(grad_of_matmul_b, _grad_b_vjp_g, _grad_b_vjp_a)
-defjvp(grad_of_matmul_b, _grad_b_jvp_g, _grad_b_jvp_a)
-defjvp_batched(grad_of_matmul_b, _grad_b_jvp_g_batched, _grad_b_jvp_a_batched)
-static(grad_of_matmul_b, 2)
+entry(grad_of_matmul_a, (_grad_a_vjp_g, None, _grad_a_vjp_b),
+      (_grad_a_jvp_g, None, _grad_a_jvp_b),
+      batched=(_grad_a_jvp_g_batched, None, _grad_a_jvp_b_batched), static=(1,), forms=None)
+entry(grad_of_matmul_b, (_grad_b_vjp_g, _grad_b_vjp_a), (_grad_b_jvp_g, _grad_b_jvp_a),
+      batched=(_grad_b_jvp_g_batched, _grad_b_jvp_a_batched), static=(2,), forms=None)
 
 
 # ---------------------------------------------------------------- no derivative
@@ -368,10 +362,6 @@ def abs_jvp(t, ans, x):
     return np.real(t * conj_unit(x, ans))
 
 
-defvjp(operator.mod, add_vjp_x, mod_vjp_y)
-defjvp(operator.mod, lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: -t * (x // y))
-
-
 def mod_jvp_x_batched(t, ans, x, y):
     return lift_tangent(t, x, ans) + 0 * y
 
@@ -380,9 +370,10 @@ def mod_jvp_y_batched(t, ans, x, y):
     return -lift_tangent(t, y, ans) * (x // y)
 
 
-defjvp_batched(operator.mod, mod_jvp_x_batched, mod_jvp_y_batched)
-defvjp(operator.abs, abs_vjp)
-defjvp(operator.abs, abs_jvp)
+entry(operator.mod, (add_vjp_x, mod_vjp_y),
+      (lambda t, ans, x, y: t + 0 * y, lambda t, ans, x, y: -t * (x // y)),
+      batched=(mod_jvp_x_batched, mod_jvp_y_batched), forms=BROADCASTING)
+entry(operator.abs, abs_vjp, abs_jvp, forms='Python floats and arrays, real or complex; 0 at 0')
 
 # `x += y` differentiates as `x = x + y`.
 for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.sub),
@@ -393,11 +384,7 @@ for _inplace, _op in [(operator.iadd, operator.add), (operator.isub, operator.su
 nondifferentiable(operator.ifloordiv, operator.index, operator.iand, operator.ior,
                   operator.ixor)
 
-describe('broadcasting operands (scalars, 0-d arrays, any shapes); Python floats',
-         operator.add, operator.sub, operator.mul, operator.truediv, operator.mod,
-         operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.imod, np.add,
-         np.subtract, np.multiply, np.divide)
-describe('any shape, Python floats', operator.neg, operator.pos, np.negative, np.positive)
-describe('every rank NumPy accepts (1-D, batched, broadcast batches)', operator.matmul,
-         operator.imatmul, np.matmul)
-describe('Python floats and arrays, real or complex; 0 at 0', operator.abs)
+describe(BROADCASTING, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+         operator.imod, np.add, np.subtract, np.multiply, np.divide)
+describe(UNARY, np.negative, np.positive)
+describe(MATMUL, operator.imatmul, np.matmul)

@@ -7,7 +7,8 @@ import operator
 
 import numpy as np
 
-from tapeflow.rules.registry import alias, defjvp, defvjp, describe
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import alias, describe
 from tapeflow.rules.shapes import broadcast_tangent, unbroadcast
 
 
@@ -86,10 +87,9 @@ def _over_jvp_x(t, ans, b, x):
     return broadcast_tangent(-_over(t * ans, x), ans)
 
 
-defvjp(times_log, _times_log_vjp_a, _times_log_vjp_x)
-defjvp(times_log, _times_log_jvp_a, _times_log_jvp_x)
-defvjp(_over, _over_vjp_b, _over_vjp_x)
-defjvp(_over, _over_jvp_b, _over_jvp_x)
+entry(times_log, (_times_log_vjp_a, _times_log_vjp_x), (_times_log_jvp_a, _times_log_jvp_x),
+      forms=None)
+entry(_over, (_over_vjp_b, _over_vjp_x), (_over_jvp_b, _over_jvp_x), forms=None)
 
 
 def _slope_exponent(y):
@@ -119,10 +119,9 @@ def pow_jvp_y(t, ans, x, y):
     return broadcast_tangent(times_log(t * ans, x), ans)
 
 
-defvjp(operator.pow, pow_vjp_x, pow_vjp_y)
-defjvp(operator.pow, pow_jvp_x, pow_jvp_y)
+BROADCASTING = 'broadcasting operands (scalars, 0-d arrays, any shapes); Python floats'
+entry(operator.pow, (pow_vjp_x, pow_vjp_y), (pow_jvp_x, pow_jvp_y), forms=BROADCASTING)
 
 alias(np.power, operator.pow)
 alias(operator.ipow, operator.pow)
-describe('broadcasting operands (scalars, 0-d arrays, any shapes); Python floats',
-         operator.pow, operator.ipow, np.power)
+describe(BROADCASTING, operator.ipow, np.power)

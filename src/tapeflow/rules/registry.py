@@ -28,7 +28,8 @@ Registering::
         return g * (1.0 - ans * ans)
 
 The helpers in :mod:`tapeflow.rules.entries` make a function's rules one entry
-(`elementwise(np.sin, lambda g, ans, x: g * np.cos(x), forms=..., scalar=math.sin)`)
+(`elementwise(np.sin, lambda g, ans, x: g * np.cos(x), forms=..., scalar=math.sin)`;
+`entry(np.sum, sum_vjp, sum_jvp, batched=..., forms=...)` for any other function)
 and the common shapes one word (`def_elementwise`, `def_linear`, `def_nondiff`).
 """
 from __future__ import annotations

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from tapeflow.rules.registry import RULES_OF_RULES, defjvp, defvjp, describe, static
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import RULES_OF_RULES
 from tapeflow.rules.shapes import fit
 
 try:
@@ -158,53 +159,47 @@ def log_softmax_jvp(t, ans, x, axis=None):
     return t - np.sum(t * np.exp(ans), axis=axis, keepdims=True)
 
 
+def _special(fn, vjp, jvp, *, forms, static=()):
+    """An entry named as users spell the function (`scipy.special.erf`)."""
+    module = 'numpy' if fn is np.i0 else 'scipy.special'
+    entry(fn, vjp, jvp, static=static, forms=forms, name=f'{module}.{fn.__name__}')
+
+
 if sc is not None:
-    _UNARY = [
-        (sc.gammaln, gammaln_vjp, gammaln_jvp), (sc.gamma, gamma_vjp, gamma_jvp),
-        (sc.digamma, digamma_vjp, digamma_jvp), (sc.rgamma, rgamma_vjp, rgamma_jvp),
-        (sc.erf, erf_vjp, erf_jvp), (sc.erfc, erfc_vjp, erfc_jvp),
-        (sc.erfinv, erfinv_vjp, erfinv_jvp), (sc.erfcinv, erfcinv_vjp, erfcinv_jvp),
-        (sc.erfcx, erfcx_vjp, erfcx_jvp), (sc.expit, expit_vjp, expit_jvp),
-        (sc.logit, logit_vjp, logit_jvp), (sc.log_expit, log_expit_vjp, log_expit_jvp),
-        (sc.ndtr, ndtr_vjp, ndtr_jvp), (sc.log_ndtr, log_ndtr_vjp, log_ndtr_jvp),
-        (sc.ndtri, ndtri_vjp, ndtri_jvp), (sc.entr, entr_vjp, entr_jvp),
-        (sc.i0, i0_vjp, i0_jvp), (np.i0, i0_vjp, i0_jvp), (sc.i1, i1_vjp, i1_jvp),
-        (sc.i0e, i0e_vjp, i0e_jvp), (sc.i1e, i1e_vjp, i1e_jvp),
-        (sc.logsumexp, logsumexp_vjp, logsumexp_jvp), (sc.softmax, softmax_vjp, softmax_jvp),
-        (sc.log_softmax, log_softmax_vjp, log_softmax_jvp),
-    ]
-    for _fn, _vjp, _jvp in _UNARY:
-        _module = 'numpy' if _fn is np.i0 else 'scipy.special'
-        defvjp(_fn, _vjp, name=f'{_module}.{_fn.__name__}')
-        defjvp(_fn, _jvp)
+    for _fn, _vjp, _jvp in [
+            (sc.gammaln, gammaln_vjp, gammaln_jvp), (sc.gamma, gamma_vjp, gamma_jvp),
+            (sc.digamma, digamma_vjp, digamma_jvp), (sc.rgamma, rgamma_vjp, rgamma_jvp),
+            (sc.erf, erf_vjp, erf_jvp), (sc.erfc, erfc_vjp, erfc_jvp),
+            (sc.erfinv, erfinv_vjp, erfinv_jvp), (sc.erfcinv, erfcinv_vjp, erfcinv_jvp),
+            (sc.erfcx, erfcx_vjp, erfcx_jvp), (sc.expit, expit_vjp, expit_jvp),
+            (sc.logit, logit_vjp, logit_jvp), (sc.log_expit, log_expit_vjp, log_expit_jvp),
+            (sc.ndtr, ndtr_vjp, ndtr_jvp), (sc.log_ndtr, log_ndtr_vjp, log_ndtr_jvp),
+            (sc.ndtri, ndtri_vjp, ndtri_jvp), (sc.entr, entr_vjp, entr_jvp),
+            (sc.i0, i0_vjp, i0_jvp), (np.i0, i0_vjp, i0_jvp), (sc.i1, i1_vjp, i1_jvp),
+            (sc.i0e, i0e_vjp, i0e_jvp), (sc.i1e, i1e_vjp, i1e_jvp)]:
+        _special(_fn, _vjp, _jvp, forms='any shape, real')
+    _special(sc.logsumexp, logsumexp_vjp, logsumexp_jvp,
+             forms='axis None/int/tuple, keepdims, b (constant weights)')
+    _special(sc.softmax, softmax_vjp, softmax_jvp, forms='axis None/int/tuple')
+    _special(sc.log_softmax, log_softmax_vjp, log_softmax_jvp, forms='axis None/int/tuple')
     for _fn, _vjps, _jvps in [
             (sc.beta, (beta_vjp_a, beta_vjp_b), (beta_jvp_a, beta_jvp_b)),
             (sc.betaln, (betaln_vjp_a, betaln_vjp_b), (betaln_jvp_a, betaln_jvp_b)),
             (sc.xlogy, (xlogy_vjp_x, xlogy_vjp_y), (xlogy_jvp_x, xlogy_jvp_y)),
             (sc.xlog1py, (xlog1py_vjp_x, xlog1py_vjp_y), (xlog1py_jvp_x, xlog1py_jvp_y)),
             (sc.rel_entr, (rel_entr_vjp_x, rel_entr_vjp_y), (rel_entr_jvp_x, rel_entr_jvp_y))]:
-        defvjp(_fn, *_vjps, name=f'scipy.special.{_fn.__name__}')
-        defjvp(_fn, *_jvps)
+        _special(_fn, _vjps, _jvps, forms='broadcasting operands')
     if hurwitz_zeta is not None:
-        defvjp(hurwitz_zeta, None, zeta_vjp_q, name='scipy.special.zeta')
-        defjvp(hurwitz_zeta, None, zeta_jvp_q)
         # (no rule in s: differentiating in s is an error, never a silent 0)
-        describe('Hurwitz zeta(s, q): derivative in q; none in s', hurwitz_zeta)
-        defvjp(_zeta_slope, None, _zeta_slope_vjp)
-        defjvp(_zeta_slope, None, _zeta_slope_jvp)
-        static(_zeta_slope, 0)
+        entry(hurwitz_zeta, (None, zeta_vjp_q), (None, zeta_jvp_q), name='scipy.special.zeta',
+              forms='Hurwitz zeta(s, q): derivative in q; none in s')
+        entry(_zeta_slope, (None, _zeta_slope_vjp), (None, _zeta_slope_jvp), static=(0,),
+              forms=None)
         RULES_OF_RULES.add(_zeta_slope)
-    defvjp(sc.polygamma, None, polygamma_vjp, name='scipy.special.polygamma')
-    defjvp(sc.polygamma, None, polygamma_jvp)
-    static(sc.polygamma, 0)
+    _special(sc.polygamma, (None, polygamma_vjp), (None, polygamma_jvp), static=(0,),
+             forms='derivative in x; the order n is static')
     # the rules' helper is a primitive of its own (its order n is static, never moving
-    # through zeta's s): the rules differentiate again, to any order
-    defvjp(_polygamma, None, polygamma_vjp)         # polygamma's own rules: the same formula
-    defjvp(_polygamma, None, polygamma_jvp)
-    static(_polygamma, 0)
+    # through zeta's s): the rules differentiate again, to any order; polygamma's own
+    # rules: the same formula
+    entry(_polygamma, (None, polygamma_vjp), (None, polygamma_jvp), static=(0,), forms=None)
     RULES_OF_RULES.add(_polygamma)
-    describe('any shape, real', *[fn for fn, _, _ in _UNARY[:-3]])
-    describe('broadcasting operands', sc.beta, sc.betaln, sc.xlogy, sc.xlog1py, sc.rel_entr)
-    describe('derivative in x; the order n is static', sc.polygamma)
-    describe('axis None/int/tuple, keepdims, b (constant weights)', sc.logsumexp)
-    describe('axis None/int/tuple', sc.softmax, sc.log_softmax)
