@@ -2,6 +2,7 @@
 import ast
 
 import gast
+import numpy as np
 
 from tapeflow.syntax import nodes
 from tapeflow.syntax.unparse import unparse, unparse_together
@@ -69,3 +70,34 @@ def test_clone_copies_fields_locations_and_annotations():
     assert getanno(copied[0], Key.ORIGIN) == (3, 4)
     assert copied[0].__dict__['_tapeflow_anno'] is not names[0].__dict__['_tapeflow_anno']
     assert getattr(copied[1].ctx, 'marked', None) is None    # as before: fields and locations only
+
+
+def test_a_negative_number_prints_as_it_binds():
+    """A WRONG VALUE before: ANF and the constant folder make negative constants, and
+    `-1.0 ** 2` (as gast printed the base of a power) is -1.0, not 1.0."""
+    tree = nodes.parse_gast('y = a ** 2 + b.real + x * c')
+    value = tree.body[0].value
+    value.left.left.left = nodes.const(-1.0)         # the base of a power
+    value.left.right.value = nodes.const(-3)         # an attribute's object
+    value.right.right = nodes.const(-0.5)            # an operand that needs nothing
+    text = unparse(tree)
+    assert text == 'y = (-1.0) ** 2 + (-3) .real + x * -0.5\n'
+    assert eval(text.split('= ')[1], {'x': 2.0}) == 1.0 + -3 + -1.0
+
+
+def squares_a_negative_literal(x):
+    return (-1.0) ** 2 * x
+
+
+def divides_by_folded_constants(x):
+    x /= (1.0 + (2.0 - 3.0) ** 2)
+    return np.sum(x * x)
+
+
+def test_negative_literals_keep_their_values_in_generated_code():
+    import tapeflow as tf
+    assert tf.value_and_grad(squares_a_negative_literal)(2.0) == (2.0, 1.0)
+    x = np.array([1.0, 2.0])
+    value, grad = tf.value_and_grad(divides_by_folded_constants)(x.copy())
+    np.testing.assert_allclose(value, np.sum((x / 2.0) ** 2), rtol=1e-15)
+    np.testing.assert_allclose(grad, x / 2.0, rtol=1e-15)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import math
 import os
 
 import gast
@@ -21,7 +22,8 @@ def unparse(node) -> str:
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
     _number_statements(node)
-    text = _SharingUnparser().visit(node) if _SharingUnparser is not None else gast.unparse(node)
+    text = _SharingUnparser().visit(node) if _SharingUnparser is not None \
+        else gast.unparse(_signs_apart(node))
     return text.strip() + '\n'
 
 
@@ -39,7 +41,7 @@ def unparse_together(trees) -> list:
         node = gast.Module(body=tree, type_ignores=[]) if isinstance(tree, list) else tree
         _number_statements(node)
         printer = _SharingUnparser(printed) if _SharingUnparser is not None else None
-        text = printer.visit(node) if printer is not None else gast.unparse(node)
+        text = printer.visit(node) if printer is not None else gast.unparse(_signs_apart(node))
         texts.append(text.strip() + '\n')
     return texts
 
@@ -56,6 +58,28 @@ class _Precedences(dict):
         value = self.base.get(node, default)
         self.read.setdefault(node, value)
         return value
+
+
+_REALS = (int, float)
+
+
+def _signs_apart(tree):
+    """A copy of `tree` whose negative numbers are `-c` (gast's own printer writes a
+    negative constant as `-1.0`, whatever binds it: `-1.0 ** 2` is -1.0)."""
+    from tapeflow.syntax import nodes
+    tree = nodes.clone(tree)
+    for node in list(gast.walk(tree)):
+        for field, value in gast.iter_fields(node):
+            items = value if isinstance(value, list) else [value]
+            for k, item in enumerate(items):
+                if isinstance(item, gast.Constant) and item.value.__class__ in _REALS \
+                        and math.copysign(1, item.value) < 0:
+                    signed = gast.UnaryOp(op=gast.USub(), operand=gast.Constant(-item.value, None))
+                    if isinstance(value, list):
+                        value[k] = signed
+                    else:
+                        setattr(node, field, signed)
+    return tree
 
 
 def _sharing_unparser():
@@ -103,6 +127,16 @@ def _sharing_unparser():
 
         def delimit(self, start, end):
             return Delimit(self, start, end)
+
+        def visit_Constant(self, node):
+            # A negative number prints as `-1.0`, which binds like a unary minus: the
+            # base of a power (`-1.0 ** 2` is -1.0) or an attribute's object needs
+            # parentheses, as `-(1.0)` would get them.
+            value = node.value
+            if value.__class__ in _REALS and math.copysign(1, value) < 0:
+                with self.require_parens(_Precedence.FACTOR, node):
+                    return super().visit_Constant(node)
+            return super().visit_Constant(node)
 
         def delimit_if(self, start, end, condition):
             return Delimit(self, start, end) if condition else nothing

@@ -112,10 +112,11 @@ def _folded(node, namespace, probe=False):
             return _literal(node.left) and _literal(node.right)
         return _binop(node)
     if node.__class__ is ast.UnaryOp:
-        if isinstance(node.op, (ast.USub, ast.UAdd)) and _literal(node.operand):
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and _literal(node.operand) \
+                and not _signed(node):
             if probe:
                 return True
-            value = node.operand.value
+            value = _value(node.operand)
             return _as_literal(-value if isinstance(node.op, ast.USub) else value, node)
         return False if probe else node
     if probe:
@@ -127,12 +128,27 @@ _FOLDABLE = frozenset({ast.BinOp, ast.UnaryOp, ast.Call})
 
 
 def _literal(node):
-    return isinstance(node, ast.Constant) and node.value.__class__ in _NUMBERS
+    """A number written as a literal: `2`, `1.5`, or a negative one, `-1.0` (how this
+    pass writes one: a negative constant would print as `-1.0 ** 2`, which is -1.0)."""
+    return isinstance(node, ast.Constant) and node.value.__class__ in _NUMBERS or _signed(node)
+
+
+def _signed(node):
+    """`-c`, `c` a non-negative number: the form of a negative literal."""
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+        and isinstance(node.operand, ast.Constant) and node.operand.value.__class__ in _NUMBERS \
+        and math.copysign(1, node.operand.value) > 0
+
+
+def _value(node):
+    return -node.operand.value if _signed(node) else node.value
 
 
 def _as_literal(value, old):
     if value.__class__ is int and abs(value) < _LARGEST_INT or \
             value.__class__ is float and math.isfinite(value):
+        if math.copysign(1, value) < 0:                 # -1.0, -0.0: as `-c`
+            return nodes.copy_location(nodes.unary(ast.USub(), nodes.const(-value)), old)
         return nodes.copy_location(nodes.const(value), old)
     return old
 
@@ -141,7 +157,7 @@ def _binop(node):
     compute = _FOLDED_OPS.get(node.op.__class__)
     if compute is None or not (_literal(node.left) and _literal(node.right)):
         return node
-    return _as_literal(compute(node.left.value, node.right.value), node)
+    return _as_literal(compute(_value(node.left), _value(node.right)), node)
 
 
 def _pure_helper(node, namespace):
@@ -157,7 +173,7 @@ def _pure_helper(node, namespace):
 
 def _helper_call(node, namespace):
     fn = _pure_helper(node, namespace)
-    return node if fn is None else _as_literal(fn(*[a.value for a in node.args]), node)
+    return node if fn is None else _as_literal(fn(*[_value(a) for a in node.args]), node)
 
 
 def run(tree, ctx):
