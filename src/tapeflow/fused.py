@@ -74,7 +74,8 @@ class CompiledFunction:
         else:
             self._global_names = None
             self._cells = None
-        # (values of _global_names, the (name, Variable) among them) at the last scan
+        # (values of _global_names, the (name, Variable) among them, those Variables)
+        # at the last scan
         self._last_scan = None
         # (wrt, lifted names, arity, scalar positions, array (position, shape)s or None
         #  when not specialised) -> (compiled, validity check)
@@ -94,21 +95,82 @@ class CompiledFunction:
         tapes = state.tapes
         if not tapes:
             return self._plain(args)
-        variables = self._free_variables() if self._free else ()
-        call = read_call(tapes, args, tuple(map(_second, variables)) if variables else ())
-        if call is None:
-            return self._call(args, variables)
-        # One GradientTape: the hot path of eager training loops.
-        tape, wrt, watched, values = call
-        lifted = tuple(map(variables.__getitem__, watched)) if watched else ()
-        if not wrt and not lifted:
-            return self._plain(args)
-        if lifted:
-            values += [v._value for _, v in lifted]
-        return self._fused(args, wrt, lifted, values, tape)
+        names = self._global_names
+        if names and not self._cells:
+            # self._free_variables(), its common case inlined: the globals are
+            # the objects they were at the last call.
+            last = self._last_scan
+            if last is not None and all(map(operator.is_, map(self._globals.get, names),
+                                            last[0])):
+                variables, read = last[1], last[2]
+            else:
+                variables, read = self._free_variables()
+        else:
+            variables, read = self._free_variables() if self._free else ((), ())
+        call = read_call(tapes, args, read)
+        if call is not None:
+            # One GradientTape, the hot path of eager training loops: read_call's
+            # one pass gave the inputs it watches, the forward sweep's values and
+            # the scalars and shapes of the compile key.
+            tape, wrt, watched, values, scalars, shapes = call
+            if watched:
+                lifted = tuple(map(variables.__getitem__, watched))
+                key = (wrt, tuple(map(_first, lifted)), len(args), scalars, shapes)
+            elif wrt:
+                lifted = ()
+                key = (wrt, (), len(args), scalars, shapes)
+            else:
+                return self._plain(args)
+            entry = self._compiled_for.get(key)
+            if entry is None or not entry[1]():
+                entry = self._compile(key)
+            compiled = entry[0]
+        else:
+            # Several recorders, a ForwardAccumulator, or a used tape.
+            wrt, lifted = self._read(args, variables)
+            if not wrt and not lifted:
+                return self._plain(args)
+            if len(tapes) > 1:
+                return self._nested(args, wrt, lifted, recorders.active_tapes())
+            tape = tapes[0]
+            values = [as_value(a) for a in args] + [v._value for _, v in lifted]
+            compiled = self._compiled(wrt, lifted, len(args), values)
 
-    def _call(self, args, variables):
-        """A call under several recorders, a ForwardAccumulator, or a used tape."""
+        # The forward sweep on `values`; the call recorded on `tape` as one node.
+        saved = []
+        out = api.forward_value(compiled, saved, values)
+        # `saved` is the forward sweep's tape: each backward pops a copy of it (or, for
+        # a sweep that restores memory in place, a tape from the forward run again).
+        if out.__class__ is np.ndarray or isinstance(out, np.generic):
+            many = False
+            outputs = (wrap(out),)
+        else:
+            many = isinstance(out, tuple)
+            outputs = _wrap(out) if many else (_wrap(out),)
+        if lifted:
+            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
+        else:
+            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
+        again = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
+
+        # Its state in defaults, not closure cells: two objects a call, not seven, for
+        # the garbage collector to count, and no cells made on every call of __call__.
+        def backward(cotangents, saved=saved, again=again, sweep=compiled.backward,
+                     one=len(inputs) == 1, many=many):
+            if many:
+                ct = tuple([as_value(c) for c in cotangents])
+            else:
+                ct = cotangents[0]
+                if isinstance(ct, Tensor):
+                    ct = ct._value
+            grads = sweep(list(saved) if again is None else again(), ct)
+            return (grads,) if one else tuple(grads)
+
+        record_fused(tape, inputs, outputs, backward)
+        return outputs if many else outputs[0]
+
+    def _read(self, args, variables):
+        """(wrt, lifted) of a call `read_call` does not take, its Variables reported read."""
         for _, v in variables:
             recorders.variable_accessed(v)
         for a in args:
@@ -118,13 +180,7 @@ class CompiledFunction:
         wrt = tuple(i for i, a in enumerate(args)
                     if isinstance(a, Tensor) and is_watched(a) and _is_float(a))
         lifted = tuple((name, v) for name, v in variables if is_watched(v) and _is_float(v))
-        if not wrt and not lifted:
-            return self._plain(args)
-        tapes = recorders.active_tapes()
-        if len(tapes) > 1:
-            return self._nested(args, wrt, lifted, tapes)
-        values = [as_value(a) for a in args] + [v._value for _, v in lifted]
-        return self._fused(args, wrt, lifted, values, tapes[0])
+        return wrt, lifted
 
     def _plain(self, args):
         wrapped = any(isinstance(a, Tensor) for a in args)
@@ -132,23 +188,24 @@ class CompiledFunction:
         return _wrap(out) if wrapped else out
 
     def _free_variables(self):
-        """(name, Variable) for the Variables the names in `_free` hold now."""
+        """The Variables the names in `_free` hold now: ((name, Variable) pairs, the
+        Variables alone)."""
         names = self._global_names
         if names is None:
-            return self._scan(self._free)
+            found = self._scan(self._free)
+            return found, tuple(map(_second, found))
         if names:
             values = tuple(map(self._globals.get, names))
             last = self._last_scan
-            if last is not None and all(map(operator.is_, values, last[0])):
-                found = last[1]
-            else:
+            if last is None or not all(map(operator.is_, values, last[0])):
                 found = tuple(self._scan(zip(names, (None,) * len(names))))
-                self._last_scan = (values, found)
+                last = self._last_scan = (values, found, tuple(map(_second, found)))
+            if not self._cells:
+                return last[1], last[2]
+            found = list(last[1]) + self._scan(self._cells)
         else:
-            found = ()
-        if self._cells:
-            return list(found) + self._scan(self._cells)
-        return found
+            found = self._scan(self._cells)
+        return found, tuple(map(_second, found))
 
     def _scan(self, pairs):
         found = []
@@ -192,40 +249,6 @@ class CompiledFunction:
             'reverse', positions, names, scalars, shapes or (), optimize=self._optimize))
         entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
         return entry
-
-    def _fused(self, args, wrt, lifted, values, tape):
-        """Run the forward sweep on `values`; record the call on `tape` as one node."""
-        compiled = self._compiled(wrt, lifted, len(args), values)
-        saved = []
-        out = api.forward_value(compiled, saved, values)
-        # `saved` is the forward sweep's tape: each backward pops a copy of it (or, for
-        # a sweep that restores memory in place, a tape from the forward run again).
-        if out.__class__ is np.ndarray or isinstance(out, np.generic):
-            many = False
-            outputs = (wrap(out),)
-        else:
-            many = isinstance(out, tuple)
-            outputs = _wrap(out) if many else (_wrap(out),)
-        if lifted:
-            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
-        else:
-            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
-        one = len(inputs) == 1
-        backward_sweep = compiled.backward
-        tapes = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
-
-        def backward(cotangents):
-            if many:
-                ct = tuple([as_value(c) for c in cotangents])
-            else:
-                ct = cotangents[0]
-                if isinstance(ct, Tensor):
-                    ct = ct._value
-            grads = backward_sweep(list(saved) if tapes is None else tapes(), ct)
-            return (grads,) if one else tuple(grads)
-
-        record_fused(tape, inputs, outputs, backward)
-        return outputs if many else outputs[0]
 
     def _nested(self, args, wrt, lifted, tapes):
         """The innermost tape gets one node; the outer tapes record the sweeps on Tensors."""
