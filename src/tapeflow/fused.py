@@ -15,11 +15,12 @@ key). The call then:
 
 Every call decides afresh (a global may be rebound, a Variable reassigned, a
 tape watch other values): which globals and closure cells hold Variables,
-which inputs the tape watches (`recording.read_call`), which are scalars and
-the arrays' shapes (the compiled code is specialised to them, as `grad`'s is).
-The node is recorded by `recording.record_fused`, the runtime's one way to
-record a compiled call; the one-tape case is the hot path of eager training
-loops.
+which inputs the tape watches, which are scalars and the arrays' shapes (the
+compiled code is specialised to them, as `grad`'s is). With one tape,
+`recording.read_call` reports all that in its one pass over the arguments;
+the node is recorded by `recording.record_fused`, the runtime's one way to
+record a compiled call. That case, the hot path of eager training loops, runs
+in `__call__`'s own frame (the other cases rejoin it to record).
 """
 from __future__ import annotations
 

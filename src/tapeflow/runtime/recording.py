@@ -326,7 +326,7 @@ def read_call(tapes, args, variables):
 
     - `positions` (a tuple): those in `args` of the floating-point Tensors
       the tape watches or recorded the producer of; `variable_positions` (a
-      list), those in `variables` of the floating-point Variables it watches;
+      sequence), those in `variables` of the floating-point Variables it watches;
     - `values` (a new list): the NumPy values of `args`, then those of the
       watched `variables`, in that order — what a forward sweep takes;
     - `scalars` (a tuple): the positions in `values` of Python and NumPy
@@ -349,24 +349,25 @@ def read_call(tapes, args, variables):
     live = tape._live
     watch = tape._watch_accessed
     watchers = state.watchers
-    watched_variables = []
-    lifted = []                  # the values of those
-    j = 0
-    for v in variables:          # variable_read(v, tapes), inlined (as below)
-        if watch and v._trainable and id(v) not in live:
-            tape._watch_one(v)
-        for watcher in watchers:
-            watcher.append(v)
-        if id(v) in live:
-            value = v._value
-            try:
-                floating = value.dtype.kind in 'fc'
-            except AttributeError:          # a Python scalar, a library's own dtype
-                floating = is_float_value(value)
-            if floating:
-                watched_variables.append(j)
-                lifted.append(value)
-        j += 1
+    watched_variables = lifted = ()     # lifted: the values of those
+    if variables:
+        watched_variables, lifted = [], []
+        j = 0
+        for v in variables:      # variable_read(v, tapes), inlined (as below)
+            if watch and v._trainable and id(v) not in live:
+                tape._watch_one(v)
+            for watcher in watchers:
+                watcher.append(v)
+            if id(v) in live:
+                value = v._value
+                try:
+                    floating = value.dtype.kind in 'fc'
+                except AttributeError:      # a Python scalar, a library's own dtype
+                    floating = is_float_value(value)
+                if floating:
+                    watched_variables.append(j)
+                    lifted.append(value)
+            j += 1
     watched = []
     values = []
     scalars = []
