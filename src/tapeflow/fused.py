@@ -41,6 +41,7 @@ __all__ = ['function']
 
 _SCALAR_TYPES = frozenset((float, int, bool))   # `cls in`: one hash, no __eq__
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)   # of (name, Variable)
+_NONE_FREE = ((), (), ())     # _free_variables() of a function that reads no free names
 
 
 def function(fn=None, *, optimize=True):
@@ -75,8 +76,8 @@ class CompiledFunction:
         else:
             self._global_names = None
             self._cells = None
-        # (values of _global_names, the (name, Variable) among them, those Variables)
-        # at the last scan
+        # (values of _global_names, then what _free_variables returns of them) at the
+        # last scan
         self._last_scan = None
         # (wrt, lifted names, arity, scalar positions, array (position, shape)s or None
         #  when not specialised) -> (compiled, validity check)
@@ -96,27 +97,31 @@ class CompiledFunction:
         tapes = state.tapes
         if not tapes:
             return self._plain(args)
-        names = self._global_names
-        if names and not self._cells:
+        global_names = self._global_names
+        if global_names and not self._cells:
             # self._free_variables(), its common case inlined: the globals are
             # the objects they were at the last call.
             last = self._last_scan
-            if last is not None and all(map(operator.is_, map(self._globals.get, names),
+            if last is not None and all(map(operator.is_, map(self._globals.get, global_names),
                                             last[0])):
-                variables, read = last[1], last[2]
+                variables, read, free_names = last[1:]
             else:
-                variables, read = self._free_variables()
+                variables, read, free_names = self._free_variables()
         else:
-            variables, read = self._free_variables() if self._free else ((), ())
+            variables, read, free_names = self._free_variables() if self._free else _NONE_FREE
         call = read_call(tapes, args, read)
         if call is not None:
             # One GradientTape, the hot path of eager training loops: read_call's
             # one pass gave the inputs it watches, the forward sweep's values and
             # the scalars and shapes of the compile key.
             tape, wrt, watched, values, scalars, shapes = call
-            if watched:
-                lifted = tuple(map(variables.__getitem__, watched))
-                key = (wrt, tuple(map(_first, lifted)), len(args), scalars, shapes)
+            if watched:     # lifted: the Variables the adjoint differentiates too
+                if len(watched) == len(read):       # all it reads: the common case
+                    lifted, names = read, free_names
+                else:
+                    lifted = tuple(map(read.__getitem__, watched))
+                    names = tuple(map(free_names.__getitem__, watched))
+                key = (wrt, names, len(args), scalars, shapes)
             elif wrt:
                 lifted = ()
                 key = (wrt, (), len(args), scalars, shapes)
@@ -128,14 +133,15 @@ class CompiledFunction:
             compiled = entry[0]
         else:
             # Several recorders, a ForwardAccumulator, or a used tape.
-            wrt, lifted = self._read(args, variables)
-            if not wrt and not lifted:
+            wrt, pairs = self._read(args, variables)
+            if not wrt and not pairs:
                 return self._plain(args)
             if len(tapes) > 1:
-                return self._nested(args, wrt, lifted, recorders.active_tapes())
+                return self._nested(args, wrt, pairs, recorders.active_tapes())
             tape = tapes[0]
-            values = [as_value(a) for a in args] + [v._value for _, v in lifted]
-            compiled = self._compiled(wrt, lifted, len(args), values)
+            lifted = tuple(map(_second, pairs))
+            values = [as_value(a) for a in args] + [v._value for v in lifted]
+            compiled = self._compiled(wrt, pairs, len(args), values)
 
         # The forward sweep on `values`; the call recorded on `tape` as one node.
         saved = []
@@ -149,7 +155,7 @@ class CompiledFunction:
             many = isinstance(out, tuple)
             outputs = _wrap(out) if many else (_wrap(out),)
         if lifted:
-            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
+            inputs = tuple([args[i] for i in wrt]) + lifted
         else:
             inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
         again = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
@@ -189,24 +195,21 @@ class CompiledFunction:
         return _wrap(out) if wrapped else out
 
     def _free_variables(self):
-        """The Variables the names in `_free` hold now: ((name, Variable) pairs, the
-        Variables alone)."""
+        """The Variables the names in `_free` hold now: (name, Variable) pairs, then
+        the Variables alone and their names (tuples)."""
         names = self._global_names
         if names is None:
-            found = self._scan(self._free)
-            return found, tuple(map(_second, found))
+            return _split(self._scan(self._free))
         if names:
             values = tuple(map(self._globals.get, names))
             last = self._last_scan
             if last is None or not all(map(operator.is_, values, last[0])):
                 found = tuple(self._scan(zip(names, (None,) * len(names))))
-                last = self._last_scan = (values, found, tuple(map(_second, found)))
+                last = self._last_scan = (values, *_split(found))
             if not self._cells:
-                return last[1], last[2]
-            found = list(last[1]) + self._scan(self._cells)
-        else:
-            found = self._scan(self._cells)
-        return found, tuple(map(_second, found))
+                return last[1:]
+            return _split(list(last[1]) + self._scan(self._cells))
+        return _split(self._scan(self._cells))
 
     def _scan(self, pairs):
         found = []
@@ -274,6 +277,11 @@ class CompiledFunction:
         recording.record_node(inputs, outputs if isinstance(outputs, tuple) else (outputs,),
                               backward, tapes=[inner])
         return outputs
+
+
+def _split(pairs):
+    """(name, Variable) pairs, and the Variables and names in two tuples."""
+    return pairs, tuple(map(_second, pairs)), tuple(map(_first, pairs))
 
 
 def _is_float(t) -> bool:

@@ -348,9 +348,9 @@ def read_call(tapes, args, variables):
         return None
     live = tape._live
     watch = tape._watch_accessed
-    watchers = state.watchers
     watched_variables = lifted = ()     # lifted: the values of those
     if variables:
+        watchers = state.watchers
         watched_variables, lifted = [], []
         j = 0
         for v in variables:      # variable_read(v, tapes), inlined (as below)
@@ -379,7 +379,7 @@ def read_call(tapes, args, variables):
             if a._is_variable:
                 if watch and a._trainable and id(a) not in live:
                     tape._watch_one(a)
-                for watcher in watchers:
+                for watcher in state.watchers:
                     watcher.append(a)
             if id(a) in live:
                 try:
@@ -418,6 +418,11 @@ def record_fused(tape, inputs, outputs, backward):
     if tape._forward:
         return record_node(inputs, outputs, backward, tapes=[tape])
     live = tape._live
+    if len(outputs) == 1:       # the common case, without the loops below
+        if id(outputs[0]) not in live:
+            tape._nodes.append((CUSTOM, inputs, backward, None, outputs))
+            live.add(id(outputs[0]))
+            return True
     for o in outputs:
         if id(o) in live:
             raise ValueError('record_node: outputs must be new Tensors, not inputs '
