@@ -25,6 +25,7 @@ in `__call__`'s own frame (the other cases rejoin it to record).
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 
 import numpy as np
@@ -65,6 +66,10 @@ class CompiledFunction:
         self._free = tuple((name, cells.get(name))
                            for name in tuple(code.co_names) + tuple(code.co_freevars))
         self._globals = fn.__globals__
+        # Under a tape, a call that leaves parameters to their defaults gets them
+        # filled in: the Variables a call reads are passed after all the parameters.
+        star = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+        self._nparams = code.co_argcount if fn.__defaults__ and not star else 0
         # The common layout, globals first then cells, is scanned in two
         # parts: the globals' values in one C-level pass, compared by identity
         # with the last scan's (see _free_variables).
@@ -97,6 +102,8 @@ class CompiledFunction:
         tapes = state.tapes
         if not tapes:
             return self._plain(args)
+        if len(args) < self._nparams:
+            args = binder(self._fn, self._fn.__name__)(args, {})
         global_names = self._global_names
         if global_names and not self._cells:
             # self._free_variables(), its common case inlined: the globals are
