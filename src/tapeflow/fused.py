@@ -15,15 +15,17 @@ key). The call then:
 
 Every call decides afresh (a global may be rebound, a Variable reassigned, a
 tape watch other values): which globals and closure cells hold Variables,
-which inputs the tape watches (`recording.read_call`), which are scalars and
-the arrays' shapes (the compiled code is specialised to them, as `grad`'s is).
-The node is recorded by `recording.record_fused`, the runtime's one way to
-record a compiled call; the one-tape case is the hot path of eager training
-loops.
+which inputs the tape watches, which are scalars and the arrays' shapes (the
+compiled code is specialised to them, as `grad`'s is). With one tape,
+`recording.read_call` reports all that in its one pass over the arguments;
+the node is recorded by `recording.record_fused`, the runtime's one way to
+record a compiled call. That case, the hot path of eager training loops, runs
+in `__call__`'s own frame (the other cases rejoin it to record).
 """
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 
 import numpy as np
@@ -40,6 +42,7 @@ __all__ = ['function']
 
 _SCALAR_TYPES = frozenset((float, int, bool))   # `cls in`: one hash, no __eq__
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)   # of (name, Variable)
+_NONE_FREE = ((), (), ())     # _free_variables() of a function that reads no free names
 
 
 def function(fn=None, *, optimize=True):
@@ -63,6 +66,10 @@ class CompiledFunction:
         self._free = tuple((name, cells.get(name))
                            for name in tuple(code.co_names) + tuple(code.co_freevars))
         self._globals = fn.__globals__
+        # Under a tape, a call that leaves parameters to their defaults gets them
+        # filled in: the Variables a call reads are passed after all the parameters.
+        star = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+        self._nparams = code.co_argcount if fn.__defaults__ and not star else 0
         # The common layout, globals first then cells, is scanned in two
         # parts: the globals' values in one C-level pass, compared by identity
         # with the last scan's (see _free_variables).
@@ -74,7 +81,8 @@ class CompiledFunction:
         else:
             self._global_names = None
             self._cells = None
-        # (values of _global_names, the (name, Variable) among them) at the last scan
+        # (values of _global_names, then what _free_variables returns of them) at the
+        # last scan
         self._last_scan = None
         # (wrt, lifted names, arity, scalar positions, array (position, shape)s or None
         #  when not specialised) -> (compiled, validity check)
@@ -94,21 +102,89 @@ class CompiledFunction:
         tapes = state.tapes
         if not tapes:
             return self._plain(args)
-        variables = self._free_variables() if self._free else ()
-        call = read_call(tapes, args, tuple(map(_second, variables)) if variables else ())
-        if call is None:
-            return self._call(args, variables)
-        # One GradientTape: the hot path of eager training loops.
-        tape, wrt, watched, values = call
-        lifted = tuple(map(variables.__getitem__, watched)) if watched else ()
-        if not wrt and not lifted:
-            return self._plain(args)
-        if lifted:
-            values += [v._value for _, v in lifted]
-        return self._fused(args, wrt, lifted, values, tape)
+        if len(args) < self._nparams:
+            args = binder(self._fn, self._fn.__name__)(args, {})
+        global_names = self._global_names
+        if global_names and not self._cells:
+            # self._free_variables(), its common case inlined: the globals are
+            # the objects they were at the last call.
+            last = self._last_scan
+            if last is not None and all(map(operator.is_, map(self._globals.get, global_names),
+                                            last[0])):
+                variables, read, free_names = last[1:]
+            else:
+                variables, read, free_names = self._free_variables()
+        else:
+            variables, read, free_names = self._free_variables() if self._free else _NONE_FREE
+        call = read_call(tapes, args, read)
+        if call is not None:
+            # One GradientTape, the hot path of eager training loops: read_call's
+            # one pass gave the inputs it watches, the forward sweep's values and
+            # the scalars and shapes of the compile key.
+            tape, wrt, watched, values, scalars, shapes = call
+            if watched:     # lifted: the Variables the adjoint differentiates too
+                if len(watched) == len(read):       # all it reads: the common case
+                    lifted, names = read, free_names
+                else:
+                    lifted = tuple(map(read.__getitem__, watched))
+                    names = tuple(map(free_names.__getitem__, watched))
+                key = (wrt, names, len(args), scalars, shapes)
+            elif wrt:
+                lifted = ()
+                key = (wrt, (), len(args), scalars, shapes)
+            else:
+                return self._plain(args)
+            entry = self._compiled_for.get(key)
+            if entry is None or not entry[1]():
+                entry = self._compile(key)
+            compiled = entry[0]
+        else:
+            # Several recorders, a ForwardAccumulator, or a used tape.
+            wrt, pairs = self._read(args, variables)
+            if not wrt and not pairs:
+                return self._plain(args)
+            if len(tapes) > 1:
+                return self._nested(args, wrt, pairs, recorders.active_tapes())
+            tape = tapes[0]
+            lifted = tuple(map(_second, pairs))
+            values = [as_value(a) for a in args] + [v._value for v in lifted]
+            compiled = self._compiled(wrt, pairs, len(args), values)
 
-    def _call(self, args, variables):
-        """A call under several recorders, a ForwardAccumulator, or a used tape."""
+        # The forward sweep on `values`; the call recorded on `tape` as one node.
+        saved = []
+        out = api.forward_value(compiled, saved, values)
+        # `saved` is the forward sweep's tape: each backward pops a copy of it (or, for
+        # a sweep that restores memory in place, a tape from the forward run again).
+        if out.__class__ is np.ndarray or isinstance(out, np.generic):
+            many = False
+            outputs = (wrap(out),)
+        else:
+            many = isinstance(out, tuple)
+            outputs = _wrap(out) if many else (_wrap(out),)
+        if lifted:
+            inputs = tuple([args[i] for i in wrt]) + lifted
+        else:
+            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
+        again = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
+
+        # Its state in defaults, not closure cells: two objects a call, not seven, for
+        # the garbage collector to count, and no cells made on every call of __call__.
+        def backward(cotangents, saved=saved, again=again, sweep=compiled.backward,
+                     one=len(inputs) == 1, many=many):
+            if many:
+                ct = tuple([as_value(c) for c in cotangents])
+            else:
+                ct = cotangents[0]
+                if isinstance(ct, Tensor):
+                    ct = ct._value
+            grads = sweep(list(saved) if again is None else again(), ct)
+            return (grads,) if one else tuple(grads)
+
+        record_fused(tape, inputs, outputs, backward)
+        return outputs if many else outputs[0]
+
+    def _read(self, args, variables):
+        """(wrt, lifted) of a call `read_call` does not take, its Variables reported read."""
         for _, v in variables:
             recorders.variable_accessed(v)
         for a in args:
@@ -118,13 +194,7 @@ class CompiledFunction:
         wrt = tuple(i for i, a in enumerate(args)
                     if isinstance(a, Tensor) and is_watched(a) and _is_float(a))
         lifted = tuple((name, v) for name, v in variables if is_watched(v) and _is_float(v))
-        if not wrt and not lifted:
-            return self._plain(args)
-        tapes = recorders.active_tapes()
-        if len(tapes) > 1:
-            return self._nested(args, wrt, lifted, tapes)
-        values = [as_value(a) for a in args] + [v._value for _, v in lifted]
-        return self._fused(args, wrt, lifted, values, tapes[0])
+        return wrt, lifted
 
     def _plain(self, args):
         wrapped = any(isinstance(a, Tensor) for a in args)
@@ -132,23 +202,21 @@ class CompiledFunction:
         return _wrap(out) if wrapped else out
 
     def _free_variables(self):
-        """(name, Variable) for the Variables the names in `_free` hold now."""
+        """The Variables the names in `_free` hold now: (name, Variable) pairs, then
+        the Variables alone and their names (tuples)."""
         names = self._global_names
         if names is None:
-            return self._scan(self._free)
+            return _split(self._scan(self._free))
         if names:
             values = tuple(map(self._globals.get, names))
             last = self._last_scan
-            if last is not None and all(map(operator.is_, values, last[0])):
-                found = last[1]
-            else:
+            if last is None or not all(map(operator.is_, values, last[0])):
                 found = tuple(self._scan(zip(names, (None,) * len(names))))
-                self._last_scan = (values, found)
-        else:
-            found = ()
-        if self._cells:
-            return list(found) + self._scan(self._cells)
-        return found
+                last = self._last_scan = (values, *_split(found))
+            if not self._cells:
+                return last[1:]
+            return _split(list(last[1]) + self._scan(self._cells))
+        return _split(self._scan(self._cells))
 
     def _scan(self, pairs):
         found = []
@@ -193,40 +261,6 @@ class CompiledFunction:
         entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
         return entry
 
-    def _fused(self, args, wrt, lifted, values, tape):
-        """Run the forward sweep on `values`; record the call on `tape` as one node."""
-        compiled = self._compiled(wrt, lifted, len(args), values)
-        saved = []
-        out = api.forward_value(compiled, saved, values)
-        # `saved` is the forward sweep's tape: each backward pops a copy of it (or, for
-        # a sweep that restores memory in place, a tape from the forward run again).
-        if out.__class__ is np.ndarray or isinstance(out, np.generic):
-            many = False
-            outputs = (wrap(out),)
-        else:
-            many = isinstance(out, tuple)
-            outputs = _wrap(out) if many else (_wrap(out),)
-        if lifted:
-            inputs = tuple([args[i] for i in wrt] + [v for _, v in lifted])
-        else:
-            inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
-        one = len(inputs) == 1
-        backward_sweep = compiled.backward
-        tapes = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
-
-        def backward(cotangents):
-            if many:
-                ct = tuple([as_value(c) for c in cotangents])
-            else:
-                ct = cotangents[0]
-                if isinstance(ct, Tensor):
-                    ct = ct._value
-            grads = backward_sweep(list(saved) if tapes is None else tapes(), ct)
-            return (grads,) if one else tuple(grads)
-
-        record_fused(tape, inputs, outputs, backward)
-        return outputs if many else outputs[0]
-
     def _nested(self, args, wrt, lifted, tapes):
         """The innermost tape gets one node; the outer tapes record the sweeps on Tensors."""
         inner = tapes[-1]
@@ -250,6 +284,11 @@ class CompiledFunction:
         recording.record_node(inputs, outputs if isinstance(outputs, tuple) else (outputs,),
                               backward, tapes=[inner])
         return outputs
+
+
+def _split(pairs):
+    """(name, Variable) pairs, and the Variables and names in two tuples."""
+    return pairs, tuple(map(_second, pairs)), tuple(map(_first, pairs))
 
 
 def _is_float(t) -> bool:

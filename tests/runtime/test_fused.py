@@ -57,6 +57,23 @@ def test_a_global_variable_rebound_between_calls_is_the_one_differentiated():
         _w = first
 
 
+def _scaled_by_global_w(x, scale=2.0, shift=0.5):
+    return np.sum(x * _w * scale + shift)
+
+
+def test_parameters_left_to_their_defaults_beside_a_lifted_variable():
+    # The Variable is passed after all the parameters: the defaults are filled in
+    # first (this call once failed: `missing 1 required positional argument: '_w'`).
+    x = tf.constant(np.array([0.5, -0.5, 0.25]))
+    for args in ((x,), (x, 3.0), (x, 3.0, -1.0)):
+        (eager, eager_grads), (fused, fused_grads) = _eager_and_fused(
+            _scaled_by_global_w, args, [_w])
+        np.testing.assert_array_equal(fused.numpy(), eager.numpy())
+        np.testing.assert_array_equal(fused_grads[0].numpy(), eager_grads[0].numpy())
+        scale = args[1] if len(args) > 1 else 2.0
+        np.testing.assert_array_equal(fused_grads[0].numpy(), x.numpy() * scale)
+
+
 def test_a_closure_variable_is_lifted_and_its_cell_read_at_each_call():
     v = tf.Variable(np.array([1.0, -2.0]))
 

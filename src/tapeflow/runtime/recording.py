@@ -46,6 +46,7 @@ NO_KWARGS: dict = {}   # shared keyword arguments of a call that has none; never
 _SEQUENCES = (list, tuple)
 _SEQUENCE_TYPES = frozenset(_SEQUENCES)
 _ARRAYS = (np.ndarray, np.generic)
+_SCALAR_TYPES = frozenset((float, int, bool))   # `cls in`: one hash, no __eq__
 
 
 
@@ -320,16 +321,25 @@ def read_call(tapes, args, variables):
 
     When the one active recorder is a GradientTape that can take a node now
     (the common case, the hot path of eager training loops): report what the
-    call reads, and return `(tape, positions, variable_positions, values)`:
-    the positions (a tuple) in `args`, and those in `variables`, of the
-    floating-point Tensors that tape watches or recorded the producer of, and
-    the NumPy values of `args` (a new list). Otherwise None, having done
-    nothing: `variable_accessed` and `is_watched` then serve.
+    call reads and describe its inputs, in one pass, returning
+    `(tape, positions, variable_positions, values, scalars, shapes)`:
+
+    - `positions` (a tuple): those in `args` of the floating-point Tensors
+      the tape watches or recorded the producer of; `variable_positions` (a
+      sequence), those in `variables` of the floating-point Variables it watches;
+    - `values` (a new list): the NumPy values of `args`, then those of the
+      watched `variables`, in that order — what a forward sweep takes;
+    - `scalars` (a tuple): the positions in `values` of Python and NumPy
+      scalars; `shapes` (a tuple): `(position, shape)` of each NumPy array —
+      what compiled code is specialised to.
+
+    Otherwise None, having done nothing: `variable_accessed` and
+    `is_watched` then serve.
 
     `tapes` is `state.tapes` (not empty), `args` the call's arguments,
     `variables` the Variables it reads from its globals or closure. Each
     Variable read counts as `variable_accessed` says (the tape may start
-    watching it; custom_gradient's collectors see it).
+    watching it; custom_gradient's collectors see it), the `variables` first.
     """
     if len(tapes) != 1:
         return None
@@ -337,16 +347,40 @@ def read_call(tapes, args, variables):
     if tape._forward or tape._consumed:
         return None
     live = tape._live
-    for v in variables:
-        variable_read(v, tapes)
+    watch = tape._watch_accessed
+    watched_variables = lifted = ()     # lifted: the values of those
+    if variables:
+        watchers = state.watchers
+        watched_variables, lifted = [], []
+        j = 0
+        for v in variables:      # variable_read(v, tapes), inlined (as below)
+            if watch and v._trainable and id(v) not in live:
+                tape._watch_one(v)
+            for watcher in watchers:
+                watcher.append(v)
+            if id(v) in live:
+                value = v._value
+                try:
+                    floating = value.dtype.kind in 'fc'
+                except AttributeError:      # a Python scalar, a library's own dtype
+                    floating = is_float_value(value)
+                if floating:
+                    watched_variables.append(j)
+                    lifted.append(value)
+            j += 1
     watched = []
     values = []
+    scalars = []
+    shapes = []
     i = 0
-    for a in args:
+    for a in (*args, *lifted) if lifted else args:
         if isinstance(a, Tensor):
             value = a._value
             if a._is_variable:
-                variable_read(a, tapes)
+                if watch and a._trainable and id(a) not in live:
+                    tape._watch_one(a)
+                for watcher in state.watchers:
+                    watcher.append(a)
             if id(a) in live:
                 try:
                     floating = value.dtype.kind in 'fc'
@@ -356,17 +390,13 @@ def read_call(tapes, args, variables):
                     watched.append(i)
         else:
             value = a
+        if value.__class__ is np.ndarray:
+            shapes.append((i, value.shape))
+        elif value.__class__ in _SCALAR_TYPES or isinstance(value, np.generic):
+            scalars.append(i)
         values.append(value)
         i += 1
-    if not variables:
-        return tape, tuple(watched), (), values
-    watched_variables = []
-    j = 0
-    for v in variables:
-        if id(v) in live and is_float_value(v._value):
-            watched_variables.append(j)
-        j += 1
-    return tape, tuple(watched), watched_variables, values
+    return tape, tuple(watched), watched_variables, values, tuple(scalars), tuple(shapes)
 
 
 def is_float_value(value):
@@ -388,6 +418,11 @@ def record_fused(tape, inputs, outputs, backward):
     if tape._forward:
         return record_node(inputs, outputs, backward, tapes=[tape])
     live = tape._live
+    if len(outputs) == 1:       # the common case, without the loops below
+        if id(outputs[0]) not in live:
+            tape._nodes.append((CUSTOM, inputs, backward, None, outputs))
+            live.add(id(outputs[0]))
+            return True
     for o in outputs:
         if id(o) in live:
             raise ValueError('record_node: outputs must be new Tensors, not inputs '
