@@ -193,7 +193,10 @@ class CompiledFunction:
         is_watched = recorders.is_watched
         wrt = tuple(i for i, a in enumerate(args)
                     if isinstance(a, Tensor) and is_watched(a) and _is_float(a))
-        lifted = tuple((name, v) for name, v in variables if is_watched(v) and _is_float(v))
+        # Every float Variable it reads is passed in as a value (the generated code never
+        # meets a Tensor), the ones no recorder watches too: they get no tangent.
+        lifted = tuple((name, v) for name, v in variables if _is_float(v)) \
+            if wrt or any(is_watched(v) for _, v in variables) else ()
         return wrt, lifted
 
     def _plain(self, args):

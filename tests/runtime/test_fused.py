@@ -213,3 +213,39 @@ def test_variable_read_twice_in_one_operation_reaches_custom_gradient_once():
         out = f(x)
     gx, gv = tape.gradient(out, [x, v])
     assert gx.numpy() == 4.0 and gv.numpy() == 12.0
+
+
+SCALE = tf.Variable(np.array([1.0, 2.0]), trainable=False)
+WEIGHT = tf.Variable(np.array([0.5, -1.0]))
+
+
+def reads_variables(x):
+    return np.sum(np.sin(x) * SCALE * WEIGHT)
+
+
+def test_a_forward_accumulator_sees_through_a_call_reading_variables():
+    """A WRONG RESULT before: under a ForwardAccumulator, a compiled function reading a
+    global Variable ran its NumPy sweep on the Variable itself, and `acc.jvp` was None
+    (unconnected) where the eager function gives the tangent."""
+    compiled = tf.function(reads_variables)
+    x = tf.constant(np.array([0.3, 0.5]))
+    t = np.array([1.0, -1.0])
+    results = []
+    for fn in (compiled, reads_variables):
+        with tf.ForwardAccumulator(x, t) as acc:
+            y = fn(x)
+        results.append((y.numpy(), acc.jvp(y).numpy()))
+    expected = np.sum(np.cos(x.numpy()) * SCALE.numpy() * WEIGHT.numpy() * t)
+    np.testing.assert_allclose(results[0][1], expected, rtol=1e-14)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-14)
+    for fn in (compiled, reads_variables):      # nested tapes: the unwatched stays None
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                y = fn(x)
+            gx, gscale, gweight = inner.gradient(y, [x, SCALE, WEIGHT])
+        assert gscale is None
+        np.testing.assert_allclose(gweight.numpy(), np.sin(x.numpy()) * SCALE.numpy(), rtol=1e-14)
+        np.testing.assert_allclose(outer.gradient(gx, x).numpy(),
+                                   -np.sin(x.numpy()) * SCALE.numpy() * WEIGHT.numpy(), rtol=1e-14)
