@@ -79,6 +79,25 @@ for _var in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
 os.environ.setdefault('XLA_FLAGS', '--xla_cpu_multi_thread_eigen=false '
                                    'intra_op_parallelism_threads=1')
 
+
+def _fixed_malloc_threshold():
+    """glibc serves a block over its mmap threshold with a fresh mapping (page faults on
+    every touch), and moves the threshold up as such blocks are freed: whether a 130 kB
+    array costs page faults then depends on what the process allocated before, and the
+    same code timed after another import order ran 50% slower (W4's eager tape: 300 or
+    450 us). One fixed threshold (32 MB, the most the dynamic one reaches) makes runs of
+    different code comparable. Linux/glibc only; elsewhere nothing changes."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL('libc.so.6')
+        M_MMAP_THRESHOLD = -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, 32 * 2 ** 20))
+    except (OSError, AttributeError):
+        return False
+
+
+MALLOC_FIXED = _fixed_malloc_threshold()
+
 try:
     import tapeflow  # noqa: F401
 except ImportError:                       # run from a checkout without installing
@@ -316,7 +335,8 @@ def report(rows, settings, elapsed, log=print):
     if grad_rows:
         log('tapeflow benchmarks: value+grad time / plain NumPy forward time '
             f'(min over {settings.rounds} interleaved rounds, one process, {settings.clock} clock;\n'
-            f' W2 in us per gradient call; BLAS threads: {os.environ.get("OPENBLAS_NUM_THREADS")})')
+            f' W2 in us per gradient call; BLAS threads: {os.environ.get("OPENBLAS_NUM_THREADS")};'
+            f' malloc mmap threshold {"fixed at 32 MB" if MALLOC_FIXED else "left to the C library"})')
         log('')
         log(_table(grad_rows, COLUMNS, notes))
         log('')
