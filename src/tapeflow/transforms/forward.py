@@ -253,15 +253,7 @@ class _Forward(Sweep):
     def user_call(self, stmt, y, call):
         fn = self._user_function(call)
         active = [i for i, a in enumerate(call.args) if self.is_active(a)]
-        checks = []
-        for k in call.keywords:
-            if self.is_active(k.value):
-                message = (f'differentiating {fn.__name__}() with respect to the keyword '
-                           f'argument {k.arg!r} is not supported; pass it by position')
-                if not self.ctx.check_static:
-                    raise self.error(stmt, message)
-                checks.append(nodes.expr_stmt(nodes.call(
-                    'static_argument', k.value, nodes.const(message))))
+        checks = self.keyword_checks(stmt, call, fn)
         if checks:
             return nodes.located(checks, stmt) + self._user_call(stmt, y, call, fn, active)
         return self._user_call(stmt, y, call, fn, active)

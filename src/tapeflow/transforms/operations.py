@@ -54,6 +54,21 @@ class Sweep:
     def is_active(self, node) -> bool:
         return isinstance(node, ast.Name) and node.id in self.ctx.active
 
+    def keyword_checks(self, stmt, call, fn) -> list:
+        """A user function called with a keyword argument that carries a derivative:
+        refused (pass it by position), or, in code whose every tape value counts as
+        moving, a check that it does not move when the code runs."""
+        checks = []
+        for k in call.keywords:
+            if self.is_active(k.value):
+                message = (f'differentiating {fn.__name__}() with respect to the keyword '
+                           f'argument {k.arg!r} is not supported; pass it by position')
+                if not self.ctx.check_static:
+                    raise self.error(stmt, message)
+                checks.append(nodes.located(nodes.expr_stmt(nodes.call(
+                    'static_argument', k.value, nodes.const(message))), stmt))
+        return checks
+
 
 def operation_of(value, error) -> Operation:
     """The operation of an ANF value; `error(reason)` builds the located error to raise."""

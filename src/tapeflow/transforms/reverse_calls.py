@@ -29,15 +29,7 @@ class CallsSweep:
     def user_call(self, stmt, y, call, push, pop):
         fn = self._user_function(call)
         active = self._active_args(call)
-        checks = []
-        for k in call.keywords:
-            if self.is_active(k.value):
-                message = (f'differentiating {fn.__name__}() with respect to the keyword '
-                           f'argument {k.arg!r} is not supported; pass it by position')
-                if not self.ctx.check_static:
-                    raise self.error(stmt, message)
-                checks.append(nodes.located(nodes.expr_stmt(nodes.call(
-                    'static_argument', k.value, nodes.const(message))), stmt))
+        checks = self.keyword_checks(stmt, call, fn)
         push = nodes.located(checks, stmt) + [push] if checks else push
         if not active and not self._carries_inner_tape(call):
             # nothing flows into the result, but it replaces `y`: `y`'s adjoint ends here;
