@@ -669,3 +669,27 @@ def test_a_method_that_writes_taken_as_a_value_is_refused():
         assert f'obj.{method}(...)' in error.reason
     grads = checked_against_plain(appends_directly, (0.7, 1.3), (0, 1), np.random.default_rng(3))
     np.testing.assert_allclose(grads, (2 * 0.7 * 1.3, 0.7 ** 2), rtol=1e-12)
+
+
+def places_its_own_values(x, y):
+    a = y[1:]
+    np.place(a, np.array([True, False, True]), y[:2])
+    return np.sum(a * a)
+
+
+def places_copied_values(x, y):
+    a = y[1:]
+    np.place(a, np.array([True, False, True]), y[:2].copy())
+    return np.sum(a * a) + np.sum(x)
+
+
+def test_values_sharing_memory_with_the_array_written_are_refused():
+    """A WRONG VALUE before (found by the fuzzer, seed 42424): np.place reads its values
+    as it writes, so values that are a view of the array written are read changed; the
+    lowering read them first (3.99 for NumPy's 2.53). Now a located refusal where the
+    memory is shared when it runs; a copy differentiates (finite differences)."""
+    x, y = np.ones(3), np.array([0.5, 1.3, 1.4, 1.1])
+    error = refused(places_its_own_values, x, y.copy(), match='np.place() reads share memory with a',
+                    line=line_of(places_its_own_values, 'np.place('))
+    assert '.copy()' in error.reason
+    checked_against_plain(places_copied_values, (x, y), (0, 1), np.random.default_rng(4))

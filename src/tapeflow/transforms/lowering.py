@@ -116,7 +116,7 @@ class Lowerings:
         index = self.new('_index')
         mode = args.get('mode', nodes.const('raise'))
         return [nodes.assign(index, nodes.call(runtime_ref('put_index'), name, args['ind'], mode))
-                ] + self.write_cycled(name, index, args['v'])
+                ] + self.write_cycled(name, index, args['v'], call)
 
     def lower_place(self, call, name, args):
         if 'mask' not in args or 'vals' not in args:
@@ -124,13 +124,14 @@ class Lowerings:
         shape, mask = self.new('_shape'), self.new('_mask')
         return [nodes.assign(shape, nodes.call(numpy_ref('shape'), name)),
                 nodes.assign(mask, nodes.call(runtime_ref('as_mask'), args['mask'], shape))
-                ] + self.write_cycled(name, mask, args['vals'])
+                ] + self.write_cycled(name, mask, args['vals'], call)
 
-    def write_cycled(self, name, where, values):
+    def write_cycled(self, name, where, values, call):
         """`name[where] = values`, `values` repeated or cut to as many as `where` selects
         (how `np.put`, `np.place` and `np.fill_diagonal` read their values)."""
         count, resized, cycled = self.new('_count'), self.new('_resized'), self.new('_values')
-        return [nodes.assign(count, nodes.call(runtime_ref('index_size'), where)),
+        return self.values_apart(call, name, values) + [
+                nodes.assign(count, nodes.call(runtime_ref('index_size'), where)),
                 nodes.assign(resized, nodes.call(runtime_ref('cycled'), values, count)),
                 nodes.assign(cycled, _like(resized, name)),
                 nodes.assign(nodes.subscript(name, where, store=True), cycled)]
@@ -141,7 +142,8 @@ class Lowerings:
         shape, mask, values, chosen = (self.new('_shape'), self.new('_mask'), self.new('_values'),
                                        self.new('_where'))
         flat_mask, resized = self.new('_flat_mask'), self.new('_resized')
-        return [nodes.assign(shape, nodes.call(numpy_ref('shape'), name)),
+        return self.values_apart(call, name, args['values']) + [
+                nodes.assign(shape, nodes.call(numpy_ref('shape'), name)),
                 nodes.assign(flat_mask, nodes.call(runtime_ref('as_mask'), args['mask'], shape)),
                 nodes.assign(mask, _like(flat_mask, name)),
                 nodes.assign(resized, nodes.call(runtime_ref('cycled'), args['values'], shape)),
@@ -149,13 +151,25 @@ class Lowerings:
                 nodes.assign(chosen, nodes.call(numpy_ref('where'), mask, values, name)),
                 self.write_all(name, chosen)]
 
+    def values_apart(self, call, name, values) -> list:
+        """NumPy's put, place, putmask and fill_diagonal read their values while they write:
+        values sharing memory with the array written are read changed (np.place(a, m, v)
+        with v a view of a); the lowering reads them first, so such a call is refused
+        where it runs (a located refusal), never computed otherwise."""
+        if not isinstance(values, ast.Name):
+            return []
+        into = name if not name.startswith('_') else 'the array it writes'
+        return [self.apart(call, values.id, name,
+                           f'the values np.{_callee_label(call)}() reads share memory with '
+                           f'{into}, which it writes as it reads them -- pass a .copy() of the values')]
+
     def lower_fill_diagonal(self, call, name, args):
         if 'val' not in args:
             return None
         index = self.new('_index')
         wrap = args.get('wrap', nodes.const(False))
         return [nodes.assign(index, nodes.call(runtime_ref('diagonal_index'), name, wrap))
-                ] + self.write_cycled(name, index, args['val'])
+                ] + self.write_cycled(name, index, args['val'], call)
 
     def lower_at(self, call, name, args):
         ufunc = getanno(call.func.value, Key.RESOLVED)
