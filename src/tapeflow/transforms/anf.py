@@ -332,7 +332,7 @@ class _ANF:
         loop = nodes.located(inner[0], e)
         # The comprehension's loops go through desugar's normal form again.
         from tapeflow.transforms import desugar
-        lowered = desugar._Loops(self.namer).visit_body([loop])
+        lowered = desugar.lower_loops(self.namer, [loop])
         pre.extend(self.block(lowered))
         return nodes.name(result)
 

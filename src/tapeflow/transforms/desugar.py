@@ -54,9 +54,6 @@ def lower_loops(namer: Namer, stmts: list) -> list:
     return Loops(namer).visit_body(stmts)
 
 
-_Loops = Loops      # the name transforms.anf reads (until it calls lower_loops)
-
-
 def run(tree, ctx):
     """The pass protocol (`transforms.pipeline`)."""
     return transform(tree, ctx.namer, ctx.source, ctx.fn, ctx.bindings)

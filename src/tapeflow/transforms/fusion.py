@@ -112,8 +112,7 @@ class _Fuser:
         t = ast.assigned_name(stmt)
         if t is None or ast.assigned_name(use) is None or ast.name_id(use.value) != t \
                 or self.loads.get(t) != 1 or self.stores.get(t) != 1 or not self.temporary(t) \
-                or any(isinstance(n, ast.Attribute) and n.attr in ('append', 'pop')
-                       for n in nodes.walk(stmt.value)):      # (a tape's push or pop: named)
+                or isinstance(stmt.value, ast.Attribute):   # (a bound method keeps its name)
             return False
         fused = stmts[i + 1] = nodes.shallow_copy(stmt)    # (located where the value is:
         fused.targets = use.targets                         # its errors name that line)
