@@ -156,7 +156,11 @@ def array_leaf(c, scope, shape) -> str:
         forms.append((lambda: c.pick(terms), 12))
     wide = [text for text, s in array_terms(c, scope) if len(s) == 2 and s[1] == shape[0]]
     if len(shape) == 1 and wide:
-        forms.append((lambda: f'{c.pick(("np.sum", "np.mean"))}({c.pick(wide)}, axis=0)', 1))
+        forms.append((lambda: f'{c.pick(("np.sum", "np.mean", "np.max"))}({c.pick(wide)}, axis=0)', 1))
+    if len(shape) == 2 and terms:             # a reduction over an axis, kept and broadcast back
+        forms.append((lambda: f'({c.pick(terms)} - np.max({c.pick(terms)}, axis=-1, keepdims=True))', 1))
+        forms.append((lambda: f'{c.pick(("np.sum", "np.mean"))}({c.pick(terms)}, axis='
+                              f'{c.pick(("0", "1", "(0, 1)"))}, keepdims=True) * {c.pick(terms)}', 1))
     return c.weighted(forms)()
 
 

@@ -61,7 +61,7 @@ def test_uniform_mean_cotangent():
     args = (rng.standard_normal(5), rng.standard_normal((7, 5)), rng.standard_normal(7))
     text = tf.source(logistic, args=args)
     assert 'bsub = uniform_mean(bout, _sub)' in text      # the seed: `return np.mean(...)`
-    assert 'bz = -bsub * y + bsub / _add * _exp' in text
+    assert 'bw = grad_of_matmul_b(-bsub * y + bsub / _add * _exp, X, w)' in text
     generic = tf.source(logistic)                # no shapes: the array stays
     assert 'grad_of_mean(bout, _sub)' in generic
 
@@ -111,3 +111,45 @@ def test_uniform_needs_every_read_to_meet_an_array():
     fdef = nodes.parse_gast(src.replace('    d = b\n', '    d = -b / y\n')).body[0]
     uniform.transform(fdef, {'x': (3,), 'y': (3,)}, dict(helpers), helpers)
     assert 'uniform_sum(bs, x)' in unparse(fdef)
+
+
+def _pure(*names):
+    def helper():
+        pass
+    helper.__tapeflow_pure__ = True
+    return {name: helper for name in names}
+
+
+def test_pure_helpers_and_reductions_fuse_like_arithmetic():
+    src = ('def f(g, x, y, m):\n    bm = unbroadcast(-g, m)\n    s = np.sum(x, axis=1)\n'
+           '    b = y + grad_of_max(bm, x, m, 1) * s\n    return b\n')
+    assert _fused(src) == src.strip()                       # without the namespace: calls
+    assert _fused(src, namespace=_pure('unbroadcast', 'grad_of_max')) == (
+        'def f(g, x, y, m):\n    b = y + grad_of_max(unbroadcast(-g, m), x, m, 1) * '
+        'np.sum(x, axis=1)\n    return b')
+
+
+@pytest.mark.parametrize('value', [
+    'np.sum(x, axis=1, out=o)', 'np.sum(x, 1, None, o)', 'np.sum(x, where=x > 0)',
+    'np.sum(x, axis=k)', 'np.add(x, 1.0, out=o)', 'helper(x)', 'unbroadcast(x, y=x)'])
+def test_what_could_write_or_read_otherwise_is_not_fused(value):
+    src = f'def f(x, o, k):\n    t = {value}\n    y = t + 1.0\n    return y\n'
+    assert f'    t = {value}\n' in _fused(src, namespace=_pure('unbroadcast')) + '\n'
+
+
+def test_a_helper_the_function_rebinds_is_not_the_helper():
+    src = ('def f(g, m, unbroadcast):\n    bm = unbroadcast(-g, m)\n    y = bm * 2.0\n'
+           '    return y\n')
+    assert 'bm = unbroadcast(-g, m)' in _fused(src, namespace=_pure('unbroadcast'))
+
+
+def test_fused_helpers_stay_about_one_line_deep_and_wide():
+    chain = ('def f(g, a, b, c):\n    t1 = u(g, a)\n    t2 = u(t1, b)\n    t3 = u(t2, c)\n'
+             '    return t3\n')
+    text = _fused(chain, namespace=_pure('u'))
+    assert 'u(u(g, a), b)' in text and 't3 = u(t2, c)' in text      # two deep, not three
+    wide = ('def f(g, first_operand, second_operand):\n'
+            '    t = unbroadcast(g * first_operand * second_operand, first_operand)\n'
+            '    y = unbroadcast(t * second_operand * first_operand, second_operand)\n'
+            '    return y\n')
+    assert '    t = unbroadcast(' in _fused(wide, namespace=_pure('unbroadcast'))

@@ -76,10 +76,8 @@ def dbranch(x, y, bout=1.0):
     bz = unbroadcast(bout / y, z)
     by = unbroadcast(-bout * _div / y, y)
     if _pop():
-        _bz = bz
         z = _pop()
-        bz = unbroadcast(_bz * z, z)
-        bz = bz + unbroadcast(_bz * z, z)
+        bz = unbroadcast(bz * z, z) + unbroadcast(bz * z, z)
     bx = unbroadcast(bz * y, x)
     by = by + unbroadcast(bz * x, y)
     assert not _tape, 'tapeflow internal error: dbranch left values on its tape'

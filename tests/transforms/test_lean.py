@@ -14,6 +14,7 @@ from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.unparse import unparse
 from tapeflow.transforms import fold, nest, witness
 from tests.corpus import CASES
+from tests.gradcheck import checked_against_plain
 from tests.transforms.passes import front, text
 
 
@@ -307,3 +308,50 @@ def test_witnesses_differentiate_again_to_the_same_bits(monkeypatch):
     plain = _second_order(*args)
     cache.clear()
     assert _same(lean, plain)
+
+
+# ------------------------------------------------------------------ shapes through reductions
+
+def test_shapes_of_reductions_over_constant_axes():
+    def f(x):
+        a = np.sum(x, axis=1)
+        b = np.max(x, axis=-1, keepdims=True)
+        c = np.mean(x, (0, 2))
+        d = np.sum(x, axis=None, keepdims=True)
+        e = np.std(x, axis=0, ddof=1)
+        u = np.sum(x, axis=3)                 # no such axis: NumPy raises; no shape
+        k = 1
+        v = np.sum(x, axis=k)                 # not a constant: unknown
+        w = np.sum(x, axis=0, where=x > 0)   # where= masks, the shape stays; not followed
+        return a, b, c, d, e, u, v, w
+    shapes = shape_analysis.infer(front(f), {'x': (2, 3, 4)})
+    assert (shapes['a'], shapes['b'], shapes['c'], shapes['d'], shapes['e']) == \
+        ((2, 4), (2, 3, 1), (3,), (1, 1, 1), (3, 4))
+    assert not {'u', 'v', 'w'} & shapes.keys()
+
+
+def softmax_rows(x, Y):
+    z = x - np.max(x, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
+    return -np.mean(np.sum(Y * (z - lse), axis=1)) + np.sum(np.mean(x, axis=(0,)) ** 2)
+
+
+def column_scaled(x, w):
+    s = np.sum(x * x, axis=0)
+    return np.sum(x / s * w) + np.max(np.sum(x, 1, keepdims=True) * x)
+
+
+@pytest.mark.parametrize('fn, shapes', [(softmax_rows, ((5, 4), (5, 4))),
+                                        (column_scaled, ((3, 4), (4,)))],
+                         ids=['softmax_rows', 'column_scaled'])
+def test_reductions_over_axes_differentiate_right_where_unbroadcast_is_dropped(fn, shapes):
+    """Specialised (shapes followed through `axis=`/`keepdims=`) and generic code: the
+    function's value and gradients against central differences, the same bits both."""
+    rng = np.random.default_rng(11)
+    args = tuple(rng.standard_normal(s) for s in shapes)
+    specialised = tf.source(fn, argnums=(0, 1), args=args)
+    assert specialised.count('unbroadcast(') < tf.source(fn, argnums=(0, 1)).count('unbroadcast(')
+    grads = checked_against_plain(fn, args, (0, 1), rng)
+    generic = compile_adjoint(fn, (0, 1)).combined(*args)[1]
+    for g, h in zip(grads, generic):
+        np.testing.assert_allclose(g, h, rtol=1e-12, atol=1e-14)

@@ -140,8 +140,8 @@ class _Shapes:
             return broadcast(*args)
         if fn in (np.dot, np.matmul) and len(args) == 2 and not keywords:
             return matmul_shape(*args)
-        if fn in _REDUCTIONS and len(args) == 1 and args[0] is not None and not keywords:
-            return args[0] if args[0] is _TOP else ()
+        if fn in _REDUCTIONS and args and args[0] is not None:
+            return _reduced(args[0], call.args[1:], keywords)
         if fn in _CREATION and call.args and isinstance(call.args[0], ast.Constant):
             value = call.args[0].value
             return (value,) if isinstance(value, int) else None
@@ -149,6 +149,34 @@ class _Shapes:
                 and all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in call.args[0].elts):
             return tuple(e.value for e in call.args[0].elts)
         return None
+
+
+_REDUCTION_KEYWORDS = frozenset({'axis', 'keepdims', 'ddof'})
+
+
+def _reduced(shape, positional, keywords):
+    """The shape of a reduction of an array of `shape` over the constant `axis` (an int
+    or a tuple of ints, given by keyword or as the second argument), with the constant
+    `keepdims` (`ddof` changes no shape); None for anything else."""
+    if len(positional) > 1 or not keywords.keys() <= _REDUCTION_KEYWORDS \
+            or positional and 'axis' in keywords:
+        return None
+    axis = positional[0] if positional else keywords.get('axis')
+    keep = keywords.get('keepdims')
+    if keep is not None and not (isinstance(keep, ast.Constant) and keep.value.__class__ is bool):
+        return None
+    keep = keep is not None and keep.value
+    if shape is _TOP:
+        return _TOP
+    if axis is None or isinstance(axis, ast.Constant) and axis.value is None:
+        return tuple(1 for _ in shape) if keep else ()
+    elts = axis.elts if isinstance(axis, ast.Tuple) else [axis]
+    if not all(isinstance(e, ast.Constant) and e.value.__class__ is int for e in elts):
+        return None
+    axes = {e.value + len(shape) if e.value < 0 else e.value for e in elts}
+    if len(axes) != len(elts) or not all(0 <= a < len(shape) for a in axes):
+        return None
+    return tuple(1 if k in axes else d for k, d in enumerate(shape) if keep or k not in axes)
 
 
 def _is_integer_like(index, shapes):

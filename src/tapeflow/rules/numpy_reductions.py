@@ -175,6 +175,12 @@ def grad_of_max(g, x, ans, axis=None, keepdims=False, where=True):
     return fit(expand(g, x, axis, keepdims) * _choice(x, ans, axis, keepdims, where), x)
 
 
+# Pure: each computes a new value from its arguments and changes none of them (so
+# `transforms.fusion` may move a call of it to its one reader, as arithmetic).
+for _helper in (grad_of_sum, grad_of_mean, uniform_sum, uniform_mean, grad_of_max):
+    _helper.__tapeflow_pure__ = True
+
+
 def _plain(g, x):
     """The common case: `x` an ndarray of floats, `g` a float or of x's dtype."""
     if x.__class__ is not np.ndarray:

@@ -156,6 +156,9 @@ def grad_of_matmul_b(g, a, b):
     return unbroadcast_matmul(np.swapaxes(a, -1, -2) @ g, b)
 
 
+grad_of_matmul_a.__tapeflow_pure__ = grad_of_matmul_b.__tapeflow_pure__ = True   # (`fusion`)
+
+
 def _namespace(*values):
     return next(v for v in values if is_api_only(v)).__array_namespace__()
 

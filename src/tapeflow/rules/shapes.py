@@ -49,6 +49,9 @@ def unbroadcast(g, x):
     return _as_dtype_of(unbroadcast_to(g, shape), x)
 
 
+unbroadcast.__tapeflow_pure__ = True       # a new value, nothing changed (`transforms.fusion`)
+
+
 def shape_witness(x):
     """What `unbroadcast(g, x)` reads of `x` (its class, shape and dtype) without its
     memory: for a NumPy array of numbers a read-only stand-in whose elements share one

@@ -87,7 +87,7 @@ class ReverseCompile(CompileContext):
                  if not (isinstance(self.output, ast.Name) and n == self.output.id)]
         self.forward = adjoint.forward
         self.reverse = inits + adjoint.seed + adjoint.reverse
-        self.own = {adj[n] for n in active if n.startswith('_')}     # adjoints of temporaries
+        self.own = {adj[n] for n in active if n not in self.params}     # adjoints of locals
         return nodes.function_def(self.name, self.params, self.forward + self.reverse)
 
     def optimized(self) -> ast.FunctionDef:
@@ -118,7 +118,7 @@ class ReverseCompile(CompileContext):
         own = self.own
         return dict(push={self.names.push}, pop={self.names.pop},
                     keep={self.names.value, *self.grad_names},
-                    temporary=lambda n: n[0] == '_' or n in own)
+                    temporary=lambda n: n[0] == '_' or n in own, namespace=self.namespace)
 
     def checkpointed(self, tree) -> ast.Module:
         """`checkpoint`: with checkpoint= (or a loop marked `tf.checkpoint`), the combined

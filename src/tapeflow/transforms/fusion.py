@@ -11,8 +11,9 @@ This pass, run on each finished function, moves the value of
 into the one later statement of the same block that reads `t`, when:
 
 - the value is arithmetic on names and constants (`+ - * / ** @`, unary `-`,
-  and calls of `math` functions and NumPy ufuncs), so evaluating it later
-  computes the same number;
+  and calls of `math` functions, NumPy ufuncs, NumPy reductions over constant
+  axes, and the helpers the rules mark pure: `unbroadcast`, `grad_of_sum`...),
+  so evaluating it later computes the same number;
 - no statement in between rebinds a name the value reads, writes memory
   (a subscript or attribute target), or calls anything but the tape's push
   and `_pop()`, so the operands are the same objects with the same contents;
@@ -36,19 +37,24 @@ _ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.operator, ast
                ast.Load, ast.expr_context)
 
 
-def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None) -> ast.FunctionDef:
+def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
+              namespace=None) -> ast.FunctionDef:
     """`fdef` fused (a new function; `fdef` and its statements are left as they are:
     what the fusion rewrites, it copies); `push` and `pop`: the names of the tape's push
     and pop in it (calls that change no array the code reads); `keep`: names never
     fused away (the value's and the gradients', which readers look for); `temporary`,
-    a predicate: the names that may vanish (the compiler's, not the user's own).
+    a predicate: the names that may vanish (the compiler's, not the user's own);
+    `namespace`: the generated module's, whose helpers marked `__tapeflow_pure__`
+    (they compute a new value and change nothing) are calls like arithmetic.
     A name that is rebound by the statement reading it (`bx = bx + ...`) stays anyway."""
     loads, stores = _counts(fdef)
     for name in keep:
         stores[name] = stores.get(name, 0) + 2          # never assigned once
+    helpers = {name for name, value in (namespace or {}).items()
+               if getattr(value, '__tapeflow_pure__', False) and not stores.get(name)}
     fused = nodes.shallow_copy(fdef)
     fused.body = _Fuser(loads, stores, set(push), set(pop),
-                        temporary or (lambda name: True)).block(fdef.body)
+                        temporary or (lambda name: True), helpers).block(fdef.body)
     return fused
 
 
@@ -62,9 +68,9 @@ def _counts(fdef):
 
 
 class _Fuser:
-    def __init__(self, loads, stores, push, pop, temporary):
+    def __init__(self, loads, stores, push, pop, temporary, helpers):
         self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
-        self.temporary = temporary
+        self.temporary, self.helpers = temporary, helpers
         self.memo = {}                  # id(statement) -> (names it reads, the statement)
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {m for m in ('math', 'np') if not stores.get(m)}
@@ -177,12 +183,30 @@ class _Fuser:
         if not rebinds and (self.loads.get(t) != 1 or self.stores.get(t) != 1
                             or not self.temporary(t)):
             return False
+        value = _replaced(use.value, spots[0], stmts[i].value)
+        if self.helpers and self.too_nested(value):
+            return False
         use = stmts[k] = nodes.shallow_copy(use)
-        use.value = _replaced(use.value, spots[0], stmts[i].value)
+        use.value = value
         del stmts[i]
         self.loads[t] -= 1
         self.stores[t] -= 1
         return True
+
+    def too_nested(self, value) -> bool:
+        """Whether `value` calls helpers more than twice deep or three times, or is wider
+        than one line a reader takes in (`grad_of_sum(unbroadcast(-bz, m) / s, e) * e`)."""
+        calls = 0
+
+        def depth(node):
+            nonlocal calls
+            inner = max((depth(child) for child in ast.iter_child_nodes(node)), default=0)
+            if node.__class__ is ast.Call and node.func.__class__ is ast.Name \
+                    and node.func.id in self.helpers:
+                calls += 1
+                return inner + 1
+            return inner
+        return depth(value) > _MOST_NESTED or calls > _MOST_CALLS or _width(value) > _WIDEST
 
     def passable(self, stmt, names) -> bool:
         """Whether `stmt` may run between a value's old and new place."""
@@ -216,12 +240,15 @@ class _Fuser:
     def pure(self, value) -> bool:
         """Arithmetic on names and constants: no attribute (`_tape.pop` must stay bound
         to its name: generated code differentiated again finds its tape by it)."""
-        functions = set()
+        functions, options = set(), set()
         for node in nodes.walk(value):
+            if id(node) in options:             # a constant keyword argument (`axis=1`)
+                continue
             if isinstance(node, ast.Call):
-                if not self.pure_call(node) or node.keywords:
+                if not self.pure_call(node):
                     return False
                 functions.add(id(node.func))
+                options.update(id(n) for k in node.keywords for n in nodes.walk(k))
             elif isinstance(node, ast.Attribute):
                 if id(node) not in functions:
                     return False
@@ -230,15 +257,51 @@ class _Fuser:
         return True
 
     def pure_call(self, call) -> bool:
+        """A call computing a new value from its arguments, changing none of them."""
         func = call.func
+        if isinstance(func, ast.Name):
+            return func.id in self.helpers and not call.keywords
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id in self.modules):
             return False
         if func.value.id == 'math':
-            return callable(getattr(math, func.attr, None))
-        if func.value.id == 'np':
-            return isinstance(getattr(np, func.attr, None), np.ufunc)
-        return False
+            return callable(getattr(math, func.attr, None)) and not call.keywords
+        if func.attr in _REDUCTIONS:    # over constant axes (no `out`, `where`, positional too)
+            return len(call.args) <= 2 and all(k.arg in ('axis', 'keepdims') and _constant(k.value) for k in call.keywords)
+        return isinstance(getattr(np, func.attr, None), np.ufunc) and not call.keywords
+
+
+_MOST_NESTED, _MOST_CALLS = 2, 3           # helper calls one fused statement may hold
+_WIDEST = 76                                # and its value's characters, about
+
+
+def _width(node) -> int:
+    """About how many characters `node` takes written out (without parentheses)."""
+    kind = node.__class__
+    if kind is ast.Name:
+        return len(node.id)
+    if kind is ast.Constant:
+        return len(repr(node.value))
+    if kind is ast.Attribute:
+        return _width(node.value) + 1 + len(node.attr)
+    if kind is ast.BinOp:
+        return _width(node.left) + 3 + _width(node.right)
+    if kind is ast.UnaryOp:
+        return 1 + _width(node.operand)
+    if kind is ast.Call:
+        parts = [_width(a) for a in node.args] + [len(k.arg or '') + 1 + _width(k.value)
+                                                  for k in node.keywords]
+        return _width(node.func) + 2 + sum(parts) + 2 * max(len(parts) - 1, 0)
+    return sum(_width(child) + 2 for child in ast.iter_child_nodes(node))
+
+
+_REDUCTIONS = frozenset({'sum', 'mean', 'max', 'min', 'amax', 'amin', 'prod'})
+
+
+def _constant(node) -> bool:
+    """A literal, or a tuple of literals (`axis=(0, 1)`)."""
+    return isinstance(node, ast.Constant) or isinstance(node, ast.Tuple) and all(
+        isinstance(e, ast.Constant) for e in node.elts)
 
 
 def copy_blocks(stmts, rewrite) -> list:

@@ -30,7 +30,7 @@ def transform(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dic
         call = stmt.value if isinstance(stmt, ast.Assign) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
                 and call.func.id in UNIFORM and len(call.args) == 2 and not call.keywords \
-                and all(isinstance(a, ast.Name) for a in call.args) \
+                and isinstance(call.args[1], ast.Name) \
                 and namespace.get(call.func.id) is helpers.get(call.func.id) \
                 and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and shapes.get(call.args[1].id):
