@@ -27,7 +27,9 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize('case', CASES, ids=lambda c: c.name)
 def test_fused_code_computes_the_same_bits(case, monkeypatch):
-    """Every corpus function: value and gradients with both passes equal those without."""
+    """Every corpus function: value and gradients with both passes equal those without
+    (factoring, which rounds otherwise, off in both: `test_factor`)."""
+    monkeypatch.setattr(pipeline.factor, 'transform', lambda *args: None)
     cache.clear()
     _, fused = _gradients(case)
     cache.clear()
@@ -52,7 +54,7 @@ def logistic(w, X, y):
 def test_scalar_loop_reads_like_the_hand_written_adjoint():
     text = tf.source(scalar_loop, args=(0.7,))
     assert '        x = _sin * x + 0.5 * x\n' in text
-    assert '        bx = bx * 0.5 + bx * _sin + bx * x * math.cos(x)\n' in text
+    assert '        bx = bx * (0.5 + _sin + x * math.cos(x))\n' in text
     assert '_value = x' in text                 # the value keeps its name
 
 

@@ -171,7 +171,7 @@ def dscalar_loop(x, bx=1.0):
     for _ in range(_pop()):
         x = _pop()
         _sin = math.sin(x)
-        bx = bx * 0.5 + bx * _sin + bx * x * math.cos(x)
+        bx = bx * (0.5 + _sin + x * math.cos(x))
     assert not _tape, 'tapeflow internal error: dscalar_loop left values on its tape'
     return (_value, bx)
 '''

@@ -46,7 +46,8 @@ class ReverseCompile(CompileContext):
     value: ast.AST = None             # `_value = <output>` in the combined function
     seed_of_tuple: str = None         # `bout`, named before `reverse` (a tuple's parts read it)
     sweep_context: reverse.ReverseContext = None
-    own: set = frozenset()            # adjoints of temporaries: fusion may fuse them away
+    own: set = frozenset()            # adjoints of locals: fusion may fuse them away
+    cotangent_names: frozenset = frozenset()   # every adjoint (`factor` rewrites their sums)
     loops_checkpointed: bool = False  # `checkpoint` rewrote loops of the combined function
 
     def reverse_context(self, node) -> reverse.ReverseContext:
@@ -88,6 +89,7 @@ class ReverseCompile(CompileContext):
         self.forward = adjoint.forward
         self.reverse = inits + adjoint.seed + adjoint.reverse
         self.own = {adj[n] for n in active if n not in self.params}     # adjoints of locals
+        self.cotangent_names = frozenset(adj[n] for n in active)
         return nodes.function_def(self.name, self.params, self.forward + self.reverse)
 
     def optimized(self) -> ast.FunctionDef:

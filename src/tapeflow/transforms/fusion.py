@@ -194,8 +194,9 @@ class _Fuser:
         return True
 
     def too_nested(self, value) -> bool:
-        """Whether `value` calls helpers more than twice deep or three times, or is wider
-        than one line a reader takes in (`grad_of_sum(unbroadcast(-bz, m) / s, e) * e`)."""
+        """Whether `value` calls helpers more than twice deep or three times, or calls one
+        and is wider than a line a reader takes in (`grad_of_sum(unbroadcast(-bz, m) / s,
+        e) * e`); arithmetic alone fuses as wide as it comes."""
         calls = 0
 
         def depth(node):
@@ -206,7 +207,8 @@ class _Fuser:
                 calls += 1
                 return inner + 1
             return inner
-        return depth(value) > _MOST_NESTED or calls > _MOST_CALLS or _width(value) > _WIDEST
+        deepest = depth(value)
+        return deepest > _MOST_NESTED or calls > _MOST_CALLS or calls and _width(value) > _WIDEST
 
     def passable(self, stmt, names) -> bool:
         """Whether `stmt` may run between a value's old and new place."""

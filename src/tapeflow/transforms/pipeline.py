@@ -1,8 +1,8 @@
 """The passes, in order, and the one loop that runs them: every function compiles here.
 
     parse -> resolve -> fence -> desugar -> anf -> mutation -> activity -> shapes
-          -> reverse -> optimize -> fold -> assemble -> fusion -> checkpoint -> tape
-          -> uniform -> witness -> nest -> tape_check -> codegen
+          -> reverse -> optimize -> fold -> assemble -> fusion -> uniform -> factor
+          -> checkpoint -> tape -> witness -> nest -> tape_check -> codegen
 
 Each pass is `run(tree, ctx) -> tree`, one entry point of its own module, over one
 compile context (`transforms.context`: reverse mode's is `assemble.ReverseCompile`,
@@ -21,9 +21,9 @@ from tapeflow.syntax import fence, parse, resolve
 from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
-from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, fold, forward,
-                                 fusion, mutation, nest, optimize, reverse, tape_check, uniform,
-                                 witness)
+from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, factor, fold,
+                                 forward, fusion, mutation, nest, optimize, reverse, tape_check,
+                                 uniform, witness)
 from tapeflow.transforms.context import CompileContext
 
 
@@ -51,9 +51,10 @@ PASSES = FRONT + (
     Pass('fold', fold.run, "the rules' arithmetic on literals done once (`_slope_exponent(2) - 1` -> 1)"),
     Pass('assemble', assemble.run, 'the forward, backward and combined functions from the sweeps'),
     Pass('fusion', fusion.run, 'single-use temporaries into their one reader: fewer interpreter steps'),
+    Pass('uniform', uniform.run, 'whole-array sum/mean cotangents kept as one number where they broadcast'),
+    Pass('factor', factor.run, 'a common factor out of a cotangent sum: `bx * (0.5 + _sin)`'),
     Pass('checkpoint', checkpoint.run, 'with checkpoint=: loops keep snapshots instead of a tape of every trip'),
     Pass('tape', assemble.bind_tapes, 'each function binds the tape operations it uses, and no more'),
-    Pass('uniform', uniform.run, 'whole-array sum/mean cotangents kept as one number where they broadcast'),
     Pass('witness', witness.run, "a value the reverse reads only as `unbroadcast`'s shape is pushed as a witness"),
     Pass('nest', nest.run, 'shape arithmetic back in one expression: `range(xs.shape[0])`'),
     Pass('tape_check', tape_check.run, 'under __debug__, each function checks it left the tape as it found it'),
