@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tests.gradcheck import checked_against_plain
 from tapeflow.rules.numpy_reductions import (_choice, count, expand, grad_of_max, grad_of_mean,
                                              grad_of_sum)
 from tapeflow.rules.operators import grad_of_matmul_a, grad_of_matmul_b
@@ -93,6 +94,27 @@ def test_symbolic_zero_cotangents_pass_through():
     np.testing.assert_array_equal(dense(0.0, a), np.zeros((2, 3)))
     assert dense(2.0, 3.0) == 2.0
     np.testing.assert_array_equal(grad_of_sum(0.0, a, 1), np.zeros((2, 3)))
+
+
+def test_a_symbolic_zero_times_a_smaller_array_flows_back_as_zero():
+    # 0.0 * s, s of shape (1, 3), is the cotangent of x of shape (2, 3): nothing flows
+    assert unbroadcast(0.0 * np.ones((1, 3)), np.ones((2, 3))) == 0.0
+    with pytest.raises(ValueError):                 # a real cotangent of the wrong shape
+        unbroadcast(np.ones((1, 3)), np.ones((2, 3)))
+
+
+def summed_rows_in_a_list(x):
+    """Found by the fuzzer (seed 80808): the first list element's cotangent is the
+    symbolic zero, and `bmul * _sum` is then zeros of the kept sum's shape (1, 3)."""
+    rows = []
+    for i in range(2):
+        rows.append(2.0 + np.sum(x, axis=0, keepdims=True) * x)
+    return np.sum(rows[-1]) + np.sum(x.ravel() ** 2)
+
+
+def test_list_of_kept_sums_differentiates():
+    rng = np.random.default_rng(2)
+    checked_against_plain(summed_rows_in_a_list, (rng.standard_normal((2, 3)),), 0, rng)
 
 
 def test_unbroadcast_fast_paths():

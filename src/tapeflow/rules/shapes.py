@@ -44,9 +44,17 @@ def unbroadcast(g, x):
         shape = np.shape(x)
     if g.shape == shape:
         return _as_dtype_of(g, x)
-    if g.ndim < len(shape) and not np.any(g):
-        return 0.0          # the symbolic zero through arithmetic (0.0 / np.float64(2.0))
+    if not _sums_to(g.shape, shape) and not np.any(g):
+        # the symbolic zero through arithmetic (0.0 / np.float64(2.0), or 0.0 * s where
+        # s is smaller than x): no cotangent was broadcast from x, none flows back
+        return 0.0
     return _as_dtype_of(unbroadcast_to(g, shape), x)
+
+
+def _sums_to(gshape, shape) -> bool:
+    """Whether an array of `gshape` is one of `shape` broadcast (so sums back to it)."""
+    extra = len(gshape) - len(shape)
+    return extra >= 0 and all(n == 1 or n == m for n, m in zip(shape, gshape[extra:]))
 
 
 unbroadcast.__tapeflow_pure__ = True       # a new value, nothing changed (`transforms.fusion`)
