@@ -114,7 +114,7 @@ class Aliasing(CallFacts):
     def loop_head(self, stmt, state):
         if isinstance(stmt, ast.For):
             state = state.copy()
-            for n in nodes.walk(stmt.target):
+            for n in nodes.walk_terms(stmt.target):
                 if isinstance(n, ast.Name):
                     self.bind(state, n.id, SCALAR, frozenset())
         return state
@@ -221,7 +221,7 @@ class Aliasing(CallFacts):
                 kind if kind in NUMBERS else NUMERIC)
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, (ast.Compare, ast.BoolOp)):
-            kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, ast.Name)]
+            kinds = [self.atom(a, state)[0] for a in nodes.walk_terms(v) if isinstance(a, ast.Name)]
             kind = SCALAR if all(k == SCALAR for k in kinds) else NUMERIC
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, ast.Subscript):
@@ -354,7 +354,7 @@ def _same_slot(state, eqs, target):
 
 
 def _everything(state, node) -> frozenset:
-    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk(node)
+    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk_terms(node)
                                   if isinstance(n, ast.Name)))
     return reach_objects(state, objects)
 

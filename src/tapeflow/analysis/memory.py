@@ -174,7 +174,7 @@ def text(node) -> str:
 
 
 def names_of(node) -> frozenset:
-    return frozenset(n.id for n in nodes.walk(node) if isinstance(n, ast.Name)
+    return frozenset(n.id for n in nodes.walk_terms(node) if isinstance(n, ast.Name)
                      and not getanno(n, Key.RESOLVED))
 
 

@@ -56,9 +56,9 @@ def _array_valued(block, params) -> set:
                 and isinstance(stmt.targets[0], ast.Name):
             values.setdefault(stmt.targets[0].id, []).append(stmt.value)
         elif isinstance(stmt, ast.Assign):                  # (a, b) = ..., x[i] = ...
-            other |= {n.id for t in stmt.targets for n in nodes.walk(t) if isinstance(n, ast.Name)}
+            other |= {n.id for t in stmt.targets for n in nodes.walk_terms(t) if isinstance(n, ast.Name)}
         elif isinstance(stmt, ast.For):
-            other |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, ast.Name)}
+            other |= {n.id for n in nodes.walk_terms(stmt.target) if isinstance(n, ast.Name)}
         elif not isinstance(stmt, _BINDING_NOTHING):      # anything else: all it names
             other |= nodes.names_in(stmt)
     arrays = {n for n, vs in values.items() if n not in other
@@ -105,7 +105,7 @@ def _shape_only(block, names) -> set:
     whole = set()
     for stmt in block:
         shapes = set()
-        for n in nodes.walk(stmt):
+        for n in nodes.walk_terms(stmt):
             if n.__class__ is ast.Call and isinstance(n.func, ast.Name) \
                     and n.func.id == 'unbroadcast' and len(n.args) == 2 and not n.keywords \
                     and isinstance(n.args[1], ast.Name):

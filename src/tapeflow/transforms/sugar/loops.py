@@ -48,7 +48,7 @@ class ZipValues:
 
     def rewrite(self, fdef):
         loops = set()
-        for n in nodes.walk(fdef):
+        for n in nodes.walk_terms(fdef):
             if isinstance(n, ast.For) and _loop_zip(n.iter, n.target):
                 loops.add(id(n.iter))
             if isinstance(n, ast.comprehension) and _loop_zip(n.iter, n.target):
@@ -89,7 +89,7 @@ class ZipValues:
         target = nodes.tuple_(*[nodes.name(n, store=True) for n in names], store=True)
         pair = nodes.tuple_(*[nodes.name(n) for n in names])
         pairs = nodes.list_comp(pair, [nodes.comprehension(target, call)])
-        for n in nodes.walk(pairs):
+        for n in nodes.walk_terms(pairs):
             if n is not call and not isinstance(n, ast.comprehension):
                 nodes.copy_location(n, call)
         return nodes.copy_location(pairs, call)
