@@ -5,7 +5,8 @@ constructor); `clone`, `substitute`, `located` and `copy_location` copy and
 locate them; `parse_statement`/`parse_expression` read Python written as text.
 
 The passes walk trees through here too: `walk` (ast.walk's order, faster),
-`load_names`/`names_in` (the names a node reads or holds) and `statements` live
+`walk_terms` (the same without contexts and operators), `load_names`/`names_in`
+(the names a node reads or holds) and `statements` live
 in `syntax.walkers` and are re-exported; the `Visitor`/`Transformer` bases
 (gast's, faster) are here.
 """
