@@ -108,10 +108,14 @@ def _drop(node, ids):
 
 
 def _kinds(facts) -> dict:
-    out = {}
+    out, seen = {}, set()
     for state in list(facts.after.values()) + [facts.entry]:
-        for name, kind in state.kinds.items():
-            out[name] = kind if name not in out else al.join_kinds(out[name], kind)
+        if id(state) not in seen:       # (a statement that changes nothing shares its state)
+            seen.add(id(state))
+            for name, kind in state.kinds.items():
+                old = out.setdefault(name, kind)
+                if old != kind:
+                    out[name] = al.join_kinds(old, kind)
     return out
 
 
@@ -325,7 +329,7 @@ class _Rewriter(Checks, Lowerings):
             if not isinstance(arg, ast.Name) or arg.id not in state.kinds:
                 return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
                                    f'{fn.__name__}() writes into its argument {i} '
-                                   f'({_text(arg)}), which is not a local variable; '
+                                   f'({al.text(arg)}), which is not a local variable; '
                                    f'pass a local copy')
         derived, unrelated = derivations(state, call.args, positions)
         checks = [self.apart(stmt, first, other,      # compiled as apart: checked when it runs
@@ -432,12 +436,8 @@ def _symbol(op) -> str:
             ast.MatMult: '@', ast.FloorDiv: '//', ast.Mod: '%'}.get(type(op), '?')
 
 
-def _text(node) -> str:
-    return al.text(node)
-
-
 def _opaque_reason(call, name) -> str:
-    what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{_text(call.func)}()'
+    what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{al.text(call.func)}()'
     return (f'{what} changes {name} in place and is not differentiated; '
             f'compute a new value instead of writing into {name}')
 
