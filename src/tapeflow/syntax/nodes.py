@@ -115,6 +115,10 @@ def return_(value) -> gast.Return:
     return _new(gast.Return, value=None if value is None else _expr(value))
 
 
+def assert_(test, message: str) -> gast.Assert:
+    return _new(gast.Assert, test=_expr(test), msg=const(message))
+
+
 def keyword(arg, value) -> gast.keyword:
     return _new(gast.keyword, arg=arg, value=_expr(value))
 
