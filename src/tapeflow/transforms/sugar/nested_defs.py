@@ -27,6 +27,8 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
     assigned just before the def (`_inner_k = k`), and a call that leaves the
     parameter out passes that name. Calls pass every argument by position.
     """
+    if not any(isinstance(s, ast.FunctionDef) for s in nodes.statements(node.body)):
+        return                      # (most functions; `fence` let no other block hold a def)
     from tapeflow.syntax.resolve import local_names
     outer_locals = None             # the function's locals, read before any def is lifted
     lifted = {}
