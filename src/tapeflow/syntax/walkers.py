@@ -69,7 +69,7 @@ def _walk(node, fields_by_class):
 _LEAF_FIELDS = frozenset({'id', 'attr', 'arg', 'type_comment', 'kind', 'level', 'module',
                           'is_async', 'conversion', 'simple'})
 _CHILD_FIELDS: dict = {}    # node class -> the fields `walk` reads
-_TERM_FIELDS: dict = {}     # node class -> the fields `walk_terms` reads
+_TERM_FIELDS: dict = {}     # node class -> the fields `walk_terms` and the name scans read
 
 
 def _fields_of(cls, fields_by_class):
@@ -83,12 +83,6 @@ def _fields_of(cls, fields_by_class):
 
 # Fields that hold no names: contexts and operators (`load_names` skips them).
 _NAMELESS_FIELDS = frozenset({'ctx', 'op', 'ops'})
-_NAME_FIELDS: dict = {}     # node class -> its fields that may hold names
-
-
-def _name_fields(cls):
-    fields = _NAME_FIELDS[cls] = tuple(f for f in cls._fields if f not in _NAMELESS_FIELDS)
-    return fields
 
 
 def load_names(node, out=None) -> set:
@@ -109,7 +103,7 @@ def _names(node, out, context=None, counts=None) -> set:
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     Name, AST, Load = gast.Name, gast.AST, gast.Load
-    fields_of = _NAME_FIELDS.get
+    fields_of = _TERM_FIELDS.get       # (the fields that may hold names)
     while stack:
         n = pop()
         cls = n.__class__
@@ -124,7 +118,7 @@ def _names(node, out, context=None, counts=None) -> set:
         if fields is None:
             if not isinstance(n, AST):
                 continue
-            fields = _name_fields(cls)
+            fields = _fields_of(cls, _TERM_FIELDS)
         for field in fields:
             value = getattr(n, field, None)
             if value.__class__ is list:
