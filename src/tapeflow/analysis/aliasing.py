@@ -33,8 +33,8 @@ from tapeflow.analysis.call_writes import (  # noqa: F401  (re-exported)
     everything_of, out_arguments, writes_of_call)
 from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
     ARRAY, DICT, LIST, MUTABLE, NUMERIC, OPAQUE_SUMMARY, OUTER, PARAM, PARAM_ITEMS, SCALAR,
-    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, join_kinds, renamed_eq,
-    kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
+    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, holders, join_kinds,
+    renamed_eq, kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
     reach_objects, text)
 from tapeflow.rules import mutation as table
 from tapeflow.syntax import nodes

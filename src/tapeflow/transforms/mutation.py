@@ -108,14 +108,12 @@ def _drop(node, ids):
 
 
 def _kinds(facts) -> dict:
-    out, seen = {}, set()
+    pairs = {}                          # (name, kind), each once, in the order first seen
     for state in list(facts.after.values()) + [facts.entry]:
-        if id(state) not in seen:       # (a statement that changes nothing shares its state)
-            seen.add(id(state))
-            for name, kind in state.kinds.items():
-                old = out.setdefault(name, kind)
-                if old != kind:
-                    out[name] = al.join_kinds(old, kind)
+        pairs.update(dict.fromkeys(state.kinds.items()))
+    out = {}
+    for name, kind in pairs:            # (the join: idempotent, in any order)
+        out[name] = kind if name not in out else al.join_kinds(out[name], kind)
     return out
 
 
@@ -400,17 +398,7 @@ class _Rewriter(Checks, Lowerings):
         """Every name that, somewhere in the function, may reach one of `objects`."""
         if not objects:
             return set()
-        out = set()
-        for state in self.facts.states():
-            reaching, grew = set(objects), True       # what holds them, at any depth
-            while grew:
-                grew = False
-                for o, inner in state.contents.items():
-                    if o not in reaching and not inner.isdisjoint(reaching):
-                        reaching.add(o)
-                        grew = True
-            out.update(n for n, mine in state.pts.items() if not mine.isdisjoint(reaching))
-        return out
+        return set().union(*(al.holders(state, objects) for state in self.facts.states()))
 
 # ---------------------------------------------------------------- reading calls
 
