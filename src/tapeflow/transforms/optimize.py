@@ -247,8 +247,8 @@ def _sweep(stmts, liveness, removed, dropped):
             pair = getanno(stmt, Key.TAPE_PAIR)
             if pair is not None:
                 removed.add(pair)
-            elif _uses_tape(stmt):
-                out.append(stmt)
+            elif any(_uses_tape(t) for t in stmt.targets):   # (an assignment: `_dead` read
+                out.append(stmt)                                # its value, no tape there)
                 continue
             dropped.append(stmt)
             continue
