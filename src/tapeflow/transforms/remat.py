@@ -200,18 +200,30 @@ def _restore_of(part, names):
     return None
 
 
+def _readers(parts, i, y, total, counted):
+    """The parts after `i` whose statements read `y`, and how many times they read it,
+    looked for until the `total` reads of `y` in the function are found (no later part
+    reads it then); `counted`: k -> {name: times read} there, filled as asked."""
+    readers, reads = [], 0
+    for k in range(i + 1, len(parts)):
+        if reads == total:
+            break
+        if k not in counted:
+            counted[k] = nodes.name_counts(parts[k][0])[0]
+        here = counted[k].get(y, 0)
+        if here:
+            readers.append(k)
+            reads += here
+    return readers, reads
+
+
 def rematerialise(parts, facts):
     """`parts`: [(statement, forward list, reverse list)] of one block, edited in place.
 
     `y = f(a)` is computed again at the start of the reverse of its last reader, or, where
     that reader binds `a` again (`x = y * x`), right after its reverse pops `a` back."""
     at, inserted = {}, {}        # name computed again -> (part, after a pop); -> how many
-    loads = {}                   # k -> the names the statement of parts[k] reads
-
-    def read_by(k):
-        if k not in loads:
-            loads[k] = nodes.load_names(parts[k][0])
-        return loads[k]
+    counted = {}                 # k -> {name: times read} in the statement of parts[k]
     for i, (stmt, fwd, rev) in enumerate(parts):
         if not _pure(stmt):
             continue
@@ -221,13 +233,13 @@ def rematerialise(parts, facts):
                 or not cheap(stmt.value, facts):
             continue
         inputs = nodes.load_names(stmt.value)
-        readers = [k for k in range(i + 1, len(parts)) if y in read_by(k)]
+        total = facts.loads.get(y, 0)
+        readers, reads = _readers(parts, i, y, total, counted)
         last = readers[-1] if readers else i
         decision = _decided(parts[last], y) if last > i else None
         between = [parts[k][0] for k in range(i + 1, last + 1)]
-        reads = sum(nodes.name_counts(parts[k][0])[0].get(y, 0) for k in readers)  # the others: 0
         plain = between[:-1] if decision is not None else between
-        if y in inputs or reads != facts.loads.get(y, 0) or not all(_pure(s) for s in plain) \
+        if y in inputs or reads != total or not all(_pure(s) for s in plain) \
                 or any(nodes.store_names([s]) & inputs for s in between[:-1]):
             continue
         anchor = None
