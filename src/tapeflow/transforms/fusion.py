@@ -179,7 +179,7 @@ class _Fuser:
                 and isinstance(use.targets[0], ast.Name)):
             return False
         spots = [n for n in nodes.walk_terms(use.value) if isinstance(n, ast.Name) and n.id == t]
-        if len(spots) != 1 or not self.plain(use.value):
+        if len(spots) != 1 or not self.fact(use, 'plain', lambda: self.plain_value(use)):
             return False
         rebinds = use.targets[0].id == t
         if not rebinds and (self.loads.get(t) != 1 or self.stores.get(t) != 1
@@ -205,7 +205,14 @@ class _Fuser:
             return False                       # writes memory
         if any(e.id in names for e in targets):
             return False
-        return self.fact(stmt, 'plain', lambda: self.plain(stmt.value))
+        return self.fact(stmt, 'plain', lambda: self.plain_value(stmt))
+
+    def plain_value(self, stmt) -> bool:
+        """`plain` of an assignment's value; a pure value is (no walk where that is known)."""
+        if isinstance(stmt.targets[0], ast.Name) and \
+                self.fact(stmt, 'pure', lambda: self.pure(stmt.value)):
+            return True
+        return self.plain(stmt.value)
 
     def plain(self, value) -> bool:
         """No call that may change an array: arithmetic, pure calls, the tape's pop."""
