@@ -65,6 +65,21 @@ def _walk(node, fields_by_class):
         yield n
 
 
+def children(node) -> list:
+    """The nodes right under `node` but contexts and operators (`walk_terms`'s steps)."""
+    fields = _TERM_FIELDS.get(node.__class__)
+    if fields is None:
+        fields = _fields_of(node.__class__, _TERM_FIELDS)
+    out = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if value.__class__ is list:
+            out.extend([v for v in value if isinstance(v, gast.AST)])
+        elif isinstance(value, gast.AST):
+            out.append(value)
+    return out
+
+
 # Fields that never hold a node (identifiers, flags, a constant's value): not read.
 _LEAF_FIELDS = frozenset({'id', 'attr', 'arg', 'type_comment', 'kind', 'level', 'module',
                           'is_async', 'conversion', 'simple'})
