@@ -33,8 +33,8 @@ from tapeflow.analysis.call_writes import (  # noqa: F401  (re-exported)
     everything_of, out_arguments, writes_of_call)
 from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
     ARRAY, DICT, LIST, MUTABLE, NUMERIC, OPAQUE_SUMMARY, OUTER, PARAM, PARAM_ITEMS, SCALAR,
-    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, join_kinds, renamed_eq,
-    kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
+    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, holders, join_kinds,
+    renamed_eq, kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
     reach_objects, text)
 from tapeflow.rules import mutation as table
 from tapeflow.syntax import nodes
@@ -114,7 +114,7 @@ class Aliasing(CallFacts):
     def loop_head(self, stmt, state):
         if isinstance(stmt, ast.For):
             state = state.copy()
-            for n in nodes.walk(stmt.target):
+            for n in nodes.walk_terms(stmt.target):
                 if isinstance(n, ast.Name):
                     self.bind(state, n.id, SCALAR, frozenset())
         return state
@@ -221,7 +221,7 @@ class Aliasing(CallFacts):
                 kind if kind in NUMBERS else NUMERIC)
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, (ast.Compare, ast.BoolOp)):
-            kinds = [self.atom(a, state)[0] for a in nodes.walk(v) if isinstance(a, ast.Name)]
+            kinds = [self.atom(a, state)[0] for a in nodes.walk_terms(v) if isinstance(a, ast.Name)]
             kind = SCALAR if all(k == SCALAR for k in kinds) else NUMERIC
             return kind, self.fresh(state, site, kind), []
         if isinstance(v, ast.Subscript):
@@ -354,7 +354,7 @@ def _same_slot(state, eqs, target):
 
 
 def _everything(state, node) -> frozenset:
-    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk(node)
+    objects = frozenset().union(*(state.pts.get(n.id, frozenset()) for n in nodes.walk_terms(node)
                                   if isinstance(n, ast.Name)))
     return reach_objects(state, objects)
 

@@ -19,7 +19,7 @@ def reads(node) -> set:
     if isinstance(node, ast.Assign):
         for target in node.targets:
             if isinstance(target, ast.Subscript):      # y[i] = v mutates y: reads it
-                out |= {n.id for n in nodes.walk(target) if isinstance(n, ast.Name)}
+                out |= {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)}
     return out
 
 
@@ -61,7 +61,7 @@ class Liveness:
         elif cls is ast.For:
             parts = node.iter, node.target
         elif cls is ast.FunctionDef:
-            return {n.id for n in nodes.walk(node) if isinstance(n, ast.Name)
+            return {n.id for n in nodes.walk_terms(node) if isinstance(n, ast.Name)
                     and isinstance(n.ctx, ast.Load)}, {node.name}
         else:
             return reads(node), writes(node)
@@ -110,4 +110,4 @@ class Liveness:
 
 
 def writes_target(loop) -> set:
-    return {n.id for n in nodes.walk(loop.target) if isinstance(n, ast.Name)}
+    return {n.id for n in nodes.walk_terms(loop.target) if isinstance(n, ast.Name)}

@@ -109,9 +109,10 @@ class State:
                      dict(self.views))
 
     def join(self, other: 'State') -> 'State':
-        kinds = {n: join_kinds(self.kinds.get(n, other.kinds.get(n)),
-                               other.kinds.get(n, self.kinds.get(n)))
-                 for n in self.kinds.keys() | other.kinds.keys()}
+        mine, theirs, kinds = self.kinds, other.kinds, {}
+        for n in mine.keys() | theirs.keys():       # (a name of one side: its kind there)
+            a, b = mine.get(n, _ABSENT), theirs.get(n, _ABSENT)
+            kinds[n] = b if a is _ABSENT else a if b is _ABSENT or a == b else join_kinds(a, b)
         pts = _union_by_key(self.pts, other.pts)
         contents = _union_by_key(self.contents, other.contents)
         views = _union_by_key(self.views, other.views)
@@ -126,6 +127,9 @@ class State:
         return (self.kinds == other.kinds and self.pts == other.pts
                 and self.contents == other.contents and self.eqs == other.eqs
                 and self.views == other.views)
+
+
+_ABSENT = object()
 
 
 def _union_by_key(a: dict, b: dict) -> dict:
@@ -158,6 +162,20 @@ def overlapping(state: State, objects) -> frozenset:
     return frozenset(o for o in candidates if roots(o) & mine) | frozenset(objects)
 
 
+def holders(state: State, objects) -> set:
+    """The names that may reach one of `objects` in `state` (through the elements of what
+    they hold, at any depth)."""
+    holding = [(o, inner) for o, inner in state.contents.items() if inner]   # (most: none)
+    reaching, grew = set(objects), True
+    while grew:
+        grew = False
+        for o, inner in holding:
+            if o not in reaching and not inner.isdisjoint(reaching):
+                reaching.add(o)
+                grew = True
+    return {n for n, mine in state.pts.items() if not mine.isdisjoint(reaching)}
+
+
 def reach_objects(state: State, objects) -> frozenset:
     seen, stack = set(objects), list(objects)
     while stack:
@@ -174,7 +192,7 @@ def text(node) -> str:
 
 
 def names_of(node) -> frozenset:
-    return frozenset(n.id for n in nodes.walk(node) if isinstance(n, ast.Name)
+    return frozenset(n.id for n in nodes.walk_terms(node) if isinstance(n, ast.Name)
                      and not getanno(n, Key.RESOLVED))
 
 

@@ -193,7 +193,7 @@ def infer(node: ast.FunctionDef, param_shapes: dict) -> dict:
     """
     params = {a.id for a in node.args.args}
     assignments, loop_counters = [], set()
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
             assignments.append((n.targets[0].id, n.value))
         elif isinstance(n, ast.For):

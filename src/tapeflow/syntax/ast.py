@@ -15,8 +15,8 @@ from gast import (AST, Add, And, Assign, Attribute, BinOp, BitAnd, BitOr, BitXor
                   Invert, JoinedStr, Lambda, List, ListComp, Load, LShift, MatMult, Mod,
                   Module, Mult, Name, NamedExpr, Not, Or, Param, Pass, Pow, Return, RShift,
                   SetComp, Slice, Starred, Store, Sub, Subscript, Tuple, UAdd, UnaryOp, USub,
-                  While, comprehension, expr_context, iter_child_nodes, iter_fields, keyword,
-                  operator, unaryop)
+                  While, comprehension, expr, expr_context, iter_child_nodes, iter_fields,
+                  keyword, operator, unaryop)
 
 # Statements that hold blocks of statements.
 COMPOUND = (For, While, If)

@@ -20,7 +20,7 @@ class Namer:
     @classmethod
     def for_function(cls, node) -> 'Namer':
         return cls(nodes.names_in(node) |
-                   {n.name for n in nodes.walk(node) if isinstance(n, gast.FunctionDef)})
+                   {n.name for n in nodes.walk_terms(node) if isinstance(n, gast.FunctionDef)})
 
     def new(self, base: str) -> str:
         """`base`, or `base2`, `base3`... whichever is free."""

@@ -5,7 +5,8 @@ constructor); `clone`, `substitute`, `located` and `copy_location` copy and
 locate them; `parse_statement`/`parse_expression` read Python written as text.
 
 The passes walk trees through here too: `walk` (ast.walk's order, faster),
-`load_names`/`names_in` (the names a node reads or holds) and `statements` live
+`walk_terms` (the same without contexts and operators), `load_names`/`names_in`
+(the names a node reads or holds) and `statements` live
 in `syntax.walkers` and are re-exported; the `Visitor`/`Transformer` bases
 (gast's, faster) are here.
 """
@@ -20,7 +21,8 @@ import gast
 
 from tapeflow.syntax.anno import Key, copyanno, defaultanno, getanno, setanno
 from tapeflow.syntax.walkers import (  # noqa: F401  (re-exported: callers say nodes.walk)
-    load_names, loaded_names, name_counts, names_in, statements, store_names, walk)
+    children, load_names, loaded_names, name_counts, names_in, statements, store_names, walk,
+    walk_terms)
 
 Load, Store, Del = gast.Load, gast.Store, gast.Del
 
@@ -112,6 +114,10 @@ def break_() -> gast.Break:
 
 def return_(value) -> gast.Return:
     return _new(gast.Return, value=None if value is None else _expr(value))
+
+
+def assert_(test, message: str) -> gast.Assert:
+    return _new(gast.Assert, test=_expr(test), msg=const(message))
 
 
 def keyword(arg, value) -> gast.keyword:

@@ -76,7 +76,7 @@ def parse_function(fn) -> Source:
                                    filename, first_line, 0)
         raise SourceUnavailableError(f'no function definition in the source of {fn!r}')
     node = defs[0]
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if 'lineno' in n.__dict__:      # hasattr: no gast class has a `lineno` of its own
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset + indent))
     node.decorator_list = []
@@ -131,7 +131,7 @@ def _parse_lambda(fn, code, filename, first_line) -> Source:
     for n in (ret, node):
         gast.copy_location(n, lam)
         n.end_lineno, n.end_col_offset = lam.end_lineno, lam.end_col_offset
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if hasattr(n, 'lineno'):
             setanno(n, Key.ORIGIN, (n.lineno, n.col_offset))
     segment = ast.get_source_segment(text, candidates[0]) or ''
@@ -282,7 +282,7 @@ def _pass_through_name(fn):
 def parse_source_text(text: str, filename: str = '<string>', first_line: int = 1) -> gast.Module:
     """Parse module text (the CLI reads whole files), nodes located in `filename`."""
     tree = nodes.parse_gast(text)
-    for n in nodes.walk(tree):
+    for n in nodes.walk_terms(tree):
         if hasattr(n, 'lineno'):
             setanno(n, Key.ORIGIN, (n.lineno + first_line - 1, n.col_offset))
     return tree

@@ -79,19 +79,15 @@ def local_names(node: gast.FunctionDef) -> set:
         if extra is not None:
             names.add(extra.id)
 
-    def visit(n):
-        for child in gast.iter_child_nodes(n):
-            if isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-                names.add(child.name)
-                continue                # its body is its own scope
-            if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
-                names.add(child.id)
-            visit(child)
-    for stmt in node.body:
-        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-            names.add(stmt.name)
-        else:
-            visit(stmt)
+    stack = list(node.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            names.add(n.name)
+            continue                    # its body is its own scope
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            names.add(n.id)
+        stack.extend(nodes.children(n))
     return names
 
 

@@ -260,7 +260,8 @@ def _annotated(plain, tree, filename, annotate_lines, label, origins=None):
         return plain, line_map
     width = max((len(line) for line, o in zip(lines, origins) if o), default=0)
     column = min(width, _COMMENT_COLUMN_MAX) + 2
-    out = [f'{line.ljust(column - 2)}  # {label(filename)}:{origin[0]}' if origin else line
+    tag = label(filename)
+    out = [f'{line.ljust(column - 2)}  # {tag}:{origin[0]}' if origin else line
            for line, origin in zip(lines, origins)]
     return '\n'.join(out) + '\n', line_map
 

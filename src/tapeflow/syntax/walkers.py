@@ -38,26 +38,66 @@ def store_names(body) -> set:
 def walk(node):
     """Every node under `node` (itself first), in `ast.walk`'s order and as lazily: a
     node's children are read just before it is yielded. About twice as fast."""
+    return _walk(node, _CHILD_FIELDS)
+
+
+def walk_terms(node):
+    """`walk` without the contexts and operators (`Load`, `Add`: leaves, so the other
+    nodes come in the same order): for scans that look for names, calls, statements.
+    About a third faster again."""
+    return _walk(node, _TERM_FIELDS)
+
+
+def _walk(node, fields_by_class):
     todo = [node]
     AST = gast.AST
+    fields_of = fields_by_class.get
     for n in todo:                  # the list grows as it is read: breadth first
-        for field in n._fields:
+        fields = fields_of(n.__class__)
+        if fields is None:
+            fields = _fields_of(n.__class__, fields_by_class)
+        for field in fields:
             value = getattr(n, field, None)
-            if isinstance(value, AST):
-                todo.append(value)
-            elif isinstance(value, list):
+            if value.__class__ is list:
                 todo.extend([v for v in value if isinstance(v, AST)])
+            elif isinstance(value, AST):
+                todo.append(value)
         yield n
+
+
+def children(node) -> list:
+    """The nodes right under `node` but contexts and operators (`walk_terms`'s steps)."""
+    fields = _TERM_FIELDS.get(node.__class__)
+    if fields is None:
+        fields = _fields_of(node.__class__, _TERM_FIELDS)
+    out = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if value.__class__ is list:
+            out.extend([v for v in value if isinstance(v, gast.AST)])
+        elif isinstance(value, gast.AST):
+            out.append(value)
+    return out
+
+
+# Fields that never hold a node (identifiers, flags, a constant's value): not read.
+_LEAF_FIELDS = frozenset({'id', 'attr', 'arg', 'type_comment', 'kind', 'level', 'module',
+                          'is_async', 'conversion', 'simple'})
+_CHILD_FIELDS: dict = {}    # node class -> the fields `walk` reads
+_TERM_FIELDS: dict = {}     # node class -> the fields `walk_terms` and the name scans read
+
+
+def _fields_of(cls, fields_by_class):
+    skipped = _LEAF_FIELDS if fields_by_class is _CHILD_FIELDS \
+        else _LEAF_FIELDS | _NAMELESS_FIELDS
+    if cls is gast.Constant:
+        skipped = skipped | {'value'}
+    fields = fields_by_class[cls] = tuple(f for f in getattr(cls, '_fields', ()) if f not in skipped)
+    return fields
 
 
 # Fields that hold no names: contexts and operators (`load_names` skips them).
 _NAMELESS_FIELDS = frozenset({'ctx', 'op', 'ops'})
-_NAME_FIELDS: dict = {}     # node class -> its fields that may hold names
-
-
-def _name_fields(cls):
-    fields = _NAME_FIELDS[cls] = tuple(f for f in cls._fields if f not in _NAMELESS_FIELDS)
-    return fields
 
 
 def load_names(node, out=None) -> set:
@@ -78,7 +118,7 @@ def _names(node, out, context=None, counts=None) -> set:
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     Name, AST, Load = gast.Name, gast.AST, gast.Load
-    fields_of = _NAME_FIELDS.get
+    fields_of = _TERM_FIELDS.get       # (the fields that may hold names)
     while stack:
         n = pop()
         cls = n.__class__
@@ -93,7 +133,7 @@ def _names(node, out, context=None, counts=None) -> set:
         if fields is None:
             if not isinstance(n, AST):
                 continue
-            fields = _name_fields(cls)
+            fields = _fields_of(cls, _TERM_FIELDS)
         for field in fields:
             value = getattr(n, field, None)
             if value.__class__ is list:

@@ -190,7 +190,7 @@ class _ANF:
         expr = _folded(expr)
         if is_atom(expr):
             return expr
-        value = self.operation(expr, pre, None)
+        value = self.folded_operation(expr, pre, None)
         if is_atom(value):
             return value
         tmp = self.namer.new(_temp_name(expr, hint))
@@ -201,7 +201,10 @@ class _ANF:
 
     def operation(self, expr, pre, target):
         """`expr` as one operation on atoms (or an atom)."""
-        expr = _folded(expr)
+        return self.folded_operation(_folded(expr), pre, target)
+
+    def folded_operation(self, expr, pre, target):
+        """`operation` of an `expr` folded already (a second fold finds nothing)."""
         if is_atom(expr):
             return expr
         kind = type(expr).__name__

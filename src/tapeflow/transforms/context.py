@@ -169,8 +169,10 @@ class CompileContext:
         """The mutation pass's pending refusals, now that activity is known."""
         if self.written is None:
             return
-        wrt = set(self.wrt_names)
-        varied = activity.active_names(node, wrt, nodes.store_names(node.body) | wrt)
+        varied = None                   # (read for the run-time checks alone)
+        if any(pending.runtime is not None for pending in self.written.pending):
+            wrt = set(self.wrt_names)
+            varied = activity.active_names(node, wrt, nodes.store_names(node.body) | wrt)
         mutation.check(self.written, self.active, self.source, node, varied)
 
     def saved(self, name, tree) -> None:

@@ -51,7 +51,7 @@ def _fold(node, namespace):
     changed = True
     while changed:
         changed = False
-        for parent in nodes.walk(root):
+        for parent in nodes.walk_terms(root):
             for field in parent._fields:
                 value = getattr(parent, field, None)
                 if value.__class__ in _FOLDABLE:

@@ -38,7 +38,7 @@ _ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.operator, ast
 
 
 def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
-              namespace=None) -> ast.FunctionDef:
+              namespace=None, facts=None) -> ast.FunctionDef:
     """`fdef` fused (a new function; `fdef` and its statements are left as they are:
     what the fusion rewrites, it copies); `push` and `pop`: the names of the tape's push
     and pop in it (calls that change no array the code reads); `keep`: names never
@@ -46,15 +46,17 @@ def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
     a predicate: the names that may vanish (the compiler's, not the user's own);
     `namespace`: the generated module's, whose helpers marked `__tapeflow_pure__`
     (they compute a new value and change nothing) are calls like arithmetic.
-    A name that is rebound by the statement reading it (`bx = bx + ...`) stays anyway."""
+    A name that is rebound by the statement reading it (`bx = bx + ...`) stays anyway.
+    `facts`: a memo of what statements are, which the functions of one compilation
+    share with their statements (no statement is edited: facts stay true)."""
     loads, stores = _counts(fdef)
     for name in keep:
         stores[name] = stores.get(name, 0) + 2          # never assigned once
     helpers = {name for name, value in (namespace or {}).items()
                if getattr(value, '__tapeflow_pure__', False) and not stores.get(name)}
     fused = nodes.shallow_copy(fdef)
-    fused.body = _Fuser(loads, stores, set(push), set(pop),
-                        temporary or (lambda name: True), helpers).block(fdef.body)
+    fused.body = _Fuser(loads, stores, set(push), set(pop), temporary or (lambda name: True),
+                        helpers, {} if facts is None else facts).block(fdef.body)
     return fused
 
 
@@ -68,12 +70,15 @@ def _counts(fdef):
 
 
 class _Fuser:
-    def __init__(self, loads, stores, push, pop, temporary, helpers):
+    def __init__(self, loads, stores, push, pop, temporary, helpers, facts):
         self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
         self.temporary, self.helpers = temporary, helpers
-        self.memo = {}                  # id(statement) -> (names it reads, the statement)
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {m for m in ('math', 'np') if not stores.get(m)}
+        # id(statement) -> {what: fact}, true of the statement wherever these (what the
+        # facts read of the function) are the same
+        self.memo = facts.setdefault((frozenset(self.modules), frozenset(push),
+                                      frozenset(pop), frozenset(helpers)), {})
 
     def block(self, stmts) -> list:
         """A fused copy of the block `stmts` (compound statements copied, with fused
@@ -114,8 +119,10 @@ class _Fuser:
     def copied_next(self, stmts, i) -> bool:
         """`t = <value>; y = t`, `t` a temporary read there alone: `y = <value>`, whatever
         the value (nothing runs between: the same evaluation, in the same place)."""
-        stmt, use = stmts[i], stmts[i + 1] if i + 1 < len(stmts) else None
-        t = ast.assigned_name(stmt)
+        use = stmts[i + 1] if i + 1 < len(stmts) else None
+        if getattr(use, 'value', None).__class__ is not ast.Name:       # (the common case)
+            return False
+        stmt, t = stmts[i], ast.assigned_name(stmts[i])
         if t is None or ast.assigned_name(use) is None or ast.name_id(use.value) != t \
                 or self.loads.get(t) != 1 or self.stores.get(t) != 1 or not self.temporary(t) \
                 or isinstance(stmt.value, ast.Attribute):   # (a bound method keeps its name)
@@ -148,7 +155,7 @@ class _Fuser:
             later = stmts[k]
             if found == self.loads.get(t, 0):
                 break
-            names = [n for n in nodes.walk(later) if isinstance(n, ast.Name)]
+            names = [n for n in nodes.walk_terms(later) if isinstance(n, ast.Name)]
             here = sum(n.id == t for n in names)
             if here:
                 readers.append(k)
@@ -163,7 +170,7 @@ class _Fuser:
             return False
         for k in readers:                       # a renamed copy of each reader
             stmts[k] = nodes.clone(stmts[k])
-            for n in nodes.walk(stmts[k]):
+            for n in nodes.walk_terms(stmts[k]):
                 if isinstance(n, ast.Name) and n.id == t:
                     n.id = source
         self.loads[source] = self.loads.get(source, 0) + found - 1
@@ -176,8 +183,8 @@ class _Fuser:
         if not (isinstance(use, ast.Assign) and len(use.targets) == 1
                 and isinstance(use.targets[0], ast.Name)):
             return False
-        spots = [n for n in nodes.walk(use.value) if isinstance(n, ast.Name) and n.id == t]
-        if len(spots) != 1 or not self.plain(use.value):
+        spots = [n for n in nodes.walk_terms(use.value) if isinstance(n, ast.Name) and n.id == t]
+        if len(spots) != 1 or not self.fact(use, 'plain', lambda: self.plain_value(use)):
             return False
         rebinds = use.targets[0].id == t
         if not rebinds and (self.loads.get(t) != 1 or self.stores.get(t) != 1
@@ -223,11 +230,18 @@ class _Fuser:
             return False                       # writes memory
         if any(e.id in names for e in targets):
             return False
-        return self.fact(stmt, 'plain', lambda: self.plain(stmt.value))
+        return self.fact(stmt, 'plain', lambda: self.plain_value(stmt))
+
+    def plain_value(self, stmt) -> bool:
+        """`plain` of an assignment's value; a pure value is (no walk where that is known)."""
+        if isinstance(stmt.targets[0], ast.Name) and \
+                self.fact(stmt, 'pure', lambda: self.pure(stmt.value)):
+            return True
+        return self.plain(stmt.value)
 
     def plain(self, value) -> bool:
         """No call that may change an array: arithmetic, pure calls, the tape's pop."""
-        for node in nodes.walk(value):
+        for node in nodes.walk_terms(value):
             if isinstance(node, ast.Call) and not self.pure_call(node) and not self.is_pop(node):
                 return False
         return True
@@ -243,14 +257,14 @@ class _Fuser:
         """Arithmetic on names and constants: no attribute (`_tape.pop` must stay bound
         to its name: generated code differentiated again finds its tape by it)."""
         functions, options = set(), set()
-        for node in nodes.walk(value):
+        for node in nodes.walk_terms(value):
             if id(node) in options:             # a constant keyword argument (`axis=1`)
                 continue
             if isinstance(node, ast.Call):
                 if not self.pure_call(node):
                     return False
                 functions.add(id(node.func))
-                options.update(id(n) for k in node.keywords for n in nodes.walk(k))
+                options.update(id(n) for k in node.keywords for n in nodes.walk_terms(k))
             elif isinstance(node, ast.Attribute):
                 if id(node) not in functions:
                     return False
@@ -349,5 +363,6 @@ def run(tree, ctx):
     the names `ctx.fusion_options()` gives; nothing without optimization."""
     if ctx.optimize:
         options = ctx.fusion_options()
-        tree.body = [transform(fdef, **options) for fdef in tree.body]
+        facts = {}                      # the functions share most statements
+        tree.body = [transform(fdef, **options, facts=facts) for fdef in tree.body]
     return tree

@@ -22,6 +22,7 @@ from tapeflow.rules.entries import StandIn
 from tapeflow.syntax import ast, nodes
 
 _NOT_INLINABLE = object()
+_NOT_A_PARAMETER = object()
 
 
 class Template(NamedTuple):
@@ -269,7 +270,7 @@ class RuleEmitter:
                 self.namespace[name] = globals_[name]
                 self.namer.reserve(name)
         same = same_shapes if callable(same_shapes) else (lambda name: bool(same_shapes))
-        return _rewrite(expr, {k: _as_node(v) for k, v in subs.items()}, globals_, same)
+        return _rewrite(expr, subs, globals_, same)
 
     def _spelling(self, fn):
         """`fn` as generated code names it: its own name, or `np.flip` where a module
@@ -337,16 +338,17 @@ def _zero_safe(rule) -> bool:
 def _rewrite(node, subs, globals_, same):
     """A copy of the rule expression `node` fit for the generated code, in one pass:
 
-    - parameters replaced by the generated code's expressions (`subs`);
+    - parameters replaced by the generated code's expressions (`subs`: a node, copied
+      where it is used, a name or a constant);
     - `helper(g, x, None, False, where=True)` -> `helper(g, x)` where those are
       the helper's defaults;
     - `unbroadcast(e, x)` -> `e` where `same(x)`: `x` has the result's shape.
     """
     if isinstance(node, ast.Name):
-        sub = subs.get(node.id)
-        if sub is None:
+        sub = subs.get(node.id, _NOT_A_PARAMETER)       # (None: a default, the constant)
+        if sub is _NOT_A_PARAMETER:
             return nodes.clone(node)
-        return nodes.clone(sub)
+        return nodes.clone(sub) if isinstance(sub, ast.AST) else _as_node(sub)
     if isinstance(node, list):
         return [_rewrite(n, subs, globals_, same) for n in node]
     if not isinstance(node, ast.AST):

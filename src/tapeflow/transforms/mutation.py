@@ -108,10 +108,12 @@ def _drop(node, ids):
 
 
 def _kinds(facts) -> dict:
-    out = {}
+    pairs = {}                          # (name, kind), each once, in the order first seen
     for state in list(facts.after.values()) + [facts.entry]:
-        for name, kind in state.kinds.items():
-            out[name] = kind if name not in out else al.join_kinds(out[name], kind)
+        pairs.update(dict.fromkeys(state.kinds.items()))
+    out = {}
+    for name, kind in pairs:            # (the join: idempotent, in any order)
+        out[name] = kind if name not in out else al.join_kinds(out[name], kind)
     return out
 
 
@@ -325,7 +327,7 @@ class _Rewriter(Checks, Lowerings):
             if not isinstance(arg, ast.Name) or arg.id not in state.kinds:
                 return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
                                    f'{fn.__name__}() writes into its argument {i} '
-                                   f'({_text(arg)}), which is not a local variable; '
+                                   f'({al.text(arg)}), which is not a local variable; '
                                    f'pass a local copy')
         derived, unrelated = derivations(state, call.args, positions)
         checks = [self.apart(stmt, first, other,      # compiled as apart: checked when it runs
@@ -396,17 +398,7 @@ class _Rewriter(Checks, Lowerings):
         """Every name that, somewhere in the function, may reach one of `objects`."""
         if not objects:
             return set()
-        out = set()
-        for state in self.facts.states():
-            reaching, grew = set(objects), True       # what holds them, at any depth
-            while grew:
-                grew = False
-                for o, inner in state.contents.items():
-                    if o not in reaching and not inner.isdisjoint(reaching):
-                        reaching.add(o)
-                        grew = True
-            out.update(n for n, mine in state.pts.items() if not mine.isdisjoint(reaching))
-        return out
+        return set().union(*(al.holders(state, objects) for state in self.facts.states()))
 
 # ---------------------------------------------------------------- reading calls
 
@@ -432,12 +424,8 @@ def _symbol(op) -> str:
             ast.MatMult: '@', ast.FloorDiv: '//', ast.Mod: '%'}.get(type(op), '?')
 
 
-def _text(node) -> str:
-    return al.text(node)
-
-
 def _opaque_reason(call, name) -> str:
-    what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{_text(call.func)}()'
+    what = f'.{call.func.attr}()' if isinstance(call.func, ast.Attribute) else f'{al.text(call.func)}()'
     return (f'{what} changes {name} in place and is not differentiated; '
             f'compute a new value instead of writing into {name}')
 

@@ -171,9 +171,14 @@ _WRITING_METHODS = frozenset(ARRAY_METHODS) | frozenset(LIST_METHODS) | frozense
 def refuse_detached_writers(fdef, source):
     """A method that writes into its object (`t.append`, `a.fill`) taken as a value
     (`add = t.append`), not called where it is read, writes where no pass sees it: refused."""
-    called = {id(n.func) for n in nodes.walk(fdef) if isinstance(n, ast.Call)}
-    for n in nodes.walk(fdef):
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in called \
-                and n.attr in _WRITING_METHODS:
+    called, taken = set(), []
+    for n in nodes.walk_terms(fdef):
+        if n.__class__ is ast.Call:
+            called.add(id(n.func))
+        elif n.__class__ is ast.Attribute and n.attr in _WRITING_METHODS \
+                and isinstance(n.ctx, ast.Load):
+            taken.append(n)
+    for n in taken:
+        if id(n) not in called:
             raise source.error(n, f'.{n.attr} is taken as a value here: a write through it '
                                   f'cannot be followed; call it where it is used (obj.{n.attr}(...))')

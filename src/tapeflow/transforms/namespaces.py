@@ -46,12 +46,12 @@ def _is_getter(call, names=()) -> bool:
 def _namespace_names(node, namer, bindings) -> set:
     """Names assigned exactly once, from a namespace getter (the getter made a
     non-differentiable call of `namespace_of`)."""
-    getters = [n for n in nodes.walk(node) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    getters = [n for n in nodes.walk_terms(node) if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name) and _is_getter(n.value)]
     if not getters:                 # most functions: no need to count the stores
         return set()
     stores = {}
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
     names = set()

@@ -91,7 +91,7 @@ def operation_of(value, error) -> Operation:
     if isinstance(value, ast.Subscript) and _makes_values(getanno(value.value, Key.RESOLVED)):
         # np.mgrid[a:b:nj] computes from its bounds: not an index, and no rule
         maker = getanno(value.value, Key.RESOLVED)
-        bounds = sorted({n.id for n in nodes.walk(value.slice) if isinstance(n, ast.Name)})
+        bounds = sorted({n.id for n in nodes.walk_terms(value.slice) if isinstance(n, ast.Name)})
         return Operation('primitive', maker, [nodes.name(n) for n in bounds],
                          label=f'np.{_MAKERS[type(maker)]}[...] with bounds that carry derivatives; '
                                'write np.linspace')

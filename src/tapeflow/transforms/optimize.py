@@ -159,7 +159,7 @@ def _guard(stmt, g, ans, contribution):
     """In `contribution` (within `stmt`), `g` becomes `dense(g, ans)`: zeros of the result's
     shape where it is the symbolic zero (linear in `g`, so derivatives of the reverse
     sweep, which may move a zero cotangent, stay right)."""
-    for node in nodes.walk(contribution):
+    for node in nodes.walk_terms(contribution):
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, ast.Name) and value.id == g and isinstance(value.ctx, ast.Load):
@@ -247,8 +247,8 @@ def _sweep(stmts, liveness, removed, dropped):
             pair = getanno(stmt, Key.TAPE_PAIR)
             if pair is not None:
                 removed.add(pair)
-            elif _uses_tape(stmt):
-                out.append(stmt)
+            elif any(_uses_tape(t) for t in stmt.targets):   # (an assignment: `_dead` read
+                out.append(stmt)                                # its value, no tape there)
                 continue
             dropped.append(stmt)
             continue
@@ -360,7 +360,7 @@ def undefined_at_push(forward, defined, result='needs'):
             elif isinstance(stmt, (ast.For, ast.While)):
                 inner = set(defined)
                 if isinstance(stmt, ast.For):
-                    inner |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, ast.Name)}
+                    inner |= {n.id for n in nodes.walk_terms(stmt.target) if isinstance(n, ast.Name)}
                 # a later trip sees what an earlier one assigned: a push before
                 # the assignment in the body reads last trip's value, or nothing.
                 block(stmt.body, inner)

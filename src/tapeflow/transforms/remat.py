@@ -49,7 +49,7 @@ class Facts:
         self.params = {a.id for a in node.args.args if isinstance(a, ast.Name)}
         self.read_only = _read_only_arrays(node, self.params)
         # variables of `for i in range(...)` bound nowhere else: always ints
-        self.counters = {n.target.id for n in nodes.walk(node) if isinstance(n, ast.For)
+        self.counters = {n.target.id for n in nodes.statements(node.body) if isinstance(n, ast.For)
                          and isinstance(n.target, ast.Name) and self.stores.get(n.target.id) == 1
                          and isinstance(n.iter, ast.Call)
                          and getanno(n.iter.func, Key.RESOLVED) is builtins.range}
@@ -58,18 +58,16 @@ class Facts:
 def _read_only_arrays(node, params) -> set:
     """Parameters only ever indexed or asked their shape: nothing writes their memory,
     nothing else holds it (none where the function calls anything but pure functions)."""
-    parents = {}
-    for n in nodes.walk(node):
-        for child in ast.iter_child_nodes(n):
-            parents[id(child)] = n
+    for n in nodes.walk_terms(node):
         if isinstance(n, ast.Call) and not _known(getanno(n.func, Key.RESOLVED)):
             return set()
         if getanno(n, Key.MUTATES) is not None or getanno(n, Key.IN_PLACE) is not None:
             return set()
         if isinstance(n, ast.Assign) and not isinstance(n.targets[0], ast.Name):
             return set()          # a write into memory (desugared: `+=` too): maybe theirs
+    parents = {id(child): n for n in nodes.walk_terms(node) for child in ast.iter_child_nodes(n)}
     out = set(params)
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if isinstance(n, ast.Name) and n.id in out and isinstance(n.ctx, ast.Load):
             parent = parents.get(id(n))
             indexed = isinstance(parent, ast.Subscript) and parent.value is n \
@@ -202,12 +200,30 @@ def _restore_of(part, names):
     return None
 
 
+def _readers(parts, i, y, total, counted):
+    """The parts after `i` whose statements read `y`, and how many times they read it,
+    looked for until the `total` reads of `y` in the function are found (no later part
+    reads it then); `counted`: k -> {name: times read} there, filled as asked."""
+    readers, reads = [], 0
+    for k in range(i + 1, len(parts)):
+        if reads == total:
+            break
+        if k not in counted:
+            counted[k] = nodes.name_counts(parts[k][0])[0]
+        here = counted[k].get(y, 0)
+        if here:
+            readers.append(k)
+            reads += here
+    return readers, reads
+
+
 def rematerialise(parts, facts):
     """`parts`: [(statement, forward list, reverse list)] of one block, edited in place.
 
     `y = f(a)` is computed again at the start of the reverse of its last reader, or, where
     that reader binds `a` again (`x = y * x`), right after its reverse pops `a` back."""
     at, inserted = {}, {}        # name computed again -> (part, after a pop); -> how many
+    counted = {}                 # k -> {name: times read} in the statement of parts[k]
     for i, (stmt, fwd, rev) in enumerate(parts):
         if not _pure(stmt):
             continue
@@ -217,13 +233,13 @@ def rematerialise(parts, facts):
                 or not cheap(stmt.value, facts):
             continue
         inputs = nodes.load_names(stmt.value)
-        readers = [k for k in range(i + 1, len(parts)) if y in nodes.load_names(parts[k][0])]
+        total = facts.loads.get(y, 0)
+        readers, reads = _readers(parts, i, y, total, counted)
         last = readers[-1] if readers else i
         decision = _decided(parts[last], y) if last > i else None
         between = [parts[k][0] for k in range(i + 1, last + 1)]
-        reads = sum(nodes.name_counts(s)[0].get(y, 0) for s in between)
         plain = between[:-1] if decision is not None else between
-        if y in inputs or reads != facts.loads.get(y, 0) or not all(_pure(s) for s in plain) \
+        if y in inputs or reads != total or not all(_pure(s) for s in plain) \
                 or any(nodes.store_names([s]) & inputs for s in between[:-1]):
             continue
         anchor = None

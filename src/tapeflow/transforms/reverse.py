@@ -414,7 +414,7 @@ def _names(node) -> set:
 
 
 def _assigned(stmt) -> set:
-    return {n.id for n in nodes.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in nodes.walk_terms(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 

@@ -19,7 +19,7 @@ from tapeflow.syntax import ast, nodes
 
 
 def _message(fname: str, what: str) -> str:
-    return repr(f'tapeflow internal error: {fname} {what}')
+    return f'tapeflow internal error: {fname} {what}'
 
 
 def _binds(fdef, name) -> bool:
@@ -30,23 +30,21 @@ def _binds(fdef, name) -> bool:
 def transform(combined, forward, backward, names, namer):
     """Add the checks to the three functions (edited in place)."""
     if _binds(combined, names.tape):
-        check = nodes.parse_statement(
-            f'assert not {names.tape}, '
-            + _message(combined.name, 'left values on its tape'))
+        check = nodes.assert_(nodes.not_(names.tape),
+                              _message(combined.name, 'left values on its tape'))
         combined.body.insert(len(combined.body) - 1, check)
     if not _binds(forward, names.push):
         return                      # (nothing pushed: nothing to pop)
     depth = namer.new('_depth')
-    start = nodes.parse_statement(f'if __debug__:\n    {depth} = len({names.tape})')
-    save = nodes.parse_statement(f'if __debug__:\n    {names.push}({depth})')
+    start = nodes.if_('__debug__', [nodes.assign(depth, nodes.call('len', names.tape))])
+    save = nodes.if_('__debug__', [nodes.expr_stmt(nodes.call(names.push, depth))])
     forward.body.insert(1, start)
     forward.body.insert(len(forward.body) - 1, save)
     if not _binds(backward, names.pop):
         backward.body.insert(0, nodes.assign(names.pop, nodes.attribute(names.tape, 'pop')))
-    take = nodes.parse_statement(f'if __debug__:\n    {depth} = {names.pop}()')
-    check = nodes.parse_statement(
-        f'assert len({names.tape}) == {depth}, '
-        + _message(backward.name, 'popped other than its forward pushed'))
+    take = nodes.if_('__debug__', [nodes.assign(depth, nodes.call(names.pop))])
+    check = nodes.assert_(nodes.compare(nodes.call('len', names.tape), ast.Eq(), depth),
+                          _message(backward.name, 'popped other than its forward pushed'))
     backward.body.insert(1, take)
     backward.body.insert(len(backward.body) - 1, check)
 

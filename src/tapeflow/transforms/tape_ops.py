@@ -33,7 +33,7 @@ def tape_bindings(node, tapes) -> dict:
     ops = {}
     if not tapes:
         return ops
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
                 and isinstance(n.value, ast.Attribute) and n.value.attr in ('append', 'pop') \
                 and isinstance(n.value.value, ast.Name) and n.value.value.id in tapes:
@@ -46,7 +46,7 @@ def pushed_names(node, tapes) -> set:
     derivatives are read later, through the tape."""
     ops = tape_ops(node, tapes)
     out = set()
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if not isinstance(n, ast.Call):
             continue
         if isinstance(n.func, ast.Name) and ops.get(n.func.id) == 'push':
@@ -63,7 +63,7 @@ def popped_names(node, tapes) -> set:
     the tape): inputs the tape carries in."""
     ops = tape_ops(node, tapes)
     out = set()
-    for n in nodes.walk(node):
+    for n in nodes.walk_terms(node):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) \
                 and isinstance(n.value, ast.Call):
             func, args = n.value.func, n.value.args

@@ -27,7 +27,7 @@ def container_names(body, known=()) -> set:
     """Names that may hold lists, tuples or dicts (`known` ones among them): their adjoints
     accumulate by structure (`add_adjoint`), never with `+`, which would concatenate them."""
     names, copies = set(known), []
-    for n in nodes.walk(nodes.module(body)):
+    for n in nodes.walk_terms(nodes.module(body)):
         if n.__class__ is not ast.Assign and n.__class__ is not ast.Call:
             continue                        # (what follows looks at these two only)
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):

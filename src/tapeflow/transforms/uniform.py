@@ -42,7 +42,7 @@ def transform(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dic
     for stmt in fdef.body:                  # (a walk of each covers its nested blocks)
         if not (nodes.names_in(stmt) & wanted.keys()):
             continue
-        for node in nodes.walk(stmt):
+        for node in nodes.walk_terms(stmt):
             for child in ast.iter_child_nodes(node):
                 parents[id(child)] = node
             if isinstance(node, ast.Name) and node.id in wanted:

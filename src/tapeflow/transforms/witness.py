@@ -27,10 +27,10 @@ def transform(forward: list, reverse: list, push: str, pop: str, params=()) -> l
     """`forward` (a block; a copy where it changes) pushing witnesses for the names
     that `reverse` (the sweep popping what `forward` pushed) reads only as shapes, and
     that hold arrays (`_array_valued`; `params`, the function's, are not known to)."""
-    pushes = _count(forward, push, pop)[0]
+    pushes = _pushed(forward, push)
     witnessed = set(pushes) and set(pushes) & _array_valued(forward, set(params))
     if witnessed:
-        restores = _count(reverse, push, pop)[1]
+        restores = _restored(reverse, pop)
         witnessed = _shape_only(reverse, {n for n in witnessed if pushes[n] == restores.get(n)})
     if not witnessed:
         return forward
@@ -56,9 +56,9 @@ def _array_valued(block, params) -> set:
                 and isinstance(stmt.targets[0], ast.Name):
             values.setdefault(stmt.targets[0].id, []).append(stmt.value)
         elif isinstance(stmt, ast.Assign):                  # (a, b) = ..., x[i] = ...
-            other |= {n.id for t in stmt.targets for n in nodes.walk(t) if isinstance(n, ast.Name)}
+            other |= {n.id for t in stmt.targets for n in nodes.walk_terms(t) if isinstance(n, ast.Name)}
         elif isinstance(stmt, ast.For):
-            other |= {n.id for n in nodes.walk(stmt.target) if isinstance(n, ast.Name)}
+            other |= {n.id for n in nodes.walk_terms(stmt.target) if isinstance(n, ast.Name)}
         elif not isinstance(stmt, _BINDING_NOTHING):      # anything else: all it names
             other |= nodes.names_in(stmt)
     arrays = {n for n, vs in values.items() if n not in other
@@ -104,8 +104,10 @@ def _shape_only(block, names) -> set:
     """Those of `names` that `block` reads only as `unbroadcast`'s second argument."""
     whole = set()
     for stmt in block:
+        if names.isdisjoint(nodes.load_names(stmt)):      # (most statements: no walk)
+            continue
         shapes = set()
-        for n in nodes.walk(stmt):
+        for n in nodes.walk_terms(stmt):
             if n.__class__ is ast.Call and isinstance(n.func, ast.Name) \
                     and n.func.id == 'unbroadcast' and len(n.args) == 2 and not n.keywords \
                     and isinstance(n.args[1], ast.Name):
@@ -131,18 +133,25 @@ def _restore_targets(stmt, pop):
     return [e.id for e in elts if isinstance(e, ast.Name)]
 
 
-def _count(block, push, pop):
-    """({name: times pushed}, {name: times restored}) in `block`."""
-    pushed, restored = {}, {}
+def _pushed(block, push):
+    """{name: times pushed} in `block`."""
+    pushed = {}
     for stmt in nodes.statements(block):
         if _is_push(stmt, push):
             value = stmt.value.args[0]
             for e in value.elts if isinstance(value, ast.Tuple) else [value]:
                 if isinstance(e, ast.Name):
                     pushed[e.id] = pushed.get(e.id, 0) + 1
+    return pushed
+
+
+def _restored(block, pop):
+    """{name: times restored} in `block`."""
+    restored = {}
+    for stmt in nodes.statements(block):
         for name in _restore_targets(stmt, pop) or ():
             restored[name] = restored.get(name, 0) + 1
-    return pushed, restored
+    return restored
 
 
 def run(tree, ctx):

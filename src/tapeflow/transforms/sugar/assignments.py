@@ -12,12 +12,17 @@ from tapeflow.syntax.anno import Key, setanno
 
 
 class BlockRewriter(nodes.Transformer):
+    """Rewrites statements: expressions, which hold none, are not visited."""
+
     def visit_body(self, body):
         out = []
         for stmt in body:
             new = self.visit(stmt)
             out.extend(new if isinstance(new, list) else [new])
         return out
+
+    def generic_visit(self, node):
+        return node if isinstance(node, ast.expr) else super().generic_visit(node)
 
 
 class AugAssign(BlockRewriter):

@@ -193,15 +193,15 @@ class PullbackCalls:
 
     def rewrite(self, fdef):
         fdef.body = self.block(fdef.body)
-        for n in nodes.walk(fdef):
+        for n in nodes.walk_terms(fdef):
             fn = getanno(n.func, Key.RESOLVED) if isinstance(n, ast.Call) else None
             if getattr(fn, '__tapeflow_fold_pullback__', None) is not None:
                 raise self._form_error(n, fn)       # returned, passed on, nested: not folded
         if self.pullbacks:
-            for n in nodes.walk(fdef):
+            for n in nodes.walk_terms(fdef):
                 if ast.called_name(n) in self.pullbacks:
                     self.call(n)
-            for n in nodes.walk(fdef):
+            for n in nodes.walk_terms(fdef):
                 if isinstance(n, ast.Name) and n.id in self.pullbacks:
                     raise self.source.error(n, f'the pullback {n.id!r} of vjp() can only be '
                                                f'called where vjp() is, in compiled code (not '

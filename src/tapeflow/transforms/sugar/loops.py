@@ -47,13 +47,16 @@ class ZipValues:
         raise self.source.error(node, reason)
 
     def rewrite(self, fdef):
-        loops = set()
-        for n in nodes.walk(fdef):
+        loops, zips = set(), []
+        for n in nodes.walk_terms(fdef):
             if isinstance(n, ast.For) and _loop_zip(n.iter, n.target):
                 loops.add(id(n.iter))
             if isinstance(n, ast.comprehension) and _loop_zip(n.iter, n.target):
                 loops.add(id(n.iter))
-        self._visit(fdef, None, loops)
+            if _resolved(n, builtins.zip):
+                zips.append(id(n))
+        if any(z not in loops for z in zips):   # (most functions: no zip but a loop's)
+            self._visit(fdef, None, loops)
 
     def _visit(self, node, parent, loops):
         for field, value in ast.iter_fields(node):
@@ -89,7 +92,7 @@ class ZipValues:
         target = nodes.tuple_(*[nodes.name(n, store=True) for n in names], store=True)
         pair = nodes.tuple_(*[nodes.name(n) for n in names])
         pairs = nodes.list_comp(pair, [nodes.comprehension(target, call)])
-        for n in nodes.walk(pairs):
+        for n in nodes.walk_terms(pairs):
             if n is not call and not isinstance(n, ast.comprehension):
                 nodes.copy_location(n, call)
         return nodes.copy_location(pairs, call)

@@ -27,10 +27,12 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
     assigned just before the def (`_inner_k = k`), and a call that leaves the
     parameter out passes that name. Calls pass every argument by position.
     """
+    if not any(isinstance(s, ast.FunctionDef) for s in nodes.statements(node.body)):
+        return                      # (most functions; `fence` let no other block hold a def)
     from tapeflow.syntax.resolve import local_names
     outer_locals = None             # the function's locals, read before any def is lifted
     lifted = {}
-    for stmt in list(nodes.walk(node)):
+    for stmt in list(nodes.walk_terms(node)):
         for field in ('body', 'orelse'):
             block = getattr(stmt, field, None)
             if not isinstance(block, list):
@@ -45,7 +47,7 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                     lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted)
     if not lifted:
         return
-    for call in nodes.walk(node):
+    for call in nodes.walk_terms(node):
         called = ast.called_name(call)
         if called in lifted:
             inner_fn, params, defaults, free = lifted[called]
@@ -79,7 +81,7 @@ def _lift(child, source, fn, outer_locals, hoisted):
     params = [a.id for a in child.args.args]
     defaults = {p: h.targets[0].id for p, h in zip(params[len(params) - len(hoisted):], hoisted)}
     inner_locals = local_names(child)
-    free = sorted({n.id for n in nodes.walk(child) if isinstance(n, ast.Name)
+    free = sorted({n.id for n in nodes.walk_terms(child) if isinstance(n, ast.Name)
                    and isinstance(n.ctx, ast.Load)} - inner_locals & outer_locals)
     for name in free:
         child.args.args.append(nodes.param(nodes.name(name)))
