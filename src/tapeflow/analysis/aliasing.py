@@ -33,7 +33,7 @@ from tapeflow.analysis.call_writes import (  # noqa: F401  (re-exported)
     everything_of, out_arguments, writes_of_call)
 from tapeflow.analysis.memory import (  # noqa: F401  (re-exported)
     ARRAY, DICT, LIST, MUTABLE, NUMERIC, OPAQUE_SUMMARY, OUTER, PARAM, PARAM_ITEMS, SCALAR,
-    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, holders, join_kinds,
+    TUPLE, NUMBERS, Eq, State, Summary, age, element_eq, elements, fixes, holders, join_kinds,
     renamed_eq, kill, kill_items, kind_of_value, may_be_mutable, names_of, nodes_name, overlapping, reach,
     reach_objects, text)
 from tapeflow.rules import mutation as table
@@ -54,6 +54,9 @@ class Aliasing(CallFacts):
         self.summary = summary or (lambda fn, kinds: OPAQUE_SUMMARY)
         self.before = {}              # id(stmt) -> State
         self.after = {}               # id(stmt) -> State (simple statements)
+        # (id(stmt), 'body' | 'orelse' | 'before') -> `memory.fixes` of the path that ends
+        # there (a branch, a loop's body) or enters the statement (a loop, from before)
+        self.fixes = {}
         state = State()
         for arg in node.args.args:
             p = arg.id
@@ -85,7 +88,11 @@ class Aliasing(CallFacts):
     def statement(self, stmt, state):
         self.before[id(stmt)] = state
         if isinstance(stmt, ast.If):
-            return self.block(stmt.body, state).join(self.block(stmt.orelse, state))
+            body, orelse = self.block(stmt.body, state), self.block(stmt.orelse, state)
+            joined = body.join(orelse)
+            self.fix(stmt, 'body', joined, body)
+            self.fix(stmt, 'orelse', joined, orelse)
+            return joined
         if isinstance(stmt, (ast.For, ast.While)):
             return self.loop(stmt, state)
         new = state.copy()
@@ -107,9 +114,19 @@ class Aliasing(CallFacts):
         else:                              # pragma: no cover - the lattice is finite
             raise RuntimeError('aliasing: loop fixpoint did not converge')
         self.before[id(stmt)] = head
+        self.fix(stmt, 'before', head, state)
+        self.fix(stmt, 'body', head, end)
         # The loop may run no trip, or leave after any (a break), unless it surely runs
         # all of a range of constant, non-zero length: then it ends after a whole trip.
         return end if _runs_whole_trips(stmt) else head
+
+    def fix(self, stmt, where, joined, path):
+        """Record what the path ending at `where` of `stmt` must set before the join."""
+        found = fixes(joined, path)
+        if found:
+            self.fixes[(id(stmt), where)] = found
+        else:
+            self.fixes.pop((id(stmt), where), None)
 
     def loop_head(self, stmt, state):
         if isinstance(stmt, ast.For):

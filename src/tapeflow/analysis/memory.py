@@ -120,8 +120,7 @@ class State:
         # one path only, its derived name unbound on the other, would be read there too:
         # a write after the join would derive that name, or through it another, from
         # what the path never related to it.)
-        eqs = self.eqs & other.eqs
-        return State(kinds, pts, contents, eqs, views)
+        return State(kinds, pts, contents, _joined_eqs(self.eqs, other.eqs), views)
 
     def same(self, other: 'State') -> bool:
         return (self.kinds == other.kinds and self.pts == other.pts
@@ -291,3 +290,38 @@ def elements(state, objects) -> frozenset:
     """The objects the slots of `objects` may hold (one level)."""
     return frozenset().union(*(state.contents.get(o, frozenset()) for o in objects)) \
         if objects else frozenset()
+
+
+def _joined_eqs(mine, theirs) -> frozenset:
+    """The equations holding on both paths; one decided at run time on either path
+    (`maybe`) is decided at run time after the join, by this side's statement first
+    (the paths that decide it otherwise set that statement's flag: `fixes`)."""
+    common = mine & theirs
+    if not common:
+        return common
+    maybe = {e: e for e in mine if e.maybe}
+    for e in theirs:
+        if e.maybe and e not in maybe:
+            maybe[e] = e
+    return frozenset(maybe.get(e, e) for e in common) if maybe else common
+
+
+def fixes(joined: 'State', path: 'State') -> list:
+    """[(equation, its form on `path`, or None where it holds surely there)] for each
+    equation of `joined` (a join `path` flows into) decided at run time by a statement
+    (`made`) that `path` does not decide it by: `path` must set that statement's flag
+    (to True, or to its own statement's flag) before it reaches the join."""
+    decided = [e for e in joined.eqs if e.maybe]
+    if not decided:
+        return []
+    here = {e: e for e in path.eqs}
+    out = []
+    for e in decided:
+        mine = here.get(e)
+        if mine is None:
+            continue
+        if not mine.maybe:
+            out.append((e, None))
+        elif (mine.origin, mine.made) != (e.origin, e.made):
+            out.append((e, mine))
+    return out

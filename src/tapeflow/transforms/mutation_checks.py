@@ -44,18 +44,48 @@ class Checks:
             flags[key] = self.new('_is_view')
         return flags[key]
 
+    def flag_of(self, e):
+        """The flag of `view_flag(e)`, if a write reads it."""
+        return self.flags.get(e.origin, {}).get(e.made or (e.derived, e.source))
+
+    def path_settings(self, stmt, where) -> list:
+        """`flag = True` (or `= <the path's flag>`) for each flag a join after the path
+        ending at `where` of `stmt` reads, that the path decides otherwise (`memory.fixes`:
+        `y = a` on one branch, `y /= 2.0` on the other: after both, `y` is `a`'s alias
+        where the first ran)."""
+        out = []
+        for joined, path in self.facts.fixes.get((id(stmt), where), ()):
+            flag = self.flag_of(joined)
+            if flag is not None:
+                value = nodes.const(True) if path is None else nodes.name(self.flag_of(path))
+                out.append(nodes.located(nodes.assign(flag, value), stmt))
+        return out
+
     def views_decided(self, body):
-        """`body` with each flag of `view_flag` set after its statement (False before)."""
+        """`body` with each flag of `view_flag` set after its statement (False before),
+        and by the paths into a join that decide it otherwise (`path_settings`)."""
         if not self.flags and not self.checked:
             return body
+        read = True
+        while read:                    # a path's own flag, where it sets a flag read later
+            read = False
+            for found in self.facts.fixes.values():
+                for joined, path in found:
+                    if path is not None and self.flag_of(joined) is not None \
+                            and self.flag_of(path) is None:
+                        self.view_flag(path)
+                        read = True
 
         def insert(stmts):
             out = []
             for stmt in stmts:
                 for field in ('body', 'orelse'):
                     inner = getattr(stmt, field, None)
-                    if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
-                        setattr(stmt, field, insert(inner))
+                    if isinstance(inner, list) and not isinstance(stmt, ast.FunctionDef):
+                        settings = self.path_settings(stmt, field)
+                        if inner or settings:
+                            setattr(stmt, field, insert(inner) + settings)
+                out.extend(self.path_settings(stmt, 'before'))
                 out.append(stmt)
                 made = self.flags.get(id(stmt), {}) or self.flags.get(
                     self.lowered_as.get(id(stmt)), {})
