@@ -29,23 +29,28 @@ __all__ = ['grad', 'value_and_grad', 'checkpoint', 'source']
 # ------------------------------------------------------------------ transformations
 
 
-def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None):
+def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
     """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux.
 
-    `checkpoint`: see `grad`.
+    `checkpoint`, `compile`: see `grad`.
     """
-    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint)
+    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint, compile)
 
 
-def grad(f, argnums=0, has_aux=False, checkpoint=None):
+def grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
     """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple).
 
     `checkpoint=True` bounds the memory of `f`'s loops (those at the top level of `f`,
     over `range` or `while`): snapshots of the loop's variables every ~sqrt(n) trips
     instead of a tape of every trip, each trip run once more. `checkpoint=k` (an int)
     keeps at most k snapshots (binomial checkpointing: less memory, more reruns).
+
+    `compile='numba'` compiles the generated value-and-gradient function with Numba
+    (installed with `pip install 'tapeflow[numba]'`; docs/native.md): what Numba cannot
+    compile is an error at its line, before anything runs. `compile='auto'`: Numba where
+    it compiles, else the NumPy path (`compile='python'`, the default) with one warning.
     """
-    return _differentiated(f, argnums, has_aux, 'grad', checkpoint)
+    return _differentiated(f, argnums, has_aux, 'grad', checkpoint, compile)
 
 
 def checkpoint(fn):
@@ -87,9 +92,10 @@ def checkpoint_policy(checkpoint):
                      f'not {checkpoint!r}')
 
 
-def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
+def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python'):
     """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
     checkpoint = checkpoint_policy(checkpoint)
+    Spec(compile=target)                # its check: compile= names a target
     if hasattr(f, '__tapeflow_jacobian__') and isinstance(argnums, int) and not has_aux:
         if checkpoint:
             raise ValueError('checkpoint= applies to a function, not to a Jacobian function')
@@ -113,7 +119,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
             check_pytree_argument(args[i], i, fname)
         kinds = argument_kinds(args)
         compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint))
+                                   arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint,
+                                   compile=target))
         check_libraries(python_fn, compiled, args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)

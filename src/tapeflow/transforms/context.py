@@ -70,6 +70,7 @@ class CompileContext:
     kinds: tuple = ()
     checkpoint: object = None
     batched: bool = False
+    target: str = 'python'            # or 'numba', 'auto': `transforms.native`
     record: list = None               # (pass name, source after it), when asked
     # the modes
     order: int = 1

@@ -2,7 +2,7 @@
 
     parse -> resolve -> fence -> desugar -> anf -> mutation -> activity -> shapes
           -> reverse -> optimize -> fold -> assemble -> fusion -> checkpoint -> tape
-          -> uniform -> witness -> nest -> tape_check -> codegen
+          -> uniform -> witness -> nest -> tape_check -> codegen -> native
 
 Each pass is `run(tree, ctx) -> tree`, one entry point of its own module, over one
 compile context (`transforms.context`: reverse mode's is `assemble.ReverseCompile`,
@@ -22,8 +22,8 @@ from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, fold, forward,
-                                 fusion, mutation, nest, optimize, reverse, tape_check, uniform,
-                                 witness)
+                                 fusion, mutation, native, nest, optimize, reverse, tape_check,
+                                 uniform, witness)
 from tapeflow.transforms.context import CompileContext
 
 
@@ -58,6 +58,8 @@ PASSES = FRONT + (
     Pass('nest', nest.run, 'shape arithmetic back in one expression: `range(xs.shape[0])`'),
     Pass('tape_check', tape_check.run, 'under __debug__, each function checks it left the tape as it found it'),
     Pass('codegen', codegen.run, 'unparse and load, registered with linecache'),
+    Pass('native', native.run, "with compile='numba': the combined function, loaded, made "
+                               "Numba's (the Python unit stays for callers under a tape)"),
 )
 
 FORWARD_PASSES = FRONT + (
@@ -104,7 +106,7 @@ def compile_with(ctx, passes):
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=(), kinds=(), checkpoint=None) -> Compiled:
+                    arg_shapes=(), kinds=(), checkpoint=None, target='python') -> Compiled:
     """Run `PASSES` on `fn`, differentiating the parameters at `wrt`.
 
     `scalar_args`: positions whose arguments are scalars in the calls this
@@ -112,13 +114,14 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     The caller keys its cache on both; the code drops `unbroadcast` where they
     show nothing was broadcast. `checkpoint` (True, or a number of snapshots):
     the combined function's top-level loops keep snapshots instead of a tape
-    (`transforms.checkpoint`); the split pair keeps the tape.
+    (`transforms.checkpoint`); the split pair keeps the tape. `target`: 'numba' or
+    'auto' makes the combined function native (`transforms.native`).
     """
     ctx = assemble.ReverseCompile(
         fn, 'reverse', wrt=tuple(wrt), lifted=tuple(lifted), runtime_names=runtime_names,
         optimize=optimize_code, compile_callee=compile_callee, scalar_args=tuple(scalar_args),
         arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), checkpoint=checkpoint,
-        record=[] if record_passes else None)
+        target=target, record=[] if record_passes else None)
     return compile_with(ctx, PASSES)
 
 
@@ -180,6 +183,7 @@ class Compiled:
     # made it, as (fn, wrt, keywords, {role: name bound here}); `disk_cache` replays it.
     links: list = dataclasses.field(default_factory=list)
     disk_key: object = None    # `disk_cache`'s key of this entry, or None (not cacheable)
+    native_source: str = ''    # the combined function Numba compiles (`transforms.native`)
 
 
 def bind_role(callee, namespace, name, role):
