@@ -88,6 +88,7 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
     text = compilation.compile(scalar_loop, spec).native_source
     assert '_x_tape = np.empty(len(_range))' in text and '_x_tape[_x_tape_top] = x' in text
     assert '_tape = []' not in text and '_push' not in text and '_pop' not in text
+    assert '_trip_count = len(_range)' in text and 'for _ in range(_trip_count):' in text
     text = compilation.compile(newton_sqrt, spec).native_source
     assert '_x_tape = []' in text and '_x_tape.append(x)' in text and 'x = _x_tape.pop()' in text
 

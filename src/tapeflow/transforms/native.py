@@ -11,7 +11,9 @@ under a tape and `source` still read) and adds a native twin of the combined fun
   directly in the body of a top-level `for i in _range` loop, `_range = range(...)`,
   when the value pushed is a number throughout (`analysis.shapes`: shape `()`), gets
   a float64 array allocated at loop entry (`_x_tape = np.empty(len(_range))`, filled
-  through a counter); any other pair a growable list (`_tape.append`, `_tape.pop`);
+  through a counter); a pair pushed and popped once, both in the function's body
+  outside loops and branches (a loop's trip count), a variable (`_trip_count`); any
+  other pair a growable list (`_tape.append`, `_tape.pop`);
 - the tape's own consistency checks are dropped (each tape is popped as pushed);
 - what Numba cannot compile and this pass can see is refused here, located at the
   user's line (`UnsupportedError`): a call of a user function or of a runtime helper
@@ -144,13 +146,15 @@ class _Tapes:
         self.ctx, self.names = ctx, ctx.names
         self.tapes = {}          # pair -> its tape's name
         self.arrays = {}         # pair -> (its counter's name, the range it is sized by)
+        self.once = set()        # pairs pushed and popped once: a variable holds the value
 
     def rewrite(self, fdef):
         self._plan_arrays(fdef.body)
+        self._plan_once(fdef.body)
         fdef.body = self._block(fdef.body, top=True)
         inits = []
         for pair, tape in self.tapes.items():
-            if pair not in self.arrays:
+            if pair not in self.arrays and pair not in self.once:
                 inits.append(nodes.assign(tape, nodes.list_()))
         fdef.body[:0] = inits
         left = nodes.loaded_names(fdef) & {self.names.tape, self.names.push, self.names.pop}
@@ -176,6 +180,20 @@ class _Tapes:
     def scalar(self, name):
         """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`)."""
         return (self.ctx.shapes or {}).get(name) == () and name not in self.ctx.undefined
+
+    def _plan_once(self, body):
+        """Pairs whose push and pop both stand in the function's body, outside every
+        loop and branch (a loop's trip count): each runs once."""
+        top = {}
+        for stmt in body:
+            pair = getanno(stmt, Key.TAPE_PAIR)
+            if pair is not None and self._uses_tape(stmt):
+                top.setdefault(pair, []).append(stmt)
+        inner = [getanno(stmt, Key.TAPE_PAIR) for stmt in nodes.statements(body)
+                 if stmt not in body]
+        for pair, stmts in top.items():
+            if len(stmts) == 2 and pair not in inner and self._push_of(stmts[0]) is not None:
+                self.once.add(pair)
 
     def _block(self, body, top=False):
         out = []
@@ -225,6 +243,8 @@ class _Tapes:
         if pair not in self.tapes:
             pushed = self._push_of(stmt)
             base = f'_{pushed.id.lstrip("_")}_tape' if isinstance(pushed, ast.Name) else '_tape'
+            if pair in self.once:
+                base = '_trip_count' if _calls(pushed, 'len') else base.replace('_tape', '_kept')
             self.tapes[pair] = self.ctx.namer.new(base)
             if pair in self.arrays:
                 _, range_name, loop = self.arrays[pair]
@@ -245,6 +265,11 @@ class _Tapes:
     def _paired(self, stmt, pair):
         """`stmt`, its push or pops on the pair's own tape."""
         tape = self._tape_of(pair, stmt)
+        if pair in self.once:           # _trip_count = len(_range) ... range(_trip_count)
+            pushed = self._push_of(stmt)
+            if pushed is not None:
+                return [nodes.located(nodes.assign(tape, pushed), stmt)]
+            return [_Replace(self.names, lambda args: nodes.name(tape), None).visit_own(stmt)]
         if pair in self.arrays:
             counter = self.arrays[pair][0]
             pushed = self._push_of(stmt)
