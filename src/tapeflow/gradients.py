@@ -192,15 +192,18 @@ def _never():
     return False
 
 
-def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=None):
+def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=None,
+           compile='python'):
     """The generated Python source of `f`'s gradient (or, forward, its jvp), as a string.
 
     The combined value-and-gradient function first, then the forward and
     backward functions of every user function it calls. With `args` (example
     arguments), the code specialised to their shapes, as `grad` runs it; with
     `checkpoint`, its loops checkpointed as `grad(f, checkpoint=...)` runs them.
+    With `compile='numba'`, the combined function as Numba compiles it (alone).
     """
-    checkpoint = checkpoint_policy(checkpoint)
+    checkpoint, target = checkpoint_policy(checkpoint), compile
+    compile = globals()['compile']          # (the keyword shadows the one compile path)
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
                                            arg_shapes=array_shapes(args),
@@ -212,8 +215,10 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
         part = 'source'
     elif mode == 'reverse':
         compiled = compile(f, Spec('reverse', wrt, optimize=optimize, checkpoint=checkpoint,
-                                   **shapes))
+                                   compile=target, **shapes))
         part = 'split_source'
+        if target != 'python':
+            return compiled.native_source or compiled.source     # 'auto' fell back
     else:
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)

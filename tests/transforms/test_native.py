@@ -45,6 +45,20 @@ def matmul_sum(a, b):
     return np.sum(np.tanh(a @ b) * (a @ b))
 
 
+def bias_and_column(x, b, c):
+    return np.sum(np.tanh(x + b) * x) + np.sum(np.sin(x * c))
+
+
+def scaled(x, s):
+    return np.sum(np.exp(x * s)) / 7.0
+
+
+def symbolic_zero_in_a_loop(x, w):
+    for i in range(3):
+        x = np.tanh(x * w) + x
+    return np.sum(x)
+
+
 SCALE = 2.0
 
 
@@ -71,7 +85,12 @@ def calls_user(x):
 
 @pytest.mark.parametrize('fn, args, wrt', [
     (scalar_loop, (0.7,), 0), (newton_sqrt, (2.0,), 0), (branchy, (0.3, 0.4), (0, 1)),
-    (matmul_sum, (np.arange(6.0).reshape(2, 3) / 7, np.arange(12.0).reshape(3, 4) / 5), (0, 1))])
+    (matmul_sum, (np.arange(6.0).reshape(2, 3) / 7, np.arange(12.0).reshape(3, 4) / 5), (0, 1)),
+    (bias_and_column, (np.arange(12.0).reshape(4, 3) / 9, np.arange(3.0) / 4,
+                       np.arange(4.0).reshape(4, 1) / 5), (0, 1, 2)),
+    (bias_and_column, (np.arange(12.0).reshape(4, 3) / 9, np.ones((1, 3)), np.ones((1, 1))),
+     (0, 1, 2)),
+    (scaled, (np.arange(6.0) / 5, 0.3), (0, 1))])
 def test_same_numbers_as_the_numpy_path(fn, args, wrt):
     value, grads = tf.value_and_grad(fn, wrt, compile='numba')(*args)
     expected_value, expected = tf.value_and_grad(fn, wrt)(*args)
@@ -94,14 +113,16 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
 
 
 @pytest.mark.parametrize('fn, line, what', [
-    (reads_global, 'return x * SCALE', "the global name 'SCALE'"),
+    (reads_global, 'return x * SCALE', "the name 'SCALE', from outside the function"),
     (unknown_to_numba, 'return math.fmod', "Unknown attribute 'fmod'"),
     (with_dict, "d = {'a': x}", 'a dict'),
     (calls_user, 'return helper(x) + x', 'a call of the user function'),
+    (symbolic_zero_in_a_loop, 'for i in range(3):', 'Cannot unify float64 and array'),
 ])
 def test_what_numba_cannot_compile_is_located_and_nothing_runs(fn, line, what):
+    args = (np.ones(3), np.ones(3)) if fn is symbolic_zero_in_a_loop else (0.7,)
     with pytest.raises(UnsupportedError) as raised:
-        tf.grad(fn, compile='numba')(0.7)
+        tf.grad(fn, tuple(range(len(args))), compile='numba')(*args)
     error = raised.value
     assert error.filename == __file__ and what in str(error)
     assert open(__file__).read().splitlines()[error.lineno - 1].strip().startswith(line)

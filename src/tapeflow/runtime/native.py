@@ -35,11 +35,17 @@ def numba():
 
 # ------------------------------------------------------------------ twins of the helpers
 # Each twin: the Python function generated code calls, and Numba's implementation of
-# it for the argument types it accepts (`accepts(*numba types)`); other types are a
-# typing error, told at the user's line (never a different number).
+# it for the argument types it accepts (`_TYPERS[twin](*numba types)`: the function to
+# compile, or None); other types are a typing error, told at the user's line (never a
+# different number). Arrays are accepted of float64 only: the helpers keep `x`'s dtype.
 
 def _arrays(*types, ndim=None):
-    return all(hasattr(t, 'ndim') and (ndim is None or t.ndim == ndim) for t in types)
+    return all(hasattr(t, 'ndim') and str(t.dtype) == 'float64' and
+               (ndim is None or t.ndim == ndim) for t in types)
+
+
+def _number(t):
+    return not hasattr(t, 'ndim') and str(t) in ('float64', 'int64')
 
 
 def grad_of_sum(g, x):
@@ -68,23 +74,83 @@ def grad_of_matmul_b(g, a, b):
     return a.T @ g
 
 
-_ACCEPTS = {
-    grad_of_sum: lambda g, x: _arrays(x) and not _arrays(g),
-    uniform_sum: lambda g, x: _arrays(x) and not _arrays(g),
-    uniform_mean: lambda g, x: _arrays(x) and not _arrays(g),
-    grad_of_matmul_a: lambda g, a, b: _arrays(g, a, b, ndim=2),
-    grad_of_matmul_b: lambda g, a, b: _arrays(g, a, b, ndim=2),
+def unbroadcast(g, x):
+    """`rules.shapes.unbroadcast`: `g` summed down to `x`'s shape (numbers; float64 arrays
+    of one or two axes, `x` of as many or fewer)."""
+    raise NotImplementedError('compiled by Numba only (`_unbroadcast_typer`)')
+
+
+def _same(g, x):
+    return g
+
+
+def _summed(g, x):
+    return g.sum()
+
+
+def _to_rows(g, x):          # x one axis, g two: the leading axis summed first
+    rows = g.sum(axis=0)
+    if rows.shape[0] == x.shape[0] or x.shape[0] != 1:
+        return rows
+    return np.full(1, rows.sum())
+
+
+def _to_shape_1(g, x):
+    if g.shape[0] == x.shape[0] or x.shape[0] != 1:
+        return g
+    return np.full(1, g.sum())
+
+
+def _to_shape_2(g, x):
+    if g.shape == x.shape:
+        return g
+    if x.shape[0] == 1 and g.shape[0] != 1:
+        g = g.sum(axis=0).reshape((1, g.shape[1]))
+    if x.shape[1] == 1 and g.shape[1] != 1:
+        g = g.sum(axis=1).reshape((g.shape[0], 1))
+    return g
+
+
+def _unbroadcast_typer(g, x):
+    if _number(g) and _number(x):
+        return _same
+    if _arrays(g) and _number(x):
+        return _summed
+    if _arrays(g, x) and g.ndim == x.ndim:
+        return {1: _to_shape_1, 2: _to_shape_2}.get(g.ndim)
+    if _arrays(g, ndim=2) and _arrays(x, ndim=1):
+        return _to_rows
+    return None
+
+
+def reversed_range(r):
+    """`reversed(r)` of a range, as a range (what Numba iterates; `transforms.native`
+    writes `reversed(r)` so)."""
+    return range(r.start + (len(r) - 1) * r.step, r.start - r.step, -r.step)
+
+
+def _when(accepts):
+    return lambda twin: lambda *types: twin if accepts(*types) else None
+
+
+_TYPERS = {
+    grad_of_sum: _when(lambda g, x: _arrays(x) and _number(g)),
+    uniform_sum: _when(lambda g, x: _arrays(x) and _number(g)),
+    uniform_mean: _when(lambda g, x: _arrays(x) and _number(g)),
+    grad_of_matmul_a: _when(lambda g, a, b: _arrays(g, a, b, ndim=2)),
+    grad_of_matmul_b: _when(lambda g, a, b: _arrays(g, a, b, ndim=2)),
+    unbroadcast: lambda twin: _unbroadcast_typer,
+    reversed_range: _when(lambda r: str(r).startswith('range_state')),
 }
-TWINS = frozenset(f.__name__ for f in _ACCEPTS)
+TWINS = frozenset(f.__name__ for f in _TYPERS)
 _registered: list = []
 
 
 def _register_twins():
     """Numba's implementation of each twin, for the types it accepts."""
     from numba.extending import overload
-    for twin, accepts in _ACCEPTS.items():
-        def typer(*types, twin=twin, accepts=accepts):
-            return twin if accepts(*types) else None
+    for twin, typer_of in _TYPERS.items():
+        typer = typer_of(twin)
         typer.__signature__ = inspect.signature(twin)     # Numba checks the two agree
         overload(twin)(typer)
     _registered.append(True)
@@ -95,7 +161,7 @@ def namespace() -> dict:
     numba()
     if not _registered:
         _register_twins()
-    return dict({f.__name__: f for f in _ACCEPTS}, np=np, math=math)
+    return dict({f.__name__: f for f in _TYPERS}, np=np, math=math)
 
 
 # ------------------------------------------------------------------ the compiled function

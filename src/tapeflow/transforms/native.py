@@ -17,8 +17,9 @@ under a tape and `source` still read) and adds a native twin of the combined fun
 - the tape's own consistency checks are dropped (each tape is popped as pushed);
 - what Numba cannot compile and this pass can see is refused here, located at the
   user's line (`UnsupportedError`): a call of a user function or of a runtime helper
-  without an njit twin, a global name (Numba would freeze its value), a dict, a
-  lambda, a comprehension. With `compile='auto'`, one warning and the NumPy path.
+  without an njit twin, a global or closure name (Numba would freeze its value), a
+  nested function, a dict, a lambda, a comprehension, an f-string;
+- `reversed(r)` of a range is `reversed_range(r)`, a range Numba iterates. With `compile='auto'`, one warning and the NumPy path.
 
 What Numba finds only when it types the code (an unsupported NumPy call) is told at
 the user's line when the first call compiles it, before anything runs
@@ -39,7 +40,7 @@ from tapeflow.syntax.unparse import annotate, line_origins, load_module, origins
 TARGETS = ('python', 'numba', 'auto')
 
 # Builtins Numba compiles as Python runs them; modules it compiles calls of.
-_BUILTINS = frozenset({'range', 'len', 'float', 'int', 'bool', 'abs', 'min', 'max'})
+_BUILTINS = frozenset({'range', 'len', 'float', 'int', 'bool', 'abs', 'min', 'max', 'reversed'})
 _MODULES = frozenset({'np', 'math'})
 _REFUSED = {ast.Dict: 'a dict', ast.DictComp: 'a dict comprehension', ast.Lambda: 'a lambda',
             ast.SetComp: 'a set comprehension', ast.GeneratorExp: 'a generator expression',
@@ -80,6 +81,7 @@ def native_tree(combined, ctx):
     fdef = nodes.clone(combined)
     _check(fdef, ctx)
     _Tapes(ctx).rewrite(fdef)
+    _Reversed().visit(fdef)
     return fdef
 
 
@@ -104,6 +106,9 @@ def _check(fdef, ctx):
     twins, near = native_runtime.TWINS, None
     for stmt in nodes.statements(fdef.body):
         near = getanno(stmt, Key.ORIGIN) or near
+        if isinstance(stmt, ast.FunctionDef):
+            _refuse(stmt, ctx, f'the function {stmt.name} defined inside', 'define it at '
+                    "module level and pass what it reads, or use compile='python'", near)
         for node in _own_nodes(stmt):
             kind = _REFUSED.get(node.__class__)
             if kind is not None:
@@ -123,9 +128,9 @@ def _check(fdef, ctx):
                     getattr(ctx.namespace.get(name), '__module__', '').startswith('tapeflow.'):
                 _refuse(stmt, ctx, f'{name}(), a runtime helper without an njit twin yet',
                         "use compile='python'", near)
-            _refuse(stmt, ctx, f'the global name {name!r}',
-                    'Numba freezes a global when it compiles (a later change would not be '
-                    'seen): pass it as an argument', near)
+            _refuse(stmt, ctx, f'the name {name!r}, from outside the function',
+                    'Numba would freeze its value when it compiles (a later change would not '
+                    'be seen): pass it as an argument', near)
 
 
 def _own_nodes(stmt):
@@ -287,6 +292,16 @@ class _Tapes:
             nodes.attribute(nodes.name(tape), 'pop')),
             lambda args: nodes.call(nodes.attribute(nodes.name(tape), 'append'), *args)
         ).visit_own(stmt)]
+
+
+class _Reversed(nodes.Transformer):
+    """`reversed(r)` -> `reversed_range(r)`: Numba iterates a range, not its reversal."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if _calls(node, 'reversed') and len(node.args) == 1:
+            node.func = nodes.name('reversed_range')
+        return node
 
 
 class _Replace(nodes.Transformer):
