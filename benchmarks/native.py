@@ -8,8 +8,9 @@ NumPy path (`compile='python'`), tapeflow on Numba (`compile='numba'`). Steady
 state: every column is called once before timing; the rounds are interleaved and
 each figure is the minimum over rounds of the per-call time (process CPU time
 unless --wall). The first call of the native path is timed apart, in fresh
-processes: with Numba's disk cache empty (compile) and filled (load), each
-including `import numba`. Not a test: it prints figures.
+processes: with tapeflow's disk cache folder (TAPEFLOW_CACHE_DIR, where the native
+module and Numba's machine code are kept) empty (compile) and filled (load), each
+including `import tapeflow` and `import numba`. Not a test: it prints figures.
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def per_call(call, seconds=0.02):
 
 def first_call(cache_dir):
     """Seconds of the first native call in a fresh process (import of tapeflow included)."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir,
+    env = dict(os.environ, TAPEFLOW_CACHE_DIR=cache_dir,
                PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(os.path.dirname(
                    os.path.dirname(os.path.abspath(__file__))), 'src'),
                    os.environ.get('PYTHONPATH')])))

@@ -169,8 +169,9 @@ def _run_pipeline(fn, spec, hook, record_passes=False):
                    arg_shapes=spec.arg_shapes, kinds=compiler_kinds(spec.kinds))
     if spec.mode == 'forward':
         return pipeline.compile_forward(fn, spec.wrt, batched=spec.batched, **options)
+    folder = disk_cache.cache_dir()
     return pipeline.compile_reverse(fn, spec.wrt, spec.lifted, checkpoint=spec.checkpoint,
-                                    target=spec.compile, **options)
+                                    target=spec.compile, native_dir=folder, **options)
 
 
 def _load_or_compile(placeholder, spec, hook):

@@ -184,3 +184,40 @@ def test_corpus_compiles_in_part():
         if case.name not in COMPILED:
             test_corpus_compiles_to_the_same_gradients_or_is_refused_at_its_line(case)
     assert len(COMPILED) >= 20, COMPILED
+
+
+CACHED = """
+import sys, tapeflow as tf
+sys.path.insert(0, {here!r})
+from tests.transforms.test_native import scalar_loop
+g = tf.value_and_grad(scalar_loop, compile='numba')
+print(repr(g(0.7)))
+from tapeflow.arguments import argument_kinds
+from tapeflow.compilation import Spec, compile
+spec = Spec('reverse', (0,), scalar_args=(0,), kinds=argument_kinds((0.7,)), compile='numba')
+print(sum(compile(scalar_loop, spec).combined.dispatcher.stats.cache_hits.values()))
+"""
+
+
+def test_numba_keeps_the_machine_code_in_the_disk_cache_folder(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TAPEFLOW_CACHE_DIR=str(tmp_path))
+    code = CACHED.format(here=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    runs = [subprocess.run([sys.executable, '-c', code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split('\n') for _ in range(2)]
+    expected = repr(tf.value_and_grad(scalar_loop)(0.7))
+    assert runs[0][0] == runs[1][0] == expected
+    assert (runs[0][1], runs[1][1]) == ('0', '1')          # compiled, then loaded
+    assert len(list((tmp_path / 'native').glob('tapeflow_native_*.py'))) == 1
+
+
+def test_errors_are_located_from_a_module_file_too(tmp_path):
+    tf.set_cache_dir(str(tmp_path))
+    try:
+        with pytest.raises(UnsupportedError) as raised:
+            tf.grad(unknown_to_numba, compile='numba')(0.7)
+    finally:
+        tf.set_cache_dir(None)
+    assert raised.value.lineno == unknown_to_numba.__code__.co_firstlineno + 1

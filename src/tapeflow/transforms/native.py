@@ -24,7 +24,10 @@ under a tape and `source` still read) and adds a native twin of the combined fun
 What Numba finds only when it types the code (an unsupported NumPy call) is told at
 the user's line when the first call compiles it, before anything runs
 (`runtime.native.Native`). The combined function is `compiled.combined` afterwards,
-its text `compiled.native_source` (`tapeflow show --compile numba`).
+its text `compiled.native_source` (`tapeflow show --compile numba`). With tapeflow's
+disk cache on (`ctx.native_dir`), the function is written to a module file there,
+named by its text's hash, and compiled with `njit(cache=True)`: a new process loads
+Numba's machine code instead of compiling it again.
 """
 from __future__ import annotations
 
@@ -60,18 +63,22 @@ def run(tree, ctx):
         warnings.warn(NativeFallbackWarning(f"{error} (compile='auto': the NumPy path runs "
                                             f"{_id(ctx.fn)})"), stacklevel=2)
         return tree
-    text = unparse(fdef)
-    filename = ctx.source.filename
-    namespace = native_runtime.namespace()
-    where = origins(fdef)
-    load_module(text, namespace, _id(ctx.fn) + ' native',
-                display=annotate(text, fdef, filename, origins=where)[0])
-    lines = line_origins(text, fdef, 1, where)
-    lines.setdefault(1, (ctx.source.first_line, 0))     # the `def`: for what nothing locates
-    sourcemap.register(namespace['__tapeflow_filename__'], filename, lines)
+    text, filename, where = unparse(fdef), ctx.source.filename, origins(fdef)
+    module = native_runtime.module_file(text, ctx.native_dir)
+    if module is not None:              # a file Numba's disk cache can key on
+        function, generated = native_runtime.load_file(module, fdef.name)
+        first = native_runtime.HEADER.count('\n') + 1
+    else:
+        namespace = native_runtime.namespace()
+        load_module(text, namespace, _id(ctx.fn) + ' native',
+                    display=annotate(text, fdef, filename, origins=where)[0])
+        function, generated, first = namespace[fdef.name], namespace['__tapeflow_filename__'], 1
+    lines = line_origins(text, fdef, first, where)
+    lines.setdefault(first, (ctx.source.first_line, 0))   # the `def`: what nothing locates
+    sourcemap.register(generated, filename, lines)
     compiled.native_source = text
-    compiled.combined = native_runtime.Native(
-        namespace[fdef.name], compiled.combined, ctx.target, filename, lines)
+    compiled.combined = native_runtime.Native(function, compiled.combined, ctx.target,
+                                              filename, generated, lines, module is not None)
     return tree
 
 

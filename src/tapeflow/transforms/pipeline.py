@@ -106,7 +106,8 @@ def compile_with(ctx, passes):
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=(), kinds=(), checkpoint=None, target='python') -> Compiled:
+                    arg_shapes=(), kinds=(), checkpoint=None, target='python',
+                    native_dir=None) -> Compiled:
     """Run `PASSES` on `fn`, differentiating the parameters at `wrt`.
 
     `scalar_args`: positions whose arguments are scalars in the calls this
@@ -115,13 +116,14 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     show nothing was broadcast. `checkpoint` (True, or a number of snapshots):
     the combined function's top-level loops keep snapshots instead of a tape
     (`transforms.checkpoint`); the split pair keeps the tape. `target`: 'numba' or
-    'auto' makes the combined function native (`transforms.native`).
+    'auto' makes the combined function native (`transforms.native`), kept as a module
+    file under `native_dir` where one is given.
     """
     ctx = assemble.ReverseCompile(
         fn, 'reverse', wrt=tuple(wrt), lifted=tuple(lifted), runtime_names=runtime_names,
         optimize=optimize_code, compile_callee=compile_callee, scalar_args=tuple(scalar_args),
         arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), checkpoint=checkpoint,
-        target=target, record=[] if record_passes else None)
+        target=target, native_dir=native_dir, record=[] if record_passes else None)
     return compile_with(ctx, PASSES)
 
 
