@@ -108,6 +108,9 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
     assert '_x_tape = np.empty(len(_range))' in text and '_x_tape[_x_tape_top] = x' in text
     assert '_tape = []' not in text and '_push' not in text and '_pop' not in text
     assert '_trip_count = len(_range)' in text and 'for _ in range(_trip_count):' in text
+    branches = compilation.Spec('reverse', (0, 1), scalar_args=(0, 1), compile='numba')
+    text = compilation.compile(branchy, branches).native_source
+    assert '_x_tape = np.empty(len(_range))' in text and '_x_tape = []' not in text
     text = compilation.compile(newton_sqrt, spec).native_source
     assert '_x_tape = []' in text and '_x_tape.append(x)' in text and 'x = _x_tape.pop()' in text
 
@@ -116,7 +119,7 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
     (reads_global, 'return x * SCALE', "the name 'SCALE', from outside the function"),
     (unknown_to_numba, 'return math.fmod', "Unknown attribute 'fmod'"),
     (with_dict, "d = {'a': x}", 'a dict'),
-    (calls_user, 'return helper(x) + x', 'a call of the user function'),
+    (calls_user, 'return helper(x) + x', 'a call of the user function helper()'),
     (symbolic_zero_in_a_loop, 'for i in range(3):', 'Cannot unify float64 and array'),
 ])
 def test_what_numba_cannot_compile_is_located_and_nothing_runs(fn, line, what):

@@ -247,8 +247,8 @@ class Native:
             located = self.located(error)
             if self.target != 'auto':
                 raise located from None
-            warnings.warn(NativeFallbackWarning(f"{located} (compile='auto': the NumPy path "
-                                                f"runs it)"), stacklevel=2)
+            warnings.warn_explicit(f"{located} (compile='auto': the NumPy path runs it)",
+                                   NativeFallbackWarning, located.filename, located.lineno)
             self.dispatcher = self.fallback
             return self.fallback(*args)
 

@@ -1,7 +1,7 @@
 """Native: the combined function made Numba-compatible and compiled (`compile='numba'`).
 
-The last pass of reverse mode; it changes nothing unless the compilation asks for a
-native target (`compilation.Spec.compile`: 'numba', or 'auto'). It leaves the Python
+The last pass of reverse mode; it runs only where the compilation asks for a native
+target (`compilation.Spec.compile`: 'numba', or 'auto'). It leaves the Python
 unit as `codegen` loaded it (the split pair and the combined function, which callers
 under a tape and `source` still read) and adds a native twin of the combined function:
 
@@ -19,7 +19,8 @@ under a tape and `source` still read) and adds a native twin of the combined fun
   user's line (`UnsupportedError`): a call of a user function or of a runtime helper
   without an njit twin, a global or closure name (Numba would freeze its value), a
   nested function, a dict, a lambda, a comprehension, an f-string;
-- `reversed(r)` of a range is `reversed_range(r)`, a range Numba iterates. With `compile='auto'`, one warning and the NumPy path.
+  With `compile='auto'`, one warning (at that line) and the NumPy path;
+- `reversed(r)` of a range is `reversed_range(r)`, a range Numba iterates.
 
 What Numba finds only when it types the code (an unsupported NumPy call) is told at
 the user's line when the first call compiles it, before anything runs
@@ -51,17 +52,16 @@ _REFUSED = {ast.Dict: 'a dict', ast.DictComp: 'a dict comprehension', ast.Lambda
 
 
 def run(tree, ctx):
-    """The pass protocol (`transforms.pipeline`): `tree` (the combined function) unchanged."""
-    if ctx.target == 'python':
-        return tree
+    """The pass protocol (`transforms.pipeline`; it runs where `ctx.target` is not
+    'python'): the native function, or `tree` (the combined one) where 'auto' fell back."""
     compiled = ctx.compiled
     try:
         fdef = native_tree(compiled.trees['combined'], ctx)
     except UnsupportedError as error:
         if ctx.target != 'auto':
             raise
-        warnings.warn(NativeFallbackWarning(f"{error} (compile='auto': the NumPy path runs "
-                                            f"{_id(ctx.fn)})"), stacklevel=2)
+        warnings.warn_explicit(f"{error} (compile='auto': the NumPy path runs {_id(ctx.fn)})",
+                               NativeFallbackWarning, error.filename, error.lineno)
         return tree
     text, filename, where = unparse(fdef), ctx.source.filename, origins(fdef)
     module = native_runtime.module_file(text, ctx.native_dir)
@@ -79,7 +79,7 @@ def run(tree, ctx):
     compiled.native_source = text
     compiled.combined = native_runtime.Native(function, compiled.combined, ctx.target,
                                               filename, generated, lines, module is not None)
-    return tree
+    return fdef
 
 
 def native_tree(combined, ctx):
@@ -96,7 +96,7 @@ def _refuse(node, ctx, what, instead, near=None):
     """A located `UnsupportedError`: at `node`'s line, else `near` (the statement last
     located before it), else the function's first line."""
     line, col = getanno(node, Key.ORIGIN) or near or (ctx.source.first_line, 0)
-    raise UnsupportedError(f"compile='numba': {what}: Numba cannot compile it; {instead}",
+    raise UnsupportedError(f"compile='numba': {what}; {instead}",
                            ctx.source.filename, line, col)
 
 
@@ -109,17 +109,19 @@ def _check(fdef, ctx):
     params = {a.id for a in fdef.args.args}
     local = nodes.store_names(fdef.body) | params
     tape = {ctx.names.tape, ctx.names.push, ctx.names.pop}
-    callees = {name for *_, bound in ctx.compiled.links for name in bound.values()}
+    callees = {name: _id(fn) for fn, *_, bound in ctx.compiled.links for name in bound.values()}
     twins, near = native_runtime.TWINS, None
     for stmt in nodes.statements(fdef.body):
         near = getanno(stmt, Key.ORIGIN) or near
         if isinstance(stmt, ast.FunctionDef):
-            _refuse(stmt, ctx, f'the function {stmt.name} defined inside', 'define it at '
-                    "module level and pass what it reads, or use compile='python'", near)
+            _refuse(stmt, ctx, f'the function {stmt.name} defined inside, which Numba does '
+                    'not compile', "define it at module level and pass what it reads, or use "
+                    "compile='python'", near)
         for node in _own_nodes(stmt):
             kind = _REFUSED.get(node.__class__)
             if kind is not None:
-                _refuse(_located(node, stmt), ctx, kind, "write it with arrays and loops, "
+                _refuse(_located(node, stmt), ctx, f'{kind}, which Numba does not compile',
+                        "write it with arrays and loops, "
                         "or use compile='python'", near)
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
                 continue
@@ -128,13 +130,13 @@ def _check(fdef, ctx):
                     or name in twins:
                 continue
             if name in callees:
-                _refuse(stmt, ctx, f'a call of the user function behind {name}()',
-                        "the native path compiles one function, without the functions it "
+                _refuse(stmt, ctx, f'a call of the user function {callees[name]}()',
+                        "the native path compiles one function, not yet the functions it "
                         "calls: inline it, or use compile='python'", near)
             if name in ctx.runtime_names or \
                     getattr(ctx.namespace.get(name), '__module__', '').startswith('tapeflow.'):
-                _refuse(stmt, ctx, f'{name}(), a runtime helper without an njit twin yet',
-                        "use compile='python'", near)
+                _refuse(stmt, ctx, f'the gradient of this line calls {name}(), which has no '
+                        f'Numba twin yet', "use compile='python' (or 'auto')", near)
             _refuse(stmt, ctx, f'the name {name!r}, from outside the function',
                     'Numba would freeze its value when it compiles (a later change would not '
                     'be seen): pass it as an argument', near)
@@ -175,7 +177,8 @@ class _Tapes:
                     "use compile='python'")
 
     def _plan_arrays(self, body):
-        """Pairs pushed in the body of a top-level loop over a range known at its entry."""
+        """Pairs pushed in the body of a top-level loop over a range known at its entry
+        (in its branches too: at most once a trip)."""
         ranges = {}
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
@@ -183,7 +186,7 @@ class _Tapes:
                 ranges[stmt.targets[0].id] = stmt
             if isinstance(stmt, ast.For) and isinstance(stmt.iter, ast.Name) and \
                     stmt.iter.id in ranges:
-                for inner in stmt.body:
+                for inner in _outside_loops(stmt.body):
                     pair = getanno(inner, Key.TAPE_PAIR)
                     pushed = self._push_of(inner) if pair is not None else None
                     if isinstance(pushed, ast.Name) and self.scalar(pushed.id):
@@ -335,6 +338,16 @@ class _Replace(nodes.Transformer):
         if _calls(node, self.names.push) and self.push is not None:
             return self.push(node.args)
         return node
+
+
+def _outside_loops(body):
+    """The statements of `body`, in its branches too, but not in its loops: each runs
+    at most once a trip of the loop `body` belongs to."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _outside_loops(stmt.body)
+            yield from _outside_loops(stmt.orelse)
 
 
 def _calls(node, name):

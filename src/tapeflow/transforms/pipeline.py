@@ -31,6 +31,7 @@ class Pass(typing.NamedTuple):
     name: str
     run: object          # run(tree, ctx) -> tree
     why: str             # why it stands where it does
+    when: object = None  # when(ctx) -> whether it runs (None: always)
 
 
 FRONT = (
@@ -58,8 +59,9 @@ PASSES = FRONT + (
     Pass('nest', nest.run, 'shape arithmetic back in one expression: `range(xs.shape[0])`'),
     Pass('tape_check', tape_check.run, 'under __debug__, each function checks it left the tape as it found it'),
     Pass('codegen', codegen.run, 'unparse and load, registered with linecache'),
-    Pass('native', native.run, "with compile='numba': the combined function, loaded, made "
-                               "Numba's (the Python unit stays for callers under a tape)"),
+    Pass('native', native.run, "compile='numba': the combined function made Numba's, last "
+                               '(the Python unit stays for callers under a tape)',
+         lambda ctx: ctx.target != 'python'),
 )
 
 FORWARD_PASSES = FRONT + (
@@ -74,6 +76,8 @@ FORWARD_PASSES = FRONT + (
 def run_passes(ctx, passes, tree=None):
     """Run `passes` in order on `tree` (None: the first, `parse`, reads `ctx.fn`)."""
     for step in passes:
+        if step.when is not None and not step.when(ctx):
+            continue
         tree = step.run(tree, ctx)
         ctx.saved(step.name, tree)
     return tree
