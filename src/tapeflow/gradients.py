@@ -122,6 +122,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
                                    arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint,
                                    compile=target))
         check_libraries(python_fn, compiled, args)
+        if compiled.native_source:          # compile='numba': arguments it computes as NumPy
+            compiled.combined.admit(args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
         valid = cache.validator(compiled, compiled.fn)

@@ -224,3 +224,17 @@ def test_errors_are_located_from_a_module_file_too(tmp_path):
     finally:
         tf.set_cache_dir(None)
     assert raised.value.lineno == unknown_to_numba.__code__.co_firstlineno + 1
+
+
+@pytest.mark.parametrize('args', [(np.arange(6.0, dtype=np.float32), 0.3),
+                                  (np.arange(6.0), np.float32(0.3))])
+def test_float32_is_refused_not_computed_in_float64(args):
+    g = tf.value_and_grad(scaled, (0, 1), compile='numba')
+    g(np.arange(6.0), 0.3)                          # compiled for float64 first
+    with pytest.raises(UnsupportedError, match='is (an array of )?float32'):
+        g(*args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        value, _ = tf.value_and_grad(scaled, (0, 1), compile='auto')(*args)
+    expected = tf.value_and_grad(scaled, (0, 1))(*args)[0]
+    assert value == expected and value.dtype == expected.dtype and len(caught) == 1

@@ -223,34 +223,92 @@ def load_file(path, name):
 _GENERATED_LINE = re.compile(r'File "([^"]*)", line (\d+)')
 
 
+# What the native function accepts: the values Numba computes with as NumPy does (a
+# float32 array would be computed in float64 where NumPy keeps float32).
+_SCALARS = (float, int, bool, np.float64, np.int64, np.bool_)
+_DTYPES = frozenset({np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)})
+
+
 class Native:
-    """The native combined function: calls the njit `dispatcher`; where Numba cannot
-    compile it for the arguments given, a located `UnsupportedError` (target 'numba')
-    or, with target 'auto', one warning and `fallback` (the NumPy path) from then on.
+    """The native combined function: calls the njit `dispatcher`, which compiles only
+    after `Native` checked the arguments of a call no compiled version takes (their
+    kinds, `_SCALARS` and `_DTYPES`); where Numba cannot compile it, or the arguments
+    are of another kind, a located `UnsupportedError` (target 'numba') or, with target
+    'auto', one warning and `fallback` (the NumPy path) from then on.
 
     `filename`, `generated`, `lines`: the user's file, the generated one, and
     {generated line: (user line, column)}; `cache`: Numba keeps the machine code on
     disk (the generated file is a module file, `module_file`).
     """
-    __slots__ = ('dispatcher', 'fallback', 'target', 'filename', 'generated', 'lines',
-                 '__weakref__')
+    __slots__ = ('dispatcher', 'jitted', 'fallback', 'target', 'filename', 'generated',
+                 'lines', '__weakref__')
 
     def __init__(self, function, fallback, target, filename, generated, lines, cache=False):
-        self.dispatcher = numba().njit(cache=cache)(function)
+        self.jitted = numba().njit(cache=cache)(function)
+        self.dispatcher = self.first_call     # then `jitted`, which compiles no more itself
         self.fallback, self.target, self.filename = fallback, target, filename
         self.generated, self.lines = generated, lines
+
+    def first_call(self, *args):
+        return self.compile_for(args)(*args)
 
     def __call__(self, *args):
         try:
             return self.dispatcher(*args)
-        except numba().core.errors.NumbaError as error:    # typing: before anything ran
-            located = self.located(error)
-            if self.target != 'auto':
-                raise located from None
-            warnings.warn_explicit(f"{located} (compile='auto': the NumPy path runs it)",
-                                   NativeFallbackWarning, located.filename, located.lineno)
-            self.dispatcher = self.fallback
-            return self.fallback(*args)
+        except TypeError as error:
+            if self.dispatcher is self.fallback or 'No matching definition' not in str(error):
+                raise
+        return self.compile_for(args)(*args)
+
+    def compile_for(self, args):
+        """The function to call with `args` (of kinds no compiled version takes): the
+        dispatcher compiled for them, or, where that fails, an error or the fallback."""
+        try:
+            self.check(args)
+            jitted = self.jitted
+            jitted.disable_compile(False)
+            try:
+                jitted.compile(tuple(numba().typeof(a) for a in args))
+            finally:
+                jitted.disable_compile(len(jitted.signatures) > 0)
+            self.dispatcher = jitted
+        except (UnsupportedError, numba().core.errors.NumbaError) as error:
+            self.refuse(error if isinstance(error, UnsupportedError) else self.located(error))
+        return self.dispatcher
+
+    def admit(self, args):
+        """For a caller that meets arguments of new classes: Numba would convert a NumPy
+        scalar of another kind (np.float32) to the kind it compiled for, not refuse it."""
+        if self.dispatcher is not self.fallback:
+            try:
+                self.check(args)
+            except UnsupportedError as error:
+                self.refuse(error)
+
+    def refuse(self, located):
+        """`located` raised (target 'numba'), or warned and the NumPy path taken ('auto')."""
+        if self.target != 'auto':
+            raise located from None
+        warnings.warn_explicit(f"{located} (compile='auto': the NumPy path runs it)",
+                               NativeFallbackWarning, located.filename, located.lineno)
+        self.dispatcher = self.fallback
+
+    def check(self, args):
+        """A located error for an argument Numba would compute with other than NumPy."""
+        code = self.jitted.py_func.__code__
+        for name, value in zip(code.co_varnames[:code.co_argcount], args):
+            if isinstance(value, np.ndarray) and value.dtype in _DTYPES:
+                continue
+            if value.__class__ in _SCALARS:
+                continue
+            kind = f'an array of {value.dtype}' if isinstance(value, np.ndarray) else \
+                type(value).__name__
+            line, col = self.lines[min(self.lines)] if self.lines else (0, 0)
+            raise UnsupportedError(
+                f"compile='numba': the argument {name} is {kind}: the native path takes "
+                f"numbers and arrays of float64, int64 or bool (NumPy keeps float32 where "
+                f"Numba would compute in float64); use compile='python'",
+                self.filename, line, col)
 
     def located(self, error) -> UnsupportedError:
         """Numba's error, told at the user's line of the innermost generated line it names."""
