@@ -142,6 +142,16 @@ def test_auto_falls_back_with_one_warning_naming_the_line(fn):
     assert len(native) == 1 and f'{__file__}:' in str(native[0].message)
 
 
+def test_the_native_pass_runs_last_and_only_where_asked():
+    from tapeflow.runtime import support
+    from tapeflow.transforms import pipeline
+    names = [p.name for p in pipeline.PASSES]
+    compiled = pipeline.compile_reverse(scalar_loop, (0,), record_passes=True, target='numba',
+                                        runtime_names=support.generated_namespace())
+    assert [name for name, _ in compiled.passes] == names and names[-1] == 'native'
+    assert compiled.passes[-1][1] == compiled.native_source
+
+
 def test_the_option_is_checked_and_keyed():
     with pytest.raises(ValueError, match="'python', 'numba', 'auto'"):
         tf.grad(scalar_loop, compile='jit')
