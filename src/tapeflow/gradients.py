@@ -119,8 +119,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
             check_pytree_argument(args[i], i, fname)
         kinds = argument_kinds(args)
         compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint,
-                                   compile=target))
+                                   arg_shapes=array_shapes(args), kinds=kinds,
+                                   checkpoint=checkpoint, compile=target))
         check_libraries(python_fn, compiled, args)
         if compiled.native_source:          # compile='numba': arguments it computes as NumPy
             compiled.combined.admit(args)

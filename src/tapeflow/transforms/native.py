@@ -231,7 +231,7 @@ class _Tapes:
         return out
 
     def _allocations(self, loop):
-        """Before a top-level loop: the arrays of the pairs pushed in its body, and their counters."""
+        """Before a top-level loop: the arrays of the pairs pushed in its body, their counters."""
         made = []
         for pair, (counter, range_name, where) in self.arrays.items():
             if where is loop:
