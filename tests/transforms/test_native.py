@@ -53,6 +53,11 @@ def scaled(x, s):
     return np.sum(np.exp(x * s)) / 7.0
 
 
+def mean_then_square(x):
+    m = np.mean(np.sin(x) * x)
+    return m * m
+
+
 def symbolic_zero_in_a_loop(x, w):
     for i in range(3):
         x = np.tanh(x * w) + x
@@ -90,7 +95,8 @@ def calls_user(x):
                        np.arange(4.0).reshape(4, 1) / 5), (0, 1, 2)),
     (bias_and_column, (np.arange(12.0).reshape(4, 3) / 9, np.ones((1, 3)), np.ones((1, 1))),
      (0, 1, 2)),
-    (scaled, (np.arange(6.0) / 5, 0.3), (0, 1))])
+    (scaled, (np.arange(6.0) / 5, 0.3), (0, 1)),
+    (mean_then_square, (np.arange(6.0).reshape(2, 3) / 5,), 0)])
 def test_same_numbers_as_the_numpy_path(fn, args, wrt):
     value, grads = tf.value_and_grad(fn, wrt, compile='numba')(*args)
     expected_value, expected = tf.value_and_grad(fn, wrt)(*args)

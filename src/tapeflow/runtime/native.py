@@ -60,6 +60,12 @@ def grad_of_sum(g, x):
     return np.full(x.shape, g)
 
 
+def grad_of_mean(g, x):
+    """`rules.numpy_reductions.grad_of_mean` of a whole-array mean: `g / x.size` in `x`'s
+    shape."""
+    return np.full(x.shape, g / x.size)
+
+
 def uniform_sum(g, x):
     """`rules.numpy_reductions.uniform_sum`, as the array `grad_of_sum` gives (the same
     numbers: the NumPy path keeps `g` a number only where that changes none)."""
@@ -142,6 +148,7 @@ def _when(accepts):
 
 _TYPERS = {
     grad_of_sum: _when(lambda g, x: _arrays(x) and _number(g)),
+    grad_of_mean: _when(lambda g, x: _arrays(x) and _number(g)),
     uniform_sum: _when(lambda g, x: _arrays(x) and _number(g)),
     uniform_mean: _when(lambda g, x: _arrays(x) and _number(g)),
     grad_of_matmul_a: _when(lambda g, a, b: _arrays(g, a, b, ndim=2)),
