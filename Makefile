@@ -11,11 +11,17 @@ include r/test-r.mk
 
 install: $(STAMP)
 
+# Numba (extra `numba`, the native path) only where pip can add it beside the NumPy
+# installed, pinned on the same command line: elsewhere its tests are skipped, said so.
+with_numba = $(1) -m pip install --quiet -e '.[numba]' "numpy==$$($(1) -c 'import numpy; print(numpy.__version__)')" || \
+	echo "make: Numba cannot be installed beside this NumPy: the native path's tests will be skipped"
+
 $(STAMP): pyproject.toml
-	@echo 'make: creating $(VENV) and installing tapeflow with its test dependencies (pytest, hypothesis, scipy, dask, array-api-strict); about 30 s the first time'
+	@echo 'make: creating $(VENV) and installing tapeflow with its test dependencies (pytest, hypothesis, scipy, dask, array-api-strict, numba); about 30 s the first time'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(call with_numba,$(PY))
 	touch $(STAMP)
 
 test: install
@@ -39,6 +45,7 @@ NUMPY_VENVS := .venv-numpy-oldest .venv-numpy-newest
 	$(VENV_PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install --quiet --upgrade pip
 	$(@D)/bin/python -m pip install --quiet -e '.[dev]' $(NUMPY)
+	$(call with_numba,$(@D)/bin/python)
 	touch $@
 
 test-numpy: $(NUMPY_VENVS:%=%/.installed)
@@ -89,6 +96,7 @@ $(BENCH_STAMP): $(STAMP)
 	@echo 'make bench: installing autograd and JAX, the comparison columns'
 	$(PY) -m pip install --quiet -e '.[bench]' && touch $(BENCH_STAMP) || \
 		echo 'make bench: autograd/jax not installed; their columns will read n/a'
+	$(call with_numba,$(PY))
 
 bench: install $(BENCH_STAMP)
 	$(PY) benchmarks/run.py

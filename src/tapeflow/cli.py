@@ -91,6 +91,8 @@ def _parser():
                       help='print the function after each pass of the pipeline')
     show.add_argument('--lines', action='store_true',
                       help="end each generated statement with a comment naming the user's line")
+    show.add_argument('--compile', choices=('python', 'numba'), default='python',
+                      help='numba: the combined function as Numba compiles it (docs/native.md)')
     show.add_argument('--color', choices=('auto', 'always', 'never'), default='auto',
                       help='highlight with Pygments (auto: when stdout is a terminal)')
     show.set_defaults(run=_show)
@@ -140,7 +142,8 @@ def _show(args):
     elif args.lines:
         text = export.annotated_source(fn, argnums, args.optimize, mode=args.mode)
     else:
-        text = tapeflow.source(fn, argnums, mode=args.mode, optimize=args.optimize)
+        text = tapeflow.source(fn, argnums, mode=args.mode, optimize=args.optimize,
+                               compile=args.compile)
     _print_code(text, args.color)
     return EXIT_OK
 

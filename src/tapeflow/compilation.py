@@ -28,6 +28,7 @@ import tapeflow.runtime.support as support
 from tapeflow.arguments import compiler_kinds
 from tapeflow.callables import python_function_of
 from tapeflow.transforms import pipeline
+from tapeflow.transforms.native import TARGETS
 
 __all__ = ['Spec', 'compile', 'compile_adjoint', 'compile_tangent']
 
@@ -48,6 +49,9 @@ class Spec:
     is specialised to them. `optimize`: run the optimizing passes (the callees
     too). `checkpoint`: bound the tape of loops (reverse mode, `grad`'s option).
     `batched`: tangents with a leading batch axis (forward mode, Jacobians).
+    `compile`: the target of the combined function (reverse mode): 'python' (the
+    NumPy path), 'numba' (`transforms.native`), or 'auto' (Numba where it compiles,
+    else the NumPy path with a warning); the functions it calls stay 'python'.
     """
     mode: str = 'reverse'
     wrt: tuple = (0,)
@@ -58,8 +62,12 @@ class Spec:
     optimize: bool = True
     checkpoint: object = None
     batched: bool = False
+    compile: str = 'python'
 
     def __post_init__(self):
+        if self.compile not in TARGETS:
+            raise ValueError(f'compile= takes one of {", ".join(map(repr, TARGETS))}, '
+                             f'not {self.compile!r}')
         for field in ('wrt', 'lifted', 'scalar_args', 'arg_shapes', 'kinds'):
             value = getattr(self, field)
             if value.__class__ is not tuple:            # a list given: keyed as a tuple
@@ -71,7 +79,9 @@ class Spec:
             return ('forward', self.wrt, self.optimize, self.scalar_args, self.arg_shapes,
                     self.batched, self.kinds)
         key = (self.wrt, self.lifted, self.optimize, self.scalar_args, self.arg_shapes, self.kinds)
-        return key + (('checkpoint', self.checkpoint),) if self.checkpoint else key
+        if self.checkpoint:
+            key += (('checkpoint', self.checkpoint),)
+        return key if self.compile == 'python' else key + (('compile', self.compile),)
 
 
 def compile(function, spec: Spec, *, fresh=False, record_passes=False) -> pipeline.Compiled:
@@ -159,14 +169,16 @@ def _run_pipeline(fn, spec, hook, record_passes=False):
                    arg_shapes=spec.arg_shapes, kinds=compiler_kinds(spec.kinds))
     if spec.mode == 'forward':
         return pipeline.compile_forward(fn, spec.wrt, batched=spec.batched, **options)
+    folder = disk_cache.cache_dir()
     return pipeline.compile_reverse(fn, spec.wrt, spec.lifted, checkpoint=spec.checkpoint,
-                                    **options)
+                                    target=spec.compile, native_dir=folder, **options)
 
 
 def _load_or_compile(placeholder, spec, hook):
     """The entry read from the disk cache, or compiled (and then written there)."""
     stats = cache.stats
-    found = disk_cache.entry(placeholder.fn, spec.key())
+    # (a native compilation is kept by Numba's own cache: the disk cache keeps Python code)
+    found = disk_cache.entry(placeholder.fn, spec.key()) if spec.compile == 'python' else None
     placeholder.disk_key = found.digest if found is not None else None    # seen by recursion
     if found is not None:
         compiled = found.load(placeholder, RUNTIME, hook)

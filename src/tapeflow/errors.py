@@ -31,3 +31,8 @@ class UnsupportedError(TapeflowError, SyntaxError):
 
 class SourceUnavailableError(TapeflowError):
     """The function's source cannot be read (built in, defined in a REPL...)."""
+
+
+class NativeFallbackWarning(UserWarning):
+    """`compile='auto'`: Numba cannot compile a function; the NumPy path runs it (the
+    message names the line)."""

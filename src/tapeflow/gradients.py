@@ -29,23 +29,28 @@ __all__ = ['grad', 'value_and_grad', 'checkpoint', 'source']
 # ------------------------------------------------------------------ transformations
 
 
-def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None):
+def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
     """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux.
 
-    `checkpoint`: see `grad`.
+    `checkpoint`, `compile`: see `grad`.
     """
-    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint)
+    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint, compile)
 
 
-def grad(f, argnums=0, has_aux=False, checkpoint=None):
+def grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
     """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple).
 
     `checkpoint=True` bounds the memory of `f`'s loops (those at the top level of `f`,
     over `range` or `while`): snapshots of the loop's variables every ~sqrt(n) trips
     instead of a tape of every trip, each trip run once more. `checkpoint=k` (an int)
     keeps at most k snapshots (binomial checkpointing: less memory, more reruns).
+
+    `compile='numba'` compiles the generated value-and-gradient function with Numba
+    (installed with `pip install 'tapeflow[numba]'`; docs/native.md): what Numba cannot
+    compile is an error at its line, before anything runs. `compile='auto'`: Numba where
+    it compiles, else the NumPy path (`compile='python'`, the default) with one warning.
     """
-    return _differentiated(f, argnums, has_aux, 'grad', checkpoint)
+    return _differentiated(f, argnums, has_aux, 'grad', checkpoint, compile)
 
 
 def checkpoint(fn):
@@ -87,9 +92,10 @@ def checkpoint_policy(checkpoint):
                      f'not {checkpoint!r}')
 
 
-def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
+def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python'):
     """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
     checkpoint = checkpoint_policy(checkpoint)
+    Spec(compile=target)                # its check: compile= names a target
     if hasattr(f, '__tapeflow_jacobian__') and isinstance(argnums, int) and not has_aux:
         if checkpoint:
             raise ValueError('checkpoint= applies to a function, not to a Jacobian function')
@@ -113,8 +119,11 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None):
             check_pytree_argument(args[i], i, fname)
         kinds = argument_kinds(args)
         compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=kinds, checkpoint=checkpoint))
+                                   arg_shapes=array_shapes(args), kinds=kinds,
+                                   checkpoint=checkpoint, compile=target))
         check_libraries(python_fn, compiled, args)
+        if compiled.native_source:          # compile='numba': arguments it computes as NumPy
+            compiled.combined.admit(args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
         valid = cache.validator(compiled, compiled.fn)
@@ -185,15 +194,18 @@ def _never():
     return False
 
 
-def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=None):
+def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=None,
+           compile='python'):
     """The generated Python source of `f`'s gradient (or, forward, its jvp), as a string.
 
     The combined value-and-gradient function first, then the forward and
     backward functions of every user function it calls. With `args` (example
     arguments), the code specialised to their shapes, as `grad` runs it; with
     `checkpoint`, its loops checkpointed as `grad(f, checkpoint=...)` runs them.
+    With `compile='numba'`, the combined function as Numba compiles it (alone).
     """
-    checkpoint = checkpoint_policy(checkpoint)
+    checkpoint, target = checkpoint_policy(checkpoint), compile
+    compile = globals()['compile']          # (the keyword shadows the one compile path)
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
                                            arg_shapes=array_shapes(args),
@@ -205,8 +217,10 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
         part = 'source'
     elif mode == 'reverse':
         compiled = compile(f, Spec('reverse', wrt, optimize=optimize, checkpoint=checkpoint,
-                                   **shapes))
+                                   compile=target, **shapes))
         part = 'split_source'
+        if target != 'python':
+            return compiled.native_source or compiled.source     # 'auto' fell back
     else:
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)

@@ -119,3 +119,15 @@ def test_show_forward_mode_lines_and_passes(run):
     headers = re.findall(r'^# ---- \d+\. (\w+) -+$', passes, re.M)
     assert headers[0] == 'parse' and 'anf' in headers
     assert 'def calls_jvp(x, dx):' in passes.split('# ---- 1.')[1]
+
+
+def test_show_compile_numba_prints_the_function_numba_compiles(run):
+    import pytest
+    pytest.importorskip('numba', reason="--compile numba needs Numba (pip install "
+                                        "'tapeflow[numba]'): not installed here")
+    status, out, err = run('show', f'{FUNCTIONS}:f', '--compile', 'numba')
+    assert (status, err) == (0, '')
+    assert out.startswith('def df(x, n, bout=1.0):')
+    assert '_out_tape = []' in out and '_push' not in out and '_pop' not in out
+    status, _, err = run('show', f'{FUNCTIONS}:calls', '--compile', 'numba')
+    assert status != 0 and 'a call of the user function square()' in err

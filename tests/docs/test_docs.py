@@ -63,8 +63,15 @@ def normalise(text):
     return [line.rstrip() for line in text.replace(str(ROOT) + os.sep, '').rstrip('\n').split('\n')]
 
 
+# Documents whose code needs an optional package: skipped, and said so, without it.
+NEEDS = {'native.md': 'numba'}
+
+
 @pytest.mark.parametrize('path', DOCS, ids=[p.name for p in DOCS])
 def test_code_blocks_run_and_print_what_the_docs_show(path, tmp_path, monkeypatch):
+    if path.name in NEEDS:
+        pytest.importorskip(NEEDS[path.name], reason=f'{path.name} needs {NEEDS[path.name]} '
+                                                     f'(pip install tapeflow[{NEEDS[path.name]}])')
     # The whole document, with every line that is not executed code blanked,
     # serves as the source of the functions the docs define.
     text_lines = path.read_text().split('\n')

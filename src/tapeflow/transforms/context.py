@@ -70,6 +70,8 @@ class CompileContext:
     kinds: tuple = ()
     checkpoint: object = None
     batched: bool = False
+    target: str = 'python'            # or 'numba', 'auto': `transforms.native`
+    native_dir: str = None            # where native modules are kept (the disk cache's folder)
     record: list = None               # (pass name, source after it), when asked
     # the modes
     order: int = 1

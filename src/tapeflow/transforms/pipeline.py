@@ -2,7 +2,7 @@
 
     parse -> resolve -> fence -> desugar -> anf -> mutation -> activity -> shapes
           -> reverse -> optimize -> fold -> assemble -> fusion -> uniform -> factor
-          -> checkpoint -> tape -> witness -> nest -> tape_check -> codegen
+          -> checkpoint -> tape -> witness -> nest -> tape_check -> codegen -> native
 
 Each pass is `run(tree, ctx) -> tree`, one entry point of its own module, over one
 compile context (`transforms.context`: reverse mode's is `assemble.ReverseCompile`,
@@ -22,8 +22,8 @@ from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, factor, fold,
-                                 forward, fusion, mutation, nest, optimize, reverse, tape_check,
-                                 uniform, witness)
+                                 forward, fusion, mutation, native, nest, optimize, reverse,
+                                 tape_check, uniform, witness)
 from tapeflow.transforms.context import CompileContext
 
 
@@ -31,6 +31,7 @@ class Pass(typing.NamedTuple):
     name: str
     run: object          # run(tree, ctx) -> tree
     why: str             # why it stands where it does
+    when: object = None  # when(ctx) -> whether it runs (None: always)
 
 
 FRONT = (
@@ -59,6 +60,9 @@ PASSES = FRONT + (
     Pass('nest', nest.run, 'shape arithmetic back in one expression: `range(xs.shape[0])`'),
     Pass('tape_check', tape_check.run, 'under __debug__, each function checks it left the tape as it found it'),
     Pass('codegen', codegen.run, 'unparse and load, registered with linecache'),
+    Pass('native', native.run, "compile='numba': the combined function made Numba's, last "
+                               '(the Python unit stays for callers under a tape)',
+         lambda ctx: ctx.target != 'python'),
 )
 
 FORWARD_PASSES = FRONT + (
@@ -73,6 +77,8 @@ FORWARD_PASSES = FRONT + (
 def run_passes(ctx, passes, tree=None):
     """Run `passes` in order on `tree` (None: the first, `parse`, reads `ctx.fn`)."""
     for step in passes:
+        if step.when is not None and not step.when(ctx):
+            continue
         tree = step.run(tree, ctx)
         ctx.saved(step.name, tree)
     return tree
@@ -105,7 +111,8 @@ def compile_with(ctx, passes):
 
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=(), kinds=(), checkpoint=None) -> Compiled:
+                    arg_shapes=(), kinds=(), checkpoint=None, target='python',
+                    native_dir=None) -> Compiled:
     """Run `PASSES` on `fn`, differentiating the parameters at `wrt`.
 
     `scalar_args`: positions whose arguments are scalars in the calls this
@@ -113,13 +120,15 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     The caller keys its cache on both; the code drops `unbroadcast` where they
     show nothing was broadcast. `checkpoint` (True, or a number of snapshots):
     the combined function's top-level loops keep snapshots instead of a tape
-    (`transforms.checkpoint`); the split pair keeps the tape.
+    (`transforms.checkpoint`); the split pair keeps the tape. `target`: 'numba' or
+    'auto' makes the combined function native (`transforms.native`), kept as a module
+    file under `native_dir` where one is given.
     """
     ctx = assemble.ReverseCompile(
         fn, 'reverse', wrt=tuple(wrt), lifted=tuple(lifted), runtime_names=runtime_names,
         optimize=optimize_code, compile_callee=compile_callee, scalar_args=tuple(scalar_args),
         arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), checkpoint=checkpoint,
-        record=[] if record_passes else None)
+        target=target, native_dir=native_dir, record=[] if record_passes else None)
     return compile_with(ctx, PASSES)
 
 
@@ -181,6 +190,7 @@ class Compiled:
     # made it, as (fn, wrt, keywords, {role: name bound here}); `disk_cache` replays it.
     links: list = dataclasses.field(default_factory=list)
     disk_key: object = None    # `disk_cache`'s key of this entry, or None (not cacheable)
+    native_source: str = ''    # the combined function Numba compiles (`transforms.native`)
 
 
 def bind_role(callee, namespace, name, role):
