@@ -73,6 +73,7 @@ class _Fuser:
     def __init__(self, loads, stores, push, pop, temporary, helpers, facts):
         self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
         self.temporary, self.helpers = temporary, helpers
+        self.touched = 0                # where the last fusion rewrote a statement
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {m for m in ('math', 'np') if not stores.get(m)}
         # id(statement) -> {what: fact}, true of the statement wherever these (what the
@@ -84,14 +85,19 @@ class _Fuser:
         """A fused copy of the block `stmts` (compound statements copied, with fused
         copies of their blocks; the others shared until a fusion rewrites them)."""
         stmts = copy_blocks(stmts, self.block)
-        changed = True
-        while changed:                  # a fusion may open another one earlier in the block
-            changed, i = False, 0
-            while i < len(stmts):
+        # A fusion may open another one earlier in the block: sweep again, up to the last
+        # fusion (what follows it was looked at since, but for the statements a later
+        # fusion rewrites, up to which the sweep goes on: `touched`).
+        limit = len(stmts)
+        while limit:
+            i, again = 0, 0
+            while i < min(limit, len(stmts)):
                 if self.fuse_at(stmts, i):
-                    changed = True
+                    again = i
+                    limit = max(limit, self.touched + 1)
                 else:
                     i += 1
+            limit = again
         return stmts
 
     def fuse_at(self, stmts, i) -> bool:
@@ -106,6 +112,8 @@ class _Fuser:
         if isinstance(stmt.value, ast.Name) and self.stores.get(t) == 1 and \
                 self.temporary(t) and self.propagate(stmts, i, t, stmt.value.id):
             return True
+        if self.stores.get(t, 0) < 2 and not (self.loads.get(t) == 1 and self.temporary(t)):
+            return False            # read elsewhere too, and no reader can rebind it
         operands = self.fact(stmt, 'operands', lambda: nodes.load_names(stmt.value) | {t})
         for k in range(i + 1, len(stmts)):
             later = stmts[k]
@@ -130,6 +138,7 @@ class _Fuser:
         fused = stmts[i + 1] = nodes.shallow_copy(stmt)    # (located where the value is:
         fused.targets = use.targets                         # its errors name that line)
         del stmts[i]
+        self.touched = i
         self.loads[t] = self.stores[t] = 0
         return True
 
@@ -176,6 +185,7 @@ class _Fuser:
         self.loads[source] = self.loads.get(source, 0) + found - 1
         self.loads[t], self.stores[t] = 0, 0
         del stmts[i]
+        self.touched = readers[-1] - 1
         return True
 
     def substitute(self, stmts, i, k, t) -> bool:
@@ -191,14 +201,21 @@ class _Fuser:
                             or not self.temporary(t)):
             return False
         value = _replaced(use.value, spots[0], stmts[i].value)
-        if self.helpers and self.too_nested(value):
+        if self.helpers and (self.fact(stmts[i], 'helps', lambda: self.calls_helper(stmts[i].value))
+                             or self.fact(use, 'helps', lambda: self.calls_helper(use.value))) \
+                and self.too_nested(value):
             return False
         use = stmts[k] = nodes.shallow_copy(use)
         use.value = value
         del stmts[i]
+        self.touched = k - 1
         self.loads[t] -= 1
         self.stores[t] -= 1
         return True
+
+    def calls_helper(self, value) -> bool:
+        return any(n.__class__ is ast.Call and n.func.__class__ is ast.Name
+                   and n.func.id in self.helpers for n in nodes.walk_terms(value))
 
     def too_nested(self, value) -> bool:
         """Whether `value` calls helpers more than twice deep or three times, or calls one
@@ -208,7 +225,7 @@ class _Fuser:
 
         def depth(node):
             nonlocal calls
-            inner = max((depth(child) for child in ast.iter_child_nodes(node)), default=0)
+            inner = max((depth(child) for child in nodes.children(node)), default=0)
             if node.__class__ is ast.Call and node.func.__class__ is ast.Name \
                     and node.func.id in self.helpers:
                 calls += 1
@@ -308,7 +325,7 @@ def _width(node) -> int:
         parts = [_width(a) for a in node.args] + [len(k.arg or '') + 1 + _width(k.value)
                                                   for k in node.keywords]
         return _width(node.func) + 2 + sum(parts) + 2 * max(len(parts) - 1, 0)
-    return sum(_width(child) + 2 for child in ast.iter_child_nodes(node))
+    return sum(_width(child) + 2 for child in nodes.children(node))
 
 
 _REDUCTIONS = frozenset({'sum', 'mean', 'max', 'min', 'amax', 'amin', 'prod'})

@@ -39,17 +39,23 @@ def transform(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dic
     if not any(wanted.values()):
         return
     parents, stores, reads = {}, {}, {}
-    for stmt in fdef.body:                  # (a walk of each covers its nested blocks)
-        if not (nodes.names_in(stmt) & wanted.keys()):
+    for top in fdef.body:
+        if not (nodes.names_in(top) & wanted.keys()):
             continue
-        for node in nodes.walk_terms(stmt):
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-            if isinstance(node, ast.Name) and node.id in wanted:
-                if isinstance(node.ctx, ast.Load):
-                    reads.setdefault(node.id, []).append(node)
-                else:
-                    stores[node.id] = stores.get(node.id, 0) + 1
+        for stmt in nodes.statements([top]):      # each statement (a compound one's header)
+            parts = [stmt] if not isinstance(getattr(stmt, 'body', None), list) else [
+                getattr(stmt, f) for f in ('test', 'iter', 'target') if getattr(stmt, f, None)]
+            for part in parts:
+                if not (nodes.names_in(part) & wanted.keys()):
+                    continue
+                for node in nodes.walk_terms(part):
+                    for child in nodes.children(node):
+                        parents[id(child)] = node
+                    if node.__class__ is ast.Name and node.id in wanted:
+                        if node.ctx.__class__ is ast.Load:
+                            reads.setdefault(node.id, []).append(node)
+                        else:
+                            stores[node.id] = stores.get(node.id, 0) + 1
     rewritten = {}
     for target, found in wanted.items():
         if found is None or stores.get(target) != 1 or not reads.get(target):
