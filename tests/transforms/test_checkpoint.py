@@ -272,7 +272,34 @@ def test_memory_written_after_the_loop_is_refused():
         tf.grad(written_after_the_loop, argnums=(0, 1), checkpoint=True)(x.copy(), 0.5)
 
 
+def appends_through_an_alias(xs):
+    """Found by the fuzzer (seed 90909, program 412): the snapshot kept the length of the
+    list `ys` held before the loop, not of `xs`, which the loop grows through `ys`."""
+    for i in range(1):
+        ys = xs
+        ys.append(2.0)
+    return sum(ys)
+
+
+def appends_to_a_fresh_row(x):
+    total = 0.0
+    for i in range(3):
+        row = []
+        row.append(x * i)
+        row.append(row[0] * x)
+        total = total + row[-1]
+    return total
+
+
+@pytest.mark.parametrize('policy', POLICIES)
+def test_a_list_made_in_the_loop_may_grow_there(policy):
+    g = tf.grad(appends_to_a_fresh_row, checkpoint=policy)(0.7)
+    assert g == pytest.approx(tf.grad(appends_to_a_fresh_row)(0.7), rel=1e-13)
+    check_gradient(appends_to_a_fresh_row, [g], (0.7,), (0,), np.random.default_rng(4))
+
+
 @pytest.mark.parametrize('fn, why', [
+    (appends_through_an_alias, 'it appends to ys, which it rebinds here to a list made before it'),
     (calls_a_writer, 'the function it calls writes into its arguments'),
     (pops, '.pop() changes its object in place'),
     (writes, 'writes into memory in place'),
@@ -280,7 +307,8 @@ def test_memory_written_after_the_loop_is_refused():
 ])
 def test_refused_where_written(fn, why):
     with pytest.raises(tf.UnsupportedError, match=re.escape(why)) as info:
-        tf.grad(fn, checkpoint=True)(np.ones(3) if fn is calls_a_writer else 0.5)
+        tf.grad(fn, checkpoint=True)(np.ones(3) if fn is calls_a_writer else
+                                     [1.0, 2.0, 3.0] if fn is appends_through_an_alias else 0.5)
     assert str(info.value).startswith(f'{__file__}:')
 
 

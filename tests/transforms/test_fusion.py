@@ -53,8 +53,8 @@ def logistic(w, X, y):
 
 def test_scalar_loop_reads_like_the_hand_written_adjoint():
     text = tf.source(scalar_loop, args=(0.7,))
-    assert '        x = _sin * x + 0.5 * x\n' in text
-    assert '        bx = bx * (0.5 + _sin + x * math.cos(x))\n' in text
+    assert '        x = math.sin(x) * x + 0.5 * x\n' in text
+    assert '        bx = bx * (0.5 + math.sin(x) + x * math.cos(x))\n' in text
     assert '_value = x' in text                 # the value keeps its name
 
 
@@ -155,3 +155,27 @@ def test_fused_helpers_stay_about_one_line_deep_and_wide():
             '    y = unbroadcast(t * second_operand * first_operand, second_operand)\n'
             '    return y\n')
     assert '    t = unbroadcast(' in _fused(wide, namespace=_pure('unbroadcast'))
+
+
+def test_a_name_assigned_twice_fuses_where_each_value_is_read_once_right_after():
+    """`_sin` computed in the forward sweep and again in the reverse one: each value has
+    one reader, the next statement to mention it, so each fuses."""
+    src = ('def f(x, bx):\n    _sin = math.sin(x)\n    y = _sin * x\n    _sin = math.sin(y)\n'
+           '    bx = bx * _sin\n    return y, bx\n')
+    assert _fused(src) == ('def f(x, bx):\n    y = math.sin(x) * x\n    bx = bx * math.sin(y)\n'
+                           '    return (y, bx)')
+
+
+@pytest.mark.parametrize('src', [
+    # a value read twice, another not at all
+    'def f(x):\n    t = x * 2.0\n    a = t + 1.0\n    b = t + 2.0\n    t = x * 3.0\n    return a, b\n',
+    # read in the next trip of the loop, before it is assigned again
+    'def f(x):\n    t = x\n    for i in range(3):\n        y = t * 2.0\n        t = y + 1.0\n'
+    '    return y\n',
+    # read in a nested block
+    'def f(x, c):\n    t = x * 2.0\n    if c:\n        y = t + 1.0\n    else:\n        y = t\n'
+    '    t = x * 3.0\n    z = t + y\n    return z\n',
+])
+def test_values_read_elsewhere_than_right_after_stay(src):
+    out = _fused(src)
+    assert 't = x' in out

@@ -163,15 +163,13 @@ def dscalar_loop(x, bx=1.0):
     _pop = _tape.pop
     _range = range(100)
     for i in _range:
-        _sin = math.sin(x)
         _push(x)
-        x = _sin * x + 0.5 * x
+        x = math.sin(x) * x + 0.5 * x
     _push(len(_range))
     _value = x
     for _ in range(_pop()):
         x = _pop()
-        _sin = math.sin(x)
-        bx = bx * (0.5 + _sin + x * math.cos(x))
+        bx = bx * (0.5 + math.sin(x) + x * math.cos(x))
     assert not _tape, 'tapeflow internal error: dscalar_loop left values on its tape'
     return (_value, bx)
 '''

@@ -201,12 +201,24 @@ def _check(loop, rev_loop, ctx) -> set:
                 getanno(called.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None):
             refuse(stmt, 'the function it calls writes into its arguments, and snapshots '
                          'hold references, not copies')
+    for stmt in nodes.statements(loop.body):          # a name appended to, rebound in the
+        name = ast.assigned_name(stmt)                # loop to a list it did not make: the
+        if name in lists and not _fresh_list(stmt.value):     # snapshot's length is another's
+            refuse(stmt, f'it appends to {name}, which it rebinds here to a list made before '
+                         f'it (a snapshot keeps the lengths of the lists its names hold then)')
     for stmt in nodes.statements(rev_loop.body):
         undoes_append = _method(stmt) == 'pop' and not stmt.value.args and \
             stmt.value.func.value.id in lists
         if getanno(stmt, Key.RESTORES_IN_PLACE) and not undoes_append:
             refuse(loop, 'it writes into memory in place, and snapshots hold references, not copies')
     return lists
+
+
+def _fresh_list(value) -> bool:
+    """A list made where it is assigned: `[...]`, a comprehension, `list(...)`."""
+    if value.__class__ in (ast.List, ast.ListComp):
+        return True
+    return value.__class__ is ast.Call and getanno(value.func, Key.RESOLVED) is list
 
 
 def _check_after(loop, later, ctx):

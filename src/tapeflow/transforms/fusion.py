@@ -54,10 +54,52 @@ def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
         stores[name] = stores.get(name, 0) + 2          # never assigned once
     helpers = {name for name, value in (namespace or {}).items()
                if getattr(value, '__tapeflow_pure__', False) and not stores.get(name)}
+    temporary = temporary or (lambda name: True)
+    fuser = _Fuser(loads, stores, set(push), set(pop), temporary, helpers,
+                   {} if facts is None else facts)
+    fuser.paired = _paired(fdef.body, {n for n, k in stores.items()
+                                       if k > 1 and loads.get(n) == k and temporary(n)})
     fused = nodes.shallow_copy(fdef)
-    fused.body = _Fuser(loads, stores, set(push), set(pop), temporary or (lambda name: True),
-                        helpers, {} if facts is None else facts).block(fdef.body)
+    fused.body = fuser.block(fdef.body)
     return fused
+
+
+def _paired(body, names) -> set:
+    """Those of `names` (each read as often as it is assigned) every value of which is
+    read by the first statement after its assignment, in its block, to mention the name,
+    and nowhere else: one read per value (`_sin = math.sin(x)` in the forward sweep and
+    again in the reverse one, each read right after). Each such assignment may fuse into
+    its reader as a name assigned once and read once would."""
+    if not names:
+        return set()
+    failed = set()
+
+    def block(stmts):
+        waiting = set()                     # assigned here, not read yet
+        for stmt in stmts:
+            nested = isinstance(getattr(stmt, 'body', None), list)
+            mentioned = nodes.names_in(stmt) & names
+            if nested:
+                failed.update(mentioned & waiting)       # read (or not) in a nested block
+                for field in ('body', 'orelse'):
+                    inner = getattr(stmt, field, None)
+                    if isinstance(inner, list):
+                        block(inner)
+                waiting -= mentioned
+                continue
+            reads = nodes.load_names(stmt) & names
+            failed.update(reads - waiting)               # a value from elsewhere
+            waiting -= reads
+            target = ast.assigned_name(stmt)
+            if target in names:
+                if target in waiting:
+                    failed.add(target)                   # assigned again, never read
+                waiting.add(target)
+            elif mentioned - reads:
+                failed.update(mentioned - reads)         # bound otherwise (a tuple, a loop)
+        failed.update(waiting)                           # read after the block, if at all
+    block(body)
+    return names - failed
 
 
 def _counts(fdef):
@@ -74,6 +116,7 @@ class _Fuser:
         self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
         self.temporary, self.helpers = temporary, helpers
         self.touched = 0                # where the last fusion rewrote a statement
+        self.paired = set()             # names each value of which one reader reads (`_paired`)
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {m for m in ('math', 'np') if not stores.get(m)}
         # id(statement) -> {what: fact}, true of the statement wherever these (what the
@@ -112,7 +155,8 @@ class _Fuser:
         if isinstance(stmt.value, ast.Name) and self.stores.get(t) == 1 and \
                 self.temporary(t) and self.propagate(stmts, i, t, stmt.value.id):
             return True
-        if self.stores.get(t, 0) < 2 and not (self.loads.get(t) == 1 and self.temporary(t)):
+        if self.stores.get(t, 0) < 2 and not (self.loads.get(t) == 1 and self.temporary(t)) \
+                and t not in self.paired:
             return False            # read elsewhere too, and no reader can rebind it
         operands = self.fact(stmt, 'operands', lambda: nodes.load_names(stmt.value) | {t})
         for k in range(i + 1, len(stmts)):
@@ -197,8 +241,8 @@ class _Fuser:
         if len(spots) != 1 or not self.fact(use, 'plain', lambda: self.plain_value(use)):
             return False
         rebinds = use.targets[0].id == t
-        if not rebinds and (self.loads.get(t) != 1 or self.stores.get(t) != 1
-                            or not self.temporary(t)):
+        if not rebinds and t not in self.paired and (
+                self.loads.get(t) != 1 or self.stores.get(t) != 1 or not self.temporary(t)):
             return False
         value = _replaced(use.value, spots[0], stmts[i].value)
         if self.helpers and (self.fact(stmts[i], 'helps', lambda: self.calls_helper(stmts[i].value))
