@@ -342,33 +342,37 @@ class _Rewriter(Checks, Lowerings):
         setanno(func, Key.RESOLVED, variant)
         new_call = nodes.copy_location(nodes.call(func, *call.args, keywords=call.keywords), call)
         setanno(new_call, Key.ARG_KINDS, getanno(call, Key.ARG_KINDS))
-        out = checks + [nodes.assign(result, new_call)]
+        before, after = [], []      # (what runs before a write runs before the call making it)
         if target is not None:
-            out.append(nodes.assign(target, nodes.subscript(result, nodes.const(0))))
+            after.append(nodes.assign(target, nodes.subscript(result, nodes.const(0))))
         for k, i in enumerate(positions):
             name = call.args[i].id
             rebind = [nodes.assign(name, nodes.subscript(result, nodes.const(k + 1)))]
-            out += self.after_write(stmt, rebind, name, state, frozenset(), exclude={target},
-                                    deep=True)
-        return out
+            first, then = self.after_write(stmt, rebind, name, state, frozenset(),
+                                           exclude={target}, deep=True, split=True)
+            before += first
+            after += then
+        return checks + before + [nodes.assign(result, new_call)] + after
 
     # ---------------------------------------------------------------- bringing the others up to date
 
     def after_write(self, stmt, lowered, name, state, values, exclude=(), deep=False,
-                    structural=False):
+                    structural=False, split=False):
         """`lowered` writes the memory of `name` (`deep`: and of what its slots hold;
         `structural`: its slots, of a list or dict): add what brings every other reader up
-        to date."""
+        to date. `split`: (what must run before the write, `lowered` and what follows it),
+        for a write made by a call before `lowered`."""
         affected, outer = self.affected(stmt, name, state, deep)
         affected -= set(exclude)
         self.mark_shared(lowered, name, state)
         if outer:
-            return self.opaque(stmt, lowered, name, state, values,
-                               f'{name} is a global or closure array; writing into it is not '
-                               f'differentiated -- copy it into a local first '
-                               f'({name} = {name}.copy())', mark=False)
+            out = self.opaque(stmt, lowered, name, state, values,
+                              f'{name} is a global or closure array; writing into it is not '
+                              f'differentiated -- copy it into a local first '
+                              f'({name} = {name}.copy())', mark=False)
+            return ([], out) if split else out
         if not affected:
-            return lowered
+            return ([], lowered) if split else lowered
         captures, updates, unresolved = Propagation(self, state, name, affected, stmt,
                                                     deep, structural).run()
         self.aliased.append(stmt)
@@ -380,6 +384,8 @@ class _Rewriter(Checks, Lowerings):
             checks.append(self.apart(stmt, name, alias, reason, deep))
             self.pending.append(Pending(stmt, frozenset({name}) | frozenset(values)
                                         | frozenset(unresolved), reason, checks[-1]))
+        if split:
+            return checks + captures, lowered + updates
         return checks + captures + lowered + updates
 
     def mark_shared(self, lowered, name, state):
