@@ -57,49 +57,21 @@ def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
     temporary = temporary or (lambda name: True)
     fuser = _Fuser(loads, stores, set(push), set(pop), temporary, helpers,
                    {} if facts is None else facts)
-    fuser.paired = _paired(fdef.body, {n for n, k in stores.items()
-                                       if k > 1 and loads.get(n) == k and temporary(n)})
+    fuser.paired = fuser.paired_names(fdef.body, {n for n, k in stores.items()
+                                                  if k > 1 and loads.get(n) == k and temporary(n)})
     fused = nodes.shallow_copy(fdef)
     fused.body = fuser.block(fdef.body)
     return fused
 
 
-def _paired(body, names) -> set:
-    """Those of `names` (each read as often as it is assigned) every value of which is
-    read by the first statement after its assignment, in its block, to mention the name,
-    and nowhere else: one read per value (`_sin = math.sin(x)` in the forward sweep and
-    again in the reverse one, each read right after). Each such assignment may fuse into
-    its reader as a name assigned once and read once would."""
-    if not names:
+def _stored(stmt) -> set:
+    """The names a simple statement binds (all it names, for a kind not known here)."""
+    if stmt.__class__ is ast.Assign:
+        return {n.id for t in stmt.targets for n in nodes.walk_terms(t)
+                if n.__class__ is ast.Name and n.ctx.__class__ is not ast.Load}
+    if stmt.__class__ in (ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue):
         return set()
-    failed = set()
-
-    def block(stmts):
-        waiting = set()                     # assigned here, not read yet
-        for stmt in stmts:
-            nested = isinstance(getattr(stmt, 'body', None), list)
-            mentioned = nodes.names_in(stmt) & names
-            if nested:
-                failed.update(mentioned & waiting)       # read (or not) in a nested block
-                for field in ('body', 'orelse'):
-                    inner = getattr(stmt, field, None)
-                    if isinstance(inner, list):
-                        block(inner)
-                waiting -= mentioned
-                continue
-            reads = nodes.load_names(stmt) & names
-            failed.update(reads - waiting)               # a value from elsewhere
-            waiting -= reads
-            target = ast.assigned_name(stmt)
-            if target in names:
-                if target in waiting:
-                    failed.add(target)                   # assigned again, never read
-                waiting.add(target)
-            elif mentioned - reads:
-                failed.update(mentioned - reads)         # bound otherwise (a tuple, a loop)
-        failed.update(waiting)                           # read after the block, if at all
-    block(body)
-    return names - failed
+    return nodes.names_in(stmt)
 
 
 def _counts(fdef):
@@ -185,6 +157,52 @@ class _Fuser:
         self.touched = i
         self.loads[t] = self.stores[t] = 0
         return True
+
+    def paired_names(self, body, names) -> set:
+        """Those of `names` (each read as often as it is assigned) every value of which
+        is read by the first statement after its assignment, in its block, to mention the
+        name, and nowhere else: one read per value (`_sin = math.sin(x)` in the forward
+        sweep and again in the reverse one, each read right after). Each such assignment
+        may fuse into its reader as a name assigned once and read once would."""
+        if not names:
+            return set()
+        failed = set()
+
+        def block(stmts) -> set:
+            """The names of `names` that `stmts` mention."""
+            waiting, seen = set(), set()        # assigned here, not read yet; mentioned
+            for stmt in stmts:
+                if isinstance(getattr(stmt, 'body', None), list):
+                    here = set()
+                    for field in ('test', 'iter', 'target'):
+                        part = getattr(stmt, field, None)
+                        if part is not None:
+                            here |= nodes.names_in(part) & names
+                    for field in ('body', 'orelse'):
+                        inner = getattr(stmt, field, None)
+                        if isinstance(inner, list):
+                            here |= block(inner)
+                    failed.update(here & waiting)        # read (or not) in a nested block
+                    waiting -= here
+                    seen |= here
+                    continue
+                reads = self.reads_of(stmt) & names
+                failed.update(reads - waiting)           # a value from elsewhere
+                waiting -= reads
+                stored = _stored(stmt) & names
+                target = ast.assigned_name(stmt)
+                if target in names:
+                    failed.update(stored - {target})
+                    if target in waiting:
+                        failed.add(target)               # assigned again, never read
+                    waiting.add(target)
+                else:
+                    failed.update(stored)                # bound otherwise (a tuple)
+                seen |= reads | stored
+            failed.update(waiting)                       # read after the block, if at all
+            return seen
+        block(body)
+        return names - failed
 
     def fact(self, stmt, what, compute):
         """`compute()`, a fact about `stmt`, memoised: a statement changes only where a
