@@ -180,6 +180,8 @@ class _Inexact:
                 other |= {n.id for n in nodes.walk(stmt) if n.__class__ is ast.Name
                           and n.ctx.__class__ is not ast.Load}
         params = {a.id for a in fdef.args.args}
+        # `math.f` and `np.f` name the modules unless the function binds those names
+        self.modules = {'math', 'np'} - values.keys() - other - params
         self.names = {n for n in values if n not in params} | (known & params)
         self.names -= other
         self.values = values
@@ -212,7 +214,7 @@ class _Inexact:
         if kind is ast.UnaryOp:
             return node.op.__class__ in (ast.USub, ast.UAdd) and self.inexact(node.operand)
         if kind is ast.Call:
-            return _float_call(node) and all(self.numeric(a) for a in node.args)
+            return _float_call(node, self.modules) and all(self.numeric(a) for a in node.args)
         return False
 
 
@@ -224,11 +226,12 @@ def _restored(value, pops) -> bool:
         and value.func.id in pops and not value.args
 
 
-def _float_call(call) -> bool:
+def _float_call(call, modules) -> bool:
     """`math.f(...)` returning a float, or `np.f(...)` a ufunc every loop of which
     returns an inexact type (`np.sin`, `np.exp`; not `np.add`, which keeps ints)."""
     func = call.func
-    if call.keywords or func.__class__ is not ast.Attribute or func.value.__class__ is not ast.Name:
+    if call.keywords or func.__class__ is not ast.Attribute \
+            or func.value.__class__ is not ast.Name or func.value.id not in modules:
         return False
     if func.value.id == 'math':
         return func.attr in _MATH_FLOATS and callable(getattr(math, func.attr, None))
