@@ -163,7 +163,7 @@ def _build(fn, spec, hook, register, cached, record_passes=False):
     return placeholder
 
 
-def _run_pipeline(fn, spec, hook, record_passes=False):
+def _run_pipeline(fn, spec, hook, record_passes=False, defer_split=False):
     options = dict(runtime_names=RUNTIME, optimize_code=spec.optimize, compile_callee=hook,
                    record_passes=record_passes, scalar_args=spec.scalar_args,
                    arg_shapes=spec.arg_shapes, kinds=compiler_kinds(spec.kinds))
@@ -171,7 +171,8 @@ def _run_pipeline(fn, spec, hook, record_passes=False):
         return pipeline.compile_forward(fn, spec.wrt, batched=spec.batched, **options)
     folder = disk_cache.cache_dir()
     return pipeline.compile_reverse(fn, spec.wrt, spec.lifted, checkpoint=spec.checkpoint,
-                                    target=spec.compile, native_dir=folder, **options)
+                                    target=spec.compile, native_dir=folder,
+                                    defer_split=defer_split, **options)
 
 
 def _load_or_compile(placeholder, spec, hook):
@@ -187,7 +188,8 @@ def _load_or_compile(placeholder, spec, hook):
             return compiled
         stats['disk_misses'] += 1
     stats['compiles'] += 1
-    compiled = _run_pipeline(placeholder.fn, spec, hook)
+    # The split pair is compiled when first asked for, unless the disk keeps the unit whole.
+    compiled = _run_pipeline(placeholder.fn, spec, hook, defer_split=found is None)
     compiled.disk_key = placeholder.disk_key
     if found is not None and found.store(compiled, RUNTIME):
         stats['disk_writes'] += 1

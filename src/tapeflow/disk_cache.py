@@ -239,8 +239,8 @@ def _rebuild(payload, placeholder, runtime_names, compile_callee, digest):
         namespace[name] = _find(ref, bindings, fn)
     compiled = Compiled(fn, placeholder.wrt, placeholder.lifted, list(payload['params']),
                         payload['source'], payload['module_source'], namespace,
-                        split_source=payload['split_source'], bindings=bindings,
-                        in_place=payload['in_place'])
+                        bindings=bindings, in_place=payload['in_place'])
+    compiled.split_source = payload['split_source']
     for ref, wrt, keywords, roles, callee_digest in payload['links']:
         callee_fn = _find(ref, bindings, fn)
         callee = compile_callee(callee_fn, wrt, **keywords)

@@ -49,6 +49,7 @@ class ReverseCompile(CompileContext):
     own: set = frozenset()            # adjoints of locals: fusion may fuse them away
     cotangent_names: frozenset = frozenset()   # every adjoint (`factor` rewrites their sums)
     loops_checkpointed: bool = False  # `checkpoint` rewrote loops of the combined function
+    user_defaults: list = None        # the user's defaults, bound in the namespace (`tape`)
 
     def reverse_context(self, node) -> reverse.ReverseContext:
         """The context of `reverse.transform`, the seed named first."""
@@ -125,7 +126,9 @@ class ReverseCompile(CompileContext):
     def checkpointed(self, tree) -> ast.Module:
         """`checkpoint`: with checkpoint= (or a loop marked `tf.checkpoint`), the combined
         function's top-level loops keep snapshots instead of a tape; the split pair keeps it."""
-        combined = tree.body[ROLES.index('combined')]
+        combined = unit_roles(tree, self).get('combined')
+        if combined is None:
+            return tree                 # (the split pair keeps its tape)
         body = combined.body
         at = next(k for k, stmt in enumerate(body) if isinstance(stmt, ast.Assign)   # (a copy,
                   and getattr(stmt.targets[0], 'id', None) == self.names.value)   # if fused into)
@@ -172,32 +175,58 @@ def run(tree, ctx: ReverseCompile) -> ast.Module:
     return nodes.module([fwd_fn, bwd_fn, combined])
 
 
+def unit_roles(tree, ctx: ReverseCompile) -> dict:
+    """The functions of the unit `tree` by role, in `ROLES`' order: all three, or, once
+    `defer` set the split pair aside, the combined function alone or the pair alone."""
+    name = ctx.name
+    by_name = {f'{name}_forward': 'forward', f'{name}_backward': 'backward', f'd{name}': 'combined'}
+    found = {by_name[fdef.name]: fdef for fdef in tree.body}
+    return {role: found[role] for role in ROLES if role in found}
+
+
+def defer(tree, ctx: ReverseCompile) -> ast.Module:
+    """`defer`: the split pair set aside (`Compiled.split_later`); the passes after this
+    one run on it when it is first asked for (`pipeline.complete_split`)."""
+    unit = unit_roles(tree, ctx)
+    ctx.compiled.split_later = ctx, nodes.module([unit['forward'], unit['backward']])
+    tree.body = [unit['combined']]
+    return tree
+
+
 def bind_tapes(tree, ctx: ReverseCompile) -> ast.Module:
     """`tape`: the combined function makes its tape and returns (value, gradients); each
     function binds the tape's push and pop it uses, and nothing else of it."""
     names = ctx.names
-    fwd_fn, bwd_fn, combined = tree.body
+    unit = unit_roles(tree, ctx)
+    if 'combined' in unit:
+        unit['combined'] = _with_own_tape(unit['combined'], ctx)
+    if 'forward' in unit:
+        fwd_fn, bwd_fn = unit['forward'], unit['backward']
+        fwd_fn.body = [nodes.assign(names.push, nodes.attribute(names.tape, 'append'))] + fwd_fn.body
+        fwd_fn.args.defaults = list(_user_defaults(ctx))
+        bwd_fn.body = [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + bwd_fn.body
+    read = {}
+    for role in ('combined', 'forward', 'backward'):
+        if role in unit:
+            trim_tape(unit[role], names, read)
+    if ctx.tapes:
+        for fdef in unit.values():
+            _tapes_made_for_adjoints(fdef, ctx.tapes)
+    return nodes.module(unit.values())
+
+
+def _with_own_tape(combined, ctx):
+    """The combined function making its tape, returning (value, gradients)."""
+    names = ctx.names
     prologue = [nodes.assign(n, None) for n in sorted(set(ctx.undefined) | set(ctx.unbound))]
-    # The user's defaults stay (lifted free variables come last and have none).
-    user_defaults = [] if ctx.lifted else _bound_defaults(ctx)
-    combined = nodes.function_def(
+    return nodes.function_def(
         combined.name, ctx.params + [ctx.seed],
         [nodes.assign(names.tape, nodes.list_()),
          nodes.assign(names.push, nodes.attribute(names.tape, 'append')),
          nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))]
         + prologue + combined.body[:-1]
         + [nodes.return_(nodes.tuple_(names.value, ctx.grad_value()))],
-        defaults=user_defaults + [1.0])
-    fwd_fn.body = [nodes.assign(names.push, nodes.attribute(names.tape, 'append'))] + fwd_fn.body
-    fwd_fn.args.defaults = list(user_defaults)
-    bwd_fn.body = [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + bwd_fn.body
-    read = {}
-    for fdef in (combined, fwd_fn, bwd_fn):
-        trim_tape(fdef, names, read)
-    if ctx.tapes:
-        for fdef in (fwd_fn, bwd_fn, combined):
-            _tapes_made_for_adjoints(fdef, ctx.tapes)
-    return nodes.module([fwd_fn, bwd_fn, combined])
+        defaults=_user_defaults(ctx) + [1.0])
 
 
 def _tapes_made_for_adjoints(fdef, tapes):
@@ -218,6 +247,14 @@ def tapes_made(ctx: ReverseCompile) -> set:
         if isinstance(stmt.value, ast.Call) and getattr(stmt.value.func, 'id', None) == 'adjoint_stack':
             out.add(stmt.targets[0].id)
     return out
+
+
+def _user_defaults(ctx) -> list:
+    """The user's defaults, as the functions of the unit declare them (lifted free
+    variables come last and have none): bound once, for all three."""
+    if ctx.user_defaults is None:
+        ctx.user_defaults = [] if ctx.lifted else _bound_defaults(ctx)
+    return ctx.user_defaults
 
 
 def _bound_defaults(ctx):

@@ -14,7 +14,7 @@ from tapeflow.syntax import ast, sourcemap
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.syntax.unparse import (annotate, line_origins, load_module, origins, unparse,
                                      unparse_together)
-from tapeflow.transforms.assemble import ROLES, tapes_made
+from tapeflow.transforms.assemble import ROLES, tapes_made, unit_roles
 from tapeflow.transforms.context import mark_generated
 
 
@@ -26,26 +26,33 @@ def run(tree, ctx):
 
 
 def _load_unit(tree, ctx):
-    trees = tuple(tree.body)
+    """Load the unit's functions: all three, or the combined one alone and later the split
+    pair (`assemble.defer`), each time as one module."""
+    unit = unit_roles(tree, ctx)
+    trees = tuple(unit.values())
     name, namespace, compiled = _id(ctx.fn), ctx.namespace, ctx.compiled
     filename = ctx.source.filename
     plain = unparse_together(trees)
     located = [origins(t) for t in trees]                      # of each line
     rendered = [annotate(text, t, filename, origins=where)
                 for text, t, where in zip(plain, trees, located)]
-    split_text = '\n\n'.join(plain[:2])
-    module_text = split_text + '\n\n' + plain[2]
-    load_module(module_text, namespace, name, display='\n\n'.join(r[0] for r in rendered))
+    load_module('\n\n'.join(plain), namespace, name, display='\n\n'.join(r[0] for r in rendered))
     _register_lines(namespace, filename, plain, trees, located)
-    compiled.source = plain[2]
-    compiled.module_source = module_text
-    compiled.split_source = split_text
-    compiled.trees = dict(zip(ROLES, trees))
+    texts = dict(zip(unit, plain))
+    split = texts['forward'] + '\n\n' + texts['backward'] if 'forward' in texts else ''
+    if 'combined' in texts:
+        compiled.source = texts['combined']
+        made = unit                         # (a split set aside is not complete yet: not read)
+    else:
+        made = {**compiled.trees, **unit}
+    compiled.split_source = split
+    compiled.module_source = split + '\n\n' + compiled.source if split else compiled.source
+    compiled.trees = {role: made[role] for role in ROLES if role in made}
     tapes = tapes_made(ctx)
-    for role, fdef in zip(ROLES, trees):
+    for role, fdef in unit.items():
         setattr(compiled, role, namespace[fdef.name])
         mark_generated(namespace[fdef.name], ctx.order, tapes)
-    return trees[-1]
+    return unit.get('combined', tree)
 
 
 def _load_jvp(fdef, ctx):

@@ -73,6 +73,7 @@ class CompileContext:
     target: str = 'python'            # or 'numba', 'auto': `transforms.native`
     native_dir: str = None            # where native modules are kept (the disk cache's folder)
     record: list = None               # (pass name, source after it), when asked
+    defer_split: bool = False         # reverse mode: the split pair compiled when first asked for
     # the modes
     order: int = 1
     tapes: frozenset = frozenset()

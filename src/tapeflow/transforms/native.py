@@ -56,7 +56,7 @@ def run(tree, ctx):
     'python'): the native function, or `tree` (the combined one) where 'auto' fell back."""
     compiled = ctx.compiled
     try:
-        fdef = native_tree(compiled.trees['combined'], ctx)
+        fdef = native_tree(tree, ctx)
     except UnsupportedError as error:
         if ctx.target != 'auto':
             raise

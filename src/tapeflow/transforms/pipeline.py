@@ -14,6 +14,7 @@ the user's function (`transforms.assemble`), forward mode one (`f_jvp`).
 from __future__ import annotations
 
 import dataclasses
+import threading
 import typing
 
 from tapeflow.analysis import activity, shapes
@@ -51,6 +52,9 @@ PASSES = FRONT + (
     Pass('optimize', optimize.run, 'drop dead adjoints and unneeded push/pop pairs'),
     Pass('fold', fold.run, "the rules' arithmetic on literals done once (`_slope_exponent(2) - 1` -> 1)"),
     Pass('assemble', assemble.run, 'the forward, backward and combined functions from the sweeps'),
+    Pass('defer', assemble.defer, 'the split pair set aside: `grad` runs the combined function alone, and '
+                         'the pair gets the passes below when a caller or a tape first asks for it',
+         lambda ctx: ctx.defer_split),
     Pass('fusion', fusion.run, 'single-use temporaries into their one reader: fewer interpreter steps'),
     Pass('uniform', uniform.run, 'whole-array sum/mean cotangents kept as one number where they broadcast'),
     Pass('factor', factor.run, 'a common factor out of a cotangent sum: `bx * (0.5 + _sin)`'),
@@ -64,6 +68,10 @@ PASSES = FRONT + (
                                '(the Python unit stays for callers under a tape)',
          lambda ctx: ctx.target != 'python'),
 )
+
+# What the split pair set aside gets (Numba compiles the combined function alone).
+_SPLIT_PASSES = tuple(p for p in PASSES[[p.name for p in PASSES].index('defer') + 1:]
+                      if p.name != 'native')
 
 FORWARD_PASSES = FRONT + (
     Pass('forward', forward.run, 'each statement followed by its tangent'),
@@ -112,7 +120,7 @@ def compile_with(ctx, passes):
 def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
                     arg_shapes=(), kinds=(), checkpoint=None, target='python',
-                    native_dir=None) -> Compiled:
+                    native_dir=None, defer_split=False) -> Compiled:
     """Run `PASSES` on `fn`, differentiating the parameters at `wrt`.
 
     `scalar_args`: positions whose arguments are scalars in the calls this
@@ -122,13 +130,15 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
     the combined function's top-level loops keep snapshots instead of a tape
     (`transforms.checkpoint`); the split pair keeps the tape. `target`: 'numba' or
     'auto' makes the combined function native (`transforms.native`), kept as a module
-    file under `native_dir` where one is given.
+    file under `native_dir` where one is given. `defer_split`: the forward and backward
+    functions get the passes after `assemble` when first asked for (`Compiled.forward`).
     """
     ctx = assemble.ReverseCompile(
         fn, 'reverse', wrt=tuple(wrt), lifted=tuple(lifted), runtime_names=runtime_names,
         optimize=optimize_code, compile_callee=compile_callee, scalar_args=tuple(scalar_args),
         arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), checkpoint=checkpoint,
-        target=target, native_dir=native_dir, record=[] if record_passes else None)
+        target=target, native_dir=native_dir, defer_split=defer_split and not record_passes,
+        record=[] if record_passes else None)
     return compile_with(ctx, PASSES)
 
 
@@ -164,6 +174,24 @@ def link(ctx):
     return compiled
 
 
+class _Split:
+    """A field of `Compiled` that the split pair fills in: reading it completes a split
+    that `defer` set aside."""
+
+    def __set_name__(self, owner, name):
+        self.slot = '_' + name
+
+    def __get__(self, compiled, owner=None):
+        if compiled is None:
+            return self
+        if compiled.split_later is not None:
+            complete_split(compiled)
+        return getattr(compiled, self.slot)
+
+    def __set__(self, compiled, value):
+        setattr(compiled, self.slot, value)
+
+
 @dataclasses.dataclass
 class Compiled:
     """A compiled adjoint of one function for one set of differentiated inputs."""
@@ -172,17 +200,17 @@ class Compiled:
     lifted: tuple              # free names turned into extra parameters
     params: list               # parameter names of the primal, lifted ones last
     source: str                # the combined function, as shown to users
-    module_source: str         # everything generated for this function
+    _module_source: str        # `module_source`: everything generated for this function
     namespace: dict
-    split_source: str = ''     # the forward and backward functions alone
+    _split_source: str = ''    # `split_source`: the forward and backward functions alone
     combined: object = None
-    forward: object = None
-    backward: object = None
+    _forward: object = None
+    _backward: object = None
     passes: list = dataclasses.field(default_factory=list)   # (pass name, source)
     callees: list = dataclasses.field(default_factory=list)
     bindings: object = None
     in_place: bool = False     # the reverse sweep restores arrays in place
-    trees: dict = dataclasses.field(default_factory=dict)    # role -> final gast FunctionDef
+    _trees: dict = dataclasses.field(default_factory=dict)   # `trees`: role -> final gast FunctionDef
     # (namespace, name, role): callers that bound this function while it was
     # still compiling (recursion); `bind_pending` fills them in at the end.
     pending: list = dataclasses.field(default_factory=list)
@@ -191,6 +219,28 @@ class Compiled:
     links: list = dataclasses.field(default_factory=list)
     disk_key: object = None    # `disk_cache`'s key of this entry, or None (not cacheable)
     native_source: str = ''    # the combined function Numba compiles (`transforms.native`)
+    split_later: tuple = None  # (context, the split pair's unit) that `defer` set aside
+
+    module_source = _Split()
+    split_source = _Split()
+    forward = _Split()
+    backward = _Split()
+    trees = _Split()
+
+
+_SPLITTING = threading.RLock()       # one thread completes a split; the others wait for it
+
+
+def complete_split(compiled):
+    """Run the passes after `defer` on the split pair it set aside for `compiled` (the
+    first time a caller, a tape or a display asks for the pair)."""
+    with _SPLITTING:
+        if compiled.split_later is None:
+            return
+        ctx, tree = compiled.split_later
+        compiled.split_later = None          # (codegen reads the fields it fills in)
+        ctx.compiled = compiled
+        run_passes(ctx, _SPLIT_PASSES, tree)
 
 
 def bind_role(callee, namespace, name, role):

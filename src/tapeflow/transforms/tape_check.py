@@ -16,6 +16,7 @@ never of the user's code. `python -O` compiles the checks away (`assert` and
 from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
+from tapeflow.transforms.assemble import unit_roles
 
 
 def _message(fname: str, what: str) -> str:
@@ -29,10 +30,18 @@ def _binds(fdef, name) -> bool:
 
 def transform(combined, forward, backward, names, namer):
     """Add the checks to the three functions (edited in place)."""
+    check_combined(combined, names)
+    check_pair(forward, backward, names, namer)
+
+
+def check_combined(combined, names):
     if _binds(combined, names.tape):
         check = nodes.assert_(nodes.not_(names.tape),
                               _message(combined.name, 'left values on its tape'))
         combined.body.insert(len(combined.body) - 1, check)
+
+
+def check_pair(forward, backward, names, namer):
     if not _binds(forward, names.push):
         return                      # (nothing pushed: nothing to pop)
     depth = namer.new('_depth')
@@ -50,7 +59,11 @@ def transform(combined, forward, backward, names, namer):
 
 
 def run(tree, ctx):
-    """The pass protocol (`transforms.pipeline`): reverse mode's three functions."""
-    fwd_fn, bwd_fn, combined = tree.body
-    transform(combined, fwd_fn, bwd_fn, ctx.names, ctx.namer)
+    """The pass protocol (`transforms.pipeline`): reverse mode's functions (all three, or
+    the combined one and, later, the split pair: `assemble.defer`)."""
+    unit = unit_roles(tree, ctx)
+    if 'combined' in unit:
+        check_combined(unit['combined'], ctx.names)
+    if 'forward' in unit:
+        check_pair(unit['forward'], unit['backward'], ctx.names, ctx.namer)
     return tree

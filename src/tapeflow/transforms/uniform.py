@@ -16,6 +16,7 @@ from __future__ import annotations
 from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
+from tapeflow.transforms.assemble import unit_roles
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 UNIFORM = {'grad_of_sum': 'uniform_sum', 'grad_of_mean': 'uniform_mean'}
@@ -107,6 +108,8 @@ def _meets(node, shape, shapes, parents) -> bool:
 def run(tree, ctx):
     """The pass protocol (`transforms.pipeline`): each generated function, when optimizing."""
     if ctx.optimize:
-        for fdef in tree.body[-1:] + tree.body[:-1]:         # the combined function first
-            transform(fdef, ctx.shapes, ctx.namespace, ctx.reductions)
+        unit = unit_roles(tree, ctx)
+        for role in ('combined', 'forward', 'backward'):          # the combined function first
+            if role in unit:
+                transform(unit[role], ctx.shapes, ctx.namespace, ctx.reductions)
     return tree

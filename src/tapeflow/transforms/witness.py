@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from tapeflow.syntax import ast
 from tapeflow.syntax import nodes
+from tapeflow.transforms.assemble import unit_roles
 from tapeflow.transforms.fusion import copy_blocks
 
 WITNESS = 'shape_witness'
@@ -160,10 +161,14 @@ def run(tree, ctx):
     witnesses where their reverse sweeps read shapes only."""
     if not ctx.optimize or ctx.loops_checkpointed:
         return tree
-    names = ctx.names
-    fwd_fn, bwd_fn, combined = tree.body
-    at = next(k for k, stmt in enumerate(combined.body) if ast.assigned_name(stmt) == names.value)
-    combined.body = transform(combined.body[:at], combined.body[at:], names.push, names.pop,
-                              ctx.params) + combined.body[at:]
-    fwd_fn.body = transform(fwd_fn.body, bwd_fn.body, names.push, names.pop, ctx.params)
+    names, unit = ctx.names, unit_roles(tree, ctx)
+    if 'combined' in unit:
+        combined = unit['combined']
+        at = next(k for k, stmt in enumerate(combined.body)
+                  if ast.assigned_name(stmt) == names.value)
+        combined.body = transform(combined.body[:at], combined.body[at:], names.push, names.pop,
+                                  ctx.params) + combined.body[at:]
+    if 'forward' in unit:
+        fwd_fn, bwd_fn = unit['forward'], unit['backward']
+        fwd_fn.body = transform(fwd_fn.body, bwd_fn.body, names.push, names.pop, ctx.params)
     return tree
