@@ -6,10 +6,12 @@ compiled together (an export, a recorded compilation, the disk cache).
 import threading
 
 import numpy as np
+import pytest
 
 import tapeflow as tf
 from tapeflow import cache, compilation, disk_cache
 from tapeflow.compilation import Spec
+from tests import corpus
 from tests.gradcheck import check_gradient
 
 
@@ -117,3 +119,16 @@ def test_source_shows_the_callees_pair_as_compiled_with_its_unit():
     lazy, eager = _cached(caller), _eager(caller)
     assert lazy.callees[0].split_source == eager.callees[0].split_source
     assert 'def model_forward(' in shown and lazy.callees[0].split_source in shown
+
+
+@pytest.mark.parametrize('case', corpus.CASES, ids=lambda c: c.name)
+def test_every_corpus_pair_set_aside_is_the_pair_compiled_with_its_unit(case):
+    spec = Spec('reverse', tuple(case.wrt))
+    try:
+        eager = _eager(case.fn, spec)
+    except tf.UnsupportedError:
+        return                                  # (refused either way: the fence's tests)
+    lazy = _cached(case.fn, spec)
+    assert lazy.split_later is not None
+    assert (lazy.source, lazy.split_source, lazy.module_source) == \
+        (eager.source, eager.split_source, eager.module_source)
