@@ -60,7 +60,8 @@ def function_of(text):
 
 
 def pushes_per_trip(text) -> list:
-    """For each loop of the forward sweep (the loops before `_value = ...`): its pushes."""
+    """For each loop of the forward sweep (the loops before `_value = ...`): the values it
+    saves a trip, pushed on the tape or stored in a list by the trip (`_xs[i] = x`: `slots`)."""
     fdef = function_of(text)
     out = []
     for stmt in fdef.body:
@@ -68,7 +69,10 @@ def pushes_per_trip(text) -> list:
             break
         if isinstance(stmt, (ast.For, ast.While)):
             out.append(sum(isinstance(n, ast.Call) and getattr(n.func, 'id', '').startswith('_push')
-                           for n in ast.walk(stmt)))
+                           for n in ast.walk(stmt))
+                       + sum(isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript)
+                             and getattr(n.targets[0].value, 'id', '').startswith('_')
+                             for n in ast.walk(stmt)))
     return out
 
 
@@ -158,32 +162,26 @@ def test_seed_loop_pushes_only_what_its_branch_overwrites():
 
 W1 = '''\
 def dscalar_loop(x, bx=1.0):
-    _tape = []
-    _push = _tape.append
-    _pop = _tape.pop
     _range = range(100)
+    _xs = [None] * len(_range)
     for i in _range:
-        _push(x)
+        _xs[i] = x
         x = math.sin(x) * x + 0.5 * x
-    _push(len(_range))
     _value = x
-    for _ in range(_pop()):
-        x = _pop()
+    for _trip in reversed(_range):
+        x = _xs[_trip]
         bx = bx * (0.5 + math.sin(x) + x * math.cos(x))
-    assert not _tape, 'tapeflow internal error: dscalar_loop left values on its tape'
     return (_value, bx)
 '''
 
 W5 = '''\
 def drnn_loss(Wx, Wh, b, xs, h0, bout=1.0):
-    _tape = []
-    _push = _tape.append
-    _pop = _tape.pop
     h = h0
     _range = range(xs.shape[0])
+    _hs = [None] * len(_range)
     for t in _range:
         _item2 = xs[t]
-        _push(h)
+        _hs[t] = h
         h = np.tanh(_item2 @ Wx + h @ Wh + b)
     _mul = h * h
     _item3 = h.shape[0]
@@ -195,13 +193,12 @@ def drnn_loss(Wx, Wh, b, xs, h0, bout=1.0):
     bh = bmul * h + bmul * h
     for t in reversed(_range):
         badd2 = bh * (1.0 - h * h)
-        h = _pop()
+        h = _hs[t]
         bb = bb + unbroadcast(badd2, b)
         bh = grad_of_matmul_a(badd2, h, Wh)
         bWh = bWh + grad_of_matmul_b(badd2, h, Wh)
         _item2 = xs[t]
         bWx = bWx + grad_of_matmul_b(badd2, _item2, Wx)
-    assert not _tape, 'tapeflow internal error: drnn_loss left values on its tape'
     return (_value, (bWx, bWh, bb))
 '''
 

@@ -35,6 +35,14 @@ def sin_loop(x):
     return x
 
 
+def sin_while(x):
+    k = 0
+    while k < 20:
+        x = math.sin(x) * x
+        k += 1
+    return x
+
+
 def sin_then_scale(x):
     for i in range(20):
         x = math.sin(x) * 2.0 + 0.1
@@ -62,12 +70,19 @@ def pushes(text):
     return text.count('_push(') - text.count('_push(len(')
 
 
-def test_a_math_function_of_a_popped_value_is_computed_after_the_pop():
-    text = tf.source(sin_loop)
-    assert pushes(text) == 1 and '_push(x)' in text
-    assert 'x = _pop()\n        _sin = math.sin(x)' in text
+def test_a_math_function_of_a_restored_value_is_computed_after_the_restore():
+    text = tf.source(sin_loop)                # (the range loop keeps x by the trip: `slots`)
+    assert pushes(text) == 0 and text.count('_xs[i] = x') == 1
+    assert 'x = _xs[_trip]\n        _sin = math.sin(x)' in text
     g = tf.grad(sin_loop)(0.7)
     assert g == compile_adjoint(sin_loop, (0,), optimize=False).combined(0.7)[1]
+
+
+def test_a_math_function_of_a_popped_value_is_computed_after_the_pop():
+    text = tf.source(sin_while)
+    assert pushes(text) == 2 and '_push(x)' in text and '_push(_trips)' in text
+    assert 'x = _pop()\n        _sin = math.sin(x)' in text
+    assert tf.grad(sin_while)(0.7) == compile_adjoint(sin_while, (0,), optimize=False).combined(0.7)[1]
 
 
 def test_a_value_read_before_its_reader_pops_stays_on_the_tape_or_is_right():
@@ -94,5 +109,5 @@ def test_an_array_written_in_place_is_not_indexed_again():
 
 
 def test_the_tape_is_checked_under_debug():
-    text = tf.source(sin_loop)
+    text = tf.source(sin_while)
     assert 'assert not _tape' in text

@@ -24,7 +24,15 @@ def test_a_backward_that_pops_other_than_its_forward_pushed_is_an_internal_error
     assert value == compiled.combined(0.7)[0]
 
 
+def while_loop(x):
+    k = 0
+    while k < 5:
+        x = math.sin(x) * x
+        k += 1
+    return x
+
+
 def test_the_combined_function_checks_its_tape_is_empty():
-    text = compile_adjoint(loop).source
+    text = compile_adjoint(while_loop).source     # (a range loop keeps no tape: `slots`)
     assert text.splitlines()[-2].strip() == \
-        "assert not _tape, 'tapeflow internal error: dloop left values on its tape'"
+        "assert not _tape, 'tapeflow internal error: dwhile_loop left values on its tape'"

@@ -2,7 +2,8 @@
 
     parse -> resolve -> fence -> desugar -> anf -> mutation -> activity -> shapes
           -> reverse -> optimize -> fold -> assemble -> fusion -> uniform -> factor
-          -> checkpoint -> tape -> witness -> nest -> tape_check -> codegen -> native
+          -> checkpoint -> tape -> witness -> slots -> nest -> tape_check -> codegen
+          -> native
 
 Each pass is `run(tree, ctx) -> tree`, one entry point of its own module, over one
 compile context (`transforms.context`: reverse mode's is `assemble.ReverseCompile`,
@@ -24,7 +25,7 @@ from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, factor, fold,
                                  forward, fusion, mutation, native, nest, optimize, reverse,
-                                 tape_check, uniform, witness)
+                                 slots, tape_check, uniform, witness)
 from tapeflow.transforms.context import CompileContext
 
 
@@ -61,6 +62,9 @@ PASSES = FRONT + (
     Pass('checkpoint', checkpoint.run, 'with checkpoint=: loops keep snapshots instead of a tape of every trip'),
     Pass('tape', assemble.bind_tapes, 'each function binds the tape operations it uses, and no more'),
     Pass('witness', witness.run, "a value the reverse reads only as `unbroadcast`'s shape is pushed as a witness"),
+    Pass('slots', slots.run, "a top-level range loop's saved values in lists indexed by the trip, "
+                             'not on the tape: a store and a load instead of two calls',
+         lambda ctx: ctx.target == 'python'),
     Pass('nest', nest.run, 'shape arithmetic back in one expression: `range(xs.shape[0])`'),
     Pass('tape_check', tape_check.run, 'under __debug__, each function checks it left the tape as it found it'),
     Pass('codegen', codegen.run, 'unparse and load, registered with linecache'),
