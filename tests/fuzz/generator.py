@@ -127,6 +127,13 @@ def generate(choices, weights=None) -> Program:
     lines = [Line('import numpy as np', 'module'), Line('', 'module'),
              Line('FLAG_ON = True', 'module'), Line('FLAG_OFF = False', 'module'),
              Line('', 'module')]
+    if c.chance(0.15):
+        # a global named like a name of the generated code: the user's loops run their
+        # trips backwards, the generated code's own `range` must stay the builtin
+        g.used['shadow_range'] += 1
+        lines += [Line(text, 'shadow_range') for text in (
+            'import builtins', '', '', 'def range(*bounds):',
+            '    return builtins.range(*bounds)[::-1]', '')]
     for name, helper in g.helpers.items():
         lines += [Line('', 'module')] + [Line(text, f'def {name}') if isinstance(text, str) else text
                                          for text in helper] + [Line('', 'module')]

@@ -15,7 +15,7 @@ import types
 import gast
 
 from tapeflow.syntax import nodes
-from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.anno import Key, hasanno, setanno
 
 _MISSING = MISSING = object()       # what `Bindings.lookup` gives for an unbound name
 
@@ -30,6 +30,9 @@ class Bindings:
     computed: dict = dataclasses.field(default_factory=dict)  # name -> object
     # the function's defaults (generated code holds their values: `lambda x, k=k`)
     defaults: tuple = ()
+    # free names that would shadow a name of the generated module (`range`, `np`, a
+    # helper): the user's references renamed (`range_`), bound to the user's object
+    renamed: dict = dataclasses.field(default_factory=dict)
 
     def lookup(self, name: str):
         if name in self.closure:
@@ -112,6 +115,9 @@ class _Resolver(nodes.Visitor):
             if value is not _MISSING:
                 setanno(node, Key.RESOLVED, value)
                 self.bindings.values[node.id] = value
+                renamed = self.bindings.renamed.get(node.id)
+                if renamed is not None:
+                    node.id = renamed
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
@@ -143,6 +149,20 @@ def resolve_expression(expr, local: set, bindings: Bindings) -> None:
 
 
 def run(tree, ctx):
-    """The pass protocol (`transforms.pipeline`): `ctx.bindings`, what the free names denote."""
-    ctx.bindings = resolve(tree, ctx.fn)
+    """The pass protocol (`transforms.pipeline`): `ctx.bindings`, what the free names denote.
+
+    A free name that the generated module binds to something else (a global `range` of the
+    user's, `np` bound to another module, a function named like a helper) is renamed in the
+    user's code (`range_`): the generated code's own `range` stays the builtin."""
+    ctx.bindings = bindings = resolve(tree, ctx.fn)
+    reserved = ctx.runtime_names
+    shadowing = sorted(n for n, v in bindings.values.items()
+                       if n in reserved and reserved[n] is not v)
+    if shadowing:
+        bindings.renamed = {n: ctx.namer.new(n + '_') for n in shadowing}
+        for node in nodes.walk_terms(tree):
+            if isinstance(node, gast.Name) and node.id in bindings.renamed \
+                    and isinstance(node.ctx, gast.Load) and hasanno(node, Key.RESOLVED):
+                node.id = bindings.renamed[node.id]
+        bindings.computed.update((new, bindings.values[n]) for n, new in bindings.renamed.items())
     return tree

@@ -163,7 +163,8 @@ class CompileContext:
         names, what the user's names resolved to, what the mutation pass made), the rule
         emitter, and the `Compiled` to fill in (`link`)."""
         self.namespace = dict(self.runtime_names)
-        self.namespace.update(self.bindings.values)
+        self.namespace.update((n, v) for n, v in self.bindings.values.items()
+                              if n not in self.bindings.renamed)    # (bound as renamed)
         self.namespace.update(self.bindings.computed)
         self.emitter = RuleEmitter(self.namespace, self.namer)
         self.link()
