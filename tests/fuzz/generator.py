@@ -23,6 +23,7 @@ PARAMETER_TYPES = ((Array((3,)), 3), (Float(), 3), (Array((2, 3)), 2), (Array((4
 PARAMETER_NAMES = ('x', 'y', 'z', 'w')
 LOCAL_NAMES = {Array: 'abcdegh', Float: 'stu', Index: 'ijkl',
                FloatList: ('ys', 'zs', 'vs'), ArrayList: ('rows', 'cols', 'mats')}
+MODULE_CONSTRUCTS = ('shadow_range',)    # written at the module's top, not by the grammar
 LOW, HIGH = 0.5, 1.5        # every input in here: smooth, no division near 0, no ties
 
 

@@ -66,3 +66,31 @@ def test_the_generated_code_calls_the_users_object_by_another_name(user):
     assert '_seq = range_(3)' in text and '_range = range(len(_seq))' in text
     text = tf.source(user.helper_named, args=(0.4,))
     assert 'unbroadcast_forward(_tape, x, x)' in text and 'np_.sin(x)' in text
+
+
+NESTED = '''\
+import builtins
+
+
+def range(*bounds):
+    return builtins.range(*bounds)[::-1]
+
+
+def outer(x):
+    def inner(p):
+        total = 0.0
+        for i in range(3):
+            total = total + p * (i + 1.0) * p
+        return total
+    y = x
+    for k in range(2):
+        y = inner(y) * 0.1 + y * (k + 1.0)
+    return y
+'''
+
+
+def test_a_nested_def_reading_the_users_name_is_compiled_with_it(tmp_path):
+    fn = write_module(tmp_path, 'shadowing_nested', NESTED).outer
+    value, grad = tf.value_and_grad(fn)(0.3)
+    assert value == fn(0.3)
+    check_gradient(fn, (grad,), (0.3,), (0,), np.random.default_rng(6))

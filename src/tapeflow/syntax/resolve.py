@@ -160,9 +160,13 @@ def run(tree, ctx):
                        if n in reserved and reserved[n] is not v)
     if shadowing:
         bindings.renamed = {n: ctx.namer.new(n + '_') for n in shadowing}
-        for node in nodes.walk_terms(tree):
+        stack = list(tree.body) + list(tree.args.defaults)
+        while stack:                # (a nested def is compiled on its own: it renames its own)
+            node = stack.pop()
             if isinstance(node, gast.Name) and node.id in bindings.renamed \
                     and isinstance(node.ctx, gast.Load) and hasanno(node, Key.RESOLVED):
                 node.id = bindings.renamed[node.id]
+            elif not isinstance(node, gast.FunctionDef):
+                stack.extend(nodes.children(node))
         bindings.computed.update((new, bindings.values[n]) for n, new in bindings.renamed.items())
     return tree
