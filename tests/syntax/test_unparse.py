@@ -3,6 +3,7 @@ import ast
 
 import gast
 import numpy as np
+import pytest
 
 from tapeflow.syntax import nodes
 from tapeflow.syntax.unparse import unparse, unparse_together
@@ -101,3 +102,24 @@ def test_negative_literals_keep_their_values_in_generated_code():
     value, grad = tf.value_and_grad(divides_by_folded_constants)(x.copy())
     np.testing.assert_allclose(value, np.sum((x / 2.0) ** 2), rtol=1e-15)
     np.testing.assert_allclose(grad, x / 2.0, rtol=1e-15)
+
+
+def with_a_nested_def(x, d):
+    def scaled(v):
+        return v * 2.0
+    y = scaled(x)
+    return y / d
+
+
+def test_a_nested_def_printed_after_a_blank_line_keeps_the_line_map():
+    """The printer puts a blank line before a nested def: the statements after it are still
+    told at their lines (an error in generated code names the user's line)."""
+    import tapeflow as tf
+    from tapeflow.syntax.unparse import line_origins
+    with pytest.raises(ZeroDivisionError) as caught:
+        tf.grad(with_a_nested_def)(1.0, 0.0)
+    line = with_a_nested_def.__code__.co_firstlineno + 4          # `return y / d`
+    assert f'{__file__}:{line}:' in str(caught.value)
+    text = 'def f(x):\n    y = x\n\n    def g(v):\n        return v\n    return y\n'
+    assert line_origins(text, None, 1, [(1, 0), (2, 4), (4, 4), (5, 8), (6, 4)]) == {
+        1: (1, 0), 2: (2, 4), 4: (4, 4), 5: (5, 8), 6: (6, 4)}

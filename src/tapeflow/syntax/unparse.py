@@ -253,7 +253,8 @@ def _annotated(plain, tree, filename, annotate_lines, label, origins=None):
     if origins is None:
         origins = []
         _origins_of(tree, origins)
-    if len(origins) != len(lines):
+    origins = _aligned(lines, origins)
+    if origins is None:
         return plain, {}
     line_map = {i + 1: (filename, o[0]) for i, o in enumerate(origins) if o is not None}
     if not annotate_lines or filename is None or not line_map:
@@ -296,6 +297,21 @@ def line_origins(plain, tree, first_line=1, origins=None) -> dict:
     if origins is None:
         origins = []
         _origins_of(tree, origins)
-    if len(origins) != len(plain.rstrip('\n').split('\n')):
+    origins = _aligned(plain.rstrip('\n').split('\n'), origins)
+    if origins is None:
         return {}
     return {first_line + i: tuple(o) for i, o in enumerate(origins) if o is not None}
+
+
+def _aligned(lines, origins):
+    """`origins` (one per statement line) spread over the printed `lines`: the blank line
+    the printer may put before a nested def gets none. None where they cannot match."""
+    if len(origins) == len(lines):
+        return origins
+    filled = [k for k, line in enumerate(lines) if line.strip()]
+    if len(filled) != len(origins):
+        return None
+    out = [None] * len(lines)
+    for k, origin in zip(filled, origins):
+        out[k] = origin
+    return out
