@@ -5,6 +5,7 @@ located at a line of the program, never another number and never a crash.
 Deterministic: the first programs of `python -m tests.fuzz.libraries --library L --seed 0`.
 Thousands more: `python -m tests.fuzz.libraries --library dask --seed 0 --count 2000`.
 """
+import numpy as np
 import pytest
 
 from tests.fuzz.libraries import run
@@ -17,3 +18,23 @@ def test_library_fuzz(library, tmp_path):
     tally, failures = run(library, 0, PROGRAMS[library], str(tmp_path))
     assert not failures, [(index, kind, reason) for index, kind, reason, _ in failures[:3]]
     assert tally['ok'] >= PROGRAMS[library] // 4, tally     # most programs get through
+
+
+
+def placed(y, z):
+    c = y * 1.0
+    np.place(c, c < 1.0, [np.sum(z)])
+    return np.sum(np.tanh(c) * c) + np.sum(z * z)
+
+
+def test_values_listing_a_librarys_scalars_are_read_in_that_library():
+    """`np.place(c, mask, [np.sum(z)])` on the CuPy stand-in (the library fuzzer, seed
+    8181): the list of the library's scalars is cycled, and its gradient gathered, in that
+    library (it crashed converting them to NumPy)."""
+    import tapeflow as tf
+    from tests import duck_gpu
+    from tests.gradcheck import check_gradient
+    y, z = np.array([0.6, 1.4, 0.8, 1.2]), np.array([0.3, 0.7])
+    value, grads = tf.value_and_grad(placed, argnums=(0, 1))(duck_gpu.asarray(y), duck_gpu.asarray(z))
+    assert np.isclose(float(value.get()), placed(y, z), rtol=1e-12)
+    check_gradient(placed, [g.get() for g in grads], (y, z), (0, 1), np.random.default_rng(2))

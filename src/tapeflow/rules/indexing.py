@@ -28,7 +28,7 @@ from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
 from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
 from tapeflow.rules.sequences import Items
-from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, zeros_like_value
+from tapeflow.rules.shapes import fit, is_symbolic_zero, rebuild, structure_shape, zeros_like_value
 
 __all__ = ['untake', 'def_gather', 'untake_batch']
 
@@ -170,12 +170,12 @@ def def_gather(fn, argnum=0, prepare=None, forms=''):
         args = list(args)
         if prepare is not None:
             args, kwargs = prepare(args, dict(kwargs))
-        args[argnum] = positions(np.shape(x), 1)
-        return fn(*args, **kwargs) - 1
+        args[argnum] = positions(structure_shape(x), 1)     # (a list may hold a library's
+        return fn(*args, **kwargs) - 1                      # arrays: not np.shape's)
 
     def vjp(g, ans, *args, **kwargs):
         x = args[argnum]
-        return fit(scatter_add(g, where_from(x, args, kwargs), np.shape(x)), x)
+        return fit(scatter_add(g, where_from(x, args, kwargs), structure_shape(x)), x)
 
     def jvp(t, ans, *args, **kwargs):
         return gather(t, where_from(args[argnum], args, kwargs))

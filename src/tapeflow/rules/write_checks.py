@@ -234,6 +234,10 @@ static(like_layout, 1)
 def cycled(values, shape):
     """`np.resize(values, shape)`: `values` flat, repeated or cut to fill `shape` (how
     np.put, np.place and np.putmask read their values), in the library of `values`."""
+    if values.__class__ in (list, tuple):           # `[np.sum(z)]`: the library's numbers
+        like = next((v for v in values if is_foreign_array(v)), None)
+        if like is not None:
+            values = np.concatenate([np.reshape(to_library(v, like), (-1,)) for v in values])
     if not is_foreign_array(values):
         return np.resize(values, shape)
     flat = np.ravel(values)
