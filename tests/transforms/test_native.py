@@ -114,6 +114,10 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
     assert '_x_tape = np.empty(len(_range))' in text and '_x_tape[_x_tape_top] = x' in text
     assert '_tape = []' not in text and '_push' not in text and '_pop' not in text
     assert '_trip_count = len(_range)' in text and 'for _ in range(_trip_count):' in text
+    # sin is taped, not computed again (the NumPy path recomputes it): a float64 store
+    # costs less natively; its placeholder before the first binding is a number
+    assert '_sin = 0.0' in text and '_sin_tape[_sin_tape_top] = _sin' in text
+    assert text.count('math.sin(') == 1 and '_sin = _sin_tape[_sin_tape_top]' in text
     branches = compilation.Spec('reverse', (0, 1), scalar_args=(0, 1), compile='numba')
     text = compilation.compile(branchy, branches).native_source
     assert '_x_tape = np.empty(len(_range))' in text and '_x_tape = []' not in text

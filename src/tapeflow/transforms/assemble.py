@@ -61,7 +61,9 @@ class ReverseCompile(CompileContext):
         ctx.order, ctx.tapes = self.order, self.tapes
         ctx.check_static = checks_static(self.fn, self.order)
         ctx.kinds = self.written.kinds if self.written is not None else {}
-        ctx.rematerialise = self.optimize     # cheap values computed again (transforms.remat)
+        # cheap values computed again (transforms.remat); natively a float64 store and load
+        # cost less than a `sin` again, so the native path tapes them
+        ctx.rematerialise = self.optimize and self.target == 'python'
         ret = node.body[-1] if node.body and isinstance(node.body[-1], ast.Return) else None
         output = ret.value if ret is not None else None
         if isinstance(output, ast.Name) and output.id in self.active:

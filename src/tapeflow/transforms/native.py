@@ -193,8 +193,12 @@ class _Tapes:
                         self.arrays[pair] = (None, stmt.iter.id, stmt)
 
     def scalar(self, name):
-        """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`)."""
-        return (self.ctx.shapes or {}).get(name) == () and name not in self.ctx.undefined
+        """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`), or
+        a temporary of ours that does once bound (`_sin`, tapes before its first binding:
+        its placeholder `_sin = None` becomes `0.0`, a value no statement reads)."""
+        if (self.ctx.shapes or {}).get(name) != ():
+            return False
+        return name not in self.ctx.undefined or name not in self.ctx.user_names
 
     def _plan_once(self, body):
         """Pairs whose push and pop both stand in the function's body, outside every
@@ -215,6 +219,8 @@ class _Tapes:
         for stmt in body:
             if self._is_tape_binding(stmt):
                 continue
+            if top and self._placeholder(stmt):
+                stmt.value = nodes.const(0.0)
             if self._checks_tape(stmt):
                 continue
             for field in ('body', 'orelse'):
@@ -240,6 +246,13 @@ class _Tapes:
                     nodes.call('len', nodes.name(range_name)))))
                 made.append(nodes.assign(counter, 0))
         return made
+
+    def _placeholder(self, stmt):
+        """`_sin = None` before a temporary's first binding, where it holds numbers."""
+        return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.value, ast.Constant) and stmt.value.value is None and \
+            ast.name_id(stmt.targets[0]) in self.ctx.undefined and \
+            self.scalar(ast.name_id(stmt.targets[0]))
 
     def _is_tape_binding(self, stmt):
         """`_tape = []`, `_push = _tape.append`, `_pop = _tape.pop`."""
