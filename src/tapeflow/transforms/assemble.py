@@ -48,6 +48,7 @@ class ReverseCompile(CompileContext):
     sweep_context: reverse.ReverseContext = None
     own: set = frozenset()            # adjoints of locals: fusion may fuse them away
     cotangent_names: frozenset = frozenset()   # every adjoint (`factor` rewrites their sums)
+    primal_of: dict = None            # adjoint -> the name it is the adjoint of
     loops_checkpointed: bool = False  # `checkpoint` rewrote loops of the combined function
 
     def reverse_context(self, node) -> reverse.ReverseContext:
@@ -92,6 +93,7 @@ class ReverseCompile(CompileContext):
         self.reverse = inits + adjoint.seed + adjoint.reverse
         self.own = {adj[n] for n in active if n not in self.params}     # adjoints of locals
         self.cotangent_names = frozenset(adj[n] for n in active)
+        self.primal_of = {adj[n]: n for n in active}
         return nodes.function_def(self.name, self.params, self.forward + self.reverse)
 
     def optimized(self) -> ast.FunctionDef:

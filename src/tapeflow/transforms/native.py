@@ -44,7 +44,8 @@ from tapeflow.syntax.unparse import annotate, line_origins, load_module, origins
 TARGETS = ('python', 'numba', 'auto')
 
 # Builtins Numba compiles as Python runs them; modules it compiles calls of.
-_BUILTINS = frozenset({'range', 'len', 'float', 'int', 'bool', 'abs', 'min', 'max', 'reversed'})
+_BUILTINS = frozenset({'range', 'len', 'float', 'int', 'bool', 'abs', 'min', 'max', 'reversed',
+                       'slice'})
 _MODULES = frozenset({'np', 'math'})
 _REFUSED = {ast.Dict: 'a dict', ast.DictComp: 'a dict comprehension', ast.Lambda: 'a lambda',
             ast.SetComp: 'a set comprehension', ast.GeneratorExp: 'a generator expression',
@@ -193,12 +194,44 @@ class _Tapes:
                         self.arrays[pair] = (None, stmt.iter.id, stmt)
 
     def scalar(self, name):
-        """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`), or
-        a temporary of ours that does once bound (`_sin`, tapes before its first binding:
-        its placeholder `_sin = None` becomes `0.0`, a value no statement reads)."""
-        if (self.ctx.shapes or {}).get(name) != ():
-            return False
-        return name not in self.ctx.undefined or name not in self.ctx.user_names
+        """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`; a
+        name taped before its first binding from its placeholder on, `_placeholder`)."""
+        return self.shape(name) == ()
+
+    def shape(self, name):
+        """`name`'s static shape (a tuple of ints), or None."""
+        shape = (self.ctx.shapes or {}).get(name)
+        if shape.__class__ is tuple and all(n.__class__ is int for n in shape):
+            return shape
+        return None
+
+    def _placeholder(self, stmt):
+        """`_sin = None`, where `_sin` is taped before its first binding and holds values
+        of one static shape: NaN of that shape instead, so that its tape has one type
+        (the value is pushed and popped back, and nothing reads it: were it read, the
+        NaN would show)."""
+        if not _assigns_constant(stmt, None):
+            return None
+        name = ast.name_id(stmt.targets[0])
+        shape = self.shape(name) if name in self.ctx.undefined else None
+        if shape is None:
+            return None
+        if shape == ():
+            return nodes.attribute(nodes.name('math'), 'nan')
+        return nodes.call(nodes.attribute(nodes.name('np'), 'full'), _shape_node(shape),
+                          nodes.attribute(nodes.name('math'), 'nan'))
+
+    def _zeros(self, stmt):
+        """`bx = 0.0` at the start of the reverse sweep (before anything is popped: `x`
+        holds its last value, the one `bx` is the adjoint of): `zeros_like_adjoint(x)`,
+        the number 0.0 for a number and zeros of its shape for an array, so that Numba
+        types `bx` with the arrays added to it later (the same numbers)."""
+        if not _assigns_constant(stmt, 0.0):
+            return None
+        primal = (self.ctx.primal_of or {}).get(ast.name_id(stmt.targets[0]))
+        if primal is None:
+            return None
+        return nodes.call('zeros_like_adjoint', nodes.name(primal))
 
     def _plan_once(self, body):
         """Pairs whose push and pop both stand in the function's body, outside every
@@ -215,12 +248,17 @@ class _Tapes:
                 self.once.add(pair)
 
     def _block(self, body, top=False):
-        out = []
+        out, starts = [], False            # `starts`: the statements after `_value = ...`
         for stmt in body:
             if self._is_tape_binding(stmt):
                 continue
-            if top and self._placeholder(stmt):
-                stmt.value = nodes.const(0.0)
+            value = self._placeholder(stmt) if top else None
+            starts = top and (_assigns(stmt, self.names.value) or
+                              starts and _assigns_constant(stmt, 0.0))
+            if starts and value is None:
+                value = self._zeros(stmt)
+            if value is not None:
+                stmt.value = value
             if self._checks_tape(stmt):
                 continue
             for field in ('body', 'orelse'):
@@ -246,13 +284,6 @@ class _Tapes:
                     nodes.call('len', nodes.name(range_name)))))
                 made.append(nodes.assign(counter, 0))
         return made
-
-    def _placeholder(self, stmt):
-        """`_sin = None` before a temporary's first binding, where it holds numbers."""
-        return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-            isinstance(stmt.value, ast.Constant) and stmt.value.value is None and \
-            ast.name_id(stmt.targets[0]) in self.ctx.undefined and \
-            self.scalar(ast.name_id(stmt.targets[0]))
 
     def _is_tape_binding(self, stmt):
         """`_tape = []`, `_push = _tape.append`, `_pop = _tape.pop`."""
@@ -365,3 +396,19 @@ def _outside_loops(body):
 
 def _calls(node, name):
     return isinstance(node, ast.Call) and ast.name_id(node.func) == name
+
+
+def _assigns_constant(stmt, value):
+    """Whether `stmt` is `name = value` (a constant of value's class)."""
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+        isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Constant) and \
+        stmt.value.value.__class__ is value.__class__ and stmt.value.value == value
+
+
+def _shape_node(shape):
+    return nodes.tuple_(*[nodes.const(n) for n in shape])
+
+
+def _assigns(stmt, name):
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+        ast.name_id(stmt.targets[0]) == name
