@@ -45,8 +45,13 @@ _first, _second = operator.itemgetter(0), operator.itemgetter(1)   # of (name, V
 _NONE_FREE = ((), (), ())     # _free_variables() of a function that reads no free names
 
 
-def function(fn=None, *, optimize=True):
-    """Decorator: compile `fn` on first differentiated use, cache, fuse under a tape."""
+def function(fn=None, *, optimize=True, compile='python'):
+    """Decorator: compile `fn` on first differentiated use, cache, fuse under a tape.
+    `compile=`: 'python' only ('auto' warns once; see `compilation.python_only`)."""
+    compilation.python_only('tapeflow.function', compile,
+                            'a call under a tape runs the split forward and backward sweeps '
+                            'on a Python tape, which the native path does not compile; '
+                            'differentiate it with grad(f, compile=...)')
     if fn is None:
         return functools.partial(function, optimize=optimize)
     return CompiledFunction(fn, optimize)

@@ -202,7 +202,8 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
     backward functions of every user function it calls. With `args` (example
     arguments), the code specialised to their shapes, as `grad` runs it; with
     `checkpoint`, its loops checkpointed as `grad(f, checkpoint=...)` runs them.
-    With `compile='numba'`, the combined function as Numba compiles it (alone).
+    With `compile='numba'`, the combined function (or the jvp) as Numba compiles it
+    (alone).
     """
     checkpoint, target = checkpoint_policy(checkpoint), compile
     compile = globals()['compile']          # (the keyword shadows the one compile path)
@@ -213,16 +214,17 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
     if mode == 'forward':
         if checkpoint:
             raise ValueError('checkpoint= applies to reverse mode: forward mode keeps no tape')
-        compiled = compile(f, Spec('forward', wrt, optimize=optimize, **shapes))
+        compiled = compile(f, Spec('forward', wrt, optimize=optimize, compile=target,
+                                   **shapes))
         part = 'source'
     elif mode == 'reverse':
         compiled = compile(f, Spec('reverse', wrt, optimize=optimize, checkpoint=checkpoint,
                                    compile=target, **shapes))
         part = 'split_source'
-        if target != 'python':
-            return compiled.native_source or compiled.source     # 'auto' fell back
     else:
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
+    if target != 'python':
+        return compiled.native_source or compiled.source     # 'auto' fell back
     parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
     while pending:
         callee = pending.pop(0)

@@ -290,3 +290,54 @@ def test_float32_is_refused_not_computed_in_float64(args):
         value, _ = tf.value_and_grad(scaled, (0, 1), compile='auto')(*args)
     expected = tf.value_and_grad(scaled, (0, 1))(*args)[0]
     assert value == expected and value.dtype == expected.dtype and len(caught) == 1
+
+
+@pytest.mark.parametrize('fn, args', [
+    (scalar_loop, (0.7,)), (newton_sqrt, (2.0,)), (branchy, (0.3, 0.4)),
+    (implicit_euler, (0.5, 2.0))])
+def test_jvp_and_vjp_compile_natively_to_the_same_numbers(fn, args):
+    tangents = tuple(0.5 + i for i in range(len(args)))
+    value, tangent = tf.jvp(fn, args, tangents, compile='numba')
+    expected_value, expected_tangent = tf.jvp(fn, args, tangents)
+    assert value == expected_value and tangent == pytest.approx(expected_tangent, rel=1e-12)
+    out, pullback = tf.vjp(fn, *args, compile='numba')
+    expected_out, expected_pullback = tf.vjp(fn, *args)
+    assert out == expected_out
+    for cotangent in (1.5, -0.25):          # each pullback runs the native function again
+        np.testing.assert_allclose(pullback(cotangent), expected_pullback(cotangent),
+                                   rtol=1e-12, atol=1e-300)
+    spec = compilation.Spec('forward', (0,), compile='numba')   # x's tangent broadcast
+    assert compilation.compile(fn, spec).native_source.startswith(f'def {fn.__name__}_jvp(')
+
+
+def test_vjp_of_arrays_natively():
+    args = (np.arange(6.0).reshape(2, 3) / 7, np.arange(12.0).reshape(3, 4) / 5)
+    out, pullback = tf.vjp(matmul_sum, *args, compile='numba')
+    expected_out, expected_pullback = tf.vjp(matmul_sum, *args)
+    assert out == expected_out
+    for g, e in zip(pullback(2.0), expected_pullback(2.0)):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def test_jvp_refuses_what_has_no_twin_at_its_line():
+    args = (np.ones((2, 3)), np.ones((3, 4)))
+    with pytest.raises(UnsupportedError) as raised:
+        tf.jvp(matmul_sum, args, args, compile='numba')
+    assert raised.value.lineno == matmul_sum.__code__.co_firstlineno + 1
+    assert 'the tangent of this line calls' in str(raised.value)
+
+
+def test_hessian_and_function_say_they_do_not_compile_natively():
+    for make in (lambda c: tf.hessian(scalar_loop, compile=c),
+                 lambda c: tf.function(compile=c)(scalar_loop)):
+        with pytest.raises(tf.TapeflowError, match="does not take compile='numba' yet"):
+            make('numba')
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            made = make('auto')
+        assert [w.category for w in caught] == [NativeFallbackWarning]
+        assert made is not None
+    with pytest.warns(NativeFallbackWarning):
+        assert tf.hessian(scalar_loop, compile='auto')(0.7) == tf.hessian(scalar_loop)(0.7)
+    with pytest.raises(ValueError, match='compile= takes one of'):
+        tf.hessian(scalar_loop, compile='jit')

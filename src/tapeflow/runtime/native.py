@@ -90,6 +90,30 @@ def add_adjoint(a, b):
     return a + b
 
 
+def broadcast_tangent(t, ans):
+    """`rules.shapes.broadcast_tangent`: the tangent `t` in the shape of `ans` (numbers;
+    float64 arrays, `t` a number or an array that broadcasts to `ans`)."""
+    raise NotImplementedError('compiled by Numba only (`_broadcast_typer`)')
+
+
+def _tangent_as_is(t, ans):
+    return t
+
+
+def _tangent_spread(t, ans):
+    out = np.empty(ans.shape)
+    out[...] = t
+    return out
+
+
+def _broadcast_typer(t, ans):
+    if _number(t) and _number(ans):
+        return _tangent_as_is
+    if _arrays(ans) and (_number(t) or _arrays(t) and t.ndim <= ans.ndim):
+        return _tangent_spread
+    return None
+
+
 def zeros_like_adjoint(x):
     """The symbolic zero 0.0 as the adjoint of `x`: 0.0 for a number, zeros of its
     shape for a float64 array (what Numba can add arrays to)."""
@@ -233,6 +257,7 @@ _TYPERS = {
     grad_of_matmul_b: _when(lambda g, a, b: _arrays(g, a, b, ndim=2)),
     unbroadcast: lambda twin: _unbroadcast_typer,
     zeros_like_adjoint: lambda twin: _zeros_typer,
+    broadcast_tangent: lambda twin: _broadcast_typer,
     reversed_range: _when(lambda r: str(r).startswith('range_state')),
 }
 TWINS = frozenset(f.__name__ for f in _TYPERS)

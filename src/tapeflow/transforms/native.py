@@ -1,9 +1,10 @@
 """Native: the combined function made Numba-compatible and compiled (`compile='numba'`).
 
-The last pass of reverse mode; it runs only where the compilation asks for a native
+The last pass of both modes; it runs only where the compilation asks for a native
 target (`compilation.Spec.compile`: 'numba', or 'auto'). It leaves the Python
 unit as `codegen` loaded it (the split pair and the combined function, which callers
-under a tape and `source` still read) and adds a native twin of the combined function:
+under a tape and `source` still read) and adds a native twin of the combined function
+(forward mode: of the jvp, which has no tape; only the checks below apply):
 
 - the one tape `_tape` (a list of whatever is pushed) becomes one tape per push/pop
   pair (`Key.TAPE_PAIR`), so each tape holds values of one type, as Numba requires: a
@@ -57,7 +58,7 @@ def run(tree, ctx):
     'python'): the native function, or `tree` (the combined one) where 'auto' fell back."""
     compiled = ctx.compiled
     try:
-        fdef = native_tree(compiled.trees['combined'], ctx)
+        fdef = native_tree(compiled.trees.get('combined') or compiled.trees['jvp'], ctx)
     except UnsupportedError as error:
         if ctx.target != 'auto':
             raise
@@ -88,7 +89,8 @@ def native_tree(combined, ctx):
     located `UnsupportedError` for what it cannot hold."""
     fdef = nodes.clone(combined)
     _check(fdef, ctx)
-    _Tapes(ctx).rewrite(fdef)
+    if ctx.mode == 'reverse':           # (forward mode's jvp has no tape)
+        _Tapes(ctx).rewrite(fdef)
     _Reversed().visit(fdef)
     return fdef
 
@@ -109,7 +111,8 @@ def _check(fdef, ctx):
     """Refuse, at its line, the first construct Numba cannot compile that shows in the text."""
     params = {a.id for a in fdef.args.args}
     local = nodes.store_names(fdef.body) | params
-    tape = {ctx.names.tape, ctx.names.push, ctx.names.pop}
+    names = getattr(ctx, 'names', None)
+    tape = {names.tape, names.push, names.pop} if ctx.mode == 'reverse' else set()
     callees = {name: _id(fn) for fn, *_, bound in ctx.compiled.links for name in bound.values()}
     twins, near = native_runtime.TWINS, None
     for stmt in nodes.statements(fdef.body):
@@ -136,8 +139,8 @@ def _check(fdef, ctx):
                         "calls: inline it, or use compile='python'", near)
             if name in ctx.runtime_names or \
                     getattr(ctx.namespace.get(name), '__module__', '').startswith('tapeflow.'):
-                _refuse(stmt, ctx, f'the gradient of this line calls {name}(), which has no '
-                        f'Numba twin yet', "use compile='python' (or 'auto')", near)
+                _refuse(stmt, ctx, f'the {_derivative(ctx)} of this line calls {name}(), which '
+                        f'has no Numba twin yet', "use compile='python' (or 'auto')", near)
             _refuse(stmt, ctx, f'the name {name!r}, from outside the function',
                     'Numba would freeze its value when it compiles (a later change would not '
                     'be seen): pass it as an argument', near)
@@ -412,3 +415,7 @@ def _shape_node(shape):
 def _assigns(stmt, name):
     return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
         ast.name_id(stmt.targets[0]) == name
+
+
+def _derivative(ctx):
+    return 'gradient' if ctx.mode == 'reverse' else 'tangent'
