@@ -80,13 +80,11 @@ def implicit_euler(y, k):
 
 def gravity(pos, vel, m):
     """Arrays of (bodies, 3): pairwise differences by None-indexing, sums along an
-    axis, a power; the adjoint of `vel` starts as the symbolic zero 0.0."""
+    axis, sqrt and a power; the adjoint of `vel` starts as the symbolic zero 0.0."""
     for step in range(4):
         d = pos[None, :, :] - pos[:, None, :]
-        r2 = np.sum(d * d, axis=2) + 0.01
-        w = m * r2 ** -1.5
-        acc = np.sum(d * w[:, :, None], axis=1)
-        vel = vel + 0.01 * acc
+        r = np.sqrt(np.sum(d * d, axis=2) + 0.01)
+        vel = vel + 0.01 * np.sum(d * (m / r ** 3)[:, :, None], axis=1)
         pos = pos + 0.01 * vel
     return np.sum(pos * pos)
 
