@@ -325,17 +325,45 @@ def test_jvp_refuses_what_has_no_twin_at_its_line():
     assert 'the tangent of this line calls' in str(raised.value)
 
 
-def test_hessian_and_function_say_they_do_not_compile_natively():
-    for make in (lambda c: tf.hessian(scalar_loop, compile=c),
-                 lambda c: tf.function(compile=c)(scalar_loop)):
-        with pytest.raises(tf.TapeflowError, match="does not take compile='numba' yet"):
-            make('numba')
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter('always')
-            made = make('auto')
-        assert [w.category for w in caught] == [NativeFallbackWarning]
-        assert made is not None
+def test_hessian_says_it_does_not_compile_natively():
+    with pytest.raises(tf.TapeflowError, match="does not take compile='numba' yet"):
+        tf.hessian(scalar_loop, compile='numba')
     with pytest.warns(NativeFallbackWarning):
         assert tf.hessian(scalar_loop, compile='auto')(0.7) == tf.hessian(scalar_loop)(0.7)
     with pytest.raises(ValueError, match='compile= takes one of'):
         tf.hessian(scalar_loop, compile='jit')
+
+
+W = tf.Variable(np.arange(3.0) / 5)
+
+
+def reads_variable(x):
+    return np.sum(np.tanh(x * W)) + np.sum(x * x)
+
+
+@pytest.mark.parametrize('fn, make', [
+    (branchy, lambda: (tf.Variable(np.float64(0.3)), tf.Variable(np.float64(0.4)))),
+    (matmul_sum, lambda: (tf.Variable(np.arange(6.0).reshape(2, 3) / 7),
+                          tf.Variable(np.arange(12.0).reshape(3, 4) / 5))),
+    (reads_variable, lambda: (tf.Variable(np.arange(3.0) / 4),))])
+def test_function_under_a_tape_runs_its_backward_natively(fn, make):
+    results = []
+    for target in ('numba', 'python'):
+        compiled = tf.function(fn, compile=target)
+        variables = make()
+        with tf.GradientTape() as tape:
+            out = compiled(*variables)
+        sources = list(variables) + ([W] if fn is reads_variable else [])
+        results.append((out.numpy(), [g.numpy() for g in tape.gradient(out, sources)]))
+        spec_key = [k for k in compiled._compiled_for]
+        assert len(spec_key) == 1
+        made = compiled._compiled_for[spec_key[0]][0]
+        assert bool(made.native_source) == (target == 'numba')
+        if target == 'numba':           # the backward ran the native function
+            assert made.combined.jitted.signatures
+    (out, grads), (expected_out, expected) = results
+    assert out == expected_out
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-300)
+    with pytest.raises(ValueError, match='compile= takes one of'):
+        tf.function(fn, compile='jit')
