@@ -76,9 +76,13 @@ def _sum_typer(g, x, axis=None):
         return None
     if _number(g) and (axis is None or _absent(axis)):
         return _spread_whole
-    if _arrays(g) and g.ndim == x.ndim - 1 and (str(axis) == 'int64' or str(axis).startswith('Literal[int]')):
+    if _arrays(g) and g.ndim == x.ndim - 1 and _integer(axis):
         return _spread_along
     return None
+
+
+def _integer(t):
+    return str(t) == 'int64' or str(t).startswith('Literal[int]')
 
 
 def _absent(t):
@@ -142,8 +146,7 @@ def untake(g, x, idx):
 
 def _basic_index(idx):
     parts = idx.types if hasattr(idx, 'types') else (idx,)
-    return all(str(t) in ('none', 'int64') or str(t).startswith(('slice', 'Literal[int]'))
-               for t in parts)
+    return all(str(t) == 'none' or _integer(t) or str(t).startswith('slice') for t in parts)
 
 
 def grad_of_mean(g, x):
