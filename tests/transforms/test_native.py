@@ -89,6 +89,13 @@ def gravity(pos, vel, m):
     return np.sum(pos * pos)
 
 
+def neighbours(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s = s + x[i] * x[i + 1]
+    return s
+
+
 SCALE = 2.0
 
 
@@ -123,6 +130,7 @@ def calls_user(x):
     (scaled, (np.arange(6.0) / 5, 0.3), (0, 1)),
     (mean_then_square, (np.arange(6.0).reshape(2, 3) / 5,), 0),
     (implicit_euler, (0.5, 2.0), (0, 1)),
+    (neighbours, (np.arange(6.0) / 5,), 0),
     (symbolic_zero_in_a_loop, (np.arange(3.0) / 4, np.arange(3.0) / 5), (0, 1)),
     (gravity, (np.sin(np.arange(15.0)).reshape(5, 3), np.cos(np.arange(15.0)).reshape(5, 3) / 9,
                np.arange(1.0, 6.0)), (0, 1, 2))])
@@ -147,6 +155,12 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
     # costs less natively; its placeholder before the first binding is NaN (never read)
     assert '_sin = math.nan' in text and '_sin_tape[_sin_tape_top] = _sin' in text
     assert text.count('math.sin(') == 1 and '_sin = _sin_tape[_sin_tape_top]' in text
+    # a number taped before its first binding gets a float64 array only where every
+    # binding is a float by construction (W1's `_sin = math.sin(x)`): an int
+    # (`_add = i + 1`) keeps a list (in an array of float64 the index would be a float)
+    text = compilation.compile(neighbours, compilation.Spec(
+        'reverse', (0,), arg_shapes=((0, (6,)),), compile='numba')).native_source
+    assert '_add_tape = []' in text and '_add = None' in text
     branches = compilation.Spec('reverse', (0, 1), scalar_args=(0, 1), compile='numba')
     text = compilation.compile(branchy, branches).native_source
     assert '_x_tape = np.empty(len(_range))' in text and '_x_tape = []' not in text

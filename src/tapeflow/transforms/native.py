@@ -167,6 +167,7 @@ class _Tapes:
         self.once = set()        # pairs pushed and popped once: a variable holds the value
 
     def rewrite(self, fdef):
+        self.floats = _float_valued(fdef, self.names.pop)
         self._plan_arrays(fdef.body)
         self._plan_once(fdef.body)
         fdef.body = self._block(fdef.body, top=True)
@@ -198,8 +199,10 @@ class _Tapes:
 
     def scalar(self, name):
         """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`; a
-        name taped before its first binding from its placeholder on, `_placeholder`)."""
-        return self.shape(name) == ()
+        name taped before its first binding: a float from its placeholder on, where every
+        binding is a `math` function's float, `_placeholder`)."""
+        return self.shape(name) == () and (name not in self.ctx.undefined or
+                                           name in self.floats)
 
     def shape(self, name):
         """`name`'s static shape (a tuple of ints), or None."""
@@ -210,17 +213,17 @@ class _Tapes:
 
     def _placeholder(self, stmt):
         """`_sin = None`, where `_sin` is taped before its first binding and holds values
-        of one static shape: NaN of that shape instead, so that its tape has one type
-        (the value is pushed and popped back, and nothing reads it: were it read, the
-        NaN would show)."""
+        of one static shape (numbers: floats by construction, `_float_valued`): NaN of
+        that shape instead, so that its tape has one type (the value is pushed and popped
+        back, and nothing reads it: were it read, the NaN would show)."""
         if not _assigns_constant(stmt, None):
             return None
         name = ast.name_id(stmt.targets[0])
         shape = self.shape(name) if name in self.ctx.undefined else None
         if shape is None:
             return None
-        if shape == ():
-            return nodes.attribute(nodes.name('math'), 'nan')
+        if shape == ():         # (an int, `_add = i + 1`, keeps its list and None)
+            return nodes.attribute(nodes.name('math'), 'nan') if name in self.floats else None
         return nodes.call(nodes.attribute(nodes.name('np'), 'full'), _shape_node(shape),
                           nodes.attribute(nodes.name('math'), 'nan'))
 
@@ -419,3 +422,26 @@ def _assigns(stmt, name):
 
 def _derivative(ctx):
     return 'gradient' if ctx.mode == 'reverse' else 'tangent'
+
+
+# `math` functions whose value is a float whatever their arguments.
+_FLOAT_MATH = frozenset({'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'atan2', 'sinh', 'cosh',
+                         'tanh', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt',
+                         'pow', 'hypot', 'fabs', 'erf', 'erfc'})
+
+
+def _float_valued(fdef, pop):
+    """The names every binding of which in `fdef` is a call of a `_FLOAT_MATH` function,
+    but for restoring what the tape kept (`x = _pop()`) and a placeholder (`x = None`)."""
+    floats, others = set(), set()
+    for stmt in nodes.statements(fdef.body):
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if _calls(value, pop) or _assigns_constant(stmt, None):
+            continue
+        call = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            ast.name_id(value.func.value) == 'math' and value.func.attr in _FLOAT_MATH
+        for node in _own_nodes(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                single = call and len(stmt.targets) == 1 and stmt.targets[0] is node
+                (floats if single else others).add(node.id)
+    return floats - others
