@@ -5,7 +5,7 @@
 
     --quick         a smoke run of about a minute: fewer and shorter rounds, rough figures
     --only KEYS     comma-separated: W1,W2,W3,W4,W5,W6 (gradient workloads), import,
-                    compile, disk-cache, checkpoint, H1, J1
+                    compile, disk-cache, checkpoint, H1, J1, native
     --no-external   leave out the autograd, torch and JAX columns
     --json PATH     where to write the results (default benchmarks/results.json; '' skips)
     --strict        exit with status 1 when a gradient disagrees with its reference
@@ -39,6 +39,10 @@ Modules, one family each:
                         of a 10**6-step loop and a 10 000-step RNN (n/a without it)
     higher_order    H1  Hessian (100-dim), J1 jacfwd (1000 inputs); run when tapeflow
                         has hessian / jacfwd
+    native              compile='numba' on loop-heavy code, its own table: W1, W7
+                        (w7_implicit: a Newton solve to a tolerance in each step, a
+                        data-dependent while) and W8 (w8_gravity: 16-body gravity on
+                        (16, 3) arrays), beside autograd and JAX, and first-call times
 
 Columns of the gradient workloads: the plain forward, a hand-written NumPy
 gradient, tapeflow.value_and_grad, the eager GradientTape, a @tapeflow.function
@@ -109,6 +113,7 @@ import checkpointing  # noqa: E402
 import disk_cache  # noqa: E402
 import harness  # noqa: E402
 import import_time  # noqa: E402
+import native  # noqa: E402
 from harness import COLUMNS, Settings  # noqa: E402
 
 GRADIENT_MODULES = ('w1_scalar_loop', 'w2_latency', 'w3_logistic', 'w4_mlp', 'w5_rnn',
@@ -149,6 +154,8 @@ def run(settings, only=None, log=print):
                     if not only or r.key in only)
     if not only or 'checkpoint' in only:
         rows.extend(checkpointing.rows(settings, log))
+    if not only or 'native' in only:
+        rows.extend(native.rows(settings, log))
     return rows
 
 
@@ -281,6 +288,15 @@ def targets(rows):
         add("a 50-line function's gradient loaded from the disk cache by a fresh process "
             '(first call minus a warm call) under 5 ms', best('disk-cache', 'hit'), 0.005, ms,
             flag('disk-cache', 'hit'))
+    r = by_key.get('native W1')
+    if r is not None:
+        add("W1: compile='numba' at most 0.3x the time of the plain function",
+            r.ratio('tapeflow+numba'), 0.3, times, flag('native W1', 'tapeflow+numba'))
+    for key in ('native W7', 'native W8'):
+        r = by_key.get(key)
+        if r is not None and r.cells['jax'].best is not None:
+            add(f"{key.split()[-1]}: compile='numba' ahead of JAX jit (time / JAX's at most 1)",
+                r.ratio('tapeflow+numba', over='jax'), 1.0, times, flag(key, 'tapeflow+numba'))
     r = by_key.get('checkpoint-loop')
     if r is not None:
         ratio = checkpointing.memory_ratio(r)
@@ -361,6 +377,11 @@ def report(rows, settings, elapsed, log=print):
     compile_lines = _compile_lines(by_key, notes)
     if compile_lines:
         for line in compile_lines:
+            log(line)
+        log('')
+    native_rows = [r for r in rows if r.key.startswith('native ')]
+    if native_rows:
+        for line in native.lines(native_rows):
             log(line)
         log('')
     checkpoint_rows = [r for r in rows if r.key.startswith('checkpoint-')]
@@ -451,7 +472,7 @@ def main(argv=None):
                         help='smoke run of about a minute: fewer, shorter rounds; figures are rough')
     parser.add_argument('--only', default='',
                         help='comma-separated keys: W1,W2,W3,W4,W5,W6,import,compile,'
-                             'disk-cache,checkpoint,H1,J1')
+                             'disk-cache,checkpoint,H1,J1,native')
     parser.add_argument('--no-external', action='store_true',
                         help='skip the autograd, torch and JAX columns')
     parser.add_argument('--json', default=os.path.join(HERE, 'results.json'),

@@ -21,16 +21,18 @@ recursion work is here, once:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import tapeflow.cache as cache
 import tapeflow.disk_cache as disk_cache
 import tapeflow.runtime.support as support
 from tapeflow.arguments import compiler_kinds
 from tapeflow.callables import python_function_of
+from tapeflow.errors import NativeFallbackWarning, TapeflowError
 from tapeflow.transforms import pipeline
 from tapeflow.transforms.native import TARGETS
 
-__all__ = ['Spec', 'compile', 'compile_adjoint', 'compile_tangent']
+__all__ = ['Spec', 'compile', 'compile_adjoint', 'compile_tangent', 'python_only']
 
 # The runtime names generated code reads (`pipeline.RUNTIME_NAMES`), shared by every compilation.
 RUNTIME = support.generated_namespace()
@@ -49,9 +51,10 @@ class Spec:
     is specialised to them. `optimize`: run the optimizing passes (the callees
     too). `checkpoint`: bound the tape of loops (reverse mode, `grad`'s option).
     `batched`: tangents with a leading batch axis (forward mode, Jacobians).
-    `compile`: the target of the combined function (reverse mode): 'python' (the
-    NumPy path), 'numba' (`transforms.native`), or 'auto' (Numba where it compiles,
-    else the NumPy path with a warning); the functions it calls stay 'python'.
+    `compile`: the target of the combined function (reverse mode) or of the jvp
+    (forward mode, not batched): 'python' (the NumPy path), 'numba'
+    (`transforms.native`), or 'auto' (Numba where it compiles, else the NumPy path
+    with a warning); the functions it calls stay 'python'.
     """
     mode: str = 'reverse'
     wrt: tuple = (0,)
@@ -76,12 +79,26 @@ class Spec:
     def key(self) -> tuple:
         """The cache's key of this spec (the disk cache's too: stable across processes)."""
         if self.mode == 'forward':
-            return ('forward', self.wrt, self.optimize, self.scalar_args, self.arg_shapes,
-                    self.batched, self.kinds)
+            key = ('forward', self.wrt, self.optimize, self.scalar_args, self.arg_shapes,
+                   self.batched, self.kinds)
+            return key if self.compile == 'python' else key + (('compile', self.compile),)
         key = (self.wrt, self.lifted, self.optimize, self.scalar_args, self.arg_shapes, self.kinds)
         if self.checkpoint:
             key += (('checkpoint', self.checkpoint),)
         return key if self.compile == 'python' else key + (('compile', self.compile),)
+
+
+def python_only(what, target, why):
+    """The `compile=` of an API whose code does not compile natively (`why`): 'python'
+    passes, 'numba' is an error saying so, 'auto' one `NativeFallbackWarning` (the
+    NumPy path runs)."""
+    Spec(compile=target)                # its check: compile= names a target
+    if target == 'numba':
+        raise TapeflowError(f"{what} does not take compile='numba' yet: {why}; use "
+                            f"compile='python' (or 'auto')")
+    if target == 'auto':
+        warnings.warn(f"{what}: {why} (compile='auto': the NumPy path runs)",
+                      NativeFallbackWarning, stacklevel=3)
 
 
 def compile(function, spec: Spec, *, fresh=False, record_passes=False) -> pipeline.Compiled:
@@ -167,9 +184,10 @@ def _run_pipeline(fn, spec, hook, record_passes=False, defer_split=False):
     options = dict(runtime_names=RUNTIME, optimize_code=spec.optimize, compile_callee=hook,
                    record_passes=record_passes, scalar_args=spec.scalar_args,
                    arg_shapes=spec.arg_shapes, kinds=compiler_kinds(spec.kinds))
-    if spec.mode == 'forward':
-        return pipeline.compile_forward(fn, spec.wrt, batched=spec.batched, **options)
     folder = disk_cache.cache_dir()
+    if spec.mode == 'forward':
+        return pipeline.compile_forward(fn, spec.wrt, batched=spec.batched,
+                                        target=spec.compile, native_dir=folder, **options)
     return pipeline.compile_reverse(fn, spec.wrt, spec.lifted, checkpoint=spec.checkpoint,
                                     target=spec.compile, native_dir=folder,
                                     defer_split=defer_split, **options)

@@ -45,19 +45,26 @@ _first, _second = operator.itemgetter(0), operator.itemgetter(1)   # of (name, V
 _NONE_FREE = ((), (), ())     # _free_variables() of a function that reads no free names
 
 
-def function(fn=None, *, optimize=True):
-    """Decorator: compile `fn` on first differentiated use, cache, fuse under a tape."""
+def function(fn=None, *, optimize=True, compile='python'):
+    """Decorator: compile `fn` on first differentiated use, cache, fuse under a tape.
+
+    `compile='numba'` (or 'auto', see `grad`): under one tape, the node's backward
+    runs the native value-and-gradient with the cotangent as its seed (the forward
+    sweep again, natively); the value is the NumPy path's. Under nested tapes the
+    sweeps stay Python (the outer tapes record them)."""
+    compilation.Spec(compile=compile)           # its check: compile= names a target
     if fn is None:
-        return functools.partial(function, optimize=optimize)
-    return CompiledFunction(fn, optimize)
+        return functools.partial(function, optimize=optimize, compile=compile)
+    return CompiledFunction(fn, optimize, compile)
 
 
 class CompiledFunction:
-    def __init__(self, fn, optimize):
+    def __init__(self, fn, optimize, target='python'):
         functools.update_wrapper(self, fn)
         self.__tapeflow_python__ = fn
         self._fn = fn
         self._optimize = optimize
+        self._target = target
         code = fn.__code__
         cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
         # The names the body may resolve outside itself, each with its closure
@@ -166,10 +173,14 @@ class CompiledFunction:
         else:
             inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
         again = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
+        sweep = compiled.backward
+        if compiled.native_source and not compiled.in_place:    # compile='numba'
+            compiled.combined.admit(values)
+            sweep = functools.partial(_native_sweep, compiled.combined, tuple(values))
 
         # Its state in defaults, not closure cells: two objects a call, not seven, for
         # the garbage collector to count, and no cells made on every call of __call__.
-        def backward(cotangents, saved=saved, again=again, sweep=compiled.backward,
+        def backward(cotangents, saved=saved, again=again, sweep=sweep,
                      one=len(inputs) == 1, many=many):
             if many:
                 ct = tuple([as_value(c) for c in cotangents])
@@ -260,7 +271,8 @@ class CompiledFunction:
         wrt, names, arity, scalars, shapes = key
         positions = wrt + tuple(range(arity, arity + len(names)))
         compiled = compilation.compile(self._fn, compilation.Spec(
-            'reverse', positions, names, scalars, shapes or (), optimize=self._optimize))
+            'reverse', positions, names, scalars, shapes or (), optimize=self._optimize,
+            compile=self._target))
         entry = self._compiled_for[key] = (compiled, cache.validator(compiled, self._fn))
         return entry
 
@@ -287,6 +299,12 @@ class CompiledFunction:
         recording.record_node(inputs, outputs if isinstance(outputs, tuple) else (outputs,),
                               backward, tapes=[inner])
         return outputs
+
+
+def _native_sweep(native, values, tape, cotangent):
+    """The backward sweep as the native value-and-gradient with `cotangent` as its seed
+    (the tape is not read: the native function runs its forward sweep again)."""
+    return native(*values, cotangent)[1]
 
 
 def _split(pairs):

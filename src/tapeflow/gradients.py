@@ -106,7 +106,7 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
     fname = getattr(f, '__name__', 'f')
     python_fn = python_function_of(f)
     state = cache.Recent()  # argument classes (and array shapes) -> (compiled, validity check,
-                            #                                    positions to dtype-check)
+                            #                 positions to dtype-check, the function to call)
     seed = (1.0, 0.0) if has_aux else 1.0
     with_value = kind == 'value_and_grad'
 
@@ -129,7 +129,7 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
         valid = cache.validator(compiled, compiled.fn)
         if any(k.__class__ is FunctionArgument for k in kinds):
             valid = _never      # made for these functions: `key` holds only their type
-        entry = state[key] = (compiled, valid, dtype_checked)
+        entry = state[key] = (compiled, valid, dtype_checked, compiled.combined)
         return entry
 
     def finish(value, grads, args):
@@ -167,7 +167,10 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
         elif len(args) != nparams and nparams is not None:
             args = bind(args, kwargs)
         # argument classes, array shapes in place of the ndarray class: specialised on both
-        key = tuple([a.shape if a.__class__ is ndarray else a.__class__ for a in args])
+        if len(args) == 1:      # (the common case without a comprehension's frame)
+            key = args[0].shape if args[0].__class__ is ndarray else args[0].__class__,
+        else:
+            key = tuple([a.shape if a.__class__ is ndarray else a.__class__ for a in args])
         entry = state.get(key)
         if entry is None or not entry[1]():
             entry = prepare(args, key)
@@ -175,7 +178,7 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
             if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
                 check_differentiable(args[i], i, fname)
         try:
-            value, grads = entry[0].combined(*args, seed)
+            value, grads = entry[3](*args, seed)
         except Exception as error:
             if not has_aux and isinstance(error, (TypeError, IndexError, KeyError, ValueError)):
                 check_not_structured(python_fn, args, kind)
@@ -202,7 +205,8 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
     backward functions of every user function it calls. With `args` (example
     arguments), the code specialised to their shapes, as `grad` runs it; with
     `checkpoint`, its loops checkpointed as `grad(f, checkpoint=...)` runs them.
-    With `compile='numba'`, the combined function as Numba compiles it (alone).
+    With `compile='numba'`, the combined function (or the jvp) as Numba compiles it
+    (alone).
     """
     checkpoint, target = checkpoint_policy(checkpoint), compile
     compile = globals()['compile']          # (the keyword shadows the one compile path)
@@ -213,16 +217,17 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
     if mode == 'forward':
         if checkpoint:
             raise ValueError('checkpoint= applies to reverse mode: forward mode keeps no tape')
-        compiled = compile(f, Spec('forward', wrt, optimize=optimize, **shapes))
+        compiled = compile(f, Spec('forward', wrt, optimize=optimize, compile=target,
+                                   **shapes))
         part = 'source'
     elif mode == 'reverse':
         compiled = compile(f, Spec('reverse', wrt, optimize=optimize, checkpoint=checkpoint,
                                    compile=target, **shapes))
         part = 'split_source'
-        if target != 'python':
-            return compiled.native_source or compiled.source     # 'auto' fell back
     else:
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
+    if target != 'python':
+        return compiled.native_source or compiled.source     # 'auto' fell back
     parts, seen, pending = [compiled.source], {id(compiled)}, list(compiled.callees)
     while pending:
         callee = pending.pop(0)

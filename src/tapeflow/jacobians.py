@@ -18,7 +18,7 @@ from tapeflow.arguments import (argument_kinds, array_shapes, check_differentiab
                                 check_not_structured, check_scalar, dtype_of, scalar_positions,
                                 split_aux)
 from tapeflow.callables import adjoint_caller, call_binder, python_function_of
-from tapeflow.compilation import Spec, compile
+from tapeflow.compilation import Spec, compile, python_only
 from tapeflow.conversions import like_argument
 from tapeflow.gradients import grad
 from tapeflow.products import jvp
@@ -324,9 +324,12 @@ def jacobian_of_jacobian(f, inner, outer, args):
     return np.stack(rows).reshape(shape)
 
 
-def hessian(f, argnums=0, has_aux=False):
+def hessian(f, argnums=0, has_aux=False, compile='python'):
     """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient); for a
-    tuple of argnums a tuple of tuples, for pytree arguments JAX's nesting."""
+    tuple of argnums a tuple of tuples, for pytree arguments JAX's nesting. `compile=`:
+    'python' only ('auto' warns once and runs it; see `compilation.python_only`)."""
+    python_only('hessian', compile, 'forward over reverse runs the gradient in batched '
+                'forward mode, which the native path does not compile')
     return jacfwd(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 

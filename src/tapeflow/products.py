@@ -11,7 +11,8 @@ import numpy as np
 import tapeflow.runtime.support as support
 from tapeflow.arguments import argument_kinds, array_shapes, dtype_of, scalar_positions, split_aux
 from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
-from tapeflow.compilation import Spec, compile
+from tapeflow.compilation import Spec
+from tapeflow.compilation import compile as _compile
 from tapeflow.conversions import check_tangent, like_argument, tangent_like
 from tapeflow.rules.sequences import dense
 from tapeflow.runtime.support import is_zero
@@ -20,21 +21,31 @@ from tapeflow.syntax import sourcemap
 __all__ = ['vjp', 'jvp', 'forward_value', 'backward_tapes']
 
 
-def vjp(f, *primals, has_aux=False):
+def vjp(f, *primals, has_aux=False, compile='python'):
     """`(out, vjp_fn)`: `vjp_fn(cotangent)` is a tuple, one cotangent per primal;
-    `(out, vjp_fn, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
+    `(out, vjp_fn, aux)` with has_aux (`f` returns a pair `(out, aux)`).
+
+    `compile='numba'` (or 'auto', see `grad`): `out` is the NumPy path's, and each
+    `vjp_fn(cotangent)` runs the native value-and-gradient with `cotangent` as its
+    seed (the forward sweep again, natively, in place of the tape's copy)."""
     wrt = tuple(i for i, p in enumerate(primals) if dtype_of(p) is None or
                 np.issubdtype(dtype_of(p), np.inexact))
     given, primals = primals, with_defaults(f, primals)
-    compiled = compile(f, Spec('reverse', wrt, kinds=argument_kinds(primals)))
+    compiled = _compile(f, Spec('reverse', wrt, kinds=argument_kinds(primals), compile=compile))
     tape = []
     out = forward_value(compiled, tape, primals)
     tapes = backward_tapes(compiled, primals, tape)
     out, aux = split_aux(out, has_aux, getattr(f, '__name__', 'f'))
+    if compiled.native_source:
+        compiled.combined.admit(primals)
 
     def vjp_fn(cotangent):
+        seed = (cotangent, 0.0) if has_aux else cotangent
         try:
-            grads = compiled.backward(tapes(), (cotangent, 0.0) if has_aux else cotangent)
+            if compiled.native_source:
+                grads = compiled.combined(*primals, seed)[1]
+            else:
+                grads = compiled.backward(tapes(), seed)
         except Exception as error:
             sourcemap.reraise(error)
         if len(wrt) == 1:
@@ -82,9 +93,10 @@ def backward_tapes(compiled, values, tape):
     return fresh
 
 
-def jvp(f, primals, tangents, has_aux=False):
+def jvp(f, primals, tangents, has_aux=False, compile='python'):
     """Forward mode: `(f(*primals), the tangent of the output along tangents)`;
-    `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`)."""
+    `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`).
+    `compile='numba'` (or 'auto', see `grad`): the jvp compiled by Numba."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise TypeError(f'jvp: {len(primals)} primals but {len(tangents)} tangents')
@@ -93,8 +105,11 @@ def jvp(f, primals, tangents, has_aux=False):
     for i in wrt:
         check_tangent(primals[i], tangents[i], f'argument {i}')
     primals = with_defaults(f, primals)
-    compiled = compile(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
-                               arg_shapes=array_shapes(primals), kinds=argument_kinds(primals)))
+    compiled = _compile(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
+                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals),
+                                compile=compile))
+    if compiled.native_source:
+        compiled.combined.admit(primals)
     try:
         value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     except Exception as error:

@@ -55,9 +55,98 @@ def _number(t):
     return not hasattr(t, 'ndim') and str(t) in ('float64', 'int64')
 
 
-def grad_of_sum(g, x):
-    """`rules.numpy_reductions.grad_of_sum` of a whole-array sum: `g` in `x`'s shape."""
+def grad_of_sum(g, x, axis=None):
+    """`rules.numpy_reductions.grad_of_sum`: `g` in `x`'s shape, of a whole-array sum
+    or of a sum along one axis."""
+    raise NotImplementedError('compiled by Numba only (`_sum_typer`)')
+
+
+def _spread_whole(g, x, axis=None):
     return np.full(x.shape, g)
+
+
+def _spread_along(g, x, axis=None):
+    out = np.empty(x.shape)
+    out[...] = np.expand_dims(g, axis)
+    return out
+
+
+def _sum_typer(g, x, axis=None):
+    if not _arrays(x):
+        return None
+    if _number(g) and (axis is None or _absent(axis)):
+        return _spread_whole
+    if _arrays(g) and g.ndim == x.ndim - 1 and _integer(axis):
+        return _spread_along
+    return None
+
+
+def _integer(t):
+    return str(t) == 'int64' or str(t).startswith('Literal[int]')
+
+
+def _absent(t):
+    return t.__class__.__name__ in ('Omitted', 'NoneType')
+
+
+def add_adjoint(a, b):
+    """`runtime.helpers.add_adjoint` of two numbers or two float64 arrays: `a + b`."""
+    return a + b
+
+
+def broadcast_tangent(t, ans):
+    """`rules.shapes.broadcast_tangent`: the tangent `t` in the shape of `ans` (numbers;
+    float64 arrays, `t` a number or an array that broadcasts to `ans`)."""
+    raise NotImplementedError('compiled by Numba only (`_broadcast_typer`)')
+
+
+def _tangent_as_is(t, ans):
+    return t
+
+
+def _tangent_spread(t, ans):
+    out = np.empty(ans.shape)
+    out[...] = t
+    return out
+
+
+def _broadcast_typer(t, ans):
+    if _number(t) and _number(ans):
+        return _tangent_as_is
+    if _arrays(ans) and (_number(t) or _arrays(t) and t.ndim <= ans.ndim):
+        return _tangent_spread
+    return None
+
+
+def zeros_like_adjoint(x):
+    """The symbolic zero 0.0 as the adjoint of `x`: 0.0 for a number, zeros of its
+    shape for a float64 array (what Numba can add arrays to)."""
+    raise NotImplementedError('compiled by Numba only (`_zeros_typer`)')
+
+
+def _zero_number(x):
+    return 0.0
+
+
+def _zeros_of(x):
+    return np.zeros(x.shape)
+
+
+def _zeros_typer(x):
+    return _zero_number if _number(x) else _zeros_of if _arrays(x) else None
+
+
+def untake(g, x, idx):
+    """`rules.indexing.untake` of a float64 array and a basic index (ints, slices,
+    None): zeros in `x`'s shape, `g` written at `idx`."""
+    out = np.zeros(x.shape)
+    out[idx] = g
+    return out
+
+
+def _basic_index(idx):
+    parts = idx.types if hasattr(idx, 'types') else (idx,)
+    return all(str(t) == 'none' or _integer(t) or str(t).startswith('slice') for t in parts)
 
 
 def grad_of_mean(g, x):
@@ -89,7 +178,7 @@ def grad_of_matmul_b(g, a, b):
 
 def unbroadcast(g, x):
     """`rules.shapes.unbroadcast`: `g` summed down to `x`'s shape (numbers; float64 arrays
-    of one or two axes, `x` of as many or fewer)."""
+    of one to three axes, `x` of as many, or of one where `g` has two)."""
     raise NotImplementedError('compiled by Numba only (`_unbroadcast_typer`)')
 
 
@@ -114,6 +203,18 @@ def _to_shape_1(g, x):
     return np.full(1, g.sum())
 
 
+def _to_shape_3(g, x):
+    if g.shape == x.shape:
+        return g
+    if x.shape[0] == 1 and g.shape[0] != 1:
+        g = g.sum(axis=0).reshape((1, g.shape[1], g.shape[2]))
+    if x.shape[1] == 1 and g.shape[1] != 1:
+        g = g.sum(axis=1).reshape((g.shape[0], 1, g.shape[2]))
+    if x.shape[2] == 1 and g.shape[2] != 1:
+        g = g.sum(axis=2).reshape((g.shape[0], g.shape[1], 1))
+    return g
+
+
 def _to_shape_2(g, x):
     if g.shape == x.shape:
         return g
@@ -130,7 +231,7 @@ def _unbroadcast_typer(g, x):
     if _arrays(g) and _number(x):
         return _summed
     if _arrays(g, x) and g.ndim == x.ndim:
-        return {1: _to_shape_1, 2: _to_shape_2}.get(g.ndim)
+        return {1: _to_shape_1, 2: _to_shape_2, 3: _to_shape_3}.get(g.ndim)
     if _arrays(g, ndim=2) and _arrays(x, ndim=1):
         return _to_rows
     return None
@@ -147,13 +248,19 @@ def _when(accepts):
 
 
 _TYPERS = {
-    grad_of_sum: _when(lambda g, x: _arrays(x) and _number(g)),
+    grad_of_sum: lambda twin: _sum_typer,
+    add_adjoint: _when(lambda a, b: (_number(a) and _number(b)) or
+                       (_arrays(a, b) and a.ndim == b.ndim)),
+    untake: _when(lambda g, x, idx: _arrays(x) and (_number(g) or _arrays(g)) and
+                  _basic_index(idx)),
     grad_of_mean: _when(lambda g, x: _arrays(x) and _number(g)),
     uniform_sum: _when(lambda g, x: _arrays(x) and _number(g)),
     uniform_mean: _when(lambda g, x: _arrays(x) and _number(g)),
     grad_of_matmul_a: _when(lambda g, a, b: _arrays(g, a, b, ndim=2)),
     grad_of_matmul_b: _when(lambda g, a, b: _arrays(g, a, b, ndim=2)),
     unbroadcast: lambda twin: _unbroadcast_typer,
+    zeros_like_adjoint: lambda twin: _zeros_typer,
+    broadcast_tangent: lambda twin: _broadcast_typer,
     reversed_range: _when(lambda r: str(r).startswith('range_state')),
 }
 TWINS = frozenset(f.__name__ for f in _TYPERS)

@@ -48,6 +48,7 @@ class ReverseCompile(CompileContext):
     sweep_context: reverse.ReverseContext = None
     own: set = frozenset()            # adjoints of locals: fusion may fuse them away
     cotangent_names: frozenset = frozenset()   # every adjoint (`factor` rewrites their sums)
+    primal_of: dict = None            # adjoint -> the name it is the adjoint of
     loops_checkpointed: bool = False  # `checkpoint` rewrote loops of the combined function
     user_defaults: list = None        # the user's defaults, bound in the namespace (`tape`)
 
@@ -62,7 +63,9 @@ class ReverseCompile(CompileContext):
         ctx.order, ctx.tapes = self.order, self.tapes
         ctx.check_static = checks_static(self.fn, self.order)
         ctx.kinds = self.written.kinds if self.written is not None else {}
-        ctx.rematerialise = self.optimize     # cheap values computed again (transforms.remat)
+        # cheap values computed again (transforms.remat); natively a float64 store and load
+        # cost less than a `sin` again, so the native path tapes them
+        ctx.rematerialise = self.optimize and self.target == 'python'
         ret = node.body[-1] if node.body and isinstance(node.body[-1], ast.Return) else None
         output = ret.value if ret is not None else None
         if isinstance(output, ast.Name) and output.id in self.active:
@@ -91,6 +94,7 @@ class ReverseCompile(CompileContext):
         self.reverse = inits + adjoint.seed + adjoint.reverse
         self.own = {adj[n] for n in active if n not in self.params}     # adjoints of locals
         self.cotangent_names = frozenset(adj[n] for n in active)
+        self.primal_of = {adj[n]: n for n in active}
         return nodes.function_def(self.name, self.params, self.forward + self.reverse)
 
     def optimized(self) -> ast.FunctionDef:

@@ -1,9 +1,10 @@
 """Native: the combined function made Numba-compatible and compiled (`compile='numba'`).
 
-The last pass of reverse mode; it runs only where the compilation asks for a native
+The last pass of both modes; it runs only where the compilation asks for a native
 target (`compilation.Spec.compile`: 'numba', or 'auto'). It leaves the Python
 unit as `codegen` loaded it (the split pair and the combined function, which callers
-under a tape and `source` still read) and adds a native twin of the combined function:
+under a tape and `source` still read) and adds a native twin of the combined function
+(forward mode: of the jvp, which has no tape; only the checks below apply):
 
 - the one tape `_tape` (a list of whatever is pushed) becomes one tape per push/pop
   pair (`Key.TAPE_PAIR`), so each tape holds values of one type, as Numba requires: a
@@ -44,7 +45,8 @@ from tapeflow.syntax.unparse import annotate, line_origins, load_module, origins
 TARGETS = ('python', 'numba', 'auto')
 
 # Builtins Numba compiles as Python runs them; modules it compiles calls of.
-_BUILTINS = frozenset({'range', 'len', 'float', 'int', 'bool', 'abs', 'min', 'max', 'reversed'})
+_BUILTINS = frozenset({'range', 'len', 'float', 'int', 'bool', 'abs', 'min', 'max', 'reversed',
+                       'slice'})
 _MODULES = frozenset({'np', 'math'})
 _REFUSED = {ast.Dict: 'a dict', ast.DictComp: 'a dict comprehension', ast.Lambda: 'a lambda',
             ast.SetComp: 'a set comprehension', ast.GeneratorExp: 'a generator expression',
@@ -56,7 +58,7 @@ def run(tree, ctx):
     'python'): the native function, or `tree` (the combined one) where 'auto' fell back."""
     compiled = ctx.compiled
     try:
-        fdef = native_tree(tree, ctx)
+        fdef = native_tree(tree, ctx)      # (codegen's: the combined function, or the jvp)
     except UnsupportedError as error:
         if ctx.target != 'auto':
             raise
@@ -87,7 +89,8 @@ def native_tree(combined, ctx):
     located `UnsupportedError` for what it cannot hold."""
     fdef = nodes.clone(combined)
     _check(fdef, ctx)
-    _Tapes(ctx).rewrite(fdef)
+    if ctx.mode == 'reverse':           # (forward mode's jvp has no tape)
+        _Tapes(ctx).rewrite(fdef)
     _Reversed().visit(fdef)
     return fdef
 
@@ -108,7 +111,8 @@ def _check(fdef, ctx):
     """Refuse, at its line, the first construct Numba cannot compile that shows in the text."""
     params = {a.id for a in fdef.args.args}
     local = nodes.store_names(fdef.body) | params
-    tape = {ctx.names.tape, ctx.names.push, ctx.names.pop}
+    names = getattr(ctx, 'names', None)
+    tape = {names.tape, names.push, names.pop} if ctx.mode == 'reverse' else set()
     callees = {name: _id(fn) for fn, *_, bound in ctx.compiled.links for name in bound.values()}
     twins, near = native_runtime.TWINS, None
     for stmt in nodes.statements(fdef.body):
@@ -135,8 +139,8 @@ def _check(fdef, ctx):
                         "calls: inline it, or use compile='python'", near)
             if name in ctx.runtime_names or \
                     getattr(ctx.namespace.get(name), '__module__', '').startswith('tapeflow.'):
-                _refuse(stmt, ctx, f'the gradient of this line calls {name}(), which has no '
-                        f'Numba twin yet', "use compile='python' (or 'auto')", near)
+                _refuse(stmt, ctx, f'the {_derivative(ctx)} of this line calls {name}(), which '
+                        f'has no Numba twin yet', "use compile='python' (or 'auto')", near)
             _refuse(stmt, ctx, f'the name {name!r}, from outside the function',
                     'Numba would freeze its value when it compiles (a later change would not '
                     'be seen): pass it as an argument', near)
@@ -163,6 +167,7 @@ class _Tapes:
         self.once = set()        # pairs pushed and popped once: a variable holds the value
 
     def rewrite(self, fdef):
+        self.floats = _float_valued(fdef, self.names.pop)
         self._plan_arrays(fdef.body)
         self._plan_once(fdef.body)
         fdef.body = self._block(fdef.body, top=True)
@@ -193,8 +198,46 @@ class _Tapes:
                         self.arrays[pair] = (None, stmt.iter.id, stmt)
 
     def scalar(self, name):
-        """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`)."""
-        return (self.ctx.shapes or {}).get(name) == () and name not in self.ctx.undefined
+        """Whether `name` holds a number throughout (`analysis.shapes`: shape `()`; a
+        name taped before its first binding: a float from its placeholder on, where every
+        binding is a `math` function's float, `_placeholder`)."""
+        return self.shape(name) == () and (name not in self.ctx.undefined or
+                                           name in self.floats)
+
+    def shape(self, name):
+        """`name`'s static shape (a tuple of ints), or None."""
+        shape = (self.ctx.shapes or {}).get(name)
+        if shape.__class__ is tuple and all(n.__class__ is int for n in shape):
+            return shape
+        return None
+
+    def _placeholder(self, stmt):
+        """`_sin = None`, where `_sin` is taped before its first binding and holds values
+        of one static shape (numbers: floats by construction, `_float_valued`): NaN of
+        that shape instead, so that its tape has one type (the value is pushed and popped
+        back, and nothing reads it: were it read, the NaN would show)."""
+        if not _assigns_constant(stmt, None):
+            return None
+        name = ast.name_id(stmt.targets[0])
+        shape = self.shape(name) if name in self.ctx.undefined else None
+        if shape is None:
+            return None
+        if shape == ():         # (an int, `_add = i + 1`, keeps its list and None)
+            return nodes.attribute(nodes.name('math'), 'nan') if name in self.floats else None
+        return nodes.call(nodes.attribute(nodes.name('np'), 'full'), _shape_node(shape),
+                          nodes.attribute(nodes.name('math'), 'nan'))
+
+    def _zeros(self, stmt):
+        """`bx = 0.0` at the start of the reverse sweep (before anything is popped: `x`
+        holds its last value, the one `bx` is the adjoint of): `zeros_like_adjoint(x)`,
+        the number 0.0 for a number and zeros of its shape for an array, so that Numba
+        types `bx` with the arrays added to it later (the same numbers)."""
+        if not _assigns_constant(stmt, 0.0):
+            return None
+        primal = (self.ctx.primal_of or {}).get(ast.name_id(stmt.targets[0]))
+        if primal is None:
+            return None
+        return nodes.call('zeros_like_adjoint', nodes.name(primal))
 
     def _plan_once(self, body):
         """Pairs whose push and pop both stand in the function's body, outside every
@@ -211,10 +254,17 @@ class _Tapes:
                 self.once.add(pair)
 
     def _block(self, body, top=False):
-        out = []
+        out, starts = [], False            # `starts`: the statements after `_value = ...`
         for stmt in body:
             if self._is_tape_binding(stmt):
                 continue
+            value = self._placeholder(stmt) if top else None
+            starts = top and (_assigns(stmt, self.names.value) or
+                              starts and _assigns_constant(stmt, 0.0))
+            if starts and value is None:
+                value = self._zeros(stmt)
+            if value is not None:
+                stmt.value = value
             if self._checks_tape(stmt):
                 continue
             for field in ('body', 'orelse'):
@@ -352,3 +402,46 @@ def _outside_loops(body):
 
 def _calls(node, name):
     return isinstance(node, ast.Call) and ast.name_id(node.func) == name
+
+
+def _assigns_constant(stmt, value):
+    """Whether `stmt` is `name = value` (a constant of value's class)."""
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+        isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Constant) and \
+        stmt.value.value.__class__ is value.__class__ and stmt.value.value == value
+
+
+def _shape_node(shape):
+    return nodes.tuple_(*[nodes.const(n) for n in shape])
+
+
+def _assigns(stmt, name):
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+        ast.name_id(stmt.targets[0]) == name
+
+
+def _derivative(ctx):
+    return 'gradient' if ctx.mode == 'reverse' else 'tangent'
+
+
+# `math` functions whose value is a float whatever their arguments.
+_FLOAT_MATH = frozenset({'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'atan2', 'sinh', 'cosh',
+                         'tanh', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt',
+                         'pow', 'hypot', 'fabs', 'erf', 'erfc'})
+
+
+def _float_valued(fdef, pop):
+    """The names every binding of which in `fdef` is a call of a `_FLOAT_MATH` function,
+    but for restoring what the tape kept (`x = _pop()`) and a placeholder (`x = None`)."""
+    floats, others = set(), set()
+    for stmt in nodes.statements(fdef.body):
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if _calls(value, pop) or _assigns_constant(stmt, None):
+            continue
+        call = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            ast.name_id(value.func.value) == 'math' and value.func.attr in _FLOAT_MATH
+        for node in _own_nodes(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                single = call and len(stmt.targets) == 1 and stmt.targets[0] is node
+                (floats if single else others).add(node.id)
+    return floats - others

@@ -83,6 +83,8 @@ FORWARD_PASSES = FRONT + (
     Pass('fold', fold.run, 'arithmetic on literals done once'),
     Pass('nest', nest.run, 'shape arithmetic back in one expression'),
     Pass('codegen', codegen.run, 'unparse and load, registered with linecache'),
+    Pass('native', native.run, "compile='numba': the jvp made Numba's, last",
+         lambda ctx: ctx.target != 'python'),
 )
 
 
@@ -148,17 +150,19 @@ def compile_reverse(fn, wrt=(0,), lifted=(), *, runtime_names: dict, optimize_co
 
 def compile_forward(fn, wrt=(0,), *, runtime_names: dict, optimize_code=True,
                     record_passes=False, compile_callee=None, scalar_args=(),
-                    arg_shapes=(), batched=False, kinds=()) -> Compiled:
+                    arg_shapes=(), batched=False, kinds=(), target='python',
+                    native_dir=None) -> Compiled:
     """Run `FORWARD_PASSES`: `jvp_f(*args, *tangents) -> (value, tangent)` for the parameters at `wrt`.
 
     `batched`: the tangents carry a leading batch axis, one row per direction
     (see `tapeflow.rules.batching`); user functions called are compiled so too.
+    `target`, `native_dir`: as `compile_reverse`'s, for the jvp.
     """
     ctx = forward.ForwardCompile(
         fn, 'forward', wrt=tuple(wrt), runtime_names=runtime_names, optimize=optimize_code,
         compile_callee=compile_callee, scalar_args=tuple(scalar_args),
         arg_shapes=tuple(arg_shapes), kinds=tuple(kinds), batched=batched,
-        record=[] if record_passes else None)
+        target=target, native_dir=native_dir, record=[] if record_passes else None)
     _COMPILING_FORWARD.add(fn.__code__)
     try:
         return compile_with(ctx, FORWARD_PASSES)
