@@ -92,3 +92,37 @@ def test_factoring_changes_gradients_only_by_rounding_and_values_not_at_all(case
         np.testing.assert_allclose(np.asarray(g, dtype=complex), np.asarray(h, dtype=complex),
                                    rtol=1e-12, atol=1e-300)
         assert np.asarray(g).dtype == np.asarray(h).dtype
+
+
+def test_a_backward_takes_out_factors_of_what_the_combined_function_shows_inexact():
+    src = ('def f_backward(_tape, bout):\n    (x, u) = _pop()\n    bx = bout * x + bout * 2.0\n'
+           '    bu = bout * u + bout * 2.0\n    return bx, bu\n')
+    fdef = nodes.parse_gast(src).body[0]
+    out = unparse(factor.transform(fdef, {'bx', 'bu'}, (), {'_pop'}, restored={'x'}))
+    assert 'bx = bout * (x + 2.0)' in out and 'bu = bout * u + bout * 2.0' in out
+    assert factor.transform(fdef, {'bx', 'bu'}, (), {'_pop'}, restored=set()) is None
+
+
+def elementwise(x):
+    return np.sum(np.tanh(x) * x + np.exp(-0.5 * x * x))
+
+
+def test_the_split_pair_is_factored_as_the_combined_function():
+    from tapeflow import compilation
+    from tapeflow.arguments import argument_kinds, array_shapes, scalar_positions
+    x = np.linspace(-1.0, 1.2, 6)
+    compiled = compilation.compile(elementwise, compilation.Spec(
+        'reverse', (0,), scalar_args=scalar_positions((x,)), arg_shapes=array_shapes((x,)),
+        kinds=argument_kinds((x,))))
+    combined = compiled.source
+    backward = compiled.split_source[compiled.split_source.index('def elementwise_backward'):]
+    factored = combined[combined.index('bx = '):].splitlines()[0].strip()
+    assert factored.startswith('bx = badd * (') and factored in backward
+    value, pullback = tf.vjp(elementwise, x)
+    grads = tf.grad(elementwise)(x)
+    np.testing.assert_allclose(pullback(1.0)[0], grads, rtol=1e-13)
+    variable = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = tf.function(elementwise)(variable)
+    np.testing.assert_allclose(np.asarray(tape.gradient(y, variable)), grads, rtol=1e-13)
+    checked_against_plain(elementwise, (x,), 0, np.random.default_rng(8))

@@ -51,6 +51,7 @@ class ReverseCompile(CompileContext):
     primal_of: dict = None            # adjoint -> the name it is the adjoint of
     loops_checkpointed: bool = False  # `checkpoint` rewrote loops of the combined function
     user_defaults: list = None        # the user's defaults, bound in the namespace (`tape`)
+    inexact_locals: frozenset = frozenset()   # names the combined function shows inexact (`factor`)
 
     def reverse_context(self, node) -> reverse.ReverseContext:
         """The context of `reverse.transform`, the seed named first."""

@@ -33,6 +33,7 @@ import numpy as np
 from tapeflow.syntax import ast
 from tapeflow.syntax import nodes
 from tapeflow.transforms import fusion
+from tapeflow.transforms.assemble import unit_roles
 
 _SUMS = (ast.Add, ast.Sub)
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
@@ -44,16 +45,18 @@ _MATH_FLOATS = frozenset({
     'radians', 'ldexp'})
 
 
-def transform(fdef: ast.FunctionDef, cotangents, inexact=(), pops=()) -> ast.FunctionDef | None:
+def transform(fdef: ast.FunctionDef, cotangents, inexact=(), pops=(),
+              restored=None) -> ast.FunctionDef | None:
     """`fdef` with common factors taken out of the sums assigned to `cotangents`
     (names); `inexact`: names known to hold floats (the differentiated parameters);
-    `pops`: the names of the tape's pop. A new function (what it rewrites, it copies),
-    or None where nothing changed."""
+    `pops`: the names of the tape's pop; `restored` (a function of the split pair): the
+    names the combined function's values show inexact, which its pops restore. A new
+    function (what it rewrites, it copies), or None where nothing changed."""
     targets = [s for s in nodes.statements(fdef.body) if _assigned(s) in cotangents
                and s.value.__class__ is ast.BinOp and s.value.op.__class__ in _SUMS]
     if not targets:
         return None
-    typed = _Inexact(fdef, set(inexact), set(pops))
+    typed = _Inexact(fdef, set(inexact), set(pops), restored)
     rewritten = {}
     for stmt in targets:
         value = _factored(stmt.value, typed)
@@ -163,17 +166,22 @@ class _Inexact:
     """Which expressions of one function surely hold inexact numbers (or Python
     numbers): a fixpoint over its locals, optimistic at first."""
 
-    def __init__(self, fdef, known, pops):
-        values, other = {}, set()
+    def __init__(self, fdef, known, pops, restored=None):
+        values, other, popped = {}, set(), set()
         for stmt in nodes.statements(fdef.body):
             name = _assigned(stmt)
             if name is not None:
                 if not _restored(stmt.value, pops):     # a value the name held before
                     values.setdefault(name, []).append(stmt.value)
+                else:
+                    popped.add(name)
             elif stmt.__class__ is ast.Assign:
+                bound = {n.id for t in stmt.targets for n in nodes.walk(t)
+                         if n.__class__ is ast.Name}
                 if not _restored(stmt.value, pops):
-                    other |= {n.id for t in stmt.targets for n in nodes.walk(t)
-                              if n.__class__ is ast.Name}
+                    other |= bound
+                else:
+                    popped |= bound
             elif stmt.__class__ is ast.For:
                 other |= {n.id for n in nodes.walk(stmt.target) if n.__class__ is ast.Name}
             elif stmt.__class__ not in _BINDING_NOTHING:      # any other binding of a name
@@ -183,6 +191,12 @@ class _Inexact:
         # `math.f` and `np.f` name the modules unless the function binds those names
         self.modules = {'math', 'np'} - values.keys() - other - params
         self.names = {n for n in values if n not in params} | (known & params)
+        if restored is not None:
+            # The backward of the split pair pops what its forward computed, by the
+            # statements of the combined function's forward part: `restored`, the names
+            # inexact there, are so here; a name popped that is not one of them is not.
+            self.names |= {n for n in popped if n in restored and n not in values}
+            self.names -= popped - restored
         self.names -= other
         self.values = values
         changed = True
@@ -252,10 +266,14 @@ def run(tree, ctx):
     if not ctx.optimize:
         return tree
     cotangents, inexact, pops = ctx.cotangent_names, set(ctx.wrt_names or ()), {ctx.names.pop}
+    combined = unit_roles(tree, ctx).get('combined')
+    if combined is not None:        # (before the split pair, now or when it is asked for)
+        ctx.inexact_locals = frozenset(_Inexact(combined, inexact, pops).names)
     options = None
     for k, fdef in enumerate(tree.body):
+        restored = None if fdef is combined else ctx.inexact_locals
         for _ in range(_ROUNDS):
-            factored = transform(fdef, cotangents, inexact, pops)
+            factored = transform(fdef, cotangents, inexact, pops, restored)
             if factored is None:
                 break
             options = options or ctx.fusion_options()
