@@ -149,7 +149,7 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
         return (grads, value[1]) if has_aux else grads
 
     bind = binder(python_fn, fname)
-    ndarray = np.ndarray
+    ndarray, float64 = np.ndarray, np.float64
     nparams = python_fn.__code__.co_argcount
     if python_fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         nparams = None              # compiling says where: the fence rejects *args
@@ -183,9 +183,14 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
             if not has_aux and isinstance(error, (TypeError, IndexError, KeyError, ValueError)):
                 check_not_structured(python_fn, args, kind)
             sourcemap.reraise(error)
-        if value.__class__ is float and grads.__class__ is float and single and not has_aux \
-                and args[argnums].__class__ is float:
-            return (value, grads) if with_value else grads      # the scalar fast path
+        if single and not has_aux:
+            arg = args[argnums]
+            if value.__class__ is float and grads.__class__ is float and arg.__class__ is float:
+                return (value, grads) if with_value else grads      # the scalar fast path
+            if value.__class__ is float64 and grads.__class__ is ndarray \
+                    and arg.__class__ is ndarray and grads.dtype is arg.dtype \
+                    and grads.shape == arg.shape and grads.dtype.kind == 'f':
+                return (value, grads) if with_value else grads      # the array's: `finish`'s
         return finish(value, grads, args)
 
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
