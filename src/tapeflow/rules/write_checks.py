@@ -133,13 +133,20 @@ def check_apart(value, other, deep, reason, filename, lineno, col):
 
 
 def check_refresh(container, written, holders, reason, filename, lineno, col):
-    """Before a write into `written`: `container`, whose kind the mutation pass did not
-    know and refreshes as a list holding `holders` after the write, is, if an array, one
-    of `holders` (the refresh makes it the written object) or apart from `written`;
-    else the located refusal `reason`."""
-    if shares_views(container) and shares_views(written) \
-            and not any(container is h for h in holders) and overlap(container, written):
-        raise UnsupportedError(reason, filename, lineno, col)
+    """Before a write into `written`: `container`, which the mutation pass refreshes after
+    the write as a list (tuple, dict) whose slots hold `holders`, is, if an array (its kind
+    was not known), one of `holders` or apart from `written`; if a list, tuple or dict, each
+    of its slots that shares memory with `written` is one of `holders` (a view that a call
+    put there, unseen by the pass, would not be refreshed); else the located refusal `reason`."""
+    if not shares_views(written):
+        return
+    if isinstance(container, dict):
+        parts = container.values()
+    else:
+        parts = container if isinstance(container, (list, tuple)) else (container,)
+    for part in parts:
+        if shares_views(part) and not any(part is h for h in holders) and overlap(part, written):
+            raise UnsupportedError(reason, filename, lineno, col)
 
 
 def memory_parts(value, deep) -> list:

@@ -163,8 +163,9 @@ class Propagation:
             nodes.const(where.offset - 1)))]
 
     def refresh_check(self, child, holders):
-        """Before the write: `child`, of a kind not known, refreshed as a list holding
-        `holders`, must, if an array, be one of them or apart from the memory written."""
+        """Before the write: `child`, refreshed as a list holding `holders`, must, if an
+        array (its kind was not known), be one of them or apart from the memory written,
+        and its slots that share that memory must be those objects."""
         where = self.rw.error(self.stmt, (
             f'{self.start} shares memory with {child}{self.rw.made_at(child, self.stmt)} in a way '
             f'not known here; writing into {self.start} changes {child} -- write {self.start} = '
@@ -185,8 +186,8 @@ class Propagation:
             if direction == 'refresh':
                 # the slots hold the objects from before the write (a view made anew is
                 # another); after every holder is brought up to date, wherever it was reached
-                if self.state.kinds.get(child) is None:     # an array after all: checked
-                    self.before.append(self.refresh_check(child, e))
+                # an array after all, or a slot holding a view a call made there: checked
+                self.before.append(self.refresh_check(child, e))
                 self.deferred.append(child)
                 continue
             body = self.edge(direction, e) + self.emit(child, parent, needed)
