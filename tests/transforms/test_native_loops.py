@@ -67,12 +67,13 @@ def _native_source(fn, args, wrt=0):
     return tf.source(fn, wrt, compile='numba', args=args)
 
 
-def test_gravity_is_loops_over_elements_and_keeps_only_what_the_sweep_reads():
+def test_gravity_is_loops_over_elements_fused_and_keeps_only_what_the_sweep_reads():
     rng = np.random.default_rng(1)
     text = _native_source(gravity, CASES[0][1](rng), (0, 1))
-    assert 'd[_i, _j, _k] = _item[0, _j, _k] - _item2[_i, 0, _k]' in text
-    assert 'unbroadcast(' not in text and 'grad_of_sum(bout' in text     # (the seed's shape)
-    assert 'np.power(r2[_i, _j], -1.5)' in text
+    assert 'd[_i, _j, _k] = pos[_j, _k] - pos[_i, _k]' in text      # (the views, fused)
+    assert 'unbroadcast(' not in text and 'grad_of_sum(' not in text and 'untake(' not in text
+    assert '_item3[_i, _j, _k] = m[_j] * np.power(r2[_i, _j], -1.5)' in text   # (w, fused)
+    assert '    w = ' not in text and '_mul2' not in text
     kept = sorted(line.split('=')[0].strip() for line in text.splitlines()
                   if line.strip().endswith('_tape = []'))
     assert kept == ['_d_tape', '_item3_tape', '_pos_tape', '_r2_tape'], kept

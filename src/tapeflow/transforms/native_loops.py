@@ -43,13 +43,49 @@ from tapeflow.transforms.native_shapes import (
 
 def lower(fdef, ctx, tapes=()):
     """Lower `fdef`'s array statements in place (the module's docstring); `tapes`: the
-    names of its tapes (`transforms.native`: what is popped is what was pushed)."""
-    shapes = Shapes(fdef, ctx, tapes)
+    names of its tapes (`transforms.native`: what is popped is what was pushed). Then
+    again with each array that one loop reads once, element by element, computed there
+    (`_fusions`), until none is left."""
+    taken, unfused, gone = set(ctx.namer.taken), nodes.clone(fdef), {}
+    while True:
+        ctx.namer.taken = set(taken)            # (each round names its loops afresh)
+        tree = nodes.clone(fdef)
+        originals = dict(zip(map(id, nodes.statements(tree.body)), nodes.statements(fdef.body)))
+        lowering = _lower_once(tree, ctx, tapes, gone)
+        fused = _fusions(tree, lowering)
+        if not fused:
+            break
+        for producer, consumer in fused:
+            gone[producer.targets[0].id] = lowering.shapes.shapes[producer.targets[0].id]
+            producer, consumer = originals[id(producer)], originals[id(consumer)]
+            name = producer.targets[0].id
+            consumer.value = nodes.substitute(consumer.value, {name: producer.value})
+            _remove(fdef, {id(producer)})
+    if set(gone) & _loaded(tree):        # (a fused array read for its shape: none fused)
+        ctx.namer.taken = set(taken)
+        tree = unfused
+        _lower_once(tree, ctx, tapes, {})
+    read, undefined = _loaded(tree), getattr(ctx, 'undefined', ())   # (the jvp: none)
+    fdef.body = [stmt for stmt in tree.body if not (      # placeholders nothing reads now
+        isinstance(stmt, ast.Assign) and ast.name_id(stmt.targets[0]) in undefined and
+        (constant(stmt.value, None) or calls(stmt.value, 'np.full')) and
+        ast.name_id(stmt.targets[0]) not in read)]
+
+
+def _loaded(tree):
+    return {n.id for n in nodes.walk(tree) if isinstance(n, ast.Name) and
+            isinstance(n.ctx, ast.Load)}
+
+
+def _lower_once(fdef, ctx, tapes, gone):
+    """One round: `gone`, the shapes of the arrays fused into their one reader (read for
+    their shapes alone elsewhere, which the loops no longer read)."""
+    shapes = Shapes(fdef, ctx, tapes, gone)
     lowering = _Lowering(shapes, ctx)
     fdef.body = lowering.block(fdef.body)
     for stmt in fdef.body:
         if isinstance(stmt, ast.Assign) and constant(stmt.value, None) and \
-                ast.name_id(stmt.targets[0]) in ctx.undefined and lowering.lowered:
+                ast.name_id(stmt.targets[0]) in getattr(ctx, 'undefined', ()) and lowering.groups:
             shape = shapes.shapes.get(ast.name_id(stmt.targets[0]))
             if shape:           # its tape's placeholder, as `transforms.native` writes it
                 stmt.value = _np('full', nodes.tuple_(*map(nodes.const, shape)),
@@ -57,8 +93,80 @@ def lower(fdef, ctx, tapes=()):
     if tapes:
         _drop_unread(fdef, ctx.names.value, tapes)
     guards = [nodes.expr_stmt(nodes.call('float64_array', nodes.name(p)))
-              for p in sorted(shapes.params) if p in shapes.shapes and lowering.lowered]
+              for p in sorted(shapes.params) if p in shapes.shapes and lowering.groups]
     fdef.body[:0] = guards
+    return lowering
+
+
+def _fusions(fdef, lowering):
+    """(producer, consumer) statements (before lowering): `t = E` elementwise, where `t`
+    is read once, by one element of a later loop nest in the same block that visits
+    each of `t`'s elements once, nothing bound between reads what `E` reads, and
+    nothing else binds `t` but its placeholder. One link of a chain a round."""
+    blocks = {}
+    for block in _blocks(fdef.body):
+        blocks.update({id(stmt): (block, k) for k, stmt in enumerate(block)})
+    inside = {}                         # statement in a nest -> its group
+    for group in lowering.groups:
+        inside.update({id(s): group for s in nodes.statements([group[2][1]])})
+    loads, binds = {}, {}
+    for stmt in nodes.statements(fdef.body):
+        for node in own_nodes(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                loads.setdefault(node.id, []).append(stmt)
+        if isinstance(stmt, ast.Assign) and not constant(stmt.value, None) and \
+                not calls(stmt.value, 'np.full'):
+            for target in stmt.targets:
+                binds[ast.name_id(target)] = binds.get(ast.name_id(target), 0) + 1
+    fused, consumers = [], set()
+    for stmt, target, made, elementwise in lowering.groups:
+        if not elementwise or made[0].targets[0].id != target or binds.get(target) != 1 or \
+                id(stmt) in consumers:
+            continue
+        own = {id(x) for x in nodes.statements([made[1]])}
+        reads = [s for s in loads.get(target, ()) if id(s) not in own]
+        if len(reads) != 1 or id(reads[0]) not in inside:
+            continue
+        consumer = inside[id(reads[0])]
+        (block, start), (other, end) = blocks[id(made[0])], blocks[id(consumer[2][0])]
+        view = isinstance(stmt.value, ast.Subscript) and isinstance(stmt.value.value, ast.Name)
+        if other is not block or end <= start or \
+                not view and not _visits_once(consumer[2][1], target):    # (a view: no cost)
+            continue
+        read = {n.id for n in nodes.walk(stmt.value) if isinstance(n, ast.Name)}
+        between = block[start + len(made):end]
+        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in read
+               for s in between for n in nodes.walk(s)):
+            continue
+        fused.append((stmt, consumer[0]))
+        consumers.add(id(consumer[0]))
+    return fused
+
+
+def _visits_once(nest, name):
+    """Whether the one read of `name` in `nest` is at an index of all the loops around it
+    (of more than one trip): each element read once."""
+    def find(stmt, loops):
+        if isinstance(stmt, ast.For):
+            for inner in stmt.body:
+                yield from find(inner, loops + [stmt])
+            return
+        for node in own_nodes(stmt):
+            if isinstance(node, ast.Subscript) and ast.name_id(node.value) == name:
+                yield node, loops
+    for node, loops in find(nest, []):
+        used = {n.id for n in nodes.walk(node.slice) if isinstance(n, ast.Name)}
+        return all(loop.target.id in used or loop.iter.args[0].value == 1 for loop in loops)
+    return False
+
+
+def _blocks(body):
+    yield body
+    for stmt in body:
+        for field in ('body', 'orelse'):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner:
+                yield from _blocks(inner)
 
 
 def _drop_unread(fdef, value, tapes):
@@ -124,7 +232,7 @@ class _Lowering:
 
     def __init__(self, shapes, ctx):
         self.shapes, self.ctx = shapes, ctx
-        self.lowered = False
+        self.groups = []            # (statement, target, what it became, elementwise)
         self.indices = []           # the loop variables, by depth
 
     def block(self, body):
@@ -155,7 +263,6 @@ class _Lowering:
         summed = self._summed(value)
         if summed is None and not self._elementwise(value, shape):
             return None
-        self.lowered = True
         loaded = {n.id for n in nodes.walk(value) if isinstance(n, ast.Name)}
         out = self.ctx.namer.new(f'_{target.lstrip("_")}_new') if target in loaded else target
         index = self._indices(len(shape))
@@ -168,7 +275,9 @@ class _Lowering:
         made.append(self._nest(index, shape, body))
         if out != target:
             made.append(nodes.assign(target, nodes.name(out)))
-        return [nodes.located(s, stmt) for s in made]
+        made = [nodes.located(s, stmt) for s in made]
+        self.groups.append((stmt, target, made, summed is None))
+        return made
 
     def _summed(self, value):
         """(the value summed, the axes of it summed, those kept) of a reduction, or None."""
@@ -238,7 +347,8 @@ class _Lowering:
         if isinstance(node, ast.Name):
             return self._at(node.id, mine)
         if isinstance(node, ast.Subscript):
-            return self._at(node.value.id, _through(index_parts(node.slice), mine))
+            return self.element(node.value, _through(index_parts(node.slice), mine),
+                                self.shapes.of(node.value, False))
         if isinstance(node, ast.BinOp):
             return self._binop(node, mine, own)
         if isinstance(node, ast.UnaryOp):
@@ -249,8 +359,8 @@ class _Lowering:
         if calls(node, 'unbroadcast'):
             return self.element(node.args[0], mine, own)
         if calls(node, 'grad_of_sum'):
-            if len(node.args) == 2:
-                return self.element(node.args[0], [], ())
+            if len(node.args) == 2:     # (a number: `Shapes.of`)
+                return nodes.clone(node.args[0])
             axis = axis_number(node.args[2], len(own))
             return self.element(node.args[0], mine[:axis] + mine[axis + 1:],
                                 own[:axis] + own[axis + 1:])

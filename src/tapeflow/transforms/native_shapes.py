@@ -72,7 +72,7 @@ class Shapes:
     """The static shape of each name that holds float64 arrays (or numbers) of one shape
     wherever it is bound in the function; a fixpoint over its bindings."""
 
-    def __init__(self, fdef, ctx, tapes):
+    def __init__(self, fdef, ctx, tapes, gone=None):
         self.ctx = ctx
         known = ctx.shapes or {}
         arguments = ctx.parameter_shapes()
@@ -85,7 +85,7 @@ class Shapes:
                 name = stmt.targets[0].id
                 if popped(stmt.value, tapes):
                     continue            # what was pushed: one of its other bindings
-                if constant(stmt.value, None) and name in ctx.undefined:
+                if constant(stmt.value, None) and name in getattr(ctx, 'undefined', ()):
                     continue            # its tape's placeholder: pushed, popped, never read
                 bindings.setdefault(name, []).append(stmt.value)
             else:
@@ -95,15 +95,16 @@ class Shapes:
         bindings = {n: v for n, v in bindings.items() if n not in unknown | self.numbers}
         banned = set()
         while True:         # optimistic, then checked: a binding may read its own name
-            self._fixpoint(bindings, known, arguments, banned)
+            self._fixpoint(bindings, known, arguments, banned, gone or {})
             broken = {n for n, shape in self.shapes.items() if n in bindings and
                       {self.of(v, strict=False) for v in bindings[n]} != {shape}}
             if not broken:
                 break
             banned |= broken
 
-    def _fixpoint(self, bindings, known, arguments, banned):
+    def _fixpoint(self, bindings, known, arguments, banned, gone):
         self.shapes = {p: tuple(arguments[p]) for p in self.params - banned}
+        self.shapes.update(gone)
         self.shapes.update({n: () for n in self.numbers})
         changed, rounds = True, 4 * len(bindings) + 4     # (what does not settle: checked)
         while changed and rounds:
@@ -133,8 +134,8 @@ class Shapes:
                               self.of(node.right, False, strict))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             return self.of(node.operand, False, strict)
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            return _indexed_shape(self.shapes.get(node.value.id) or None,
+        if isinstance(node, ast.Subscript):
+            return _indexed_shape(self.of(node.value, False, strict) or None,
                                   index_parts(node.slice))
         if not isinstance(node, ast.Call) or node.keywords and not calls(node, 'np.sum'):
             return None
@@ -146,6 +147,9 @@ class Shapes:
         if not strict and len(args) > 1 and args[1] and \
                 any(calls(node, h) for h in ('unbroadcast', 'grad_of_sum', 'untake')):
             return args[1]
+        if calls(node, 'grad_of_sum') and len(args) == 2 and args[1] and \
+                isinstance(node.args[0], (ast.Name, ast.Constant)):
+            return args[1]      # (its twin takes a number `g`, the seed of a sum, only)
         if None in args:
             return None
         if calls(node, 'np') and node.func.attr in _ELEMENTWISE_NP and len(args) == 1:
