@@ -30,9 +30,13 @@ Each element is computed by the same operations in the same order as NumPy compu
 it (`x ** 2` as `x * x`, `x ** 0.5` as `np.sqrt(x)`, `x ** -1` as `1.0 / x`, as
 NumPy's power does for those exponents), so the numbers are NumPy's. A statement
 that reads an array of unknown shape or dtype, or anything else, is left as it is
-(Numba computes it as before): nothing is guessed. A view (`a[None, :, :]` alone)
-stays a view. The arguments the loops read are float64 by `float64_array(x)`,
-a Numba typing error (told at the user's line) for any other dtype.
+(Numba computes it as before): nothing is guessed. The array arguments are float64
+by `float64_array(x)`, a Numba typing error (told at the user's line) for another.
+
+Then (`_fusions`) an array that one later nest of the same block reads once, each
+element once (or a view, `a[None, :, :]`, read anyhow), is computed there instead of
+kept, round by round; and a list tape of a name the reverse sweep no longer reads
+(it read `x` for its shape: `unbroadcast(g, x)`) is dropped (`_drop_unread`).
 """
 from __future__ import annotations
 
