@@ -102,3 +102,24 @@ def test_an_integer_array_is_refused_not_computed_in_float64():
     g = tf.value_and_grad(gravity, (0, 1), compile='numba')
     with pytest.raises(UnsupportedError):
         g(pos, vel, np.arange(1, 5))
+
+
+def rebound_between(x, y):
+    t = x * 2.0 + y                 # read once below, but x is bound again before that
+    x = x * x
+    u = np.exp(y)                   # read by the reverse sweep too: kept
+    return np.sum(t * x * u)
+
+
+def test_an_array_is_computed_where_it_is_read_only_where_its_inputs_are_unchanged():
+    rng = np.random.default_rng(3)
+    args = (rng.normal(size=(3, 2)), rng.normal(size=2))
+    text = _native_source(rebound_between, args, (0, 1))
+    assert 't = np.empty((3, 2))' in text and '= t[_i, _j] * x[_i, _j]' in text
+    assert 'u = np.empty((2,))' in text
+    value, grads = tf.value_and_grad(rebound_between, (0, 1), compile='numba')(*args)
+    expected_value, expected = tf.value_and_grad(rebound_between, (0, 1))(*args)
+    np.testing.assert_allclose(value, expected_value, rtol=1e-13)
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+    check_gradient(rebound_between, grads, args, (0, 1), rng)
