@@ -129,22 +129,39 @@ def _fusions(fdef, lowering):
             continue
         own = {id(x) for x in nodes.statements([made[1]])}
         reads = [s for s in loads.get(target, ()) if id(s) not in own]
-        if len(reads) != 1 or id(reads[0]) not in inside:
+        view = _indexing(stmt.value)            # (computed again at each read: no cost)
+        if not reads or any(id(s) not in inside for s in reads) or len(reads) > 1 and not view:
             continue
-        consumer = inside[id(reads[0])]
-        (block, start), (other, end) = blocks[id(made[0])], blocks[id(consumer[2][0])]
-        view = isinstance(stmt.value, ast.Subscript) and isinstance(stmt.value.value, ast.Name)
-        if other is not block or end <= start or \
-                not view and not _visits_once(consumer[2][1], target):    # (a view: no cost)
-            continue
+        found = list({id(inside[id(s)][0]): inside[id(s)] for s in reads}.values())
         read = {n.id for n in nodes.walk(stmt.value) if isinstance(n, ast.Name)}
-        between = block[start + len(made):end]
-        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in read
-               for s in between for n in nodes.walk(s)):
-            continue
-        fused.append((stmt, consumer[0]))
-        consumers.add(id(consumer[0]))
+        if all(_fusible(consumer, view, target, read, blocks, made) for consumer in found):
+            fused.extend((stmt, consumer[0]) for consumer in found)
+            consumers.update(id(consumer[0]) for consumer in found)
     return fused
+
+
+def _fusible(consumer, view, target, read, blocks, made):
+    """Whether the nest of `consumer` (a group) can compute `target`'s elements itself:
+    later in the same block, each element read once (or `view`), and nothing that the
+    value of `target` reads bound in between."""
+    (block, start), (other, end) = blocks[id(made[0])], blocks[id(consumer[2][0])]
+    if other is not block or end <= start or not view and not _visits_once(consumer[2][1],
+                                                                             target):
+        return False
+    return not any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in read
+                   for s in block[start + len(made):end] for n in nodes.walk(s))
+
+
+def _indexing(value):
+    """A value that only reads another array's elements: `a[None, :, :]`,
+    `grad_of_sum(g, x, axis)`, `untake(g, x, idx)` of a name `g` (or of
+    `unbroadcast(g, y)`)."""
+    if isinstance(value, ast.Subscript):
+        return isinstance(value.value, ast.Name)
+    if not (calls(value, 'grad_of_sum') or calls(value, 'untake')):
+        return False
+    g = value.args[0]       # (an elementwise value: an `unbroadcast` in it sums nothing)
+    return isinstance(g, ast.Name) or calls(g, 'unbroadcast') and isinstance(g.args[0], ast.Name)
 
 
 def _visits_once(nest, name):
