@@ -41,8 +41,9 @@ kept, round by round; and a list tape of a name the reverse sweep no longer read
 from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
-from tapeflow.transforms.native_shapes import (
-    Shapes, axis_keyword, axis_number, calls, constant, index_parts, own_nodes, popped, summed_axes)
+from tapeflow.transforms.native_shapes import (Shapes, axis_keyword, axis_number, calls,
+                                               constant, index_parts, own_nodes, popped,
+                                               summed_axes)
 
 
 def lower(fdef, ctx, tapes=()):
@@ -105,7 +106,8 @@ def _lower_once(fdef, ctx, tapes, gone):
 def _fusions(fdef, lowering):
     """(producer, consumer) statements (before lowering): `t = E` elementwise, where `t`
     is read once, by one element of a later loop nest in the same block that visits
-    each of `t`'s elements once, nothing bound between reads what `E` reads, and
+    each of `t`'s elements once (or `E` only reads another array's elements,
+    `_indexing`: by any such nests), nothing bound between reads what `E` reads, and
     nothing else binds `t` but its placeholder. One link of a chain a round."""
     blocks = {}
     for block in _blocks(fdef.body):
@@ -397,7 +399,8 @@ class _Lowering:
         power = node.right.value if isinstance(node.op, ast.Pow) and \
             isinstance(node.right, ast.Constant) else None
         if isinstance(node.op, ast.Pow) and isinstance(node.right, ast.UnaryOp) and \
-                isinstance(node.right.op, ast.USub) and isinstance(node.right.operand, ast.Constant):
+                isinstance(node.right.op, ast.USub) and \
+                isinstance(node.right.operand, ast.Constant):
             power = -node.right.operand.value
         if power == 2:              # as NumPy's power computes these exponents
             return nodes.binop(left, ast.Mult(), self.element(node.left, index, shape))

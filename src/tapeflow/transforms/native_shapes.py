@@ -172,7 +172,8 @@ class Shapes:
             if kinds is None or any(k not in (None, ':') for k in kinds):
                 return None
             return args[1] if _indexed_shape(args[1], kinds) == args[0] else None
-        if top and calls(node, 'np.sum') and len(node.args) == 1 and axis_keyword(node) is not None:
+        if top and calls(node, 'np.sum') and len(node.args) == 1 and \
+                axis_keyword(node) is not None:
             axis = axis_number(axis_keyword(node), len(args[0]))
             if axis is None or args[0][axis] == 0:
                 return None
