@@ -21,7 +21,7 @@ under a tape and `source` still read) and adds a native twin of the combined fun
   without an njit twin, a global or closure name (Numba would freeze its value), a
   nested function, a dict, a lambda, a comprehension, an f-string;
   With `compile='auto'`, one warning (at that line) and the NumPy path;
-- array statements of static shapes become loops (`native_loops`); `reversed(r)`: `reversed_range(r)`.
+- static-shape array statements become loops (`native_loops`); `reversed(r)`: `reversed_range(r)`.
 
 What Numba finds only when it types the code (an unsupported NumPy call) is told at
 the user's line when the first call compiles it, before anything runs
