@@ -237,6 +237,11 @@ def _unbroadcast_typer(g, x):
     return None
 
 
+def float64_array(x):
+    """Nothing for a float64 array, a typing error for another (`native_loops`' loops)."""
+    return None
+
+
 def reversed_range(r):
     """`reversed(r)` of a range, as a range (what Numba iterates; `transforms.native`
     writes `reversed(r)` so)."""
@@ -262,6 +267,7 @@ _TYPERS = {
     zeros_like_adjoint: lambda twin: _zeros_typer,
     broadcast_tangent: lambda twin: _broadcast_typer,
     reversed_range: _when(lambda r: str(r).startswith('range_state')),
+    float64_array: _when(lambda x: _arrays(x)),
 }
 TWINS = frozenset(f.__name__ for f in _TYPERS)
 _registered: list = []

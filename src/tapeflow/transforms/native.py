@@ -21,7 +21,7 @@ under a tape and `source` still read) and adds a native twin of the combined fun
   without an njit twin, a global or closure name (Numba would freeze its value), a
   nested function, a dict, a lambda, a comprehension, an f-string;
   With `compile='auto'`, one warning (at that line) and the NumPy path;
-- `reversed(r)` of a range is `reversed_range(r)`, a range Numba iterates.
+- static-shape array statements become loops (`native_loops`); `reversed(r)`: `reversed_range(r)`.
 
 What Numba finds only when it types the code (an unsupported NumPy call) is told at
 the user's line when the first call compiles it, before anything runs
@@ -37,6 +37,7 @@ import warnings
 
 from tapeflow.errors import NativeFallbackWarning, UnsupportedError
 from tapeflow.runtime import native as native_runtime
+from tapeflow.transforms import native_loops
 from tapeflow.syntax import ast, nodes, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
@@ -89,8 +90,8 @@ def native_tree(combined, ctx):
     located `UnsupportedError` for what it cannot hold."""
     fdef = nodes.clone(combined)
     _check(fdef, ctx)
-    if ctx.mode == 'reverse':           # (forward mode's jvp has no tape)
-        _Tapes(ctx).rewrite(fdef)
+    tapes = _Tapes(ctx).rewrite(fdef) if ctx.mode == 'reverse' else ()   # (the jvp has none)
+    native_loops.lower(fdef, ctx, tapes)
     _Reversed().visit(fdef)
     return fdef
 
@@ -180,6 +181,7 @@ class _Tapes:
         if left:
             _refuse(fdef, self.ctx, 'a use of the tape other than by push/pop pairs',
                     "use compile='python'")
+        return set(self.tapes.values())
 
     def _plan_arrays(self, body):
         """Pairs pushed in the body of a top-level loop over a range known at its entry
