@@ -21,8 +21,8 @@ import gast
 
 from tapeflow.syntax.anno import Key, copyanno, defaultanno, getanno, setanno
 from tapeflow.syntax.walkers import (  # noqa: F401  (re-exported: callers say nodes.walk)
-    children, load_names, loaded_names, name_counts, names_in, statements, store_names, walk,
-    walk_terms)
+    children, load_names, loaded_names, name_counts, names_in, own_nodes, statements,
+    store_names, walk, walk_terms)
 
 Load, Store, Del = gast.Load, gast.Store, gast.Del
 

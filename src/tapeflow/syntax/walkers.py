@@ -18,6 +18,17 @@ def statements(body):
                 stack.extend(reversed(block))
 
 
+def own_nodes(stmt):
+    """The nodes of `stmt` outside its nested blocks (a loop's header, not its body)."""
+    for field in stmt._fields:
+        if field in ('body', 'orelse'):
+            continue
+        value = getattr(stmt, field, None)
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, gast.AST):
+                yield from walk(part)
+
+
 def store_names(body) -> set:
     """Names a block assigns (targets, loop variables, nested defs)."""
     out = set()

@@ -122,7 +122,7 @@ def _check(fdef, ctx):
             _refuse(stmt, ctx, f'the function {stmt.name} defined inside, which Numba does '
                     'not compile', "define it at module level and pass what it reads, or use "
                     "compile='python'", near)
-        for node in _own_nodes(stmt):
+        for node in nodes.own_nodes(stmt):
             kind = _REFUSED.get(node.__class__)
             if kind is not None:
                 _refuse(_located(node, stmt), ctx, f'{kind}, which Numba does not compile',
@@ -145,17 +145,6 @@ def _check(fdef, ctx):
             _refuse(stmt, ctx, f'the name {name!r}, from outside the function',
                     'Numba would freeze its value when it compiles (a later change would not '
                     'be seen): pass it as an argument', near)
-
-
-def _own_nodes(stmt):
-    """The nodes of `stmt` outside its nested blocks."""
-    for field in stmt._fields:
-        if field in ('body', 'orelse'):
-            continue
-        value = getattr(stmt, field, None)
-        for part in value if isinstance(value, list) else [value]:
-            if isinstance(part, ast.AST):
-                yield from nodes.walk(part)
 
 
 class _Tapes:
@@ -321,7 +310,7 @@ class _Tapes:
     def _uses_tape(self, stmt):
         """Whether `stmt`'s own expressions push or pop (`optimize` may have dropped them)."""
         return any(_calls(n, self.names.push) or _calls(n, self.names.pop)
-                   for n in _own_nodes(stmt))
+                   for n in nodes.own_nodes(stmt))
 
     def _push_of(self, stmt):
         """The value `stmt` pushes (`_push(value)`), or None."""
@@ -442,7 +431,7 @@ def _float_valued(fdef, pop):
             continue
         call = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
             ast.name_id(value.func.value) == 'math' and value.func.attr in _FLOAT_MATH
-        for node in _own_nodes(stmt):
+        for node in nodes.own_nodes(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 single = call and len(stmt.targets) == 1 and stmt.targets[0] is node
                 (floats if single else others).add(node.id)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
 from tapeflow.transforms.native_shapes import (Shapes, axis_keyword, axis_number, calls,
-                                               constant, index_parts, own_nodes, popped,
+                                               constant, index_parts, popped,
                                                summed_axes)
 
 
@@ -117,7 +117,7 @@ def _fusions(fdef, lowering):
         inside.update({id(s): group for s in nodes.statements([group[2][1]])})
     loads, binds = {}, {}
     for stmt in nodes.statements(fdef.body):
-        for node in own_nodes(stmt):
+        for node in nodes.own_nodes(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 loads.setdefault(node.id, []).append(stmt)
         if isinstance(stmt, ast.Assign) and not constant(stmt.value, None) and \
@@ -174,7 +174,7 @@ def _visits_once(nest, name):
             for inner in stmt.body:
                 yield from find(inner, loops + [stmt])
             return
-        for node in own_nodes(stmt):
+        for node in nodes.own_nodes(stmt):
             if isinstance(node, ast.Subscript) and ast.name_id(node.value) == name:
                 yield node, loops
     for node, loops in find(nest, []):
@@ -203,11 +203,11 @@ def _drop_unread(fdef, value, tapes):
     read = set()
     for stmt in nodes.statements(fdef.body[start:]):
         if not popped(getattr(stmt, 'value', None), tapes):
-            read |= {n.id for n in own_nodes(stmt) if isinstance(n, ast.Name) and
+            read |= {n.id for n in nodes.own_nodes(stmt) if isinstance(n, ast.Name) and
                      isinstance(n.ctx, ast.Load)}
     uses = {}               # tape -> its statements: [] or .append(x) or x = .pop()
     for stmt in nodes.statements(fdef.body):
-        for node in own_nodes(stmt):
+        for node in nodes.own_nodes(stmt):
             if isinstance(node, ast.Name) and node.id in tapes:
                 uses.setdefault(node.id, []).append((stmt, _tape_use(stmt, node.id)))
     dead = set()

@@ -219,7 +219,7 @@ def popped(value, tapes):
 
 def _own_stores(stmt):
     """The names `stmt` binds in its own expressions (a loop's target, not its body's)."""
-    return {n.id for n in own_nodes(stmt) if isinstance(n, ast.Name) and
+    return {n.id for n in nodes.own_nodes(stmt) if isinstance(n, ast.Name) and
             isinstance(n.ctx, ast.Store)}
 
 
@@ -239,13 +239,3 @@ def calls(node, name):
     if isinstance(func, ast.Attribute) and ast.name_id(func.value) == 'np':
         return name in ('np', 'np.' + func.attr)
     return ast.name_id(func) == name
-
-
-def own_nodes(stmt):
-    for field in stmt._fields:
-        if field in ('body', 'orelse'):
-            continue
-        value = getattr(stmt, field, None)
-        for part in value if isinstance(value, list) else [value]:
-            if isinstance(part, ast.AST):
-                yield from nodes.walk(part)
