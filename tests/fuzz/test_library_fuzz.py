@@ -38,3 +38,21 @@ def test_values_listing_a_librarys_scalars_are_read_in_that_library():
     value, grads = tf.value_and_grad(placed, argnums=(0, 1))(duck_gpu.asarray(y), duck_gpu.asarray(z))
     assert np.isclose(float(value.get()), placed(y, z), rtol=1e-12)
     check_gradient(placed, [g.get() for g in grads], (y, z), (0, 1), np.random.default_rng(2))
+
+
+def placed_nowhere(y, z):
+    c = y * 1.0
+    np.place(c, c > 5.0, [np.sum(z)])           # (no element is over 5: nothing placed)
+    return np.sum(c * c) + np.sum(z)
+
+
+def test_values_placed_nowhere_on_the_stand_in():
+    """The same with an empty mask (the library fuzzer, seed 12121: a crash cycling the
+    values to no slot)."""
+    import tapeflow as tf
+    from tests import duck_gpu
+    y, z = np.array([0.6, 1.4, 0.8]), np.array([0.3, 0.7])
+    value, (gy, gz) = tf.value_and_grad(placed_nowhere, argnums=(0, 1))(
+        duck_gpu.asarray(y), duck_gpu.asarray(z))
+    assert np.isclose(float(value.get()), placed_nowhere(y, z), rtol=1e-12)
+    assert np.allclose(gy.get(), 2.0 * y) and np.allclose(gz.get(), 1.0)

@@ -250,7 +250,7 @@ def cycled(values, shape):
     flat = np.ravel(values)
     size = math.prod(shape) if isinstance(shape, tuple) else int(shape)
     if flat.shape[0] != size:
-        flat = np.concatenate([flat] * -(-size // flat.shape[0]))[:size]
+        flat = np.concatenate([flat] * -(-size // flat.shape[0]))[:size] if size else flat[:0]
     return np.reshape(flat, shape) if isinstance(shape, tuple) else flat
 
 
