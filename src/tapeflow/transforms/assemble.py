@@ -51,7 +51,9 @@ class ReverseCompile(CompileContext):
     primal_of: dict = None            # adjoint -> the name it is the adjoint of
     loops_checkpointed: bool = False  # `checkpoint` rewrote loops of the combined function
     user_defaults: list = None        # the user's defaults, bound in the namespace (`tape`)
-    inexact_locals: frozenset = frozenset()   # names the combined function shows inexact (`factor`)
+    inexact_locals: frozenset = None  # names the combined function shows inexact (`factor`)
+    factored_from: ast.FunctionDef = None   # the combined function as `factor` found it
+    tape_reads: dict = None           # `trim_tape`'s memo of the names statements read
 
     def reverse_context(self, node) -> reverse.ReverseContext:
         """The context of `reverse.transform`, the seed named first."""
@@ -210,7 +212,7 @@ def bind_tapes(tree, ctx: ReverseCompile) -> ast.Module:
         fwd_fn.body = [nodes.assign(names.push, nodes.attribute(names.tape, 'append'))] + fwd_fn.body
         fwd_fn.args.defaults = list(_user_defaults(ctx))
         bwd_fn.body = [nodes.assign(names.pop, nodes.attribute(names.tape, 'pop'))] + bwd_fn.body
-    read = {}
+    read = ctx.tape_reads = ctx.tape_reads or {}      # (`slots` trims the tape again)
     for role in ('combined', 'forward', 'backward'):
         if role in unit:
             trim_tape(unit[role], names, read)

@@ -267,11 +267,16 @@ def run(tree, ctx):
         return tree
     cotangents, inexact, pops = ctx.cotangent_names, set(ctx.wrt_names or ()), {ctx.names.pop}
     combined = unit_roles(tree, ctx).get('combined')
-    if combined is not None:        # (before the split pair, now or when it is asked for)
-        ctx.inexact_locals = frozenset(_Inexact(combined, inexact, pops).names)
+    if combined is not None:        # as it is now, for the split pair (now or when asked for):
+        ctx.factored_from = nodes.shallow_copy(combined)     # later passes copy what they
+        ctx.factored_from.body = list(combined.body)         # change, never in place
     options = None
     for k, fdef in enumerate(tree.body):
-        restored = None if fdef is combined else ctx.inexact_locals
+        restored = None
+        if fdef is not combined:
+            if ctx.inexact_locals is None:
+                ctx.inexact_locals = frozenset(_Inexact(ctx.factored_from, inexact, pops).names)
+            restored = ctx.inexact_locals
         for _ in range(_ROUNDS):
             factored = transform(fdef, cotangents, inexact, pops, restored)
             if factored is None:

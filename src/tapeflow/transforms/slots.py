@@ -34,14 +34,18 @@ def run(tree, ctx):
     combined = unit_roles(tree, ctx).get('combined')
     if combined is not None and ctx.optimize and not ctx.loops_checkpointed:
         if transform(combined, ctx.names, ctx.namer):
-            trim_tape(combined, ctx.names)
+            trim_tape(combined, ctx.names, ctx.tape_reads)
     return tree
 
 
 def transform(fdef, names, namer) -> bool:
     """Rewrite `fdef`'s top-level range loops (a new body: statements are shared with the
     split pair); whether any changed."""
-    body, stores = fdef.body, nodes.name_counts(fdef)[1]
+    body = fdef.body
+    ranges = {s.iter.id for s in body if isinstance(s, ast.For) and isinstance(s.iter, ast.Name)}
+    if not ranges:
+        return False
+    stores = _stores(fdef.body, ranges)
     changed, at = False, 0
     while at < len(body):
         stmt = body[at]
@@ -57,6 +61,19 @@ def transform(fdef, names, namer) -> bool:
     if changed:
         fdef.body = [s for s in body if s is not None]
     return changed
+
+
+def _stores(body, names) -> dict:
+    """{name: times bound} of `names` in `body` (a statement's targets, a loop's variable)."""
+    out = {}
+    for stmt in nodes.statements(body):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, ast.For) else ()
+        for target in targets:
+            for node in nodes.walk_terms(target):
+                if isinstance(node, ast.Name) and node.id in names:
+                    out[node.id] = out.get(node.id, 0) + 1
+    return out
 
 
 def _range_loop(stmt, body, stores):
