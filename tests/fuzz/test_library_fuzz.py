@@ -56,3 +56,23 @@ def test_values_placed_nowhere_on_the_stand_in():
         duck_gpu.asarray(y), duck_gpu.asarray(z))
     assert np.isclose(float(value.get()), placed_nowhere(y, z), rtol=1e-12)
     assert np.allclose(gy.get(), 2.0 * y) and np.allclose(gz.get(), 1.0)
+
+
+def diagonal_filled(x):
+    a = np.zeros((3, 3))
+    np.fill_diagonal(a, np.sum(x))
+    return np.sum(x * a)
+
+
+def test_an_index_dask_cannot_read_back_is_a_refusal_at_the_write():
+    """np.fill_diagonal of a NumPy array with a Dask value (the library fuzzer, seed 14141):
+    the gradient reads the written elements back from a Dask cotangent through a 2-d index,
+    which Dask does not support; that is a refusal at the line of the write, not Dask's
+    NotImplementedError."""
+    da = pytest.importorskip('dask.array')
+    import tapeflow as tf
+    x = da.from_array(np.arange(1.0, 10.0).reshape(3, 3), chunks=3)
+    with pytest.raises(tf.UnsupportedError) as caught:
+        tf.value_and_grad(diagonal_filled)(x)
+    line = diagonal_filled.__code__.co_firstlineno + 2
+    assert f'{__file__}:{line}:' in str(caught.value) and 'dask array' in str(caught.value)

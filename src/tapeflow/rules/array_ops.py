@@ -250,7 +250,15 @@ def _kept(shape, idx):
 
 def written(g, shape, idx):
     """`g[idx]`, zero where a repeated index was overwritten by a later write (`y[idx] = v`)."""
-    picked = g[idx]
+    try:
+        picked = g[idx]
+    except NotImplementedError as error:   # a library's own limit (Dask: n-d fancy indices)
+        if not is_foreign_array(g):
+            raise
+        raise UnsupportedError(f'the gradient of this write reads the elements it wrote back '
+                               f'from a {library_of(g)} array, which cannot index them so '
+                               f'({error}) -- write through slices or one integer array, or '
+                               f'compute this part on NumPy arrays') from None
     if is_basic_index(idx):
         return picked
     if is_foreign_array(picked) and not is_lazy(picked):
