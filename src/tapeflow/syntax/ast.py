@@ -9,7 +9,7 @@ this statement bind?", "which function does this call name?").
 from __future__ import annotations
 
 import gast as _gast
-from gast import (AST, Add, And, Assign, Attribute, BinOp, BitAnd, BitOr, BitXor,  # noqa: F401
+from gast import (AST, Add, And, Assign, Attribute, AugAssign, BinOp, BitAnd, BitOr, BitXor,  # noqa: F401
                   BoolOp, Break, Call, ClassDef, Compare, Constant, Continue, Del, Dict,
                   DictComp, Div, Eq, Expr, FloorDiv, For, FunctionDef, GeneratorExp, If,
                   Invert, JoinedStr, Lambda, List, ListComp, Load, LShift, MatMult, Mod,

@@ -32,7 +32,7 @@ import numpy as np
 
 from tapeflow.syntax import ast
 from tapeflow.syntax import nodes
-from tapeflow.transforms import fusion
+from tapeflow.transforms import fusion, purity, terms
 from tapeflow.transforms.assemble import unit_roles
 
 _SUMS = (ast.Add, ast.Sub)
@@ -46,11 +46,13 @@ _MATH_FLOATS = frozenset({
 
 
 def transform(fdef: ast.FunctionDef, cotangents, inexact=(), pops=(),
-              restored=None) -> ast.FunctionDef | None:
+              restored=None, multiples=None) -> ast.FunctionDef | None:
     """`fdef` with common factors taken out of the sums assigned to `cotangents`
     (names); `inexact`: names known to hold floats (the differentiated parameters);
     `pops`: the names of the tape's pop; `restored` (a function of the split pair): the
-    names the combined function's values show inexact, which its pops restore. A new
+    names the combined function's values show inexact, which its pops restore;
+    `multiples`: names that hold a number times another name, read as such
+    (`terms.multiples`). A new
     function (what it rewrites, it copies), or None where nothing changed."""
     targets = [s for s in nodes.statements(fdef.body) if _assigned(s) in cotangents
                and s.value.__class__ is ast.BinOp and s.value.op.__class__ in _SUMS]
@@ -59,7 +61,7 @@ def transform(fdef: ast.FunctionDef, cotangents, inexact=(), pops=(),
     typed = _Inexact(fdef, set(inexact), set(pops), restored)
     rewritten = {}
     for stmt in targets:
-        value = _factored(stmt.value, typed)
+        value = terms.simplified(_factored(stmt.value, typed), typed.numeric, multiples or {})
         if value is not stmt.value:
             new = rewritten[id(stmt)] = nodes.shallow_copy(stmt)
             new.value = value
@@ -270,7 +272,7 @@ def run(tree, ctx):
     if combined is not None:        # as it is now, for the split pair (now or when asked for):
         ctx.factored_from = nodes.shallow_copy(combined)     # later passes copy what they
         ctx.factored_from.body = list(combined.body)         # change, never in place
-    options = None
+    options, known = ctx.fusion_options(), None
     for k, fdef in enumerate(tree.body):
         restored = None
         if fdef is not combined:
@@ -278,10 +280,18 @@ def run(tree, ctx):
                 ctx.inexact_locals = frozenset(_Inexact(ctx.factored_from, inexact, pops).names)
             restored = ctx.inexact_locals
         for _ in range(_ROUNDS):
-            factored = transform(fdef, cotangents, inexact, pops, restored)
+            multiples = {}
+            if purity.writes_nothing(fdef, **options):
+                if fdef is combined:
+                    multiples = terms.multiples(fdef)
+                else:
+                    if known is None:
+                        known = terms.multiples(ctx.factored_from) if purity.writes_nothing(
+                            ctx.factored_from, **options) else {}
+                    multiples = known and terms.restored_multiples(fdef, known, pops)
+            factored = transform(fdef, cotangents, inexact, pops, restored, multiples)
             if factored is None:
                 break
-            options = options or ctx.fusion_options()
             fdef = tree.body[k] = fusion.transform(factored, **options)
     return tree
 

@@ -26,16 +26,9 @@ rewritten), so the numbers are bit for bit those of the unfused code.
 """
 from __future__ import annotations
 
-import math
-
 from tapeflow.syntax import ast
-import numpy as np
-
 from tapeflow.syntax import nodes
-
-_ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.operator, ast.unaryop,
-               ast.Load, ast.expr_context)
-
+from tapeflow.transforms import purity
 
 def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
               namespace=None, facts=None) -> ast.FunctionDef:
@@ -52,8 +45,7 @@ def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
     loads, stores = _counts(fdef)
     for name in keep:
         stores[name] = stores.get(name, 0) + 2          # never assigned once
-    helpers = {name for name, value in (namespace or {}).items()
-               if getattr(value, '__tapeflow_pure__', False) and not stores.get(name)}
+    helpers = purity.pure_helpers(namespace, stores)
     temporary = temporary or (lambda name: True)
     fuser = _Fuser(loads, stores, set(push), set(pop), temporary, helpers,
                    {} if facts is None else facts)
@@ -83,14 +75,12 @@ def _counts(fdef):
     return loads, stores
 
 
-class _Fuser:
+class _Fuser(purity.Calls):
     def __init__(self, loads, stores, push, pop, temporary, helpers, facts):
-        self.loads, self.stores, self.push, self.pop = loads, stores, push, pop
-        self.temporary, self.helpers = temporary, helpers
+        super().__init__(push, pop, helpers, {m for m in ('math', 'np') if not stores.get(m)})
+        self.loads, self.stores, self.temporary = loads, stores, temporary
         self.touched = 0                # where the last fusion rewrote a statement
         self.paired = set()             # names each value of which one reader reads (`_paired`)
-        # `math.f` and `np.f` name the modules unless the function binds those names
-        self.modules = {m for m in ('math', 'np') if not stores.get(m)}
         # id(statement) -> {what: fact}, true of the statement wherever these (what the
         # facts read of the function) are the same
         self.memo = facts.setdefault((frozenset(self.modules), frozenset(push),
@@ -325,45 +315,6 @@ class _Fuser:
                 return False
         return True
 
-    def harmless_call(self, value) -> bool:
-        return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
-            value.func.id in self.push
-
-    def is_pop(self, call) -> bool:
-        return isinstance(call.func, ast.Name) and call.func.id in self.pop and not call.args
-
-    def pure(self, value) -> bool:
-        """Arithmetic on names and constants: no attribute (`_tape.pop` must stay bound
-        to its name: generated code differentiated again finds its tape by it)."""
-        functions, options = set(), set()
-        for node in nodes.walk_terms(value):
-            if id(node) in options:             # a constant keyword argument (`axis=1`)
-                continue
-            if isinstance(node, ast.Call):
-                if not self.pure_call(node):
-                    return False
-                functions.add(id(node.func))
-                options.update(id(n) for k in node.keywords for n in nodes.walk_terms(k))
-            elif isinstance(node, ast.Attribute):
-                if id(node) not in functions:
-                    return False
-            elif not isinstance(node, _ARITHMETIC):
-                return False
-        return True
-
-    def pure_call(self, call) -> bool:
-        """A call computing a new value from its arguments, changing none of them."""
-        func = call.func
-        if isinstance(func, ast.Name):
-            return func.id in self.helpers and not call.keywords
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id in self.modules):
-            return False
-        if func.value.id == 'math':
-            return callable(getattr(math, func.attr, None)) and not call.keywords
-        if func.attr in _REDUCTIONS:    # over constant axes (no `out`, `where`, positional too)
-            return len(call.args) <= 2 and all(k.arg in ('axis', 'keepdims') and _constant(k.value) for k in call.keywords)
-        return isinstance(getattr(np, func.attr, None), np.ufunc) and not call.keywords
 
 
 _MOST_NESTED, _MOST_CALLS = 2, 3           # helper calls one fused statement may hold
@@ -388,15 +339,6 @@ def _width(node) -> int:
                                                   for k in node.keywords]
         return _width(node.func) + 2 + sum(parts) + 2 * max(len(parts) - 1, 0)
     return sum(_width(child) + 2 for child in nodes.children(node))
-
-
-_REDUCTIONS = frozenset({'sum', 'mean', 'max', 'min', 'amax', 'amin', 'prod'})
-
-
-def _constant(node) -> bool:
-    """A literal, or a tuple of literals (`axis=(0, 1)`)."""
-    return isinstance(node, ast.Constant) or isinstance(node, ast.Tuple) and all(
-        isinstance(e, ast.Constant) for e in node.elts)
 
 
 def copy_blocks(stmts, rewrite) -> list:
