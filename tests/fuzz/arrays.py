@@ -27,6 +27,29 @@ def assign(g, scope):
     return [f'{target} = {text}']
 
 
+def multiple(g, scope):
+    """`m = c * a` (a number times a name), then a statement reading `m` beside `a`: the
+    cotangent of `a` sums terms that are multiples of each other (`transforms.terms`
+    reads `m` as `c * a` and collects them: a Gaussian `np.exp(m * a)`, `m * a * b`)."""
+    c = g.c
+    names = scope.names(lambda t: isinstance(t, (Float, Array)))
+    if not names:
+        return None
+    base = c.pick(names)
+    t = scope.vars[base]
+    number = c.pick(('-0.5', '0.25', '-1.5', '-2', '0.5'))   # exp(m * a) stays small
+    m = g.fresh(t)
+    first = f'{m} = {number} * {base}' if c.chance(0.5) else f'{m} = {base} * {number}'
+    other = expr_of(c, scope, t, 1)
+    use = c.pick((f'np.exp({m} * {base})', f'{m} * {base} * {wrap(other)}',
+                  f'np.exp({m} * {base}) * {wrap(other)} + {m} * {wrap(other)}',
+                  f'np.tanh({base}) * {base} + np.exp({m} * {base})'))
+    scope.bind(m, t)
+    target = g.fresh(t)
+    scope.bind(target, t)
+    return [first, f'{target} = {use}']
+
+
 def augassign(g, scope):
     """`name op= expr` on a float or a whole array (an array is written in place)."""
     c = g.c

@@ -51,6 +51,7 @@ CONSTRUCTS = (
     Construct('generated_helper', calls.generated_helper, 2),
     Construct('closure', calls.closure, 2),
     Construct('rebind_constant_call', calls.rebind_to_constant_call, 1),
+    Construct('multiple', arrays.multiple, 2),
     Construct('if', flow.if_block, 3),
     Construct('for', flow.for_block, 3),
 )

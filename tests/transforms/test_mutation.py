@@ -693,3 +693,32 @@ def test_values_sharing_memory_with_the_array_written_are_refused():
                     line=line_of(places_its_own_values, 'np.place('))
     assert '.copy()' in error.reason
     checked_against_plain(places_copied_values, (x, y), (0, 1), np.random.default_rng(4))
+
+
+def divides_in_place_then_writes_out(x):
+    y = x * 1.0
+    y /= (1.0 + np.sum(x) ** 2)
+    np.tanh(y, out=y)
+    return np.sum(y * y)
+
+
+def divides_its_argument_in_place(xs, y):
+    y /= (1.0 + (xs[1][2] + y) ** 2)
+    np.tanh(y, out=y)
+    np.copyto(y, y)
+    y /= (1.0 + 0.5 ** 2)
+    return np.sum(y) + np.sum(xs[0] * xs[-1])
+
+
+def test_a_write_into_what_an_in_place_op_made_keeps_the_ops_result():
+    """A WRONG GRADIENT before (the mutation fuzzer, seed 777, program 65): `y /= v` made
+    `y` the quotient `_y = y / v`, whose derivative reads `_y`; `np.tanh(y, out=y)` then
+    wrote into `_y`, and nothing put its old contents back (-0.0085788 for -0.0086261)."""
+    rng = np.random.default_rng(8)
+    x = np.array([1.1066357757671799, 1.2294965609839985, 1.043624991465423])
+    checked_against_plain(divides_in_place_then_writes_out, (x,), 0, rng)
+    xs = [rng.uniform(0.5, 1.5, 3), rng.uniform(0.5, 1.5, 3)]
+    checked_against_plain(divides_its_argument_in_place, (xs, rng.uniform(0.5, 1.5, 3)), (0, 1), rng)
+    pullback = tf.vjp(divides_in_place_then_writes_out, x.copy())[1]
+    np.testing.assert_allclose(pullback(1.0)[0], tf.grad(divides_in_place_then_writes_out)(x.copy()),
+                               rtol=1e-13)

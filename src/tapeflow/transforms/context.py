@@ -20,7 +20,7 @@ import dataclasses
 from tapeflow.analysis import activity, aliasing
 from tapeflow.syntax import nodes, parse
 from tapeflow.syntax.naming import Namer
-from tapeflow.transforms import callees, mutation, tape_ops, variants
+from tapeflow.transforms import callees, mutation, mutation_checks, tape_ops, variants
 from tapeflow.transforms.inline import RuleEmitter
 
 # Names generated code uses besides the user's globals; the caller supplies
@@ -177,7 +177,7 @@ class CompileContext:
         if any(pending.runtime is not None for pending in self.written.pending):
             wrt = set(self.wrt_names)
             varied = activity.active_names(node, wrt, nodes.store_names(node.body) | wrt)
-        mutation.check(self.written, self.active, self.source, node, varied)
+        mutation_checks.check(self.written, self.active, self.source, node, varied)
 
     def saved(self, name, tree) -> None:
         """Record `tree` as the output of the pass `name`, when asked."""

@@ -77,34 +77,9 @@ def transform(node: ast.FunctionDef, ctx: Context) -> Result:
     live = Liveness(node.body)
     rewriter = _Rewriter(ctx, facts, live, node)
     node.body = rewriter.views_decided(rewriter.block(node.body))
+    rewriter.share_values()
     return Result(rewriter.pending, frozenset(rewriter.written_params), rewriter.aliased,
                   _kinds(facts), dict(ctx.param_kinds))
-
-
-def check(result: Result, active: set, source, node, varied=None) -> None:
-    """Raise the first pending refusal a derivative flows through; keep the run-time
-    checks a derivative may flow through (`varied`: the names a differentiated input
-    reaches, by names alone -- a write not known here may carry it further, as into an
-    object's field), and drop the others from `node`."""
-    unneeded = set()
-    varied = active if varied is None else varied | active
-    for pending in result.pending:
-        if pending.runtime is not None:
-            if not pending.names & varied:
-                unneeded.add(id(pending.runtime))
-        elif pending.names & active:
-            raise source.error(pending.node, pending.reason)
-    if unneeded:
-        _drop(node, unneeded)
-
-
-def _drop(node, ids):
-    for stmt in [node] + list(nodes.statements(node.body)):
-        for field in ('body', 'orelse'):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list) and any(id(s) in ids for s in block):
-                setattr(stmt, field, [s for s in block if id(s) not in ids]
-                        or ([] if field == 'orelse' else [nodes.pass_()]))
 
 
 def _kinds(facts) -> dict:
@@ -133,6 +108,8 @@ class _Rewriter(Checks, Lowerings):
         self.lowered_as = {}      # id(last statement of a lowering) -> id(statement lowered)
         self.flags = {}           # id(statement making a view) -> {(derived, source): flag}
         self.passed = self._passed_to_callees(fdef)
+        self.values_of = {}       # name -> the temporaries an in-place op made it (`in_place`)
+        self.writes = []          # (lowered statements, name) of each write into memory
 
     def _passed_to_callees(self, fdef) -> set:
         """Objects the arguments of a user call may reach: its forward may keep them on the
@@ -262,6 +239,7 @@ class _Rewriter(Checks, Lowerings):
             # nothing else sees it: value semantics are exact, in the dtype and memory
             # layout the write would have kept (a later reshape views it, or copies, as then)
             computed = self.new('_' + name)
+            self.values_of.setdefault(name, set()).add(computed)
             return [nodes.assign(computed, binop),
                     nodes.assign(name, nodes.call(runtime_ref('like_layout'), computed, name))]
         if kind == al.LIST:
@@ -392,6 +370,7 @@ class _Rewriter(Checks, Lowerings):
         """Tell the reverse sweep which other names held the memory `lowered` writes
         (`Key.SHARES`): its restore of that memory then stays, since a value the tape
         gives back to one of them may be that memory."""
+        self.writes.append((lowered, name))
         objects = al.overlapping(state, state.pts.get(name, frozenset()))
         shared = frozenset(n for n in self.holders(objects) if n != name)
         if self.passed & set(objects):
@@ -399,6 +378,16 @@ class _Rewriter(Checks, Lowerings):
         if shared:
             for s in nodes.statements(lowered):
                 setanno(s, Key.SHARES, shared)
+
+    def share_values(self):
+        """`x <op>= v` made `x` the array `_x = x <op> v` (`in_place`), which the reverse
+        sweep reads for the op's derivative: a later write into `x` writes into `_x`, so its
+        restore stays (`Key.SHARES`), wherever the write is (a loop's next trip too)."""
+        for lowered, name in self.writes:
+            temporaries = self.values_of.get(name)
+            if temporaries:
+                for s in nodes.statements(lowered):
+                    setanno(s, Key.SHARES, frozenset(getanno(s, Key.SHARES) or ()) | temporaries)
 
     def holders(self, objects) -> set:
         """Every name that, somewhere in the function, may reach one of `objects`."""

@@ -7,7 +7,7 @@ analysis could not (`shares(v, y)`: did this reshape make a view?, set after
 the statement that made it by `views_decided`) and raise located refusals
 where memory turns out shared (`check_overlap`, `check_memory`,
 `check_apart`). `opaque` and `outer_write` run a write as written and leave a
-`Pending` refusal, raised by `mutation.check` if a derivative flows through it.
+`Pending` refusal, raised by `check` if a derivative flows through it.
 """
 from __future__ import annotations
 
@@ -212,3 +212,29 @@ def refuse_detached_writers(fdef, source):
         if id(n) not in called:
             raise source.error(n, f'.{n.attr} is taken as a value here: a write through it '
                                   f'cannot be followed; call it where it is used (obj.{n.attr}(...))')
+
+
+def check(result, active: set, source, node, varied=None) -> None:
+    """Raise the first pending refusal a derivative flows through; keep the run-time
+    checks a derivative may flow through (`varied`: the names a differentiated input
+    reaches, by names alone -- a write not known here may carry it further, as into an
+    object's field), and drop the others from `node`."""
+    unneeded = set()
+    varied = active if varied is None else varied | active
+    for pending in result.pending:
+        if pending.runtime is not None:
+            if not pending.names & varied:
+                unneeded.add(id(pending.runtime))
+        elif pending.names & active:
+            raise source.error(pending.node, pending.reason)
+    if unneeded:
+        _drop(node, unneeded)
+
+
+def _drop(node, ids):
+    for stmt in [node] + list(nodes.statements(node.body)):
+        for field in ('body', 'orelse'):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and any(id(s) in ids for s in block):
+                setattr(stmt, field, [s for s in block if id(s) not in ids]
+                        or ([] if field == 'orelse' else [nodes.pass_()]))
