@@ -26,6 +26,7 @@ fusion runs again on the function.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -51,14 +52,16 @@ def transform(fdef: ast.FunctionDef, cotangents, inexact=(), pops=(),
     (names); `inexact`: names known to hold floats (the differentiated parameters);
     `pops`: the names of the tape's pop; `restored` (a function of the split pair): the
     names the combined function's values show inexact, which its pops restore;
-    `multiples`: names that hold a number times another name, read as such
-    (`terms.multiples`). A new
+    `multiples`: a function of `fdef` and the names its cotangent sums read, giving the
+    names that hold a number times another name, read as such (`terms.multiples`). A new
     function (what it rewrites, it copies), or None where nothing changed."""
     targets = [s for s in nodes.statements(fdef.body) if _assigned(s) in cotangents
                and s.value.__class__ is ast.BinOp and s.value.op.__class__ in _SUMS]
     if not targets:
         return None
     typed = _Inexact(fdef, set(inexact), set(pops), restored)
+    if multiples is not None:
+        multiples = multiples(fdef, set().union(*(nodes.names_in(s.value) for s in targets)))
     rewritten = {}
     for stmt in targets:
         value = terms.simplified(_factored(stmt.value, typed), typed.numeric, multiples or {})
@@ -272,28 +275,38 @@ def run(tree, ctx):
     if combined is not None:        # as it is now, for the split pair (now or when asked for):
         ctx.factored_from = nodes.shallow_copy(combined)     # later passes copy what they
         ctx.factored_from.body = list(combined.body)         # change, never in place
-    options, known = ctx.fusion_options(), None
+    options, known = ctx.fusion_options(), {}
     for k, fdef in enumerate(tree.body):
         restored = None
         if fdef is not combined:
             if ctx.inexact_locals is None:
                 ctx.inexact_locals = frozenset(_Inexact(ctx.factored_from, inexact, pops).names)
             restored = ctx.inexact_locals
+        multiples = functools.partial(_multiples, combined=fdef is combined, ctx=ctx,
+                                      options=options, known=known)
         for _ in range(_ROUNDS):
-            multiples = {}
-            if purity.writes_nothing(fdef, **options):
-                if fdef is combined:
-                    multiples = terms.multiples(fdef)
-                else:
-                    if known is None:
-                        known = terms.multiples(ctx.factored_from) if purity.writes_nothing(
-                            ctx.factored_from, **options) else {}
-                    multiples = known and terms.restored_multiples(fdef, known, pops)
             factored = transform(fdef, cotangents, inexact, pops, restored, multiples)
             if factored is None:
                 break
             fdef = tree.body[k] = fusion.transform(factored, **options)
     return tree
+
+
+def _multiples(fdef, read, combined, ctx, options, known):
+    """`terms.multiples` of the names `read` in `fdef`'s cotangent sums, in a function that
+    writes nothing: of the combined function its own; of the backward of the split pair
+    those of the combined function (`known`, a memo) that it restores together."""
+    if combined:
+        found = terms.multiples(fdef, read)
+        return found if found and purity.writes_nothing(fdef, **options) else {}
+    if 'all' not in known:
+        source = ctx.factored_from
+        found = terms.multiples(source)
+        known['all'] = found if found and purity.writes_nothing(source, **options) else {}
+    wanted = {m: v for m, v in known['all'].items() if m in read}
+    if not wanted or not purity.writes_nothing(fdef, **options):
+        return {}
+    return terms.restored_multiples(fdef, wanted, {ctx.names.pop})
 
 
 _ROUNDS = 3          # factor, fuse what that made single-use, factor again (`a * b * p + a * q`)

@@ -235,11 +235,22 @@ def _operations(node) -> int:
     return sum(1 for n in nodes.walk_terms(node) if n.__class__ in (ast.BinOp, ast.UnaryOp))
 
 
-def multiples(fdef) -> dict:
+def multiples(fdef, wanted=None) -> dict:
     """{name: (number, base)}: the names `fdef` binds once, at its top level, to a
     number literal times a name (`-0.5 * x`, `x * 2`) that holds one value throughout
-    (a parameter never rebound, or a name bound once above). The caller checks that
-    `fdef` changes no array in place (`purity.writes_nothing`)."""
+    (a parameter never rebound, or a name bound once above); of the names in `wanted`
+    only, where given. The caller checks that `fdef` changes no array in place
+    (`purity.writes_nothing`)."""
+    candidates = {}
+    for stmt in fdef.body:
+        if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
+                and stmt.targets[0].__class__ is ast.Name \
+                and (wanted is None or stmt.targets[0].id in wanted):
+            multiple = _multiple(stmt.value)
+            if multiple is not None:
+                candidates[id(stmt)] = multiple
+    if not candidates:                  # (most functions: no walk)
+        return {}
     bound = {}
     for stmt in fdef.body:
         for node in nodes.walk(stmt):
@@ -253,9 +264,9 @@ def multiples(fdef) -> dict:
         if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
                 and stmt.targets[0].__class__ is ast.Name:
             target = stmt.targets[0].id
-            multiple = _multiple(stmt.value)
+            multiple = candidates.get(id(stmt))
             if multiple is not None and bound.get(target) == 1 and target not in params:
-                c, base = multiple
+                base = multiple[1]
                 if (base in params and not bound.get(base)) or base in above:
                     found[target] = multiple
             if bound.get(target) == 1 and target not in params:
