@@ -120,6 +120,9 @@ def test_the_split_pair_is_factored_as_the_combined_function():
     # `_mul2 = -0.5 * x` read as such: `_mul2 + x * -0.5` is `-x`, and `x` taken out
     assert factored.endswith('* (x * (1.0 - _tanh * _tanh - _exp) + _tanh)')
     assert factored in backward
+    # `_mul2` then read by nothing: not pushed (`witness.unread`), fused into its reader
+    assert '_mul2' not in compiled.split_source
+    assert '_exp = np.exp(-0.5 * x * x)' in compiled.split_source
     value, pullback = tf.vjp(elementwise, x)
     grads = tf.grad(elementwise)(x)
     np.testing.assert_allclose(pullback(1.0)[0], grads, rtol=1e-13)

@@ -16,9 +16,12 @@ code, whose forward sweep runs again in the reverse one.
 """
 from __future__ import annotations
 
+import math
+
 from tapeflow.syntax import ast
 from tapeflow.syntax import nodes
 from tapeflow.transforms.assemble import unit_roles
+from tapeflow.transforms import fusion
 from tapeflow.transforms.fusion import copy_blocks
 
 WITNESS = 'shape_witness'
@@ -33,8 +36,59 @@ def transform(forward: list, reverse: list, push: str, pop: str, params=()) -> l
     if witnessed:
         restores = _restored(reverse, pop)
         witnessed = _shape_only(reverse, {n for n in witnessed if pushes[n] == restores.get(n)})
-    if not witnessed:
-        return forward
+    return _with_witnesses(forward, witnessed, push) if witnessed else forward
+
+
+def unread(forward: list, reverse: list, push: str, pop: str):
+    """(forward, reverse) without the names pushed in tuples that `reverse` restores as
+    often from tuples and then never reads (a later pass made their reads go: `factor`
+    reads `_mul2 = -0.5 * x` as `x`); each block a copy where it changes, or None where
+    nothing is dropped. A tuple keeps one name at least."""
+    pushes, restores = _pushed(forward, push, tuples=True), _restored(reverse, pop, tuples=True)
+    dropped = {n for n, k in pushes.items() if restores.get(n) == k} - _loads(reverse)
+    if not dropped:
+        return None
+    for block, is_tuple in ((forward, lambda s: _is_push(s, push) and isinstance(
+            s.value.args[0], ast.Tuple)), (reverse, lambda s: _restore_targets(s, pop)
+                                           and isinstance(s.targets[0], ast.Tuple))):
+        for stmt in nodes.statements(block):        # (every tuple keeps a name)
+            if is_tuple(stmt):
+                elts = stmt.value.args[0].elts if block is forward else stmt.targets[0].elts
+                if all(isinstance(e, ast.Name) and e.id in dropped for e in elts):
+                    dropped -= {e.id for e in elts}
+    if not dropped:
+        return None
+
+    def rewrite(block):
+        block = copy_blocks(block, rewrite)
+        for k, stmt in enumerate(block):
+            if _is_push(stmt, push) and isinstance(stmt.value.args[0], ast.Tuple):
+                kept = [e for e in stmt.value.args[0].elts if not _named(e, dropped)]
+                if len(kept) < len(stmt.value.args[0].elts):
+                    block[k] = nodes.copy_location(
+                        nodes.expr_stmt(nodes.call(push, nodes.tuple_(*kept))), stmt)
+            elif _restore_targets(stmt, pop) and isinstance(stmt.targets[0], ast.Tuple):
+                kept = [e for e in stmt.targets[0].elts if not _named(e, dropped)]
+                if len(kept) < len(stmt.targets[0].elts):
+                    new = nodes.assign(nodes.tuple_(*[nodes.name(e.id) for e in kept]),
+                                       stmt.value)
+                    new.targets[0].ctx = nodes.Store()
+                    block[k] = nodes.copy_location(new, stmt)
+        return block
+    return rewrite(forward), rewrite(reverse)
+
+
+def _named(e, names) -> bool:
+    return isinstance(e, ast.Name) and e.id in names
+
+
+def _loads(block) -> set:
+    return {n.id for stmt in block for n in nodes.walk_terms(stmt)
+            if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+
+
+def _with_witnesses(forward, witnessed, push):
+    """`forward` pushing `shape_witness(x)` for each name `x` in `witnessed`."""
 
     def rewrite(block):
         block = copy_blocks(block, rewrite)
@@ -134,23 +188,34 @@ def _restore_targets(stmt, pop):
     return [e.id for e in elts if isinstance(e, ast.Name)]
 
 
-def _pushed(block, push):
-    """{name: times pushed} in `block`."""
+def _pushed(block, push, tuples=False):
+    """{name: times pushed} in `block` (`tuples`: those pushed in tuples only; any other
+    push of the name counts as never restored)."""
     pushed = {}
     for stmt in nodes.statements(block):
         if _is_push(stmt, push):
             value = stmt.value.args[0]
+            if tuples and not isinstance(value, ast.Tuple):
+                for e in nodes.walk_terms(value):
+                    if isinstance(e, ast.Name):
+                        pushed[e.id] = math.nan       # (equal to no count)
+                continue
             for e in value.elts if isinstance(value, ast.Tuple) else [value]:
                 if isinstance(e, ast.Name):
                     pushed[e.id] = pushed.get(e.id, 0) + 1
     return pushed
 
 
-def _restored(block, pop):
-    """{name: times restored} in `block`."""
+def _restored(block, pop, tuples=False):
+    """{name: times restored} in `block` (`tuples`: from tuples only, as `_pushed`)."""
     restored = {}
     for stmt in nodes.statements(block):
-        for name in _restore_targets(stmt, pop) or ():
+        names = _restore_targets(stmt, pop) or ()
+        if tuples and names and not (isinstance(stmt.targets[0], ast.Tuple)
+                                     and not isinstance(stmt.value, ast.Subscript)):
+            restored.update(dict.fromkeys(names, math.nan))
+            continue
+        for name in names:
             restored[name] = restored.get(name, 0) + 1
     return restored
 
@@ -158,7 +223,8 @@ def _restored(block, pop):
 def run(tree, ctx):
     """The pass protocol (`transforms.pipeline`), reverse mode, when optimizing and no loop
     was checkpointed: the combined function's forward part and the split forward push
-    witnesses where their reverse sweeps read shapes only."""
+    witnesses where their reverse sweeps read shapes only, and nothing their reverse
+    sweeps restore and never read (then fused again, where a value lost its push)."""
     if not ctx.optimize or ctx.loops_checkpointed:
         return tree
     names, unit = ctx.names, unit_roles(tree, ctx)
@@ -166,9 +232,26 @@ def run(tree, ctx):
         combined = unit['combined']
         at = next(k for k, stmt in enumerate(combined.body)
                   if ast.assigned_name(stmt) == names.value)
-        combined.body = transform(combined.body[:at], combined.body[at:], names.push, names.pop,
-                                  ctx.params) + combined.body[at:]
+        forward, reverse = combined.body[:at], combined.body[at:]
+        dropped = unread(forward, reverse, names.push, names.pop)
+        if dropped:
+            forward, reverse = dropped
+        combined.body = transform(forward, reverse, names.push, names.pop, ctx.params) + reverse
+        if dropped:
+            _fused_again(tree, unit, 'combined', ctx)
     if 'forward' in unit:
         fwd_fn, bwd_fn = unit['forward'], unit['backward']
+        dropped = unread(fwd_fn.body, bwd_fn.body, names.push, names.pop)
+        if dropped:
+            fwd_fn.body, bwd_fn.body = dropped
         fwd_fn.body = transform(fwd_fn.body, bwd_fn.body, names.push, names.pop, ctx.params)
+        if dropped:
+            _fused_again(tree, unit, 'forward', ctx)
     return tree
+
+
+def _fused_again(tree, unit, role, ctx):
+    """Fuse `unit[role]` again (in `tree`): a value that lost its push may have one reader."""
+    fdef = unit[role]
+    k = next(i for i, f in enumerate(tree.body) if f is fdef)
+    tree.body[k] = fusion.transform(fdef, **ctx.fusion_options())
