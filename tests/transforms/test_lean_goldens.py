@@ -230,8 +230,8 @@ def dmlp_loss(W1, b1, W2, b2, X, Y, bout=1.0):
     _mul = Y * (z - lse)
     _sum2 = np.sum(_mul, axis=1)
     _value = -np.mean(_sum2)
-    bsub = grad_of_sum(grad_of_mean(-bout, _sum2), _mul, 1) * Y
-    bz = bsub + grad_of_sum(unbroadcast(-bsub, lse) / _sum, _exp, 1, True) * _exp
+    bsub = kept_sum(uniform_mean(-bout, _sum2), _mul, 1) * Y
+    bz = bsub + kept_sum(unbroadcast(-bsub, lse) / _sum, _exp, 1, True) * _exp
     blogits = bz + grad_of_max(unbroadcast(-bz, m), logits, m, 1, True)
     bb2 = unbroadcast(blogits, b2)
     bW2 = grad_of_matmul_b(blogits, h, W2)

@@ -138,24 +138,6 @@ def grad_of_mean(g, x, axis=None, keepdims=False, where=True):
     return fit(_masked(expand(g, x, axis, keepdims), where) / count(x, axis, where), x)
 
 
-def uniform_sum(g, x):
-    """`grad_of_sum(g, x)` (whole-array), as the number `g` where generated code only
-    combines it with arrays of x's shape (`transforms.uniform`) and float64 arithmetic
-    on the number equals it on the array element by element."""
-    if x.__class__ is np.ndarray and x.dtype == np.float64 and (
-            g.__class__ is float or g.__class__ is np.float64):
-        return g
-    return grad_of_sum(g, x)
-
-
-def uniform_mean(g, x):
-    """`grad_of_mean(g, x)` (whole-array) as one number where it may be (`uniform_sum`)."""
-    if x.__class__ is np.ndarray and x.dtype == np.float64 and (
-            g.__class__ is float or g.__class__ is np.float64):
-        return g / x.size
-    return grad_of_mean(g, x)
-
-
 def grad_of_max(g, x, ans, axis=None, keepdims=False, where=True):
     """The cotangent of `x` in `ans = np.max(x, axis, ...)` (or min, amax, nanmax...).
 
@@ -177,7 +159,7 @@ def grad_of_max(g, x, ans, axis=None, keepdims=False, where=True):
 
 # Pure: each computes a new value from its arguments and changes none of them (so
 # `transforms.fusion` may move a call of it to its one reader, as arithmetic).
-for _helper in (grad_of_sum, grad_of_mean, uniform_sum, uniform_mean, grad_of_max):
+for _helper in (grad_of_sum, grad_of_mean, grad_of_max):
     _helper.__tapeflow_pure__ = True
 
 

@@ -35,8 +35,16 @@ def unbroadcast(g, x):
             return np.complex128(g)
         return g
     if x.__class__ is np.ndarray:
-        if g.__class__ is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
-            return g                      # the common case: nothing to sum, nothing to cast
+        if g.__class__ is np.ndarray and g.dtype == x.dtype:
+            gshape, shape = g.shape, x.shape
+            if gshape == shape:
+                return g                  # the common case: nothing to sum, nothing to cast
+            summed = _summed_axes(gshape, shape)
+            if summed is not None:        # the next: axes of x broadcast, summed back
+                extra, axes = summed
+                return g.sum(axis=axes, keepdims=True) if not extra else (
+                    g.sum(axis=axes) if len(axes) == extra else
+                    g.sum(axis=axes, keepdims=True).reshape(shape))
         shape = x.shape
     elif not isinstance(g, (np.ndarray, np.generic)) and (is_api_only(g) or is_api_only(x)):
         return _unbroadcast_api(g, x)
@@ -49,6 +57,22 @@ def unbroadcast(g, x):
         # s is smaller than x): no cotangent was broadcast from x, none flows back
         return 0.0
     return _as_dtype_of(unbroadcast_to(g, shape), x)
+
+
+def _summed_axes(gshape, shape):
+    """(leading axes, all axes) that sum an array of `gshape` to `shape`, where it is
+    `shape` broadcast along some axes; else None."""
+    extra = len(gshape) - len(shape)
+    if extra < 0:
+        return None
+    axes = list(range(extra))
+    for i, n in enumerate(shape):
+        m = gshape[extra + i]
+        if n != m:
+            if n != 1:
+                return None
+            axes.append(extra + i)
+    return extra, tuple(axes)
 
 
 def _sums_to(gshape, shape) -> bool:

@@ -156,13 +156,13 @@ def grad_of_mean(g, x):
 
 
 def uniform_sum(g, x):
-    """`rules.numpy_reductions.uniform_sum`, as the array `grad_of_sum` gives (the same
+    """`rules.reduced_cotangents.uniform_sum`, as the array `grad_of_sum` gives (the same
     numbers: the NumPy path keeps `g` a number only where that changes none)."""
     return np.full(x.shape, g)
 
 
 def uniform_mean(g, x):
-    """`rules.numpy_reductions.uniform_mean`, as an array (see `uniform_sum`)."""
+    """`rules.reduced_cotangents.uniform_mean`, as an array (see `uniform_sum`)."""
     return np.full(x.shape, g / x.size)
 
 

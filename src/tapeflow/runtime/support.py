@@ -20,7 +20,7 @@ from tapeflow.runtime.helpers import (add_adjoint, append_tangent, densify, drop
                                       restore_contents, saved_contents, setitem_batched,
                                       setitem_clear_adjoint, setitem_tangent, setitem_value_adjoint,
                                       snapshot, static_argument, zero_tangent)
-from tapeflow.rules.numpy_reductions import uniform_mean, uniform_sum
+from tapeflow.rules.reduced_cotangents import kept_mean, kept_sum, uniform_mean, uniform_sum
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item, reread_slot,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
@@ -78,7 +78,8 @@ def generated_namespace() -> dict:
     names = {name: globals()[name] for name in __all__}
     names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
     names.update(np=np, math=math, range=range, slice=slice, len=len, checkpoints=checkpoints,
-                 uniform_sum=uniform_sum, uniform_mean=uniform_mean, shape_witness=shape_witness)
+                 uniform_sum=uniform_sum, uniform_mean=uniform_mean, kept_sum=kept_sum,
+                 kept_mean=kept_mean, shape_witness=shape_witness)
     return names
 
 

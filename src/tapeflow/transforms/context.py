@@ -37,7 +37,7 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable',
                  # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform)
-                 'checkpoints', 'uniform_sum', 'uniform_mean', 'shape_witness')
+                 'checkpoints', 'uniform_sum', 'uniform_mean', 'kept_sum', 'kept_mean', 'shape_witness')
 
 
 def order_of(fn) -> int:

@@ -57,7 +57,7 @@ PASSES = FRONT + (
                          'the pair gets the passes below when a caller or a tape first asks for it',
          lambda ctx: ctx.defer_split),
     Pass('fusion', fusion.run, 'single-use temporaries into their one reader: fewer interpreter steps'),
-    Pass('uniform', uniform.run, 'whole-array sum/mean cotangents kept as one number where they broadcast'),
+    Pass('uniform', uniform.run, 'sum/mean cotangents kept as one number (or row) where they broadcast'),
     Pass('factor', factor.run, 'a common factor out of a cotangent sum: `bx * (0.5 + _sin)`'),
     Pass('checkpoint', checkpoint.run, 'with checkpoint=: loops keep snapshots instead of a tape of every trip'),
     Pass('tape', assemble.bind_tapes, 'each function binds the tape operations it uses, and no more'),
