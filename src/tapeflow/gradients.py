@@ -167,8 +167,18 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
         elif len(args) != nparams and nparams is not None:
             args = bind(args, kwargs)
         # argument classes, array shapes in place of the ndarray class: specialised on both
-        if len(args) == 1:      # (the common case without a comprehension's frame)
+        n = len(args)           # (up to three without a comprehension's frame)
+        if n == 1:
             key = args[0].shape if args[0].__class__ is ndarray else args[0].__class__,
+        elif n == 2:
+            a, b = args
+            key = (a.shape if a.__class__ is ndarray else a.__class__,
+                   b.shape if b.__class__ is ndarray else b.__class__)
+        elif n == 3:
+            a, b, c = args
+            key = (a.shape if a.__class__ is ndarray else a.__class__,
+                   b.shape if b.__class__ is ndarray else b.__class__,
+                   c.shape if c.__class__ is ndarray else c.__class__)
         else:
             key = tuple([a.shape if a.__class__ is ndarray else a.__class__ for a in args])
         entry = state.get(key)
