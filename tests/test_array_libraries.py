@@ -274,6 +274,27 @@ def test_a_write_through_a_view_of_a_dask_array_is_refused():
     np.testing.assert_allclose(tf.grad(writes_through_a_view)(np.ones(4)), [2.0, 0.0, 2.0, 2.0])
 
 
+def ravels(x, y):
+    c = x.ravel()
+    f = y.flatten()
+    return np.sum(np.tanh(c) * c) + np.sum(f * f)
+
+
+def test_ravel_and_flatten_on_dask():
+    """A crash before (the library fuzzer on Dask, seed 23232, program 387): the
+    gradients of ravel and flatten reshaped with `order=`, which Dask's reshape refuses."""
+    x, y = np.array([[0.85, 1.37, 0.55], [1.46, 1.02, 1.34]]), np.array([1.05, 1.04, 1.47])
+    grads = tf.grad(ravels, argnums=(0, 1))(da.from_array(x, chunks=2), da.from_array(y, chunks=2))
+    expected = tf.grad(ravels, argnums=(0, 1))(x, y)
+    assert all(isinstance(g, da.Array) for g in grads)
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g.compute(), e, rtol=1e-13)
+    jvp_value, tangent = tf.jvp(ravels, (da.from_array(x, chunks=2), da.from_array(y, chunks=2)),
+                                (da.ones((2, 3), chunks=2), da.ones(3, chunks=2)))
+    expected_tangent = sum(np.sum(g * np.ones_like(g)) for g in expected)
+    np.testing.assert_allclose(np.asarray(tangent), expected_tangent, rtol=1e-12)
+
+
 def test_dask_gradient_on_a_two_worker_local_cluster():
     distributed = pytest.importorskip('distributed', reason='distributed comes with the dev extras')
     rng = np.random.default_rng(5)

@@ -251,12 +251,16 @@ def sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=
     return grad_of_sum(g, a, axis, keepdims, where=where)
 
 def sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    if where is True:           # (Dask's sum and mean take no `where`)
+        return np.sum(t, axis=axis, dtype=dtype, keepdims=keepdims)
     return np.sum(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 def mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     return grad_of_mean(g, a, axis, keepdims, where=where)
 
 def mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    if where is True:
+        return np.mean(t, axis=axis, dtype=dtype, keepdims=keepdims)
     return np.mean(t, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 def sum_jvp_batched(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,

@@ -48,6 +48,8 @@ def _rollaxis_destination(ndim, axis, start):
 
 def flatten(a, order='C'):
     """`a.flatten(order)`: a copy, flattened (the method has no NumPy function)."""
+    if order == 'C':            # (Dask's reshape and ravel take no order)
+        return np.reshape(np.copy(a), -1)
     return np.reshape(np.copy(a), -1, order=order)
 
 
@@ -61,8 +63,8 @@ def reshape_jvp(t, ans, a, shape=None, order='C', copy=None):
         return np.reshape(t, np.shape(ans))
     return np.reshape(t, np.shape(ans), order=order)
 
-def ravel_vjp(g, ans, a, order='C'): return fit(np.reshape(g, np.shape(a), order=order), a)
-def ravel_jvp(t, ans, a, order='C'): return np.ravel(t, order=order)
+def ravel_vjp(g, ans, a, order='C'): return reshape_vjp(g, ans, a, order=order)
+def ravel_jvp(t, ans, a, order='C'): return np.ravel(t) if order == 'C' else np.ravel(t, order=order)
 def flatten_jvp(t, ans, a, order='C'): return flatten(t, order)
 def expand_dims_vjp(g, ans, a, axis): return fit(np.reshape(g, np.shape(a)), a)
 def expand_dims_jvp(t, ans, a, axis): return np.expand_dims(t, axis)
