@@ -192,8 +192,8 @@ class _Split:
     def __get__(self, compiled, owner=None):
         if compiled is None:
             return self
-        if compiled.split_later is not None:
-            complete_split(compiled)
+        if compiled.split_later is not None or compiled.splitting:
+            complete_split(compiled)        # (or wait for the thread completing it)
         return getattr(compiled, self.slot)
 
     def __set__(self, compiled, value):
@@ -228,6 +228,7 @@ class Compiled:
     disk_key: object = None    # `disk_cache`'s key of this entry, or None (not cacheable)
     native_source: str = ''    # the combined function Numba compiles (`transforms.native`)
     split_later: tuple = None  # (context, the split pair's unit) that `defer` set aside
+    splitting: bool = False    # a thread is completing the split (`complete_split`)
 
     module_source = _Split()
     split_source = _Split()
@@ -242,13 +243,17 @@ _SPLITTING = threading.RLock()       # one thread completes a split; the others 
 def complete_split(compiled):
     """Run the passes after `defer` on the split pair it set aside for `compiled` (the
     first time a caller, a tape or a display asks for the pair)."""
-    with _SPLITTING:
+    with _SPLITTING:            # another thread asking meanwhile waits here (`_Split`)
         if compiled.split_later is None:
-            return
-        ctx, tree = compiled.split_later
-        compiled.split_later = None          # (codegen reads the fields it fills in)
-        ctx.compiled = compiled
-        run_passes(ctx, _SPLIT_PASSES, tree)
+            return                  # done, or being done by this thread (codegen reads
+        ctx, tree = compiled.split_later        # the fields it fills in)
+        compiled.splitting = True   # (first: a reader sees one or the other set)
+        compiled.split_later = None
+        try:
+            ctx.compiled = compiled
+            run_passes(ctx, _SPLIT_PASSES, tree)
+        finally:
+            compiled.splitting = False
 
 
 def bind_role(callee, namespace, name, role):
