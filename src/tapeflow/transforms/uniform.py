@@ -20,8 +20,6 @@ native path compiles, whose loop lowering reads the arrays.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
@@ -89,15 +87,23 @@ def transform(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dic
         fdef.body = _rebuilt(fdef.body, rewritten)
 
 
-def kept(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dict):
+def kept(fdef: ast.FunctionDef, shapes: dict, namespace: dict, helpers: dict, cotangents,
+         reads=None):
     """Rewrite (copying what it changes) the `grad_of_sum(g, x, axis[, keepdims])` and
     `grad_of_mean` over one constant axis of `fdef` whose value meets, in arithmetic, an
     array of x's static shape (`shapes`) as `kept_sum` / `kept_mean`: `g` with the axis
-    kept, which broadcasts there as the array of its copies would."""
-    rewritten = {}
+    kept, which broadcasts there as the array of its copies would. Only assignments to
+    `cotangents` (names) hold them; `reads`, the memo of the names statements read that
+    the tape pass keeps (`assemble.trim_tape`)."""
+    rewritten, reads = {}, {} if reads is None else reads
     for stmt in nodes.statements(fdef.body):
-        if stmt.__class__ is not ast.Assign or not any(
-                n.__class__ is ast.Name and n.id in KEPT for n in nodes.walk_terms(stmt.value)):
+        if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 \
+                or getattr(stmt.targets[0], 'id', None) not in cotangents:
+            continue
+        known = reads.get(id(stmt))
+        if known is None or known[0] is not stmt:
+            known = reads[id(stmt)] = stmt, nodes.load_names(stmt)
+        if KEPT.keys().isdisjoint(known[1]):
             continue
         parents, found = {}, []
         for node in nodes.walk_terms(stmt.value):
@@ -211,13 +217,24 @@ def _shape_of(node, shapes):
             else None
     if kind is ast.BinOp and node.op.__class__ in _OPERATORS + (ast.Pow,):
         left, right = _shape_of(node.left, shapes), _shape_of(node.right, shapes)
-        if left is None or right is None or not all(isinstance(n, int) for n in left + right):
-            return None
-        try:
-            return tuple(np.broadcast_shapes(left, right))
-        except ValueError:
-            return None
+        return None if left is None or right is None else _broadcast(left, right)
     return None
+
+
+def _broadcast(a, b):
+    """NumPy's broadcast of two static shapes of ints, else None."""
+    if len(a) < len(b):
+        a, b = b, a
+    out = list(a)
+    for i, n in enumerate(b, len(a) - len(b)):
+        m = out[i]
+        if n.__class__ is not int or m.__class__ is not int:
+            return None
+        if m == 1:
+            out[i] = n
+        elif n != 1 and n != m:
+            return None
+    return tuple(out) if all(m.__class__ is int for m in out) else None
 
 
 def run(tree, ctx):
@@ -231,5 +248,7 @@ def run(tree, ctx):
                 axes = role != 'combined' or ctx.target == 'python'
                 transform(unit[role], ctx.shapes, ctx.namespace, ctx.reductions, axes)
                 if axes:
-                    kept(unit[role], ctx.shapes, ctx.namespace, ctx.reductions)
+                    ctx.tape_reads = ctx.tape_reads or {}
+                    kept(unit[role], ctx.shapes, ctx.namespace, ctx.reductions,
+                         ctx.cotangent_names, ctx.tape_reads)
     return tree

@@ -83,8 +83,10 @@ def _named(e, names) -> bool:
 
 
 def _loads(block) -> set:
-    return {n.id for stmt in block for n in nodes.walk_terms(stmt)
-            if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+    out = set()
+    for stmt in block:
+        nodes.load_names(stmt, out)
+    return out
 
 
 def _with_witnesses(forward, witnessed, push):
