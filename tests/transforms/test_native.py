@@ -45,6 +45,10 @@ def matmul_sum(a, b):
     return np.sum(np.tanh(a @ b) * (a @ b))
 
 
+def matrix_vector(W, x, v):
+    return np.sum(np.tanh(W @ x) * v) + np.sum((v @ W) * x) + np.tanh(x @ x)
+
+
 def bias_and_column(x, b, c):
     return np.sum(np.tanh(x + b) * x) + np.sum(np.sin(x * c))
 
@@ -123,6 +127,8 @@ def calls_user(x):
 @pytest.mark.parametrize('fn, args, wrt', [
     (scalar_loop, (0.7,), 0), (newton_sqrt, (2.0,), 0), (branchy, (0.3, 0.4), (0, 1)),
     (matmul_sum, (np.arange(6.0).reshape(2, 3) / 7, np.arange(12.0).reshape(3, 4) / 5), (0, 1)),
+    (matrix_vector, (np.arange(12.0).reshape(3, 4) / 7, np.arange(4.0) / 5, np.arange(3.0) / 4),
+     (0, 1, 2)),           # one-axis operands: outer(g, b), g @ a, b @ g, g * b
     (bias_and_column, (np.arange(12.0).reshape(4, 3) / 9, np.arange(3.0) / 4,
                        np.arange(4.0).reshape(4, 1) / 5), (0, 1, 2)),
     (bias_and_column, (np.arange(12.0).reshape(4, 3) / 9, np.ones((1, 3)), np.ones((1, 1))),
