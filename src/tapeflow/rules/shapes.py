@@ -41,10 +41,7 @@ def unbroadcast(g, x):
                 return g                  # the common case: nothing to sum, nothing to cast
             summed = _summed_axes(gshape, shape)
             if summed is not None:        # the next: axes of x broadcast, summed back
-                extra, axes = summed
-                return g.sum(axis=axes, keepdims=True) if not extra else (
-                    g.sum(axis=axes) if len(axes) == extra else
-                    g.sum(axis=axes, keepdims=True).reshape(shape))
+                return _sum_axes(g, shape, *summed)
         shape = x.shape
     elif not isinstance(g, (np.ndarray, np.generic)) and (is_api_only(g) or is_api_only(x)):
         return _unbroadcast_api(g, x)
@@ -75,10 +72,18 @@ def _summed_axes(gshape, shape):
     return extra, tuple(axes)
 
 
+def _sum_axes(g, shape, extra, axes):
+    """`g` (an ndarray) summed over `axes` (`_summed_axes`) to `shape`."""
+    if not extra:
+        return g.sum(axis=axes, keepdims=True)
+    if len(axes) == extra:                              # leading axes only (bias terms)
+        return g.sum(axis=axes)
+    return g.sum(axis=axes, keepdims=True).reshape(shape)
+
+
 def _sums_to(gshape, shape) -> bool:
     """Whether an array of `gshape` is one of `shape` broadcast (so sums back to it)."""
-    extra = len(gshape) - len(shape)
-    return extra >= 0 and all(n == 1 or n == m for n, m in zip(shape, gshape[extra:]))
+    return _summed_axes(gshape, shape) is not None
 
 
 unbroadcast.__tapeflow_pure__ = True       # a new value, nothing changed (`transforms.fusion`)
@@ -126,16 +131,11 @@ def broadcast_tangent(t, ans):
 def unbroadcast_to(g, shape):
     """Sum the broadcast axes of `g` away so that it has `shape`."""
     if g.__class__ is np.ndarray and shape.__class__ is tuple:
-        gshape = g.shape
-        if gshape == shape:
+        if g.shape == shape:
             return g
-        extra = g.ndim - len(shape)
-        if extra >= 0:
-            if gshape[extra:] == shape:                 # leading axes only (bias terms)
-                return g.sum(axis=tuple(range(extra)))
-            axes = tuple(range(extra)) + tuple(extra + i for i, n in enumerate(shape)
-                                               if n == 1 and gshape[extra + i] != 1)
-            return g.sum(axis=axes, keepdims=True).reshape(shape)
+        summed = _summed_axes(g.shape, shape)
+        if summed is not None:
+            return _sum_axes(g, shape, *summed)
     extra = np.ndim(g) - len(shape)
     if extra > 0:
         g = np.sum(g, axis=tuple(range(extra)))
