@@ -7,7 +7,9 @@ NumPy array among the operands is a TypeError, as CuPy's 'Unsupported type
 <class 'numpy.ndarray'>'; `np.asarray(duck)` is a TypeError, as CuPy's 'Implicit
 conversion to a NumPy array is not allowed'. Generated code that makes a seed, a
 zero or a constant as a NumPy array fails on it exactly where it fails on CuPy.
-NumPy scalars and Python numbers are accepted, as CuPy accepts them.
+NumPy scalars and Python numbers are accepted, as CuPy accepts them, and so are the
+NumPy arrays that CuPy copies to its device: the value written by `x[i] = v` and
+`np.put`'s values.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
             return DuckArray(np.asarray(func(*args, **kwargs)))
         if (func.__module__ or '').startswith('tapeflow'):
             return NotImplemented           # as CuPy: it knows only its own functions
+        if func is np.put:                  # as CuPy, NumPy values are copied in
+            args, kwargs = _put_values_in(*args, **kwargs)
         return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
 
     # ---------------------------------------------------------------- the array
@@ -66,8 +70,8 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
     def __getitem__(self, index):
         return _wrap(self._a[_index(index)])
 
-    def __setitem__(self, index, value):
-        self._a[_index(index)] = _unwrap((value,))[0]
+    def __setitem__(self, index, value):          # as CuPy, a NumPy value is copied in
+        self._a[_index(index)] = value if isinstance(value, np.ndarray) else _unwrap((value,))[0]
 
     def __float__(self):
         return float(self._a)
@@ -112,6 +116,10 @@ def _unwrap(value):
     if isinstance(value, dict):
         return {k: _unwrap(v) for k, v in value.items()}
     return value
+
+
+def _put_values_in(a, ind, v, mode='raise'):
+    return (a, ind, DuckArray(v) if isinstance(v, np.ndarray) else v), {'mode': mode}
 
 
 def _index(index):

@@ -8,6 +8,7 @@ same values, which the rest of the suite checks against finite differences.
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import warnings
@@ -18,6 +19,7 @@ import pytest
 import tapeflow as tf
 from tests.corpus import CASES
 from tests.duck_gpu import DuckArray
+from tests.gradcheck import check_gradient
 
 dask = pytest.importorskip('dask', reason='dask[array] comes with the dev extras (make install)')
 da = pytest.importorskip('dask.array')
@@ -213,6 +215,59 @@ def test_mixing_libraries_is_a_clear_error():
     # Dask computes with NumPy operands: no error, and the NumPy gradient
     g = tf.grad(reads_a_numpy_global)(da.from_array(np.ones(4), chunks=2))
     np.testing.assert_allclose(g.compute(), WEIGHTS)
+
+
+def writes_numpy_values(x, y):
+    """NumPy values written into a CuPy array: CuPy copies them to its device."""
+    y[np.array([True, False, True, False])] = (np.ones((2,)) * x) / (1.0 + x ** 2)
+    return np.sum(y * y) + x
+
+
+def puts_numpy_values(x, y):
+    np.put(y, [3, 1], np.exp(-(np.ones((2,)) * x) ** 2))
+    return np.sum(np.sin(y) * y)
+
+
+def numpy_scalar_meets_a_gpu_sum(y, z):
+    """A NumPy scalar read from a NumPy array, divided by a CuPy array's sum."""
+    rows = [z - np.ones((2,)) * y]
+    return (rows[0][-1] / (1.0 + np.sum(X_ON_DEVICE[0] ** 2))) ** 2 + y * z
+
+
+def max_of_numpy_and_gpu_scalars(y, z):
+    """Python's max over a NumPy scalar and a CuPy one (the CuPy one is chosen)."""
+    return max([np.cos(y) * z, np.sum(X_ON_DEVICE[0]) * y + z]) * z
+
+
+X_ON_DEVICE = [None]        # the CuPy array the functions above read, set by the test
+NUMPY_VALUES_MEET_ARRAYS = [
+    ('written', writes_numpy_values, (0.7, np.linspace(0.3, 1.2, 4)), (0, 1)),
+    ('put', puts_numpy_values, (0.6, np.linspace(0.3, 1.2, 4)), (0, 1)),
+    ('scalar', numpy_scalar_meets_a_gpu_sum, (0.8, 1.3), (0, 1)),
+    ('max', max_of_numpy_and_gpu_scalars, (0.8, 1.3), (0, 1)),
+]
+
+
+def numpy_values_meet(name, fn, args, wrt, to_device, rng):
+    """The gradient of a function in which NumPy values meet device arrays where the
+    library takes them, on the device: NumPy's gradient, with each NumPy value's
+    cotangent back on the host (checked against central differences on NumPy first)."""
+    X_ON_DEVICE[0] = np.linspace(0.1, 0.4, 3)
+    expected = tf.value_and_grad(fn, argnums=wrt)(*copy.deepcopy(args))
+    check_gradient(fn, expected[1], copy.deepcopy(args), wrt, rng)
+    X_ON_DEVICE[0] = to_device(X_ON_DEVICE[0])
+    try:
+        return tf.value_and_grad(fn, argnums=wrt)(*convert(copy.deepcopy(args), to_device)), expected
+    finally:
+        X_ON_DEVICE[0] = None
+
+
+@pytest.mark.parametrize('name, fn, args, wrt', NUMPY_VALUES_MEET_ARRAYS,
+                         ids=[c[0] for c in NUMPY_VALUES_MEET_ARRAYS])
+def test_numpy_values_that_meet_a_gpu_array_get_their_cotangent_on_the_host(name, fn, args, wrt):
+    result, expected = numpy_values_meet(name, fn, args, wrt, DuckArray, np.random.default_rng(3))
+    assert_same_gradient(result, expected, lambda g: True)
+    assert not any(is_duck(g) for g in result[1] if not isinstance(g, float) and g.ndim == 0)
 
 
 # ---------------------------------------------------------------- Dask

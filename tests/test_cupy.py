@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.test_array_libraries import WORKLOADS, assert_same_gradient, convert, corpus_cases, plain_runs
+from tests.test_array_libraries import (NUMPY_VALUES_MEET_ARRAYS, WORKLOADS, assert_same_gradient, convert,
+                                       corpus_cases, numpy_values_meet, plain_runs)
 
 
 def _cupy():
@@ -59,3 +60,11 @@ def test_corpus_on_the_gpu(case):
     value, grads = tf.value_and_grad(case.fn, argnums=case.wrt)(*gpu_args)
     grads = grads if isinstance(grads, tuple) else (grads,)
     assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
+
+
+@pytest.mark.parametrize('name, fn, args, wrt', NUMPY_VALUES_MEET_ARRAYS,
+                         ids=[c[0] for c in NUMPY_VALUES_MEET_ARRAYS])
+def test_numpy_values_that_meet_a_gpu_array_get_their_cotangent_on_the_host(name, fn, args, wrt):
+    (value, grads), expected = numpy_values_meet(name, fn, args, wrt, to_gpu, np.random.default_rng(3))
+    assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
+    assert not any(on_gpu(g) and g.ndim == 0 for g in grads)

@@ -1,6 +1,8 @@
-"""The fuzzer's programs on other array libraries: Dask, and the CuPy stand-in.
+"""The fuzzer's programs on other array libraries: Dask, CuPy and the CuPy stand-in.
 
-    python -m tests.fuzz.libraries --library dask --seed S --count N
+    python -m tests.fuzz.libraries --library dask|cupy|duck --seed S --count N
+
+(`cupy` needs CuPy and a CUDA GPU; `duck` is tests/duck_gpu.py's stand-in for it.)
 
 Each program is first checked on NumPy (`oracle.check`: its gradient against
 central differences). A program that is `ok` there runs again, plain and through
@@ -43,7 +45,12 @@ def to_dask(a):
     return da.from_array(a, chunks=tuple(max(1, s // 2) for s in a.shape))
 
 
-LIBRARIES = {'dask': to_dask, 'duck': DuckArray}
+def to_cupy(a):
+    import cupy
+    return cupy.asarray(a)
+
+
+LIBRARIES = {'cupy': to_cupy, 'dask': to_dask, 'duck': DuckArray}
 
 
 def convert(value, to):
@@ -55,7 +62,7 @@ def convert(value, to):
 
 
 def host(value):
-    if isinstance(value, DuckArray):
+    if isinstance(value, DuckArray) or type(value).__module__.startswith('cupy'):
         return value.get()
     if hasattr(value, 'compute'):
         return value.compute()

@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ['is_foreign_array', 'is_array', 'library_of', 'is_lazy', 'same_library',
            'takes_numpy_operands', 'mixed_libraries', 'numpy_dtype', 'shares_views',
-           'is_api_only', 'to_library', 'copy_of']
+           'is_api_only', 'to_library', 'to_numpy_of', 'copy_of']
 
 _SCALARS = (float, int, bool, complex)
 
@@ -119,6 +119,19 @@ def to_library(value, like):
     if hasattr(like.__class__, '__array_function__'):
         return np.asarray(value, like=like)
     return like.__array_namespace__().asarray(value, device=like.device)
+
+
+def to_numpy_of(g, like):
+    """`g`, the cotangent of `like`, on the host where `like` is a NumPy value and `g`
+    an array of a library that takes no NumPy operands: the way back of a NumPy value
+    that met a CuPy array (written into one, or a NumPy scalar in its arithmetic).
+    A 0-d result is a NumPy scalar, which CuPy takes as an operand. Else `g` itself."""
+    if not isinstance(like, (np.ndarray, np.generic)) or not is_foreign_array(g) or \
+            takes_numpy_operands(library_of(g)):
+        return g
+    get = getattr(g, 'get', None)              # CuPy's copy to the host
+    host = get() if callable(get) else np.from_dlpack(g)
+    return host[()] if host.ndim == 0 else host
 
 
 def copy_of(value):

@@ -16,6 +16,7 @@ import operator
 
 import numpy as np
 
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.powers import times_log
 from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.entries import PYTHON_FLOATS, elementwise, entry
@@ -113,8 +114,10 @@ def fma_jvp_z(t, ans, x, y, z): return t
 def _chosen(args, ans, i):
     """True when argument i is the one min/max returned (the first of equals)."""
     values = args[0] if len(args) == 1 else args
+    foreign = is_foreign_array(ans)
     for k, v in enumerate(values):
-        if v == ans:
+        # a CuPy array on the left: NumPy's scalar would make itself an array, which CuPy refuses
+        if (ans == v) if foreign else (v == ans):
             return k == i
     return False
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tapeflow.rules.arrays import is_api_only, is_foreign_array, to_library
+from tapeflow.rules.arrays import is_api_only, is_foreign_array, to_library, to_numpy_of
 from tapeflow.rules.array_api import unbroadcast_api, zeros_api
 from tapeflow.rules.sequences import Items
 
@@ -43,6 +43,10 @@ def unbroadcast(g, x):
             if summed is not None:        # the next: axes of x broadcast, summed back
                 return _sum_axes(g, shape, *summed)
         shape = x.shape
+        g = to_numpy_of(g, x)             # a NumPy value's, from a CuPy array: to the host
+    elif isinstance(x, np.generic) and not is_api_only(g):
+        shape = ()
+        g = to_numpy_of(g, x)
     elif not isinstance(g, (np.ndarray, np.generic)) and (is_api_only(g) or is_api_only(x)):
         return _unbroadcast_api(g, x)
     else:

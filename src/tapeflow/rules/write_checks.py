@@ -17,7 +17,8 @@ import numpy as np
 
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.arrays import (is_api_only, is_foreign_array, is_lazy, library_of,
-                                   numpy_dtype, same_library, shares_views, to_library)
+                                   numpy_dtype, same_library, shares_views, to_library,
+                                   to_numpy_of)
 from tapeflow.rules.indexing import def_gather
 from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable, static
 
@@ -259,8 +260,8 @@ static(cycled, 1)
 
 # `to_library(value, like)` moves a NumPy value into the library of the array it is
 # written into (the lowerings of np.put, np.place, np.putmask, np.copyto): the same
-# numbers, so its derivative is the identity.
-defvjp(to_library, lambda g, ans, value, like: g)
+# numbers, so its derivative is the identity, and the cotangent goes back to the host.
+defvjp(to_library, lambda g, ans, value, like: to_numpy_of(g, value))
 defjvp(to_library, lambda t, ans, value, like: t)
 static(to_library, 1)
 
