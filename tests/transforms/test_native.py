@@ -93,6 +93,11 @@ def gravity(pos, vel, m):
     return np.sum(pos * pos)
 
 
+def piecewise(x, y):
+    """np.where with both branches arrays, and with a row broadcast against a number."""
+    return np.sum(np.where(x > 0.5, x * x, np.sin(x))) + np.sum(np.where(x < y, y, 0.25) * x)
+
+
 def neighbours(x):
     s = 0.0
     for i in range(len(x) - 1):
@@ -137,6 +142,7 @@ def calls_user(x):
     (mean_then_square, (np.arange(6.0).reshape(2, 3) / 5,), 0),
     (implicit_euler, (0.5, 2.0), (0, 1)),
     (neighbours, (np.arange(6.0) / 5,), 0),
+    (piecewise, (np.arange(12.0).reshape(4, 3) / 11, np.array([0.2, 0.5, 0.9])), (0, 1)),
     (symbolic_zero_in_a_loop, (np.arange(3.0) / 4, np.arange(3.0) / 5), (0, 1)),
     (gravity, (np.sin(np.arange(15.0)).reshape(5, 3), np.cos(np.arange(15.0)).reshape(5, 3) / 9,
                np.arange(1.0, 6.0)), (0, 1, 2))])

@@ -212,6 +212,12 @@ def unbroadcast(g, x):
     raise NotImplementedError('compiled by Numba only (`_unbroadcast_typer`)')
 
 
+def fit(g, x):
+    """`rules.shapes.fit`: of numbers and float64 arrays, `unbroadcast` (no complex part to
+    drop, no list to rebuild)."""
+    raise NotImplementedError('compiled by Numba only (`_unbroadcast_typer`)')
+
+
 def _same(g, x):
     return g
 
@@ -296,6 +302,7 @@ TYPERS = {
     grad_of_matmul_b: lambda twin: _matmul_typer(
         {(2, 2): _at_at_g, (2, 1): _g_at_a, (1, 2): _outer_a_g}, _g_times_a),
     unbroadcast: lambda twin: _unbroadcast_typer,
+    fit: lambda twin: _unbroadcast_typer,
     zeros_like_adjoint: lambda twin: _zeros_typer,
     broadcast_tangent: lambda twin: _broadcast_typer,
     reversed_range: _when(lambda r: str(r).startswith('range_state')),
