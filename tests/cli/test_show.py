@@ -130,4 +130,6 @@ def test_show_compile_numba_prints_the_function_numba_compiles(run):
     assert out.startswith('def df(x, n, bout=1.0):')
     assert '_out_tape = []' in out and '_push' not in out and '_pop' not in out
     status, _, err = run('show', f'{FUNCTIONS}:calls', '--compile', 'numba')
-    assert status != 0 and 'a call of the user function square()' in err
+    # square() is put in line; the global SCALE is what Numba would freeze
+    assert status != 0 and "the name 'SCALE', from outside the function" in err
+    assert f'functions.py:{line_of("functions.py", "return square(x) + SCALE * x")}:' in err

@@ -164,10 +164,15 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='tapeflow-fuzz-') as directory:
         tally, failures = run(options.library, options.seed, options.count, directory)
-    print(f'tapeflow fuzz on {options.library}: seed {options.seed}, {options.count} programs: '
-          + ', '.join(f'{k} {tally[k]}' for k in ('ok', 'refused', 'discarded', 'wrong', 'crash')))
+    return report(f'tapeflow fuzz on {options.library}: seed {options.seed}, {options.count} programs',
+                  tally, failures, options.show)
+
+
+def report(title, tally, failures, show) -> int:
+    """The tally, then up to `show` failures (wrong ones first); the exit status."""
+    print(f'{title}: ' + ', '.join(f'{k} {tally[k]}' for k in ('ok', 'refused', 'discarded', 'wrong', 'crash')))
     failures.sort(key=lambda failure: failure[1] != 'wrong')
-    for index, kind, reason, program in failures[:options.show]:
+    for index, kind, reason, program in failures[:show]:
         print(f'--- {kind} (index {index}): {reason}\n{program}')
     return int(bool(failures))
 

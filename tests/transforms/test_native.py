@@ -121,12 +121,13 @@ def with_dict(x):
     return d['a'] * x
 
 
-def helper(x):
-    return x * x
+def power(x, n):
+    """Recursive: put in line once, its call of itself stays (and is refused)."""
+    return x if n <= 1 else x * power(x, n - 1)
 
 
 def calls_user(x):
-    return helper(x) + x
+    return power(x, 3) + x
 
 
 @pytest.mark.parametrize('fn, args, wrt', [
@@ -184,7 +185,8 @@ def test_scalar_loop_tape_is_a_preallocated_array_while_loop_a_list():
     (reads_global, 'return x * SCALE', "the name 'SCALE', from outside the function"),
     (unknown_to_numba, 'return math.fmod', "Unknown attribute 'fmod'"),
     (with_dict, "d = {'a': x}", 'a dict'),
-    (calls_user, 'return helper(x) + x', 'a call of the user function helper()'),
+    (calls_user, 'return x if n <= 1 else x * power(x, n - 1)',
+     'a call of the user function power()'),
 ])
 def test_what_numba_cannot_compile_is_located_and_nothing_runs(fn, line, what):
     args = (0.7,)

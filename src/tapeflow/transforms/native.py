@@ -17,9 +17,10 @@ under a tape and `source` still read) and adds a native twin of the combined fun
   other pair a growable list (`_tape.append`, `_tape.pop`);
 - the tape's own consistency checks are dropped (each tape is popped as pushed);
 - what Numba cannot compile and this pass can see is refused here, located at the
-  user's line (`UnsupportedError`): a call of a user function or of a runtime helper
-  without an njit twin, a global or closure name (Numba would freeze its value), a
-  nested function, a dict, a lambda, a comprehension, an f-string;
+  user's line (`UnsupportedError`): a call of a user function that `native_calls` did
+  not put in line, or of a runtime helper without an njit twin, a global or closure
+  name (Numba would freeze its value), a nested function, a dict, a lambda, a
+  comprehension, an f-string;
   With `compile='auto'`, one warning (at that line) and the NumPy path;
 - static-shape array statements become loops (`native_loops`); `reversed(r)`: `reversed_range(r)`.
 
@@ -38,6 +39,7 @@ import warnings
 from tapeflow.errors import NativeFallbackWarning, UnsupportedError
 from tapeflow.runtime import native as native_runtime
 from tapeflow.transforms import native_loops
+from tapeflow.transforms.native_shapes import float_valued
 from tapeflow.syntax import ast, nodes, sourcemap
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
@@ -136,8 +138,9 @@ def _check(fdef, ctx):
                 continue
             if name in callees:
                 _refuse(stmt, ctx, f'a call of the user function {callees[name]}()',
-                        "the native path compiles one function, not yet the functions it "
-                        "calls: inline it, or use compile='python'", near)
+                        "the native path puts in line only plain functions of the caller's "
+                        "file (not recursive ones, closures, *args): inline it, or use "
+                        "compile='python'", near)
             if name in ctx.runtime_names or \
                     getattr(ctx.namespace.get(name), '__module__', '').startswith('tapeflow.'):
                 _refuse(stmt, ctx, f'the {_derivative(ctx)} of this line calls {name}(), which '
@@ -157,7 +160,7 @@ class _Tapes:
         self.once = set()        # pairs pushed and popped once: a variable holds the value
 
     def rewrite(self, fdef):
-        self.floats = _float_valued(fdef, self.names.pop)
+        self.floats = float_valued(fdef, self.names.pop)
         self._plan_arrays(fdef.body)
         self._plan_once(fdef.body)
         fdef.body = self._block(fdef.body, top=True)
@@ -204,7 +207,7 @@ class _Tapes:
 
     def _placeholder(self, stmt):
         """`_sin = None`, where `_sin` is taped before its first binding and holds values
-        of one static shape (numbers: floats by construction, `_float_valued`): NaN of
+        of one static shape (numbers: floats by construction, `float_valued`): NaN of
         that shape instead, so that its tape has one type (the value is pushed and popped
         back, and nothing reads it: were it read, the NaN would show)."""
         if not _assigns_constant(stmt, None):
@@ -413,26 +416,3 @@ def _assigns(stmt, name):
 
 def _derivative(ctx):
     return 'gradient' if ctx.mode == 'reverse' else 'tangent'
-
-
-# `math` functions whose value is a float whatever their arguments.
-_FLOAT_MATH = frozenset({'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'atan2', 'sinh', 'cosh',
-                         'tanh', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt',
-                         'pow', 'hypot', 'fabs', 'erf', 'erfc'})
-
-
-def _float_valued(fdef, pop):
-    """The names every binding of which in `fdef` is a call of a `_FLOAT_MATH` function,
-    but for restoring what the tape kept (`x = _pop()`) and a placeholder (`x = None`)."""
-    floats, others = set(), set()
-    for stmt in nodes.statements(fdef.body):
-        value = stmt.value if isinstance(stmt, ast.Assign) else None
-        if _calls(value, pop) or _assigns_constant(stmt, None):
-            continue
-        call = isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-            ast.name_id(value.func.value) == 'math' and value.func.attr in _FLOAT_MATH
-        for node in nodes.own_nodes(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                single = call and len(stmt.targets) == 1 and stmt.targets[0] is node
-                (floats if single else others).add(node.id)
-    return floats - others

@@ -5,6 +5,7 @@ every array it reads is a float64 array of a shape known when the function is
 compiled. `Shapes` finds those names: the arguments' shapes, `ctx.shapes`, and
 what each binding computes (optimistic, then checked: a binding may read its own
 name; a name bound to arrays of two shapes, or to what is not understood, has none).
+`float_valued` finds the names that surely hold floats, so too.
 """
 from __future__ import annotations
 
@@ -239,3 +240,57 @@ def calls(node, name):
     if isinstance(func, ast.Attribute) and ast.name_id(func.value) == 'np':
         return name in ('np', 'np.' + func.attr)
     return ast.name_id(func) == name
+
+
+# `math` functions whose value is a float whatever their arguments.
+_FLOAT_MATH = frozenset({'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'atan2', 'sinh', 'cosh',
+                         'tanh', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt',
+                         'pow', 'hypot', 'fabs', 'erf', 'erfc'})
+
+
+def float_valued(fdef, pop):
+    """The names every binding of which in `fdef` is surely a float, but for restoring
+    what the tape kept (`x = _pop()`) and a placeholder (`x = None`): a `_FLOAT_MATH`
+    call, a float literal, a division, and arithmetic with such a value or name
+    (optimistic, then checked). Parameters are not: their arguments may be ints. (A
+    complex operand would make a complex, which Numba refuses to keep in a float64 tape:
+    a typing error at the line, never another number.)"""
+    params = {a.id for a in fdef.args.args}
+    bindings, others = {}, set(params)
+    for stmt in nodes.statements(fdef.body):
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if _is_call_of(value, pop) or isinstance(value, ast.Constant) and value.value is None:
+            continue
+        for node in nodes.own_nodes(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                single = value is not None and len(stmt.targets) == 1 and stmt.targets[0] is node
+                if single:
+                    bindings.setdefault(node.id, []).append(value)
+                else:
+                    others.add(node.id)
+    floats = set(bindings) - others
+    changed = True
+    while changed:
+        kept = {n for n in floats if all(_is_float(v, floats) for v in bindings[n])}
+        changed, floats = kept != floats, kept
+    return floats
+
+
+def _is_call_of(node, name):
+    return isinstance(node, ast.Call) and ast.name_id(node.func) == name
+
+
+def _is_float(node, floats) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value.__class__ is float
+    if isinstance(node, ast.Name):
+        return node.id in floats
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute) and ast.name_id(node.func.value) == 'math' \
+            and node.func.attr in _FLOAT_MATH
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _OPS):
+        return isinstance(node.op, ast.Div) or _is_float(node.left, floats) or \
+            _is_float(node.right, floats)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_float(node.operand, floats)
+    return False

@@ -1,6 +1,6 @@
 """The passes, in order, and the one loop that runs them: every function compiles here.
 
-    parse -> resolve -> fence -> desugar -> anf -> mutation -> activity -> shapes
+    parse -> resolve -> fence -> desugar -> anf -> [native_calls] -> mutation -> activity -> shapes
           -> reverse -> optimize -> fold -> assemble -> fusion -> uniform -> factor
           -> checkpoint -> tape -> witness -> slots -> nest -> tape_check -> codegen
           -> native
@@ -24,8 +24,8 @@ from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import (anf, assemble, checkpoint, codegen, desugar, factor, fold,
-                                 forward, fusion, mutation, native, nest, optimize, reverse,
-                                 slots, tape_check, uniform, witness)
+                                 forward, fusion, mutation, native, native_calls, nest, optimize,
+                                 reverse, slots, tape_check, uniform, witness)
 from tapeflow.transforms.context import CompileContext
 
 
@@ -42,6 +42,9 @@ FRONT = (
     Pass('fence', fence.run, 'reject what later passes do not understand, before touching anything'),
     Pass('desugar', desugar.run, 'jumps to flags, loops to range: reverse knows only these forms'),
     Pass('anf', anf.run, 'one operation per statement: one rule per adjoint statement'),
+    Pass('native_calls', native_calls.run, "compile='numba': the user's helpers put in line, "
+                                           'so that Numba compiles one function',
+         lambda ctx: ctx.target != 'python'),
     Pass('mutation', mutation.run, 'writes to shared memory made explicit: later passes assume '
                                    'value semantics (not in generated code: its writes are its tape)'),
     Pass('activity', activity.run, 'which names carry derivatives: only those get adjoints'),
