@@ -35,6 +35,9 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
         inputs = _unwrap(inputs)
         if 'out' in kwargs:
             kwargs['out'] = _unwrap(kwargs['out'])
+        elif method == '__call__' and not all(a.flags.f_contiguous and not a.flags.c_contiguous
+                                              for a in inputs if isinstance(a, np.ndarray) and a.ndim > 1):
+            kwargs['order'] = 'C'           # as CuPy: C order unless every operand is Fortran's alone
         return _wrap(getattr(ufunc, method)(*inputs, **kwargs))
 
     def __array_function__(self, func, types, args, kwargs):
@@ -68,7 +71,11 @@ class DuckArray(np.lib.mixins.NDArrayOperatorsMixin):
         return (DuckArray(row) for row in self._a)
 
     def __getitem__(self, index):
-        return _wrap(self._a[_index(index)])
+        index = _index(index)
+        value = self._a[index]
+        if isinstance(value, np.generic):       # as CuPy: an element is a 0-d view, not a copy
+            return DuckArray(self._a[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)])
+        return _wrap(value)
 
     def __setitem__(self, index, value):          # as CuPy, a NumPy value is copied in
         self._a[_index(index)] = value if isinstance(value, np.ndarray) else _unwrap((value,))[0]

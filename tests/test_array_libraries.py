@@ -270,6 +270,50 @@ def test_numpy_values_that_meet_a_gpu_array_get_their_cotangent_on_the_host(name
     assert not any(is_duck(g) for g in result[1] if not isinstance(g, float) and g.ndim == 0)
 
 
+def fills_a_numpy_array_with_a_gpu_number(x, z):
+    """`numpy_array.fill` reads a CuPy number as a number (a write `b[...] = v` would not)."""
+    b = np.ones((3,))
+    b.fill(np.sum(x * x) * z)
+    return np.sum(b * np.arange(3.0)) * z + np.sum(x)
+
+
+def test_a_numpy_array_filled_with_a_gpu_number():
+    x, z = np.linspace(0.2, 0.8, 4), 0.7
+    expected = tf.value_and_grad(fills_a_numpy_array_with_a_gpu_number, argnums=(0, 1))(x, z)
+    check_gradient(fills_a_numpy_array_with_a_gpu_number, expected[1], [x, z], (0, 1),
+                   np.random.default_rng(6))
+    result = tf.value_and_grad(fills_a_numpy_array_with_a_gpu_number, argnums=(0, 1))(DuckArray(x), z)
+    assert_same_gradient(result, expected, is_duck)
+    tangent = tf.jvp(fills_a_numpy_array_with_a_gpu_number, (DuckArray(x), z), (DuckArray(np.ones(4)), 1.0))
+    expected_tangent = tf.jvp(fills_a_numpy_array_with_a_gpu_number, (x, z), (np.ones(4), 1.0))
+    np.testing.assert_allclose(host(tangent[1]), expected_tangent[1], rtol=1e-12)
+
+
+def transposed_write_then_reshape(y, c):
+    """A write into a Fortran-ordered view, then a reshape: a copy on NumPy and CuPy alike
+    (the write keeps the view's order), which a later write into the view leaves alone."""
+    d = y.T
+    d *= c
+    h = d.reshape(-1)
+    d[0] /= 2.0
+    return np.sum(h * h) + np.sum(np.sin(d))
+
+
+def test_a_write_in_place_keeps_its_layout_on_a_gpu_array():
+    """CuPy's arithmetic writes C order where NumPy keeps a Fortran-ordered operand's: the
+    value `d *= c` leaves is laid out as `d` (`like_layout`), on CuPy too. Before, the
+    reshape made a view there, and the value was another number (CuPy fuzzer, seed 72727)."""
+    y, c = np.arange(1.0, 10.0).reshape(3, 3) / 7, np.linspace(0.5, 1.5, 9).reshape(3, 3)
+    expected = tf.value_and_grad(transposed_write_then_reshape, argnums=(0, 1))(y.copy(), c)
+    check_gradient(transposed_write_then_reshape, expected[1], [y.copy(), c], (0, 1),
+                   np.random.default_rng(4))
+    plain = transposed_write_then_reshape(DuckArray(y.copy()), DuckArray(c))
+    result = tf.value_and_grad(transposed_write_then_reshape, argnums=(0, 1))(
+        DuckArray(y.copy()), DuckArray(c))
+    np.testing.assert_allclose(host(plain), expected[0], rtol=1e-12)
+    assert_same_gradient(result, expected, is_duck)
+
+
 # ---------------------------------------------------------------- Dask
 
 @pytest.mark.parametrize('case', corpus_cases(), ids=lambda c: c.name)

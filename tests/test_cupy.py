@@ -11,7 +11,8 @@ import pytest
 
 import tapeflow as tf
 from tests.test_array_libraries import (NUMPY_VALUES_MEET_ARRAYS, WORKLOADS, assert_same_gradient, convert,
-                                       corpus_cases, numpy_values_meet, plain_runs)
+                                       corpus_cases, numpy_values_meet, plain_runs,
+                                       fills_a_numpy_array_with_a_gpu_number, transposed_write_then_reshape)
 
 
 def _cupy():
@@ -68,3 +69,19 @@ def test_numpy_values_that_meet_a_gpu_array_get_their_cotangent_on_the_host(name
     (value, grads), expected = numpy_values_meet(name, fn, args, wrt, to_gpu, np.random.default_rng(3))
     assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
     assert not any(on_gpu(g) and g.ndim == 0 for g in grads)
+
+
+def test_a_write_in_place_keeps_its_layout_on_the_gpu():
+    y, c = np.arange(1.0, 10.0).reshape(3, 3) / 7, np.linspace(0.5, 1.5, 9).reshape(3, 3)
+    expected = tf.value_and_grad(transposed_write_then_reshape, argnums=(0, 1))(y.copy(), c)
+    plain = transposed_write_then_reshape(to_gpu(y), to_gpu(c))
+    value, grads = tf.value_and_grad(transposed_write_then_reshape, argnums=(0, 1))(to_gpu(y), to_gpu(c))
+    np.testing.assert_allclose(host(plain), expected[0], rtol=1e-12)
+    assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
+
+
+def test_a_numpy_array_filled_with_a_gpu_number():
+    x, z = np.linspace(0.2, 0.8, 4), 0.7
+    expected = tf.value_and_grad(fills_a_numpy_array_with_a_gpu_number, argnums=(0, 1))(x, z)
+    value, grads = tf.value_and_grad(fills_a_numpy_array_with_a_gpu_number, argnums=(0, 1))(to_gpu(x), z)
+    assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)

@@ -113,8 +113,12 @@ def is_api_only(value) -> bool:
 
 def to_library(value, like):
     """A NumPy value (an index, a constant of a rule) as an array of `like`'s library, on
-    its device: NEP 35's `like=` (CuPy, Dask), or the namespace's `asarray`."""
-    if not is_foreign_array(like) or is_foreign_array(value):
+    its device: NEP 35's `like=` (CuPy, Dask), or the namespace's `asarray`. For a NumPy
+    `like`, a value of a library that takes no NumPy operands on the host (`to_numpy_of`:
+    a CuPy number that `numpy_array.fill` reads)."""
+    if not is_foreign_array(like):
+        return to_numpy_of(value, like) if value.__class__ is not np.ndarray else value
+    if is_foreign_array(value):
         return value
     if hasattr(like.__class__, '__array_function__'):
         return np.asarray(value, like=like)

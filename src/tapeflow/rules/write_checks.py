@@ -218,10 +218,13 @@ def like_layout(value, like):
     """`value`, what `like <op>= v` wrote, as a new array: in `like`'s dtype and memory
     layout (a Fortran-ordered `like` keeps its order, so a later `reshape` copies where
     the write in place would have made it copy)."""
-    if value.__class__ is not np.ndarray or like.__class__ is not np.ndarray \
+    if value.__class__ is np.ndarray and like.__class__ is np.ndarray:
+        if value.dtype == like.dtype and value.strides == like.strides:
+            return value
+    elif not (is_foreign_array(value) and shares_views(like) and same_library(value, like)) \
             or (value.dtype == like.dtype and value.strides == like.strides):
-        return value
-    out = np.empty_like(like)
+        return value        # (Dask's views are copies: its layout never makes one)
+    out = np.empty_like(like)   # (CuPy's too: its arithmetic writes C order where NumPy keeps F)
     np.copyto(out, value, casting='same_kind')
     return out
 
@@ -258,11 +261,12 @@ def cycled(values, shape):
 def_gather(cycled, forms='any shape')
 static(cycled, 1)
 
-# `to_library(value, like)` moves a NumPy value into the library of the array it is
-# written into (the lowerings of np.put, np.place, np.putmask, np.copyto): the same
-# numbers, so its derivative is the identity, and the cotangent goes back to the host.
-defvjp(to_library, lambda g, ans, value, like: to_numpy_of(g, value))
-defjvp(to_library, lambda t, ans, value, like: t)
+# `to_library(value, like)` moves a value into the library of the array it is written
+# into (the lowerings of np.put, np.place, np.putmask, np.copyto, .fill): the same
+# numbers, so its derivative is the identity, the cotangent back in the value's library
+# and the tangent in the array's (a float: the symbolic zero, or a number both take).
+defvjp(to_library, lambda g, ans, value, like: g if g.__class__ is float else to_library(g, value))
+defjvp(to_library, lambda t, ans, value, like: t if t.__class__ is float else to_library(t, like))
 static(to_library, 1)
 
 nondifferentiable(put_index, diagonal_index, is_array, check_memory, is_list, shares, index_size, as_mask,

@@ -187,7 +187,10 @@ class Lowerings:
     def lower_fill(self, call, name, args):
         if 'value' not in args:
             return None
-        return [nodes.assign(nodes.subscript(name, whole(), store=True), args['value'])]
+        # (a CuPy number into a NumPy array: `fill` reads it as a number, a write would not)
+        value = self.new('_values')
+        return [nodes.assign(value, _like(args['value'], name)),
+                nodes.assign(nodes.subscript(name, whole(), store=True), value)]
 
     def lower_sort(self, call, name, args):
         return self.lower_reorder('sort', call, name, args, ())
