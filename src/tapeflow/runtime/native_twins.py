@@ -78,6 +78,13 @@ def add_adjoint(a, b):
     return a + b
 
 
+def like_layout(value, like):
+    """`rules.write_checks.like_layout`: what `like <op>= v` wrote, as a new array in
+    `like`'s layout; of numbers, and of float64 arrays both in C order (what Numba's
+    arithmetic makes), `value` itself, as NumPy's strides agree there."""
+    return value
+
+
 def broadcast_tangent(t, ans):
     """`rules.shapes.broadcast_tangent`: the tangent `t` in the shape of `ans` (numbers;
     float64 arrays, `t` a number or an array that broadcasts to `ans`)."""
@@ -292,6 +299,9 @@ TYPERS = {
     grad_of_sum: lambda twin: _sum_typer,
     add_adjoint: _when(lambda a, b: (_number(a) and _number(b)) or
                        (_arrays(a, b) and a.ndim == b.ndim)),
+    like_layout: _when(lambda value, like: (_number(value) and _number(like)) or
+                       (_arrays(value, like) and value.ndim == like.ndim and
+                        value.layout == like.layout == 'C')),
     untake: _when(lambda g, x, idx: _arrays(x) and (_number(g) or _arrays(g)) and
                   _basic_index(idx)),
     grad_of_mean: _when(lambda g, x: _arrays(x) and _number(g)),
