@@ -162,3 +162,17 @@ def test_a_helper_from_another_file_is_refused_at_the_call(tmp_path):
     assert error.lineno == 11 and 'a call of the user function bump()' in str(error)
     # the one from its own file is put in line: no refusal for it first
     assert 'scale' not in str(error)
+
+
+def test_a_derivative_of_a_derivative_is_refused_at_the_users_function():
+    """`jvp(grad(f))` calls tapeflow's own gradient: refused at f's line, not in generated
+    code; 'auto' runs it on the NumPy path."""
+    with pytest.raises(UnsupportedError) as raised:
+        tf.jvp(tf.grad(step, (0, 1)), (0.7, 0.3), (1.0, 0.0), compile='numba')
+    error = raised.value
+    assert error.filename == __file__ and error.lineno == step.__code__.co_firstlineno
+    assert 'a derivative of a derivative (step)' in str(error)
+    with pytest.warns(NativeFallbackWarning):
+        fallen_back = tf.jvp(tf.grad(step, (0, 1)), (0.7, 0.3), (1.0, 0.0), compile='auto')
+    expected = tf.jvp(tf.grad(step, (0, 1)), (0.7, 0.3), (1.0, 0.0))
+    np.testing.assert_allclose(fallen_back[1], expected[1], rtol=1e-15)

@@ -106,6 +106,22 @@ def _refuse(node, ctx, what, instead, near=None):
                            ctx.source.filename, line, col)
 
 
+def _derivative_of_derivative(ctx, stmt, near):
+    """Refuse the derivative of tapeflow's derivative (`jvp(grad(f))`), at `f`'s line."""
+    what, instead = ('a derivative of a derivative', "the native path compiles one "
+                     "derivative: use compile='python' for a jvp or vjp of grad")
+    adjoint = getattr(ctx.fn, '__tapeflow_adjoint__', None)
+    code = getattr(adjoint[1], '__code__', None) if adjoint else None
+    if code is None:
+        _refuse(stmt, ctx, what, instead, near)
+    raise UnsupportedError(f"compile='numba': {what} ({code.co_name}); {instead}",
+                           code.co_filename, code.co_firstlineno, 0)
+
+
+def _is_generated(fn) -> bool:
+    return getattr(getattr(fn, '__code__', None), 'co_filename', '').startswith('<tapeflow')
+
+
 def _located(node, stmt):
     return node if getanno(node, Key.ORIGIN) else stmt
 
@@ -116,7 +132,7 @@ def _check(fdef, ctx):
     local = nodes.store_names(fdef.body) | params
     names = getattr(ctx, 'names', None)
     tape = {names.tape, names.push, names.pop} if ctx.mode == 'reverse' else set()
-    callees = {name: _id(fn) for fn, *_, bound in ctx.compiled.links for name in bound.values()}
+    callees = {name: fn for fn, *_, bound in ctx.compiled.links for name in bound.values()}
     twins, near = native_runtime.TWINS, None
     for stmt in nodes.statements(fdef.body):
         near = getanno(stmt, Key.ORIGIN) or near
@@ -136,8 +152,10 @@ def _check(fdef, ctx):
             if name in local or name in tape or name in _BUILTINS or name in _MODULES \
                     or name in twins:
                 continue
+            if name in callees and _is_generated(callees[name]):
+                _derivative_of_derivative(ctx, stmt, near)
             if name in callees:
-                _refuse(stmt, ctx, f'a call of the user function {callees[name]}()',
+                _refuse(stmt, ctx, f'a call of the user function {_id(callees[name])}()',
                         "the native path puts in line only plain functions of the caller's "
                         "file (not recursive ones, closures, *args): inline it, or use "
                         "compile='python'", near)
