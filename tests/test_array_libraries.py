@@ -270,6 +270,45 @@ def test_numpy_values_that_meet_a_gpu_array_get_their_cotangent_on_the_host(name
     assert not any(is_duck(g) for g in result[1] if not isinstance(g, float) and g.ndim == 0)
 
 
+def element_then_write(x):
+    """On CuPy `x[1]` is a 0-d view, which the write changes; on NumPy a number."""
+    e = x[1]
+    x[1] = 5.0 * x[0]
+    return e * x[2] + np.sum(x * x)
+
+
+def sum_then_in_place(x):
+    """On CuPy a sum is a 0-d array, which `t *= 2.0` writes in place (so `s` changes)."""
+    s = np.sum(x)
+    t = s
+    t *= 2.0
+    return s * x[0] + t
+
+
+CUPY_MEANS_ANOTHER_VALUE = [('element', element_then_write), ('sum', sum_then_in_place)]
+
+
+def another_value_and_its_gradient(fn, to_device, get):
+    """Where CuPy's 0-d arrays mean another value than NumPy's numbers: tapeflow's value is
+    the plain call's on the device, and its gradient agrees with central differences of
+    the plain function there (not with NumPy's gradient)."""
+    x = np.array([0.3, 0.7, 1.1])
+    plain = float(get(fn(to_device(x.copy()))))
+    assert not np.isclose(plain, fn(x.copy()))                  # another value indeed
+    value, grad = tf.value_and_grad(fn)(to_device(x.copy()))
+    assert float(get(value)) == pytest.approx(plain, rel=1e-13)
+    h, grad = 1e-6, get(grad)
+    for i in range(3):
+        step = h * np.eye(3)[i]
+        numeric = (float(get(fn(to_device(x + step)))) - float(get(fn(to_device(x - step))))) / (2 * h)
+        assert grad[i] == pytest.approx(numeric, rel=1e-7, abs=1e-8)
+
+
+@pytest.mark.parametrize('name, fn', CUPY_MEANS_ANOTHER_VALUE, ids=[c[0] for c in CUPY_MEANS_ANOTHER_VALUE])
+def test_zero_d_arrays_mean_what_they_mean_on_the_stand_in(name, fn):
+    another_value_and_its_gradient(fn, DuckArray, host)
+
+
 def fills_a_numpy_array_with_a_gpu_number(x, z):
     """`numpy_array.fill` reads a CuPy number as a number (a write `b[...] = v` would not)."""
     b = np.ones((3,))

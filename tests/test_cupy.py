@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.test_array_libraries import (NUMPY_VALUES_MEET_ARRAYS, WORKLOADS, assert_same_gradient, convert,
+from tests.test_array_libraries import (CUPY_MEANS_ANOTHER_VALUE, NUMPY_VALUES_MEET_ARRAYS, WORKLOADS,
+                                       another_value_and_its_gradient, assert_same_gradient, convert,
                                        corpus_cases, numpy_values_meet, plain_runs,
                                        fills_a_numpy_array_with_a_gpu_number, transposed_write_then_reshape)
 
@@ -85,3 +86,8 @@ def test_a_numpy_array_filled_with_a_gpu_number():
     expected = tf.value_and_grad(fills_a_numpy_array_with_a_gpu_number, argnums=(0, 1))(x, z)
     value, grads = tf.value_and_grad(fills_a_numpy_array_with_a_gpu_number, argnums=(0, 1))(to_gpu(x), z)
     assert_same_gradient((host(value), tuple(host(g) for g in grads)), expected, lambda g: True)
+
+
+@pytest.mark.parametrize('name, fn', CUPY_MEANS_ANOTHER_VALUE, ids=[c[0] for c in CUPY_MEANS_ANOTHER_VALUE])
+def test_zero_d_arrays_mean_what_they_mean_on_the_gpu(name, fn):
+    another_value_and_its_gradient(fn, to_gpu, host)
