@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy demo bench bench-gpu fuzz fuzz-libraries clean autograd-suite rule-grid
+.PHONY: install test test-numpy test-python demo bench bench-gpu fuzz fuzz-libraries clean autograd-suite rule-grid
 
 install: $(STAMP)
 
@@ -27,32 +27,55 @@ $(STAMP): pyproject.toml
 test: install
 	$(PY) -m pytest tests
 
+# python$(1) on the PATH, else pyenv's newest $(1), else nothing.
+find_python = $(shell command -v python$(1) >/dev/null && python$(1) -c '' 2>/dev/null && echo python$(1) || \
+	PYENV_VERSION=$$(pyenv latest $(1) 2>/dev/null) python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null)
+PYTHON310 ?= $(call find_python,3.10)
+PYTHON312 ?= $(call find_python,3.12)
+PYTHON313 ?= $(call find_python,3.13)
+
 # The oldest and the newest NumPy tapeflow supports, each in a venv of its own:
 # NumPy 2.2 on $(PYTHON), and the newest NumPy on Python 3.12 (NumPy 2.5 needs
-# Python >= 3.12), newest when its venv is made (again when pyproject.toml
-# changes). PYTHON312 is python3.12 on PATH, else pyenv's newest 3.12.
-PYTHON312 ?= $(shell command -v python3.12 >/dev/null && python3.12 -c '' 2>/dev/null && echo python3.12 || \
-	PYENV_VERSION=$$(pyenv latest 3.12 2>/dev/null) python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null)
+# Python >= 3.12), newest when its venv is made (again when pyproject.toml changes).
+# And the oldest and the newest Python: 3.10 with NumPy 2.2, 3.13 with the newest.
 NUMPY_VENVS := .venv-numpy-oldest .venv-numpy-newest
+PYTHON_VENVS := .venv-python-oldest .venv-python-newest
 
 .venv-numpy-oldest/.installed: VENV_PYTHON = $(PYTHON)
 .venv-numpy-oldest/.installed: NUMPY = 'numpy==2.2.*'
 .venv-numpy-newest/.installed: VENV_PYTHON = $(PYTHON312)
 .venv-numpy-newest/.installed: NUMPY = --upgrade numpy
+.venv-python-oldest/.installed: VENV_PYTHON = $(PYTHON310)
+.venv-python-oldest/.installed: NUMPY = 'numpy==2.2.*'
+.venv-python-newest/.installed: VENV_PYTHON = $(PYTHON313)
+.venv-python-newest/.installed: NUMPY = --upgrade numpy
 
-.venv-numpy-%/.installed: pyproject.toml
-	@test -n '$(VENV_PYTHON)' || { echo 'make test-numpy: no Python 3.12 found: set PYTHON312'; exit 1; }
+define make_venv
+	@test -n '$(VENV_PYTHON)' || { echo 'make: no Python found for $(@D): set PYTHON310, PYTHON312 or PYTHON313'; exit 1; }
 	$(VENV_PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install --quiet --upgrade pip
 	$(@D)/bin/python -m pip install --quiet -e '.[dev]' $(NUMPY)
 	$(call with_numba,$(@D)/bin/python)
 	touch $@
+endef
 
-test-numpy: $(NUMPY_VENVS:%=%/.installed)
-	for venv in $(NUMPY_VENVS); do \
-	  $$venv/bin/python -c 'import sys, numpy; print(f"test-numpy: Python {sys.version.split()[0]}, NumPy {numpy.__version__}")' && \
+.venv-numpy-%/.installed: pyproject.toml
+	$(make_venv)
+
+.venv-python-%/.installed: pyproject.toml
+	$(make_venv)
+
+# the suite in each venv of $(1), each saying which Python and NumPy it has
+test_in = for venv in $(1); do \
+	  $$venv/bin/python -c 'import sys, numpy; print(f"$@: Python {sys.version.split()[0]}, NumPy {numpy.__version__}")' && \
 	  $$venv/bin/python -m pytest tests || exit 1; \
 	done
+
+test-numpy: $(NUMPY_VENVS:%=%/.installed)
+	$(call test_in,$(NUMPY_VENVS))
+
+test-python: $(PYTHON_VENVS:%=%/.installed)
+	$(call test_in,$(PYTHON_VENVS))
 
 # The demo fits a simulated pendulum to measurements and times the gradient
 # beside autograd (installed here, extra `demo`) and JAX (when installed).
@@ -115,4 +138,4 @@ autograd-suite: install
 	PYTHONPATH=src $(PY) -m tapeflow.rules.coverage
 
 clean: clean-r
-	rm -rf $(VENV) $(NUMPY_VENVS) build src/*.egg-info
+	rm -rf $(VENV) $(NUMPY_VENVS) $(PYTHON_VENVS) build src/*.egg-info

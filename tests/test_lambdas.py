@@ -148,17 +148,20 @@ def test_a_lambda_without_source_says_write_a_def():
 
 def test_two_lambdas_that_cannot_be_told_apart_are_refused_where_they_stand(tmp_path):
     """Without column positions (`-X no_debug_ranges`, or Python 3.10) two lambdas with
-    the same parameters on one line cannot be told apart: a located refusal, no guess."""
+    the same parameters on one line are told apart by the code their text compiles to;
+    where both compile to the same, a located refusal, no guess."""
     module = tmp_path / 'two_lambdas.py'
     module.write_text('import tapeflow as tf\n'
                       'f, g = (lambda x: x * x), (lambda x: x + 1)\n'
+                      'a, b = (lambda x: 2 * x), (lambda x: 2 * x)\n'
                       'h = lambda y: y * y\n'
                       'print(tf.grad(h)(3.0))\n'
-                      'tf.grad(g)(3.0)\n')
+                      'print(tf.grad(f)(3.0), tf.grad(g)(3.0))\n'
+                      'tf.grad(b)(3.0)\n')
     env = dict(os.environ, PYTHONPATH=str(SRC))
     result = subprocess.run([sys.executable, '-X', 'no_debug_ranges', str(module)],
                             capture_output=True, text=True, env=env)
     assert result.returncode != 0
-    assert result.stdout.strip() == '6.0'          # the only lambda on its line is read
-    assert f'{module}:2:9: cannot tell which lambda this is' in result.stderr
+    assert result.stdout.split() == ['6.0', '6.0', '1.0']   # told apart by their code
+    assert f'{module}:3:9: cannot tell which lambda this is' in result.stderr
     assert 'write it as a def' in result.stderr

@@ -104,9 +104,12 @@ def test_python_dash_c_says_what_to_do():
     code = ('import tapeflow as tf\n'
             'def f(x):\n'
             '    return x * x\n'
-            'tf.grad(f)(2.0)\n')
+            'print(tf.grad(f)(2.0))\n')
     env = dict(os.environ, PYTHONPATH=str(SRC))
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env)
+    if sys.version_info >= (3, 13):     # Python 3.13 keeps the text of -c code in linecache
+        assert (result.returncode, result.stdout.strip()) == (0, '4.0'), result.stderr
+        return
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("tapeflow.errors.SourceUnavailableError: <string>:2: cannot read the source of 'f'")

@@ -96,8 +96,8 @@ def _parse_lambda(fn, code, filename, first_line) -> Source:
     where its code says its body is: the span its instructions cover
     (`co_positions`, Python >= 3.11), which no other lambda shares. Without
     column positions (Python 3.10, `-X no_debug_ranges`) it must be the only
-    lambda with its parameters on its first line; anything else is refused,
-    never guessed.
+    lambda with its parameters on its first line whose text, compiled alone, has
+    its instructions, constants and names; anything else is refused, never guessed.
     """
     try:
         lines, _ = inspect.findsource(code)
@@ -117,6 +117,8 @@ def _parse_lambda(fn, code, filename, first_line) -> Source:
     span = _body_span(code)
     if span is not None:
         candidates = [n for n in candidates if _span(n.body) == span]
+    elif len(candidates) > 1:       # Python 3.10: the one whose text compiles to its code
+        candidates = [n for n in candidates if _compiles_to(n, text, code)]
     if len(candidates) != 1:
         line = linecache.getline(filename, first_line)
         why = ('no lambda on this line matches its code' if not candidates else
@@ -150,6 +152,19 @@ def _file_tree(text: str):
             _TREES.clear()
         _TREES[text] = tree
     return tree
+
+
+def _compiles_to(node, text, code) -> bool:
+    """Whether the lambda `node` of `text`, compiled alone, has `code`'s instructions,
+    constants and names (a lambda reading its enclosing function's names does not)."""
+    segment = ast.get_source_segment(text, node)
+    try:
+        compiled = compile(f'({segment})', '<lambda>', 'eval')
+    except (SyntaxError, TypeError, ValueError):
+        return False
+    own = next((c for c in compiled.co_consts if isinstance(c, types.CodeType)), None)
+    return own is not None and (own.co_code, own.co_consts, own.co_names, own.co_varnames) == \
+        (code.co_code, code.co_consts, code.co_names, code.co_varnames)
 
 
 def _lambda_params(node) -> tuple:

@@ -18,8 +18,10 @@ import textwrap
 import types
 from typing import NamedTuple
 
+from tapeflow.errors import TapeflowError
 from tapeflow.rules.entries import StandIn
 from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.parse import parse_function
 
 _NOT_INLINABLE = object()
 _NOT_A_PARAMETER = object()
@@ -118,16 +120,22 @@ def _single_def(rule):
 def _marked_lambda(rule):
     """A marked lambda, read as `def lambda_(<its args>): return <its body>`, or None.
 
-    Its body is the text its instructions' positions span (Python >= 3.11): taken only
-    when that text stands between the lambda's `:` and what ends it and compiles to
-    the lambda's own names and constants; a lambda sharing its line with others is so
-    told apart, and anything unsure is called, not inlined. A lambda reading a name of the function it was made in (a
-    closure) is called."""
+    Its body is the text its instructions' positions span (Python >= 3.11; on 3.10,
+    which has none, its source is parsed: `parse_function`): taken only when that text
+    stands between the lambda's `:` and what ends it and compiles to the lambda's own
+    names and constants; a lambda sharing its line with others is so told apart, and
+    anything unsure is called, not inlined. A lambda reading a name of the function it
+    was made in (a closure) is called."""
     code = rule.__code__
     if not getattr(rule, '__tapeflow_inline__', False) or rule.__closure__ \
             or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) \
             or code.co_kwonlyargcount or code.co_posonlyargcount:
         return None
+    if not hasattr(code, 'co_positions'):   # Python 3.10: the lambda's source, parsed
+        try:
+            return parse_function(rule).node
+        except (TapeflowError, OSError, TypeError, SyntaxError):
+            return None
     body = _body_text(code)
     defaults = rule.__defaults__ or ()
     if body is None or any(d is not None and d.__class__ not in (bool, int, float, str)
