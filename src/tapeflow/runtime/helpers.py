@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tapeflow.errors import UnsupportedError
 from tapeflow.rules.array_ops import written
 from tapeflow.rules.arrays import copy_of, is_foreign_array
 from tapeflow.rules.batching import is_batched, set_rows_at
@@ -177,7 +178,14 @@ def old_value(container, index):
     # (a copy of a Dask array is a new object: `z[...]` may be `z`, whose graph the write replaces)
     if isinstance(value, np.ndarray):
         return value.copy()
-    return copy_of(value) if is_foreign_array(value) else value
+    if not is_foreign_array(value):
+        return value
+    if any(n != n for n in value.shape):    # NaN: Dask's, after a mask; it could not be written back
+        raise UnsupportedError('a write through a boolean mask into a Dask array: how many '
+                               'elements it overwrites is not known until Dask computes, so '
+                               'tapeflow cannot keep them -- write x = np.where(mask, value, x) '
+                               'instead')
+    return copy_of(value)
 
 
 # ---------------------------------------------------------------- writes to shared memory
