@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 include r/test-r.mk
 .DEFAULT_GOAL := test
 
-.PHONY: install test test-numpy test-python demo bench bench-gpu fuzz fuzz-libraries clean autograd-suite rule-grid
+.PHONY: install test test-numpy test-python demo bench bench-gpu fuzz fuzz-libraries clean autograd-suite autograd-examples rule-grid
 
 install: $(STAMP)
 
@@ -136,6 +136,11 @@ autograd-suite: install
 	$(PY) benchmarks/autograd_suite/run.py $(if $(AUTOGRAD),--autograd $(AUTOGRAD)) \
 		--markdown benchmarks/autograd_suite/RESULTS.md
 	PYTHONPATH=src $(PY) -m tapeflow.rules.coverage
+
+# autograd's example programs, run on tapeflow with only their imports swapped, their
+# gradients compared with autograd's own run of them (a measurement; the same clone).
+autograd-examples: install $(DEMO_STAMP)
+	$(PY) benchmarks/autograd_examples/run.py $(if $(AUTOGRAD),--autograd $(AUTOGRAD))
 
 clean: clean-r
 	rm -rf $(VENV) $(NUMPY_VENVS) $(PYTHON_VENVS) build src/*.egg-info

@@ -1,0 +1,1 @@
+from autograd.misc.flatten import flatten  # noqa: F401
