@@ -18,10 +18,20 @@ def _at(xp, index):
     return np.reshape(np.take_along_axis(xp, np.ravel(index), 0), np.shape(index))
 
 
+def _points(x):
+    """Query points or knots given as a list or tuple, as the array np.interp reads."""
+    return np.asarray(x, float) if isinstance(x, (list, tuple)) else x
+
+
 def _interp_terms(x, xp, left, right, period):
-    """Lower knot index, weight of the upper knot, slope mask per query point."""
+    """Lower knot index, weight of the upper knot, slope mask per query point.
+
+    The masks are combined with np.logical_*, never `~`: for a scalar x and a list xp
+    `x < xp[0]` is a Python bool, and `~True` is -2.
+    """
     if period is not None:
         raise NotImplementedError('no derivative rule for np.interp with period')
+    x, xp = _points(x), _points(xp)
     n = np.shape(xp)[0]
     lo = np.clip(np.searchsorted(xp, x, side='right') - 1, 0, max(n - 2, 0))
     hi = np.minimum(lo + 1, n - 1)
@@ -29,9 +39,9 @@ def _interp_terms(x, xp, left, right, period):
     weight = (x - _at(xp, lo)) / np.where(span == 0, 1.0, span)
     below, above = x < xp[0], x > xp[n - 1]
     weight = np.where(below, 0.0, np.where(above, 1.0, weight))
-    keep_lo = ~(below & (left is not None)) & ~above
-    keep_hi = ~(above & (right is not None)) & ~below
-    return lo, hi, weight, keep_lo, keep_hi, span, ~below & ~above
+    keep_lo = np.logical_not(np.logical_or(np.logical_and(below, left is not None), above))
+    keep_hi = np.logical_not(np.logical_or(np.logical_and(above, right is not None), below))
+    return lo, hi, weight, keep_lo, keep_hi, span, np.logical_not(np.logical_or(below, above))
 
 
 def _interp_slope(x, xp, fp, left, right, period):
@@ -76,16 +86,16 @@ def interp_jvp_xp(t, ans, x, xp, fp, left=None, right=None, period=None):
     return gather(t, lo) * d_lo + gather(t, hi) * d_hi
 
 def interp_vjp_left(g, ans, x, xp, fp, left=None, right=None, period=None):
-    return fit(np.where(x < xp[0], g, 0.0), left)
+    return fit(np.where(_points(x) < xp[0], g, 0.0), left)
 
 def interp_vjp_right(g, ans, x, xp, fp, left=None, right=None, period=None):
-    return fit(np.where(x > xp[np.shape(xp)[0] - 1], g, 0.0), right)
+    return fit(np.where(_points(x) > xp[np.shape(xp)[0] - 1], g, 0.0), right)
 
 def interp_jvp_left(t, ans, x, xp, fp, left=None, right=None, period=None):
-    return np.where(x < xp[0], t, np.zeros_like(ans))
+    return np.where(_points(x) < xp[0], t, np.zeros_like(ans))
 
 def interp_jvp_right(t, ans, x, xp, fp, left=None, right=None, period=None):
-    return np.where(x > xp[np.shape(xp)[0] - 1], t, np.zeros_like(ans))
+    return np.where(_points(x) > xp[np.shape(xp)[0] - 1], t, np.zeros_like(ans))
 
 def interp_vjp_x(g, ans, x, xp, fp, left=None, right=None, period=None):
     return fit(g * _interp_slope(x, xp, fp, left, right, period), x)
