@@ -58,6 +58,8 @@ SPECS += [
     Spec(api.squeeze, (np, A((2, 1, 3)), 1), name='xp.squeeze', second=False),
     Spec(api.broadcast_to, (np, A((3,)), (2, 3)), name='xp.broadcast_to', second=False),
     Spec(api.flip, (np, A((2, 3))), {'axis': 1}, name='xp.flip', second=False),
+    Spec(api.sort, (np, A((2, 3))), name='xp.sort', second=False),
+    Spec(api.sort, (np, A((3, 2))), {'axis': 0}, name='xp.sort(axis=0)', second=False),
     Spec(api.concat, (np, L(A((2, 3)), A((1, 3)))), name='xp.concat', second=False),
     Spec(api.concat, (np, L(A((2, 3)), A((2, 2)))), {'axis': 1}, name='xp.concat(axis=1)',
          second=False),

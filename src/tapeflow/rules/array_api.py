@@ -111,13 +111,18 @@ for _name in ('abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atanh', 'cos', '
     _make(_name)
 
 # creation, comparison, logical, integer-valued: outputs that carry no derivative
-for _name in ('zeros', 'ones', 'empty', 'zeros_like', 'ones_like', 'empty_like', 'eye', 'arange',
-              'linspace', 'meshgrid', 'equal', 'not_equal', 'less', 'less_equal', 'greater',
+for _name in ('zeros', 'ones', 'empty', 'zeros_like', 'ones_like', 'empty_like', 'eye',
+              'equal', 'not_equal', 'less', 'less_equal', 'greater',
               'greater_equal', 'logical_and', 'logical_or', 'logical_not', 'logical_xor', 'isnan',
               'isinf', 'isfinite', 'sign', 'floor', 'ceil', 'round', 'trunc', 'argmax', 'argmin',
-              'argsort', 'sort', 'nonzero', 'any', 'all', 'count_nonzero', 'unique_values',
+              'argsort', 'nonzero', 'any', 'all', 'count_nonzero',
               'result_type', 'finfo', 'iinfo', 'isdtype', 'broadcast_shapes', 'signbit'):
     nondifferentiable(_make(_name))
+# values that move with a float argument (arange's and linspace's start, meshgrid's and
+# unique_values' elements): no rule here, so differentiating them is a located error,
+# never a silent zero (sort has its rules below)
+for _name in ('arange', 'linspace', 'meshgrid', 'unique_values', 'sort'):
+    _make(_name)
 
 globals().update(FUNCTIONS)     # sin, cos... by name: the rules below call them
 
@@ -343,6 +348,31 @@ defjvp(broadcast_to, None, lambda t, ans, xp, x, shape: xp.broadcast_to(t, shape
 static(broadcast_to, 2)
 defvjp(flip, None, lambda g, ans, xp, x, axis=None: xp.flip(g, axis=axis))
 defjvp(flip, None, lambda t, ans, xp, x, axis=None: xp.flip(t, axis=axis))
+
+
+def _sort_order(xp, x, axis, descending, stable):
+    """Where each element of `xp.sort(x, ...)` came from (`descending` only when asked:
+    NumPy's own sort has no such keyword)."""
+    if descending:
+        return xp.argsort(x, axis=axis, descending=True, stable=stable)
+    return xp.argsort(x, axis=axis, stable=stable)
+
+
+def _sort_vjp(g, ans, xp, x, axis=-1, descending=False, stable=True):
+    if _scalar(g):
+        g = xp.full_like(ans, g)
+    back = xp.argsort(_sort_order(xp, x, axis, descending, stable), axis=axis, stable=True)
+    return xp.take_along_axis(g, back, axis=axis)
+
+
+def _sort_jvp(t, ans, xp, x, axis=-1, descending=False, stable=True):
+    if _scalar(t):
+        return xp.full_like(ans, t)
+    return xp.take_along_axis(t, _sort_order(xp, x, axis, descending, stable), axis=axis)
+
+
+defvjp(sort, None, _sort_vjp)
+defjvp(sort, None, _sort_jvp)
 
 
 def _concat_vjp(g, ans, xp, arrays, axis=0):

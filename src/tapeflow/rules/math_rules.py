@@ -102,6 +102,19 @@ def remainder_vjp_y(g, ans, x, y): return -g * round((x - ans) / y)
 def remainder_jvp_y(t, ans, x, y): return -t * round((x - ans) / y)
 def ldexp_vjp(g, ans, x, i): return g * 2.0 ** i
 def ldexp_jvp(t, ans, x, i): return t * 2.0 ** i
+def nextafter_vjp_x(g, ans, x, y, steps=1): return g
+def nextafter_vjp_y(g, ans, x, y, steps=1): return _zero(g)
+def nextafter_jvp_x(t, ans, x, y, steps=1): return t
+def nextafter_jvp_y(t, ans, x, y, steps=1): return _zero(t)
+# frexp(x) = (m, e), x = m * 2**e: m moves as x / 2**e (e is an integer, piecewise constant)
+def frexp_vjp(g, ans, x): return 0.0 if g[0] is None else math.ldexp(g[0], -ans[1])
+def frexp_jvp(t, ans, x): return (t * 2.0 ** -ans[1], 0.0)
+# divmod(x, y) = (x // y, x % y): the quotient is piecewise constant, the remainder is %
+def divmod_vjp_x(g, ans, x, y): return _zero(x) if g[1] is None else unbroadcast(g[1], x)
+def divmod_vjp_y(g, ans, x, y):
+    return _zero(y) if g[1] is None else unbroadcast(-g[1] * (x // y), y)
+def divmod_jvp_x(t, ans, x, y): return (_zero(ans[0]), t + _zero(ans[1]))
+def divmod_jvp_y(t, ans, x, y): return (_zero(ans[0]), -t * (x // y) + _zero(ans[1]))
 def fma_vjp_x(g, ans, x, y, z): return g * y
 def fma_vjp_y(g, ans, x, y, z): return g * x
 def fma_vjp_z(g, ans, x, y, z): return g
@@ -258,6 +271,13 @@ entry(math.copysign, (copysign_vjp_x, zero_vjp), (copysign_jvp_x, zero_jvp),
 entry(math.fmod, (first_vjp, fmod_vjp_y), (first_jvp, fmod_jvp_y), forms=BOTH)
 entry(math.remainder, (first_vjp, remainder_vjp_y), (first_jvp, remainder_jvp_y), forms=BOTH)
 entry(math.ldexp, ldexp_vjp, ldexp_jvp, forms='Python float and an int exponent')
+entry(math.nextafter, (nextafter_vjp_x, nextafter_vjp_y), (nextafter_jvp_x, nextafter_jvp_y),
+      forms='Python floats; x plus a step that moves only in jumps: 1 in x, 0 in y')
+entry(math.frexp, frexp_vjp, frexp_jvp, batched=frexp_jvp,
+      forms='Python float; two outputs (mantissa m = x / 2**e, exponent e): m has a derivative')
+entry(builtins.divmod, (divmod_vjp_x, divmod_vjp_y), (divmod_jvp_x, divmod_jvp_y),
+      forms='Python floats and arrays; two outputs (x // y, x % y): the remainder has a '
+            'derivative, 1 in x and -(x // y) in y')
 SEQUENCE = 'a sequence of floats (cotangent: a list); start'
 entry(math.fsum, fsum_vjp, fsum_jvp, batched=fsum_jvp_batched, forms=SEQUENCE)
 entry(math.prod, prod_vjp, prod_jvp, batched=prod_jvp_batched, forms=SEQUENCE)
@@ -336,9 +356,9 @@ alias(builtins.abs, operator.abs)
 nondifferentiable(
     math.floor, math.ceil, math.trunc, math.isfinite, math.isinf, math.isnan,
     math.isclose, math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt,
-    math.frexp, math.nextafter, math.ulp,
+    math.ulp,
     builtins.round, builtins.int, builtins.bool, builtins.len, builtins.range,
-    builtins.isinstance, builtins.divmod, _zero,
+    builtins.isinstance, _zero,
 )
 
 describe('any number of Python floats', math.hypot)

@@ -34,6 +34,11 @@ def _zero(v):
     return 0.0 if v.__class__ is float or v.__class__ is int else np.zeros_like(v)
 
 
+def _remainder_part(g, ans):
+    """The cotangent of the second of two outputs (None where it was not used)."""
+    return np.zeros_like(ans[1]) if g[1] is None else g[1]
+
+
 def _safe_div(a, b):
     return a / np.where(b == 0, 1.0, b)
 
@@ -76,6 +81,15 @@ def zero_vjp_y(g, ans, x, y): return fit(_zero(g), y)
 def zero_jvp_y(t, ans, x, y): return _zero(_full(t, ans))
 def ldexp_vjp_x(g, ans, x, y): return fit(g * np.exp2(y), x)
 def ldexp_jvp_x(t, ans, x, y): return _full(t * np.exp2(y), ans).astype(ans.dtype)
+# np.divmod(x, y) = (x // y, x % y): the quotient is piecewise constant, the remainder
+# moves as np.remainder's (an unused output's cotangent is None)
+def divmod_vjp_x(g, ans, x, y): return fit(_remainder_part(g, ans), x)
+def divmod_vjp_y(g, ans, x, y): return fit(-_remainder_part(g, ans) * np.floor_divide(x, y), y)
+def divmod_jvp_x(t, ans, x, y): return (np.zeros_like(ans[0]), _full(t, ans[1]))
+def divmod_jvp_y(t, ans, x, y):
+    return (np.zeros_like(ans[0]), _full(-t * np.floor_divide(x, y), ans[1]))
+def divmod_jvp_x_batched(t, ans, x, y): return divmod_jvp_x(lift_tangent(t, x, ans[1]), ans, x, y)
+def divmod_jvp_y_batched(t, ans, x, y): return divmod_jvp_y(lift_tangent(t, y, ans[1]), ans, x, y)
 def heaviside_vjp_x(g, ans, x, y): return fit(_zero(g), x)
 def heaviside_vjp_y(g, ans, x, y): return fit(np.where(x == 0, g, 0.0), y)
 def heaviside_jvp_x(t, ans, x, y): return _zero(_full(t, ans))
@@ -102,6 +116,10 @@ entry(np.maximum, (max_vjp_x, max_vjp_y), (max_jvp_x, max_jvp_y),
       forms='broadcasting operands (scalars, 0-d, any shapes); ties share equally')
 entry(np.remainder, (mod_vjp_x, mod_vjp_y), (mod_jvp_x, mod_jvp_y), forms=BROADCASTING)
 entry(np.fmod, (mod_vjp_x, fmod_vjp_y), (mod_jvp_x, fmod_jvp_y), forms=BROADCASTING)
+entry(np.divmod, (divmod_vjp_x, divmod_vjp_y), (divmod_jvp_x, divmod_jvp_y),
+      batched=(divmod_jvp_x_batched, divmod_jvp_y_batched),
+      forms='broadcasting operands; two outputs (x // y, x % y): the remainder has a '
+            'derivative, 1 in x and -(x // y) in y')
 entry(np.copysign, (copysign_vjp_x, zero_vjp_y), (copysign_jvp_x, zero_jvp_y),
       forms=BROADCASTING)
 entry(np.nextafter, (mod_vjp_x, zero_vjp_y), (mod_jvp_x, zero_jvp_y),
@@ -190,7 +208,7 @@ def clip_jvp_max_batched(t, ans, a, a_min=None, a_max=None, out=None, min=None, 
     return clip_jvp_max(lift_tangent(t, a_max, ans), ans, a, a_min, a_max, min=min, max=max)
 
 
-nondifferentiable(_inside, _below, _above, _bounds, _zero)   # masks, zeros
+nondifferentiable(_inside, _below, _above, _zero)   # masks, zeros (not _bounds: the bounds move)
 entry(np.clip, (clip_vjp_a, clip_vjp_min, clip_vjp_max), (clip_jvp_a, clip_jvp_min, clip_jvp_max),
       batched=(clip_jvp_a_batched, clip_jvp_min_batched, clip_jvp_max_batched),
       forms='a_min/a_max (or min=/max=) scalars, arrays or None, broadcasting; '
