@@ -102,8 +102,10 @@ class Tensor:
     # ------------------------------------------------------------ inspection
 
     def numpy(self):
-        """The value as NumPy (a NumPy scalar for 0-d tensors, as in TF)."""
-        return self._value
+        """A copy of the value as NumPy (a NumPy scalar for 0-d tensors), as in TF: a
+        Tensor is immutable, so writing into what this returns never changes it."""
+        value = self._value
+        return value if isinstance(value, np.generic) else value.copy()
 
     @property
     def shape(self):
@@ -161,7 +163,11 @@ class Tensor:
         value = np.asarray(self._value)
         if dtype is not None and value.dtype != dtype:
             return value.astype(dtype)
-        return value.copy() if copy else value
+        if copy:
+            return value.copy()
+        view = value.view()         # (read-only: np.asarray(t) must not write into t)
+        view.flags.writeable = False
+        return view
 
     def tolist(self):
         return np.asarray(self._value).tolist()
@@ -212,9 +218,6 @@ class Variable(Tensor):
     def name(self):
         return f'{self._name}:0'
 
-    def numpy(self):
-        value = self._value
-        return value.copy() if value.__class__ is np.ndarray else value
 
     def value(self):
         """The current value as a Tensor (a recorded read)."""
