@@ -198,6 +198,8 @@ class GradientTape:
                                     result.append(t)
                                     continue
                             result.append(as_gradient(g, s, mode))
+                    elif any(s is target for s in flat):
+                        return self._gradient(target, sources, output_gradients, mode)
                     else:
                         result = [as_gradient(None, s, mode) for s in flat]
                     if kind is None:
@@ -218,18 +220,26 @@ class GradientTape:
         flat_sources = _check_sources(sources)
         flat_targets = flatten(target)
         tensor_mode = bool(state.tapes)
-        seeds = {}
+        seeds, own = {}, {}
+        source_ids = {id(s) for s in flat_sources}
         for t, g in zip(flat_targets, _output_gradients(target, flat_targets, output_gradients)):
-            if isinstance(t, Tensor) and id(t) in self._live and t.dtype.kind in 'fc':
+            if isinstance(t, Tensor) and t.dtype.kind in 'fc':
+                # a target the tape did not see (a Variable never read on it) that is also a
+                # source: its own gradient, the seed, as in TF (d v / d v = 1)
+                into = seeds if id(t) in self._live else own if id(t) in source_ids else None
+                if into is None:
+                    continue
                 if g is None:
                     g = ones(t._value)
                 elif not tensor_mode and isinstance(g, Tensor):
                     g = g._value
                 if tensor_mode and not isinstance(g, Tensor):
                     g = wrap(g)
-                prev = seeds.get(id(t))
-                seeds[id(t)] = g if prev is None else prev + g
+                prev = into.get(id(t))
+                into[id(t)] = g if prev is None else prev + g
         grads = self._backward(seeds, flat_sources, tensor_mode) if seeds else {}
+        if own:
+            grads = {**grads, **own}    # (nothing recorded reaches a value the tape did not see)
         flat = [as_gradient(grads.get(id(s)), s, mode) for s in flat_sources]
         return pack_sequence_as(sources, flat)
 
