@@ -132,12 +132,12 @@ def test_the_generated_source_names_a_lambda_lambda_():
     assert 'def dlambda_(' in text
 
 
-def test_a_lambda_inside_a_differentiated_function_is_still_refused():
+def test_a_lambda_inside_a_differentiated_function_is_differentiated():
     def uses(x):
-        sq = lambda v: v * v  # noqa: E731
-        return sq(x)
-    with pytest.raises(UnsupportedError, match='lambda is not supported'):
-        tf.grad(uses)(1.0)
+        sq = lambda v: v * v * x  # noqa: E731
+        return sq(x) + sum(map(lambda v: v * x, [1.0, 2.0]))
+    assert np.isclose(tf.grad(uses)(1.5), 3 * 1.5 ** 2 + 3.0)
+    check_gradient(uses, [tf.grad(uses)(1.5)], [1.5], [0], _rng('inside'))
 
 
 def test_a_lambda_without_source_says_write_a_def():

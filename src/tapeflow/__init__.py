@@ -16,3 +16,4 @@ from tapeflow.mapping import vmap  # noqa: E402,F401
 from tapeflow.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402,F401
 from tapeflow.linearization import linearize  # noqa: E402,F401
 from tapeflow.runtime.pytree import register_pytree  # noqa: E402,F401
+from tapeflow import calls as _calls  # noqa: E402,F401  (the run-time dispatcher's names)

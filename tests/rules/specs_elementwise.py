@@ -7,7 +7,9 @@ import numpy as np
 
 from rulecheck import A, F, L, Spec
 from tapeflow.rules import powers
+from tapeflow.rules.iterators import zipped
 from tapeflow.rules.math_rules import repeated
+from tapeflow.rules.sequence_ops import add_any, concatenated, mul_any
 from tapeflow.rules.registry import available
 
 SHAPES = [(), (3,), (2, 3)]
@@ -60,6 +62,7 @@ SPECS += [
     Spec(np.angle, (A((3,), complex_=True),), {'deg': True}, name='angle(deg)'),
     Spec(np.real_if_close, (A((3,)),), name='real_if_close'),
     Spec(np.modf, (A((4,), 0.1, 3.0),), name='modf'),
+    Spec(np.frexp, (A((4,), 0.1, 3.0),), name='frexp'),
 ]
 
 for _fn in (np.maximum, np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2,
@@ -74,6 +77,8 @@ SPECS += [
          name='fmax(nan)', f32=False),
     Spec(np.ldexp, (A((2, 3)), np.array([1, -2, 3])), name='ldexp'),
     Spec(np.nextafter, (A((2, 3)), A((3,))), name='nextafter'),
+    Spec(np.divmod, (A((2, 3), 0.1, 3.0), A((3,), 0.7, 1.3)), name='divmod'),
+    Spec(np.divmod, (A((2,), 0.1, 3.0), F(0.7, 1.3)), name='divmod((2,),float)'),
     Spec(complex, (A(()), A(())), name='complex(re, im)', f32=False, tensor=False),
     Spec(np.heaviside, (A(value=[0.0, 1.5, -1.0]), A((3,))), name='heaviside', wrt=(1,)),
     Spec(np.heaviside, (A((2, 3)), A((3,))), name='heaviside(x)', wrt=(0,)),
@@ -139,6 +144,9 @@ SPECS += [
     Spec(math.fmod, (F(-3, 3), F(0.7, 1.3)), name='math.fmod', f32=False),
     Spec(math.remainder, (F(-3, 3), F(0.7, 1.3)), name='math.remainder', f32=False),
     Spec(math.ldexp, (F(), 3), name='math.ldexp', f32=False),
+    Spec(math.frexp, (F(0.3, 3.0),), name='math.frexp', f32=False),
+    Spec(math.nextafter, (F(), F(2.5, 3.0)), name='math.nextafter', f32=False),
+    Spec(builtins.divmod, (F(0.1, 3.0), F(0.7, 1.3)), name='divmod', f32=False),
     Spec(math.fsum, (L(F(), F(), F()),), name='math.fsum', f32=False),
     Spec(math.prod, (L(F(), F(), F()),), name='math.prod', f32=False),
     Spec(math.prod, (L(F(), F(value=0.0), F()),), name='math.prod(zero)', f32=False),
@@ -154,6 +162,22 @@ SPECS += [
          tensor=False),
     Spec(builtins.sum, (L(A((2,)), F(), A((1,))),), name='sum(mixed shapes)', f32=False,
          tensor=False),
+    Spec(concatenated, (L(F(), F()), L(A((2,)), F())), name='[a, b] + [c, d]', f32=False,
+         tensor=False),
+    Spec(concatenated, (L(F(), F(), tuple_=True), L(F(), A((3,)), tuple_=True)),
+         name='(a, b) + (c, d)', f32=False, tensor=False),
+    Spec(add_any, (F(), A((3,))), name='add_any(numbers)', f32=False, tensor=False),
+    Spec(add_any, (L(F(), F(), tuple_=True), L(F(), F(), tuple_=True)), name='add_any(tuples)',
+         f32=False, tensor=False),
+    Spec(mul_any, (A((2, 3)), F()), name='mul_any(numbers)', f32=False, tensor=False),
+    Spec(mul_any, (L(F(), A((2,))), 3), name='mul_any(list, 3)', f32=False, tensor=False),
+    Spec(mul_any, (2, L(F(), F(), tuple_=True)), name='mul_any(2, tuple)', f32=False,
+         tensor=False),
+    Spec(zipped, (L(F(), F(), F()), L(F(), F())), name='zipped(a, b)', f32=False,
+         tensor=False),
+    Spec(builtins.sorted, (L(F(), F(), F(), F()),), name='sorted(list)', f32=False, tensor=False),
+    Spec(builtins.sorted, (L(A((2,)), A((2,)), A((2,))),), dict(key=np.sum, reverse=True),
+         name='sorted(rows, key, reverse)', f32=False, tensor=False),
 ]
 
 

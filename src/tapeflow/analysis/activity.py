@@ -90,6 +90,8 @@ def _call_operands(call) -> set:
     names = _names(call.func)
     for a in call.args:
         names |= _names(a)
+    for k in call.keywords:
+        names |= _names(k.value)
     return names
 
 
@@ -132,6 +134,23 @@ def output_names(body) -> set:
     return names
 
 
+def varied_names(node: ast.FunctionDef, wrt: set) -> set:
+    """The variables of `node` (ANF) that depend on `wrt` (whether or not the output does)."""
+    return _varied(list(_assignments(node.body)), wrt)
+
+
+def _varied(flows, wrt) -> set:
+    varied = set(wrt)
+    changed = True
+    while changed:
+        changed = False
+        for target, operands in flows:
+            if target not in varied and operands & varied:
+                varied.add(target)
+                changed = True
+    return varied
+
+
 def active_names(node: ast.FunctionDef, wrt: set, outputs: set | None = None) -> set:
     """The active variables of `node` (ANF) differentiated with respect to `wrt`."""
     flows = list(_assignments(node.body))
@@ -160,5 +179,6 @@ def run(tree, ctx):
     """The pass protocol (`transforms.pipeline`): `ctx.active`; the writes the mutation
     pass left pending are checked against it."""
     ctx.active = ctx.active_names(tree)
+    ctx.extra['varied'] = varied_names(tree, set(ctx.differentiated(tree)))
     ctx.check_writes(tree)
     return tree

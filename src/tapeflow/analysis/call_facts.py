@@ -10,6 +10,7 @@ arguments (`analysis.call_writes`).
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import types
 
@@ -19,7 +20,8 @@ from tapeflow.analysis.call_writes import out_arguments, writes_of_call
 from tapeflow.analysis.memory import (ARRAY, DICT, LIST, NUMBERS, NUMERIC, SCALAR, TUPLE, Eq,
                                       elements, kill_items, names_of, reach_objects, text)
 from tapeflow.rules import mutation as table
-from tapeflow.rules import registry
+from tapeflow.rules import iterators, registry, sequence_ops
+from tapeflow.rules.math_rules import repeated
 from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
 
@@ -67,6 +69,8 @@ class CallFacts:
         if _lookup(_LIST_OF_VIEWS, fn) is not None:          # a list of views of the arguments
             pieces = self.view(state, site + ('pieces',), everything)
             return LIST, self.fresh(state, site, LIST, pieces), []
+        if getattr(fn, '__tapeflow_closure__', False):     # a closure holds its values
+            return None, self.fresh(state, site, LIST, everything), []
         if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
             return self.user_call(fn, v, target, site, state, arg_facts)
         if _lookup(_CONTAINER_BUILTINS, fn) is not None:
@@ -78,6 +82,9 @@ class CallFacts:
             if len(arg_facts) != 1 or arg_facts[0][0] not in (LIST, TUPLE, DICT):
                 return None, everything, []          # of an array, maybe a view of a row
             return None, reach_objects(state, elements(state, arg_facts[0][1]) | kw_objects), []
+        structured = _structured_kind(fn)
+        if structured is not False:          # a rule's result that holds its arguments
+            return structured, self.fresh(state, site, structured or LIST, everything) | everything, []
         if registry.lookup(fn) is not None or _is_numpy(fn):
             kind = SCALAR if getattr(fn, '__module__', None) == 'math' else NUMERIC
             return kind, self.fresh(state, site, kind), []
@@ -137,6 +144,20 @@ class CallFacts:
                     state.contents[obj] = state.contents.get(obj, frozenset()) | added
             if state.kinds.get(name) != ARRAY:
                 kill_items(state, name, keep_appended=position == 'append')
+
+
+_STRUCTURED = {functools.partial: None, iterators.zipped: LIST, sequence_ops.concatenated: None,
+               sequence_ops.add_any: None, sequence_ops.mul_any: None, repeated: None}
+
+
+def _structured_kind(fn):
+    """The kind of what a function with rules makes that holds its arguments (a partial,
+    a list of tuples, `a + b` of sequences, or that the compiler cannot tell); False for
+    any other function."""
+    try:
+        return _STRUCTURED.get(fn, False)
+    except TypeError:
+        return False
 
 
 def _lookup(table_, fn):

@@ -53,7 +53,7 @@ FAMILIES = [
     ('numpy_einsum', 'einsum'),
     (('numpy_linalg', 'numpy_norms'), 'np.linalg'),
     ('numpy_fft', 'np.fft'),
-    ('math_rules', 'The math module and numeric builtins'),
+    (('math_rules', 'iterators'), 'The math module and numeric builtins'),
     ('scipy_special', 'scipy.special'),
 ]
 

@@ -10,6 +10,8 @@ number has no fields: an attribute without a rule there is refused.
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from tapeflow.rules.entries import entry
@@ -56,12 +58,17 @@ def field_tangent(t, obj, name):
     return getattr(t, name)
 
 
+def _bound_to(ans, obj) -> bool:
+    """`obj.name` is a method bound to `obj` (its cotangent is the object's own)."""
+    return isinstance(ans, types.MethodType) and ans.__self__ is obj
+
+
 def _field_vjp(g, ans, obj, name):
-    return field_cotangent(g, obj, name)
+    return g if _bound_to(ans, obj) else field_cotangent(g, obj, name)
 
 
 def _field_jvp(t, ans, obj, name):
-    return field_tangent(t, obj, name)
+    return t if _bound_to(ans, obj) else field_tangent(t, obj, name)
 
 
 entry(field, _field_vjp, _field_jvp, batched=_field_jvp, static=(1,), forms=None)

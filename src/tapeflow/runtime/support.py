@@ -25,6 +25,7 @@ from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplac
                                      is_list, put_index, refresh_items, shares, reread_item, reread_slot,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
                                      holds, like_layout, check_refresh, is_mutable)
+from tapeflow.rules.iterators import zipped
 from tapeflow.rules.shapes import broadcast_tangent, dense, shape_witness, unbroadcast, unbroadcast_batch
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
@@ -77,7 +78,8 @@ def generated_namespace() -> dict:
     import math
     names = {name: globals()[name] for name in __all__}
     names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
-    names.update(np=np, math=math, range=range, slice=slice, len=len, checkpoints=checkpoints,
+    names.update(np=np, math=math, range=range, slice=slice, len=len, tuple=tuple, zipped=zipped,
+                 checkpoints=checkpoints,
                  uniform_sum=uniform_sum, uniform_mean=uniform_mean, kept_sum=kept_sum,
                  kept_mean=kept_mean, shape_witness=shape_witness)
     return names

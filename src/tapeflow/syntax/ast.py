@@ -17,6 +17,8 @@ from gast import (AST, Add, And, Assign, Attribute, AugAssign, BinOp, BitAnd, Bi
                   SetComp, Slice, Starred, Store, Sub, Subscript, Tuple, UAdd, UnaryOp, USub,
                   While, comprehension, expr, expr_context, iter_child_nodes, iter_fields,
                   keyword, operator, unaryop)
+from gast import (AnnAssign, Assert, Delete, ExceptHandler, Global, IfExp, Nonlocal,  # noqa: F401
+                  Raise, Set, Try, With, Yield, YieldFrom, withitem)
 
 # Statements that hold blocks of statements.
 COMPOUND = (For, While, If)

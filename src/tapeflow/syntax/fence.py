@@ -28,7 +28,6 @@ _REJECTED = {
     gast.Global: 'global statements (writes to module globals) are not supported',
     gast.Nonlocal: 'nonlocal statements (writes to enclosing variables) are not supported',
     gast.Delete: 'del is not supported in differentiated code',
-    gast.Lambda: 'lambda is not supported; define a nested def instead',
     gast.NamedExpr: 'assignment expressions (:=) are not supported',
     gast.Import: 'import inside a differentiated function is not supported; import at module level',
     gast.ImportFrom: 'import inside a differentiated function is not supported; import at module level',
@@ -107,9 +106,6 @@ class _Fence(nodes.Visitor):
                                 'assign to a name first')
 
     def visit_Call(self, node):
-        for arg in node.args:
-            if isinstance(arg, gast.Starred):
-                self.reject(arg, 'star-arguments in calls (f(*args)) are not supported')
         for kw in node.keywords:
             if kw.arg is None:
                 self.reject(kw.value, 'keyword unpacking in calls (f(**kwargs)) is not supported')

@@ -167,6 +167,10 @@ def param(node):
     return node
 
 
+def starred(value) -> gast.Starred:
+    return gast.Starred(value=_expr(value), ctx=gast.Load())
+
+
 def builtin(identifier: str) -> gast.Name:
     """The name of a builtin (`len`, `range`), resolved to it (`Key.RESOLVED`)."""
     ref = name(identifier)

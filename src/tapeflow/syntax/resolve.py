@@ -33,6 +33,8 @@ class Bindings:
     # free names that would shadow a name of the generated module (`range`, `np`, a
     # helper): the user's references renamed (`range_`), bound to the user's object
     renamed: dict = dataclasses.field(default_factory=dict)
+    # methods of resolved objects (`norm.logpdf` of a global `norm`): (object, name, function)
+    methods: list = dataclasses.field(default_factory=list)
 
     def lookup(self, name: str):
         if name in self.closure:
@@ -50,7 +52,8 @@ class Bindings:
         current = self if fn is None else bindings_of(fn)
         return all(current.lookup(n) is v for n, v in self.values.items()) and \
             len(current.defaults) == len(self.defaults) and \
-            all(map(_same_value, current.defaults, self.defaults))
+            all(map(_same_value, current.defaults, self.defaults)) and \
+            all(bound_method(obj, name) is func for obj, name, func in self.methods)
 
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
@@ -98,6 +101,15 @@ def _resolvable_parent(obj) -> bool:
     return isinstance(obj, (types.ModuleType, type))
 
 
+def bound_method(obj, name):
+    """The function `obj.name` applies when it is a method of `obj`'s class that the
+    instance does not shadow (`norm.logpdf` of `scipy.stats.norm`), else None."""
+    if isinstance(obj, (types.ModuleType, type)) or name in getattr(obj, '__dict__', ()):
+        return None
+    func = getattr(type(obj), name, None)
+    return func if isinstance(func, types.FunctionType) else None
+
+
 class _Resolver(nodes.Visitor):
     def __init__(self, local, bindings):
         self.local = local
@@ -128,6 +140,11 @@ class _Resolver(nodes.Visitor):
                 value = getattr(parent, node.attr, _MISSING)
                 if value is not _MISSING:
                     setanno(node, Key.RESOLVED, value)
+            else:
+                func = bound_method(parent, node.attr)
+                if func is not None:        # a method of an object: bound to it, as read
+                    setanno(node, Key.RESOLVED, getattr(parent, node.attr))
+                    self.bindings.methods.append((parent, node.attr, func))
 
 
 def resolve(node: gast.FunctionDef, fn=None, bindings: Bindings | None = None) -> Bindings:

@@ -288,9 +288,32 @@ class _ANF:
             func = self.atom(func, pre, 'fn')
         if len(e.args) == 1 and isinstance(e.args[0], ast.GeneratorExp):
             e.args = [nodes.list_comp(e.args[0].elt, e.args[0].generators)]
-        args = [self.atom(a, pre, 'arg') for a in e.args]
+        if any(isinstance(a, ast.Starred) for a in e.args):
+            args = [nodes.starred(self.star_arguments(e.args, pre))]
+        else:
+            args = [self.atom(a, pre, 'arg') for a in e.args]
         keywords = [nodes.keyword(k.arg, self.atom(k.value, pre, k.arg or 'kw')) for k in e.keywords]
         return nodes.copy_location(nodes.call(func, *args, keywords=keywords), e)
+
+    def star_arguments(self, args, pre):
+        """`f(a, *s, b)`: the one tuple of its positional arguments, `(a,) + tuple(s) + (b,)`
+        (one operation a statement), which the call spreads: `f(*_args)`."""
+        parts, plain = [], []
+        for a in args:
+            if isinstance(a, ast.Starred):
+                if plain:
+                    parts.append(self.atom(nodes.tuple_(*plain), pre, 'args'))
+                    plain = []
+                made = nodes.call(nodes.builtin('tuple'), a.value)
+                parts.append(self.atom(nodes.copy_location(made, a), pre, 'args'))
+            else:
+                plain.append(a)
+        if plain:
+            parts.append(self.atom(nodes.tuple_(*plain), pre, 'args'))
+        whole = parts[0]
+        for part in parts[1:]:
+            whole = self.atom(nodes.binop(whole, ast.Add(), part), pre, 'args')
+        return whole
 
     def expr_Attribute(self, e, pre, target):
         return nodes.copy_location(nodes.attribute(self.atom(e.value, pre, 'obj'), e.attr), e)

@@ -66,6 +66,8 @@ class ReverseCompile(CompileContext):
         ctx.order, ctx.tapes = self.order, self.tapes
         ctx.check_static = checks_static(self.fn, self.order)
         ctx.kinds = self.written.kinds if self.written is not None else {}
+        ctx.varied = self.extra.get('varied', frozenset())
+        ctx.opaque = self.opaque_names(node)
         # cheap values computed again (transforms.remat); natively a float64 store and load
         # cost less than a `sin` again, so the native path tapes them
         ctx.rematerialise = self.optimize and self.target == 'python'

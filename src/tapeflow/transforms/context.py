@@ -27,7 +27,7 @@ from tapeflow.transforms.inline import RuleEmitter
 # their values (`tapeflow.runtime.support`), so this layer does not import it.
 RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'setitem_clear_adjoint',
                  'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
-                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len',
+                 'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len', 'tuple',
                  'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack', 'new_tape',
                  'lift_tangent', 'jvp_over_batch', 'setitem_batched', 'dense',
                  # the forms of the mutation pass
@@ -37,7 +37,10 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'setitem_value_adjoint', 'set
                  'overlap_value', 'check_overlap', 'insert_index', 'check_apart', 'check_memory', 'to_library', 'cycled',
                  'holds', 'like_layout', 'check_refresh', 'is_mutable',
                  # checkpointed loops (transforms.checkpoint), uniform cotangents (transforms.uniform)
-                 'checkpoints', 'uniform_sum', 'uniform_mean', 'kept_sum', 'kept_mean', 'shape_witness')
+                 'checkpoints', 'uniform_sum', 'uniform_mean', 'kept_sum', 'kept_mean', 'shape_witness',
+                 # calls resolved at run time (tapeflow.calls)
+                 'call_forward', 'call_backward', 'call_jvp', 'call_plain', 'closure',
+                 'receiver_tangent', 'zipped')
 
 
 def order_of(fn) -> int:
@@ -157,6 +160,14 @@ class CompileContext:
         popped = tape_ops.popped_names(node, self.tapes)
         pushed = tape_ops.pushed_names(node, self.tapes)
         return activity.active_names(node, wrt | popped, activity.output_names(node.body) | pushed)
+
+    def opaque_names(self, node) -> frozenset:
+        """Names whose cotangents (tangents) may be structured though no kind says so
+        (`targets.opaque_names`), and parameters a caller passed values of unknown kind."""
+        from tapeflow.transforms.targets import opaque_names
+        unknown = {p for p, k in zip(self.params or (), self.kinds) if k is None} \
+            if self.kinds else set()
+        return frozenset(opaque_names(node) | unknown)
 
     def linked(self) -> None:
         """Before the first pass of a mode: the generated module's namespace (the runtime's

@@ -24,6 +24,7 @@ from tapeflow.syntax.naming import Namer
 from tapeflow.transforms import namespaces
 from tapeflow.transforms.sugar.assignments import AugAssign
 from tapeflow.transforms.sugar.folding import FoldTransforms, PullbackCalls
+from tapeflow.transforms.sugar.iterators import IteratorValues
 from tapeflow.transforms.sugar.jumps import Jumps
 from tapeflow.transforms.sugar.loops import Loops, ZipValues
 from tapeflow.transforms.sugar.named_ops import LowerNamedOps
@@ -42,6 +43,7 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
         if source is not None:
             PullbackCalls(namer, bindings, source).rewrite(node)
     node.body = AugAssign(namer).visit_body(node.body)
+    IteratorValues(namer).rewrite(node)
     ZipValues(namer, source).rewrite(node)
     node.body = Loops(namer).visit_body(node.body)
     node.body = Jumps(namer).lower_function(node.body)

@@ -32,13 +32,15 @@ from tapeflow.syntax import ast
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import batching
 from tapeflow.syntax import nodes
-from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import AdjointNames
 from tapeflow.syntax.parse import pass_through_target
 from tapeflow.transforms import optimize, tape_ops
 from tapeflow.transforms.context import CompileContext, checks_static
-from tapeflow.transforms.operations import (Sweep, index_value, operation_of, rule_label, rules_for,
-                                            user_function)
+from tapeflow.transforms.forward_calls import DynamicCalls, mark
+from tapeflow.transforms.operations import plain_dynamic
+from tapeflow.transforms.operations import (Sweep, index_value, is_dynamic_call, operation_of,
+                                            rule_label, rules_for, user_function)
 from tapeflow.transforms.targets import container_kinds, container_names, target_name
 
 
@@ -57,6 +59,8 @@ class ForwardContext:
         self.batched = False     # tangents carry a leading batch axis (rules/batching.py)
         self.kinds = {}          # name -> kind (analysis.aliasing), where the mutation pass ran
         self.tapes = frozenset()     # the tapes of generated code being differentiated again
+        self.varied = frozenset()    # names that depend on the inputs (`analysis.activity`)
+        self.opaque = frozenset()    # names whose tangents may be structured (`targets`)
 
 
 def transform(node: ast.FunctionDef, ctx: ForwardContext):
@@ -67,7 +71,7 @@ def transform(node: ast.FunctionDef, ctx: ForwardContext):
     opposite order, so tangents travel on the same tape as their values.
     """
     ctx.tape_ops = tape_ops.tape_ops(node, ctx.tapes)
-    ctx.containers = container_names(node.body, container_kinds(ctx.kinds))
+    ctx.containers = container_names(node.body, container_kinds(ctx.kinds) | ctx.opaque)
     body = node.body
     ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
     if ret is not None:
@@ -85,13 +89,7 @@ def _tangent_of(atom, ctx):
     return nodes.const(0.0)
 
 
-def mark(stmt):
-    """Tangent statements are the optimizer's to remove; primal ones never are."""
-    setanno(stmt, Key.SYNTHETIC, 'tangent')
-    return stmt
-
-
-class _Forward(Sweep):
+class _Forward(DynamicCalls, Sweep):
     def __init__(self, ctx: ForwardContext):
         super().__init__(ctx)
         self.d = ctx.tangents
@@ -143,6 +141,9 @@ class _Forward(Sweep):
         if isinstance(value, ast.Call) and tape_ops.carries_tape(value.args, self.ctx.tapes) \
                 and self._user_function(value) is not None:
             return self.user_call(stmt, y, value)    # its tape carries tangents: its jvp pops them
+        if self._tape_op(value) is None and is_dynamic_call(value):
+            op = operation_of(value, lambda reason: self.error(stmt, reason))
+            return self.dynamic_call(stmt, y, value, op)
         if y not in self.ctx.active:
             if self._tape_op(value) == 'pop':
                 return [nodes.expr_stmt(nodes.call(value.func.id)), stmt]   # its tangent
@@ -357,6 +358,9 @@ class _Forward(Sweep):
             if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
                 raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
                                        f'only .append() is supported on differentiated lists')
+        if is_dynamic_call(call):
+            op = operation_of(call, lambda reason: self.error(stmt, reason))
+            return [plain_dynamic(stmt, call, op, self.ctx.varied)]
         return [stmt]
 
 
@@ -414,6 +418,8 @@ def run(tree, ctx: ForwardCompile):
     fctx.order, fctx.tapes, fctx.batched = ctx.order, ctx.tapes, ctx.batched
     fctx.check_static = checks_static(ctx.fn, ctx.order)
     fctx.kinds = ctx.written.kinds if ctx.written is not None else {}
+    fctx.varied = ctx.extra.get('varied', frozenset())
+    fctx.opaque = ctx.opaque_names(tree)
     body, output, tangent_out = transform(tree, fctx)
     ctx.tangent_params = [fctx.tangents[n] for n in ctx.wrt_names]
     inits = [nodes.assign(fctx.tangents[p], nodes.call('zero_tangent', p)) for p in ctx.params

@@ -50,6 +50,52 @@ class Lowerings:
             out += self.extend(made, part)
         return out + [nodes.assign(name, made)]
 
+    def sequence_op(self, stmt, name, binop, state):
+        """`a + b` and `a * n` where an operand is a list or a tuple: concatenation and
+        repetition (`rules.sequence_ops`), not arithmetic; where no kind tells, decided when
+        the code runs (`add_any`, `mul_any`)."""
+        from tapeflow.rules import sequence_ops
+        ka, kb = kind_of(binop.left, state), kind_of(binop.right, state)
+        sequences = (al.LIST, al.TUPLE)
+        if isinstance(binop.op, ast.Add):
+            if ka == kb == al.LIST:
+                return self.concatenation(name, binop)
+            if ka in sequences or kb in sequences:
+                fn = sequence_ops.concatenated
+            elif ka is None and kb is None and self._opaque(binop):
+                fn = sequence_ops.add_any
+            else:
+                return [stmt]
+            args = [binop.left, binop.right]
+        elif isinstance(binop.op, ast.Mult):
+            if ka in sequences:
+                fn, args = sequence_ops.repeated, [binop.left, binop.right]
+            elif kb in sequences:
+                fn, args = sequence_ops.repeated, [binop.right, binop.left]
+            elif self._opaque(binop) and ((ka is None and kb is None) or
+                                          (ka is None and _is_int(binop.right)) or
+                                          (kb is None and _is_int(binop.left))):
+                fn, args = sequence_ops.mul_any, [binop.left, binop.right]
+            else:
+                return [stmt]
+        else:
+            return [stmt]
+        ref = self.new('_' + fn.__name__)
+        self.ctx.bind(ref, fn)
+        func = nodes.name(ref)
+        setanno(func, Key.RESOLVED, fn)
+        stmt.value = nodes.copy_location(nodes.call(func, *args), binop)
+        return [stmt]
+
+    def _opaque(self, binop) -> bool:
+        """Whether an operand of `binop` is a value nothing tells the kind of: what a call
+        resolved at run time returned, or an item or a sum of such."""
+        if getattr(self, 'opaque_values', None) is None:
+            from tapeflow.transforms.targets import opaque_names
+            self.opaque_values = opaque_names(self.fdef)
+        return any(isinstance(a, ast.Name) and a.id in self.opaque_values
+                   for a in (binop.left, binop.right))
+
     def array_update(self, name, binop):
         tmp = self.new('_' + name)
         return [nodes.assign(tmp, binop),
@@ -282,3 +328,17 @@ def _like(value, name):
     """`value` (a mask, values a NumPy function reads) in the library of the array `name`
     it is written into: `to_library` (CuPy takes no NumPy operand; NumPy's arrays pass)."""
     return nodes.call(runtime_ref('to_library'), value, nodes.name(name))
+
+
+def _is_int(atom) -> bool:
+    return isinstance(atom, ast.Constant) and type(atom.value) is int
+
+
+def kind_of(atom, state):
+    """What `atom` holds there: its name's kind, a constant's, a resolved object's."""
+    if isinstance(atom, ast.Name) and atom.id in state.kinds:
+        return state.kinds[atom.id]
+    if isinstance(atom, ast.Constant):
+        return al.kind_of_value(atom.value)
+    resolved = getanno(atom, Key.RESOLVED)
+    return al.kind_of_value(resolved) if resolved is not None else None

@@ -177,10 +177,8 @@ class _Rewriter(Checks, Lowerings):
                 return self.in_place(stmt, target.id, state)
             if isinstance(stmt.value, ast.Call):
                 return self.call(stmt, stmt.value, ast.name_id(target), state)
-            if isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, ast.Add) \
-                    and isinstance(target, ast.Name) and _kind_of(stmt.value.left, state) == al.LIST \
-                    and _kind_of(stmt.value.right, state) == al.LIST:
-                return self.concatenation(target.id, stmt.value)
+            if isinstance(stmt.value, ast.BinOp) and isinstance(target, ast.Name):
+                return self.sequence_op(stmt, target.id, stmt.value, state)
             return [stmt]
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             if user_function(stmt.value) is not None:
@@ -226,7 +224,9 @@ class _Rewriter(Checks, Lowerings):
     def in_place(self, stmt, name, state):
         """`name = name <op> value`, written `name <op>= value`."""
         kind = state.kinds.get(name)
-        if kind in (al.SCALAR, al.TUPLE):
+        if kind == al.TUPLE:                         # immutable: a new tuple, made of the parts
+            return self.sequence_op(stmt, name, stmt.value, state)
+        if kind == al.SCALAR:
             return [stmt]                            # immutable: a new object, nobody else changes
         base = getanno(stmt, Key.IN_PLACE)
         if isinstance(base, str) and state.kinds.get(base) in (al.ARRAY, al.NUMERIC):
@@ -256,7 +256,7 @@ class _Rewriter(Checks, Lowerings):
         # a number or an array (or, unknown, a list): which shows at run time
         physical = self.after_write(stmt, self.array_update(name, nodes.clone(binop)), name,
                                     state, values)
-        other = [nodes.assign(name, binop)]
+        other = self.sequence_op(nodes.assign(name, binop), name, binop, state)
         if kind is None and adds:
             is_list = self.new('_is_list')
             extended = self.after_write(stmt, self.extend(name, nodes.clone(binop.right)), name,

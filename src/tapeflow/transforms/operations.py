@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import operator
 import types
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from tapeflow.analysis.activity import NONDIFF_ATTRIBUTES
 from tapeflow.rules import fields, registry
+from tapeflow.rules import mutation as mutators
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 
@@ -31,7 +33,7 @@ UNARYOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 @dataclasses.dataclass
 class Operation:
-    kind: str                       # 'none', 'copy', 'pack', 'primitive' or 'user'
+    kind: str                       # 'none', 'copy', 'pack', 'primitive', 'user' or 'dynamic'
     fn: object = None
     args: list = dataclasses.field(default_factory=list)
     keywords: list = dataclasses.field(default_factory=list)   # (name, atom)
@@ -114,21 +116,115 @@ def operation_of(value, error) -> Operation:
 def _call(call, error) -> Operation:
     fn = getanno(call.func, Key.RESOLVED)
     keywords = [(k.arg, k.value) for k in call.keywords]
+    if any(isinstance(a, ast.Starred) for a in call.args):      # f(*args): as many as it runs
+        return dynamic(call, keywords, callable_name(fn) if fn is not None else 'the function')
     if fn is None and isinstance(call.func, ast.Attribute):      # x.method(...)
         method = call.func.attr
         entry = registry.METHODS.get(method)
-        if entry is None:
+        if entry is None and method in _MUTATORS:
             raise error(f'no derivative rule for the method .{method}()')
+        if entry is None:           # a method of an object: `self.predict(x)`
+            return dynamic(call, keywords, f'.{method}()')
         fn, varargs = entry
         args = list(call.args)
         if varargs and len(args) > 1:
             args = [nodes.tuple_(*args)]
         return Operation('primitive', fn, [call.func.value] + args, keywords, f'.{method}()')
-    if fn is None:
-        raise error('cannot differentiate a call of a value computed at run time')
+    if fn is None:                  # a function computed while the code runs: `fns[i](x)`
+        return dynamic(call, keywords, 'the function called')
+    if getattr(fn, '__tapeflow_dispatcher__', False):
+        raise error('a derivative of a derivative (hessian, jvp of grad, grad of grad) of a '
+                    'call whose function is known only when it runs (a function from a list, '
+                    'an argument, an object\'s method) is not supported yet; call a function '
+                    'known when compiling there (a def of the module, a closure of the caller)')
+    if getattr(fn, '__tapeflow_closure__', False):      # a nested def as a value: its values
+        return Operation('pack', args=list(call.args[3:]))
     if user_function(call) is not None:
         return Operation('user', fn, list(call.args), keywords, fn.__name__)
+    if registry.lookup(fn) is None and is_dynamic_callee(fn):
+        return dynamic(call, keywords, callable_name(fn))
     return Operation('primitive', fn, list(call.args), keywords, callable_name(fn))
+
+
+def is_dynamic_call(call) -> bool:
+    """Whether `operation_of` reads the call `call` as one resolved at run time (cheap, and
+    never raises: what the expression statements and analyses ask first)."""
+    if not isinstance(call, ast.Call):
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return True
+    fn = getanno(call.func, Key.RESOLVED)
+    if fn is None:
+        if isinstance(call.func, ast.Attribute):
+            return call.func.attr not in registry.METHODS and call.func.attr not in _MUTATORS
+        return True
+    if getattr(fn, '__tapeflow_dispatcher__', False) or getattr(fn, '__tapeflow_closure__', False) \
+            or user_function(call) is not None:
+        return False
+    return registry.lookup(fn) is None and is_dynamic_callee(fn)
+
+
+def dynamic_active(op, is_active) -> list:
+    """What of a dynamic call carries derivatives: 0 its callee (a name, or the object of
+    `obj.method`), k its k-th argument, '*' all of them (`f(*args)`), a keyword argument's
+    name."""
+    callee = op.args[0]
+    receiver = callee.value if isinstance(callee, ast.Attribute) and \
+        getanno(callee, Key.RESOLVED) is None else callee
+    active = [0] if is_active(receiver) else []
+    active += ['*' if isinstance(a, ast.Starred) else k for k, a in enumerate(op.args[1:], 1)
+               if is_active(a.value if isinstance(a, ast.Starred) else a)]
+    active += [name for name, value in op.keywords if name is not None and is_active(value)]
+    return active
+
+
+def plain_dynamic(stmt, call, op, varied):
+    """A dynamic call through which nothing flows, run as written; where what it is given
+    varies (`varied`: what depends on the inputs), through `call_plain`, which refuses a
+    callee that writes into it (the caller could not follow that write)."""
+    callee = op.args[0]
+    operands = [callee.value if isinstance(callee, ast.Attribute) else callee] + \
+        [a.value if isinstance(a, ast.Starred) else a for a in op.args[1:]] + \
+        [value for _, value in op.keywords]
+    if not any(isinstance(a, ast.Name) and a.id in varied for a in operands):
+        return stmt
+    checked = nodes.call('call_plain', call.func, *call.args, keywords=call.keywords)
+    if isinstance(stmt, ast.Expr):
+        return nodes.copy_location(nodes.expr_stmt(checked), stmt)
+    return nodes.copy_location(nodes.assign(stmt.targets[0].id, checked), stmt)
+
+
+def dynamic(call, keywords, label) -> Operation:
+    """A call whose callee the dispatcher reads when it runs (`tapeflow.calls`): its
+    arguments are the callee (a name, or `obj.method`) and the call's own."""
+    return Operation('dynamic', None, [call.func] + list(call.args), keywords, label)
+
+
+_LIBRARIES = ('numpy', 'scipy', 'tapeflow', 'dask', 'cupy')
+# Methods that write into their object (`ys.append(v)`, `d.update(...)`, `a.fill(0)`):
+# `transforms.mutation` lowers or refuses them where they are written, never at run time.
+_MUTATORS = frozenset(mutators.LIST_METHODS) | frozenset(mutators.DICT_METHODS) | \
+    frozenset(mutators.ARRAY_METHODS)
+
+
+def is_dynamic_callee(fn) -> bool:
+    """A callee known when compiling that is read as a Python function when the call runs:
+    a bound method, a partial, a callable object of the user's (a library's own functions
+    without a rule are refused instead: tapeflow does not read their source)."""
+    if isinstance(fn, types.MethodType):
+        target = fn.__func__
+    elif isinstance(fn, functools.partial):
+        return is_dynamic_callee(fn.func) or isinstance(fn.func, types.FunctionType) and \
+            registry.lookup(fn.func) is None
+    elif isinstance(fn, (type, types.FunctionType, types.BuiltinFunctionType)) or \
+            not callable(fn):
+        return False
+    else:
+        target = getattr(type(fn), '__call__', None)
+    if not isinstance(target, types.FunctionType):
+        return False
+    module = (getattr(target, '__module__', None) or '').split('.')[0]
+    return module not in _LIBRARIES
 
 
 _MAKERS = {type(np.mgrid): 'mgrid', type(np.ogrid): 'ogrid'}
@@ -143,7 +239,9 @@ def _makes_values(obj) -> bool:
 def user_function(call):
     """The Python function a call applies when it has no rule (it is transformed too)."""
     fn = getanno(call.func, Key.RESOLVED)
-    if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
+    if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None and \
+            not getattr(fn, '__tapeflow_dispatcher__', False) and \
+            not getattr(fn, '__tapeflow_closure__', False):
         return fn
     return None
 

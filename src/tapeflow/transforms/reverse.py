@@ -36,7 +36,8 @@ from tapeflow.transforms import remat, tape_ops
 from tapeflow.transforms.targets import container_kinds, container_names, target_name
 from tapeflow.transforms.reverse_calls import CallsSweep
 from tapeflow.transforms.reverse_memory import MemorySweep
-from tapeflow.transforms.operations import Sweep, operation_of, rule_label, rules_for
+from tapeflow.transforms.operations import (Sweep, is_dynamic_call, operation_of, rule_label,
+                                            rules_for)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +90,8 @@ class ReverseContext:
         self.facts = None        # remat.Facts of the function
         self.tapes = frozenset()     # the tapes of generated code being differentiated again
         self.seed = 'bout'           # the seed parameter (a returned name's adjoint: the same)
+        self.varied = frozenset()    # names that depend on the inputs (`analysis.activity`)
+        self.opaque = frozenset()    # names whose cotangents may be structured (`targets`)
 
     def adjoint_stacks(self, tape):
         """Names bound (at the start of the reverse sweep) to the adjoint stack of `tape`."""
@@ -103,7 +106,7 @@ class ReverseContext:
 
 
 def transform(node: ast.FunctionDef, ctx: ReverseContext) -> Adjoint:
-    ctx.containers = container_names(node.body, container_kinds(ctx.kinds))
+    ctx.containers = container_names(node.body, container_kinds(ctx.kinds) | ctx.opaque)
     ctx.inner = tape_ops.tape_bindings(node, ctx.tapes)
     ctx.facts = remat.Facts(node, ctx.shapes) if ctx.rematerialise else None
     body = node.body
@@ -251,6 +254,9 @@ class _Reverse(CallsSweep, MemorySweep, Sweep):
         if isinstance(value, ast.Call) and self._carries_inner_tape(value) \
                 and self._user_function(value) is not None:
             return self.user_call(stmt, y, value, push, pop)
+        if is_dynamic_call(value):
+            op = operation_of(value, lambda reason: self.error(stmt, reason))
+            return self.dynamic_call(stmt, y, value, op, push, pop)
         if y not in self.ctx.active:
             fn = self._user_function(value) if isinstance(value, ast.Call) else None
             saves, restores = self.saved_arguments(fn, value) if fn is not None else ([], [])

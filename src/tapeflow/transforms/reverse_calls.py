@@ -10,7 +10,7 @@ from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import tape_ops
-from tapeflow.transforms.operations import index_value, user_function
+from tapeflow.transforms.operations import dynamic_active, index_value, plain_dynamic, user_function
 
 
 def listed(stmts):
@@ -63,6 +63,46 @@ class CallsSweep:
         for k, i in enumerate(active):
             part = nodes.subscript(grads, nodes.const(k)) if len(active) > 1 else nodes.name(grads)
             rev.append(self.accumulate(call.args[i].id, part))
+        return forward, rev
+
+    # ---------------------------------------------------------------- calls resolved at run time
+
+    def dynamic_call(self, stmt, y, call, op, push, pop):
+        """`y = f(x)` with `f` known only when it runs (`tapeflow.calls`): the dispatcher's
+        forward sweep pushes on the tape, its backward gives the cotangents of what is
+        active (the callee's object first)."""
+        active = dynamic_active(op, self.is_active)
+        if y not in self.ctx.active or not active:
+            kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
+            return [push, plain_dynamic(stmt, call, op, self.ctx.varied)], kill + [pop]
+        tape = self.ctx.names.tape
+        forward_call = nodes.call('call_forward', tape, nodes.const(tuple(active)), call.func,
+                                  *call.args, keywords=call.keywords)
+        forward = [push, setanno(nodes.assign(y, forward_call), Key.PRIMAL, stmt)]
+        by = self.adj[y]
+        grads = self.ctx.namer.new('_bcall')
+        rev = [nodes.assign(grads, nodes.call('call_backward', tape, by)),
+               nodes.assign(by, 0.0), pop]
+        keywords = {name: value for name, value in op.keywords}
+        for key in active:
+            if key == 0:
+                callee = call.func
+                if isinstance(callee, ast.Attribute):
+                    name = callee.value.id
+                    part = nodes.call(nodes.attribute(grads, 'receiver'), nodes.const(callee.attr))
+                else:
+                    name = callee.id
+                    part = nodes.subscript(grads, nodes.const(0))
+                b = self.adj[name]
+                rev.append(nodes.assign(b, nodes.call('add_adjoint', b, part)))
+                continue
+            if key == '*':                  # f(*args): the tuple's cotangent
+                b = self.adj[call.args[0].value.id]
+                rev.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.subscript(
+                    grads, nodes.const(key)))))
+                continue
+            arg = keywords[key] if isinstance(key, str) else call.args[key - 1]
+            rev.append(self.accumulate(arg.id, nodes.subscript(grads, nodes.const(key))))
         return forward, rev
 
     # ---------------------------------------------------------------- generated code's tape

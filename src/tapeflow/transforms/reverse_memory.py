@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
-from tapeflow.transforms.operations import index_value
+from tapeflow.transforms.operations import (index_value, is_dynamic_call, operation_of,
+                                            plain_dynamic)
 
 
 class MemorySweep:
@@ -66,6 +67,9 @@ class MemorySweep:
             if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
                 raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
                                        f'only .append() is supported on differentiated lists')
+        if is_dynamic_call(call):
+            op = operation_of(call, lambda reason: self.error(stmt, reason))
+            return [plain_dynamic(stmt, call, op, self.ctx.varied)], []
         # A user call whose result is dropped: nothing flows from it (what it writes into
         # its arguments, or globals, transforms.mutation made explicit or refused).
         return [stmt], []

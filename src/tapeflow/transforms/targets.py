@@ -7,6 +7,7 @@ structure, never with `+`), and which name an assignment binds. Reads ANF with
 from __future__ import annotations
 
 import builtins
+import functools
 
 from tapeflow.rules import registry
 from tapeflow.syntax import ast, nodes
@@ -16,6 +17,36 @@ from tapeflow.syntax.anno import Key, getanno
 def container_kinds(kinds) -> set:
     """Names that hold lists, tuples or dicts somewhere, by `analysis.aliasing`."""
     return {n for n, kind in kinds.items() if kind in ('list', 'tuple', 'dict')}
+
+
+def opaque_names(fdef) -> set:
+    """Names bound to values whose cotangent may be structured though no kind says so:
+    what a call resolved at run time returns (`tapeflow.calls`), a closure, a partial,
+    and, from them, items, copies and sums."""
+    from tapeflow.transforms.operations import is_dynamic_call
+    flows, opaque = [], set()
+    for stmt in nodes.statements(fdef.body):
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        name, value = stmt.targets[0].id, stmt.value
+        if isinstance(value, ast.Call):
+            fn = getanno(value.func, Key.RESOLVED)
+            if getattr(fn, '__tapeflow_closure__', False) or fn is functools.partial:
+                opaque.add(name)
+                continue
+            if is_dynamic_call(value):
+                opaque.add(name)
+                continue
+        flows.append((name, nodes.load_names(value) if isinstance(
+            value, (ast.Name, ast.Subscript, ast.BinOp, ast.Call)) else set()))
+    changed = True
+    while changed:
+        changed = False
+        for name, reads in flows:
+            if name not in opaque and reads & opaque:
+                opaque.add(name)
+                changed = True
+    return opaque
 
 
 # Helpers of generated code whose results may be lists or tuples (cotangents of containers).

@@ -75,19 +75,22 @@ class ZipValues:
         return self._pairs(node, parent)
 
     def _pairs(self, call, parent):
-        if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-            self._error(call, 'zip() with keywords or *args is not supported in compiled code; '
-                              'write zip(x, y, ...) with its sequences one by one')
+        from tapeflow.transforms.sugar.iterators import consumed
+        if call.keywords:
+            self._error(call, 'zip() with keywords is not supported in compiled code; '
+                              'write zip(x, y, ...) with its sequences')
         if _resolved(parent, builtins.len):
             self._error(call, 'a zip object has no len(); write len(list(zip(...))) '
                               'or min(len(x), len(y))')
-        consumed = isinstance(parent, (ast.For, ast.comprehension)) or (
-            isinstance(parent, ast.Call) and any(a is call for a in parent.args)
-            and _is_one_of(getanno(parent.func, Key.RESOLVED), self._CONSUMERS))
-        if not consumed:
+        if not consumed(call, parent):
             self._error(call, 'zip(...) here is an iterator that is used up by its first pass; '
                               'write list(zip(...)) to keep its pairs, or iterate it where it is '
                               'made (for a, b in zip(x, y))')
+        if any(isinstance(a, ast.Starred) for a in call.args):      # zip(*pairs): read at once
+            from tapeflow.rules.iterators import zipped
+            func = nodes.copy_location(nodes.name('zipped'), call.func)
+            setanno(func, Key.RESOLVED, zipped)
+            return nodes.copy_location(nodes.call(func, *call.args), call)
         names = [self.namer.new('_z') for _ in call.args]
         target = nodes.tuple_(*[nodes.name(n, store=True) for n in names], store=True)
         pair = nodes.tuple_(*[nodes.name(n) for n in names])

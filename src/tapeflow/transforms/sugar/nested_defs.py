@@ -3,7 +3,11 @@
 `lift_nested_defs(node, source, fn, namer, bindings)` compiles each nested def
 on its own, its free locals passed as extra parameters and its defaults
 hoisted to names assigned where the def stands; every call of it passes all
-its arguments by position. Runs after `syntax.resolve`.
+its arguments by position. A lambda is a nested def first (`hoist_lambdas`).
+A nested def used as a value (stored, passed, returned) becomes, where it
+stood, `closure(lifted, nparams, ndefaults, *defaults, *free)`: its values as
+they are there (`rules.closures`), which a call through the dispatcher reads.
+Runs after `syntax.resolve`.
 """
 from __future__ import annotations
 
@@ -27,11 +31,15 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
     assigned just before the def (`_inner_k = k`), and a call that leaves the
     parameter out passes that name. Calls pass every argument by position.
     """
+    from tapeflow.syntax.resolve import local_names
+    hoist_lambdas(node, source, namer)
+    if any(isinstance(n, ast.Lambda) for n in nodes.walk_terms(node)):
+        lambda_values(node, source, fn, namer, bindings, local_names(node))
     if not any(isinstance(s, ast.FunctionDef) for s in nodes.statements(node.body)):
         return                      # (most functions; `fence` let no other block hold a def)
-    from tapeflow.syntax.resolve import local_names
     outer_locals = None             # the function's locals, read before any def is lifted
     lifted = {}
+    places = {}                     # def name -> (its block, its hoisted defaults)
     for stmt in list(nodes.walk_terms(node)):
         for field in ('body', 'orelse'):
             block = getattr(stmt, field, None)
@@ -45,8 +53,10 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                     at = block.index(child)
                     block[at:at] = nodes.located(hoisted, child)
                     lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted)
+                    places[child.name] = (block, hoisted)
     if not lifted:
         return
+    called_at = set()
     for call in nodes.walk_terms(node):
         called = ast.called_name(call)
         if called in lifted:
@@ -55,6 +65,15 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                 [nodes.name(n) for n in free]
             call.keywords = []
             setanno(call.func, Key.RESOLVED, inner_fn)
+            called_at.add(id(call.func))
+    used = {}
+    for n in nodes.walk_terms(node):
+        if isinstance(n, ast.Name) and n.id in lifted and isinstance(n.ctx, ast.Load) \
+                and id(n) not in called_at:
+            used.setdefault(n.id, n)
+    for name, use in used.items():
+        block, hoisted = places[name]
+        _as_closure(node, name, lifted[name], block, hoisted, use, source, namer, bindings)
 
 
 def _hoist_defaults(child, namer, outer_locals, bindings):
@@ -111,3 +130,209 @@ def _positional_arguments(call, name, params, defaults, source):
     if missing:
         raise source.error(call, f'{name}() is missing the argument {missing[0]!r}')
     return [given[p] if p in given else nodes.name(defaults[p]) for p in params]
+
+
+# ------------------------------------------------------------------ values
+
+def _as_closure(node, name, lifted, block, hoisted, use, source, namer, bindings):
+    """The def `name`, used as a value at `use`, replaced where it stands by
+    `name = closure(lifted, nparams, ndefaults, *defaults, *free)`. A free local bound
+    again after the def (or in a loop around it) is refused: Python's closure reads it
+    when called, the value made here would not."""
+    inner_fn, params, defaults, free = lifted
+    child = next(s for s in block if isinstance(s, ast.FunctionDef) and s.name == name)
+    for var in free:
+        line = _bound_again(node, child, var)
+        if line is not None:
+            raise source.error(use, f'the function {name}() is used as a value here and reads '
+                                    f'{var!r}, which line {line} binds again after {name}() is '
+                                    f'made: Python would read its later value; pass {var} as an '
+                                    f'argument, or as a default ({var}={var})')
+    made = _closure_call(inner_fn, len(params), [nodes.name(h.targets[0].id) for h in hoisted],
+                         [nodes.name(n) for n in free], namer, bindings, name)
+    block[block.index(child)] = nodes.located(nodes.assign(name, made), child)
+
+
+def _bound_again(node, child, var):
+    """The line of an assignment of `var` after the def `child`, or in a loop that holds
+    both, else None."""
+    order = {}
+    loops = {}
+
+    def walk(stmts, around):
+        for stmt in stmts:
+            order[id(stmt)] = len(order)
+            loops[id(stmt)] = around
+            inner = around + (id(stmt),) if isinstance(stmt, (ast.For, ast.While)) else around
+            for field in ('body', 'orelse'):
+                block = getattr(stmt, field, None)
+                if isinstance(block, list) and not isinstance(stmt, ast.FunctionDef):
+                    walk(block, inner)
+    walk(node.body, ())
+    at, around = order[id(child)], set(loops[id(child)])
+    for stmt in _own_statements(node.body):
+        if id(stmt) not in order or stmt is child:
+            continue
+        if var in _binds(stmt) and (order[id(stmt)] > at or around & set(loops[id(stmt)])
+                                    or id(stmt) in around):
+            return (nodes.origin(stmt) or (getattr(stmt, 'lineno', '?'),))[0]
+    return None
+
+
+def _binds(stmt) -> set:
+    """The names a statement binds itself (not its nested blocks)."""
+    if isinstance(stmt, ast.FunctionDef):
+        return {stmt.name}
+    targets = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        targets = [stmt.target]
+    out = set()
+    for target in targets:
+        for n in nodes.walk_terms(target):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+    return out
+
+
+# ------------------------------------------------------------------ lambdas
+
+def hoist_lambdas(node, source, namer):
+    """`f = lambda x: ...`, with `f` bound once in the function, becomes `def f(x)`: its
+    calls are then direct (`lift_nested_defs`). Other lambdas are values, made where they
+    stand (`lambda_values`)."""
+    if not any(isinstance(n, ast.Lambda) for n in nodes.walk_terms(node)):
+        return
+    counts = {}
+    for stmt in _own_statements(node.body):
+        for name in _binds(stmt):
+            counts[name] = counts.get(name, 0) + 1
+    for arg in node.args.args:
+        counts[arg.id] = counts.get(arg.id, 0) + 1
+    for stmt in _own_statements(node.body):
+        for field in ('body', 'orelse'):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and not isinstance(stmt, ast.FunctionDef):
+                _defs_of_lambdas(block, counts)
+    _defs_of_lambdas(node.body, counts)
+
+
+def _own_statements(body):
+    """Every statement of `body` and its nested blocks, not inside nested defs."""
+    out = []
+    for stmt in body:
+        out.append(stmt)
+        if not isinstance(stmt, ast.FunctionDef):
+            for field in ('body', 'orelse', 'finalbody'):
+                block = getattr(stmt, field, None)
+                if isinstance(block, list):
+                    out.extend(_own_statements(block))
+            for handler in getattr(stmt, 'handlers', None) or ():
+                out.extend(_own_statements(handler.body))
+    return out
+
+
+def _defs_of_lambdas(block, counts):
+    for k, stmt in enumerate(block):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Lambda) \
+                and counts.get(stmt.targets[0].id) == 1:
+            block[k] = nodes.located(_lambda_def(stmt.value, stmt.targets[0].id), stmt)
+
+
+def lambda_values(node, source, fn, namer, bindings, outer_locals):
+    """Every other lambda of the function, in place: `closure(lifted, n, d, *defaults,
+    *free)`, its defaults evaluated there, its free locals' values taken there."""
+    for stmt in _own_statements(node.body):
+        if isinstance(stmt, ast.FunctionDef):
+            continue
+        for lam, holder in _lambdas(stmt, source):
+            name = namer.new('_lambda') if namer is not None else '_lambda'
+            child = nodes.copy_location(_lambda_def(lam, name), lam)
+            defaults = list(child.args.defaults)
+            child.args.defaults = []
+            hoisted = [nodes.assign(f'_{name}_{k}', d) for k, d in enumerate(defaults)]
+            inner_fn, params, _, free = _lift(child, source, fn, outer_locals, hoisted)
+            for var in free:
+                line = _bound_again(node, stmt, var)
+                if line is not None:
+                    raise source.error(lam, f'this lambda reads {var!r}, which line {line} binds '
+                                            f'again after the lambda is made: Python would read '
+                                            f'its later value; pass {var} as an argument, or as '
+                                            f'a default ({var}={var})')
+            made = _closure_call(inner_fn, len(params), defaults,
+                                 [nodes.name(n) for n in free], namer, bindings, name)
+            _replace(holder, lam, nodes.copy_location(made, lam))
+
+
+def _closure_call(inner_fn, nparams, defaults, free, namer, bindings, name):
+    from tapeflow.rules.closures import closure
+    fn_name = namer.new(f'_{name}_fn') if namer is not None else f'_{name}_fn'
+    made_name = namer.new('closure') if namer is not None else 'closure'
+    bindings.computed[fn_name] = inner_fn
+    bindings.computed[made_name] = closure
+    fn_ref, make = nodes.name(fn_name), nodes.name(made_name)
+    setanno(fn_ref, Key.RESOLVED, inner_fn)
+    setanno(make, Key.RESOLVED, closure)
+    return nodes.call(make, fn_ref, nodes.const(nparams), nodes.const(len(defaults)),
+                      *defaults, *free)
+
+
+def _lambdas(stmt, source):
+    """(lambda, its parent node) for the outermost lambdas of `stmt`'s own expressions;
+    one whose body reads a comprehension's variable is refused (Python's lambda reads the
+    variable's last value when called)."""
+    found = []
+    stack = [(child, stmt, frozenset()) for child in _own_children(stmt)]
+    while stack:
+        n, parent, bound = stack.pop()
+        if isinstance(n, ast.Lambda):
+            read = {m.id for m in nodes.walk_terms(n.body) if isinstance(m, ast.Name)}
+            clash = read & bound - {a.id for a in n.args.args}
+            if clash:
+                raise source.error(n, f'a lambda in a comprehension reads its variable '
+                                      f'{sorted(clash)[0]!r}, whose last value Python gives it '
+                                      f'when it is called; pass it as a default '
+                                      f'({sorted(clash)[0]}={sorted(clash)[0]})')
+            found.append((n, parent))
+            continue
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            bound = bound | {m.id for g in n.generators for m in nodes.walk_terms(g.target)
+                             if isinstance(m, ast.Name)}
+        stack.extend((child, n, bound) for child in nodes.children(n))
+    return found
+
+
+def _own_children(stmt):
+    """The expressions of `stmt` itself, not of its nested blocks."""
+    out = []
+    for field, value in ast.iter_fields(stmt):
+        if field in ('body', 'orelse', 'finalbody', 'handlers'):
+            continue
+        if isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
+
+
+def _lambda_def(lam, name):
+    body = [nodes.copy_location(nodes.return_(lam.body), lam)]
+    made = nodes.function_def(name, [a.id for a in lam.args.args], body,
+                              defaults=list(lam.args.defaults))
+    made.args.vararg, made.args.kwarg = lam.args.vararg, lam.args.kwarg
+    made.args.kwonlyargs, made.args.kw_defaults = lam.args.kwonlyargs, lam.args.kw_defaults
+    return nodes.copy_location(made, lam)
+
+
+def _replace(parent, old, new):
+    for field, value in ast.iter_fields(parent):
+        if value is old:
+            setattr(parent, field, new)
+            return
+        if isinstance(value, list):
+            for i, v in enumerate(value):
+                if v is old:
+                    value[i] = new
+                    return

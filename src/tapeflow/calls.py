@@ -1,0 +1,275 @@
+"""Calls resolved at run time: a callee the compiler cannot name when it compiles.
+
+`layer(x)` with `layer` taken from a list, `fns[i](x)`, `self.predict(x)`, a
+`functools.partial`, a closure or lambda made in the function, a callable object: the
+compiler (`transforms.reverse_calls`, `transforms.forward`) turns such a call into a
+call of the dispatcher, whose first arguments it knows when compiling:
+
+    y = call_forward(_tape, ACTIVE, f, x, ...)     the forward sweep
+    _bf = call_backward(_tape, by)                 the reverse sweep: one cotangent per ACTIVE
+    _jf = call_jvp(ACTIVE, BATCHED, f, (x, ...), {}, (tx, ...))    forward mode: (y, ty)
+    y = call_plain(f, x, ...)                      nothing flows through it
+
+`ACTIVE` names what carries a derivative: 0 the callee itself (a bound method's object,
+what a closure or a partial holds), 1, 2, ... the positional arguments, '*' all of them
+(`f(*args)`, whose cotangent is the tuple's), a string a keyword argument. When the call runs, the dispatcher reads the callee (`expand`):
+
+- a function with a derivative rule (`np.tanh` taken from a list): its rule;
+- a Python function (a def, a lambda, a bound method, a partial, a `Closure`, a callable
+  object, a `tf.grad`-made function, a wrapped helper): its own adjoint, compiled for
+  the arguments it is given (`compilation.compile`, cached like any compile); its forward
+  sweep pushes on the caller's tape, and the dispatcher pushes what its reverse needs;
+- anything else (a builtin without a rule, a C extension's function) is the located
+  refusal, at the caller's line, raised when the call runs.
+
+A callee reached this way that writes into its arguments (or into what they hold) is
+refused at the call: the caller was compiled not knowing which function it calls, so it
+cannot follow the write. `call_plain` checks that too, where an argument is varied.
+"""
+from __future__ import annotations
+
+import functools
+import types
+
+import tapeflow.compilation as compilation
+from tapeflow.arguments import argument_kinds, compiler_kinds
+from tapeflow.call_plans import (bind, carries, expand, kinds_of, name_of, on, positions,
+                                 python_function)
+from tapeflow.errors import UnsupportedError
+from tapeflow.rules import registry
+from tapeflow.rules.closures import Closure, closure
+from tapeflow.rules.shapes import dense
+from tapeflow.runtime.helpers import add_adjoint, is_zero
+from tapeflow.transforms import callees
+from tapeflow.transforms.pipeline import anf_of
+
+__all__ = ['Closure', 'closure', 'call_forward', 'call_backward', 'call_jvp', 'call_plain']
+
+
+# ---------------------------------------------------------------- writes into arguments
+
+def _check_writes(target, kinds):
+    """Refuse a Python callee that writes into its arguments or the globals (the caller,
+    not knowing which function it calls, followed no write)."""
+    fn = python_function(target)
+    summary = callees.Summaries(anf_of)(fn, compiler_kinds(kinds))
+    if summary.writes:
+        names = fn.__code__.co_varnames
+        which = ', '.join(repr(names[i]) if i < len(names) else str(i)
+                          for i in sorted(summary.writes))
+        raise UnsupportedError(f'{name_of(target)}, called here through a value, writes into '
+                               f'its argument {which}: tapeflow follows such writes only in '
+                               f'calls of functions it knows when compiling; return the new '
+                               f'value instead')
+
+
+# ---------------------------------------------------------------- reverse mode
+
+class _Rule:
+    """The tape's record of a callee applied by its rule."""
+    __slots__ = ('call', 'ans', 'wrt')
+
+    def __init__(self, call, ans, wrt):
+        self.call, self.ans, self.wrt = call, ans, wrt
+
+    def backward(self, tape, g):
+        entry, call = self.call.plan.entry, self.call
+        if is_zero(g):
+            return [0.0] * len(self.wrt)
+        return [entry.vjps[i](g, self.ans, *call.args, **call.keywords) for i in self.wrt]
+
+
+class _Adjoint:
+    """The tape's record of a callee run by its compiled forward sweep."""
+    __slots__ = ('call', 'ans', 'wrt', 'compiled')
+
+    def __init__(self, call, ans, wrt, compiled):
+        self.call, self.ans, self.wrt, self.compiled = call, ans, wrt, compiled
+
+    def backward(self, tape, g):
+        grads = self.compiled.backward(tape, dense(g, self.ans))
+        return list(grads) if len(self.wrt) > 1 else [grads]
+
+
+class _Nothing:
+    """The tape's record of a call through which nothing flows."""
+    __slots__ = ('call', 'wrt')
+
+    def __init__(self, call):
+        self.call, self.wrt = call, []
+
+    def backward(self, tape, g):
+        return []
+
+
+def _rulepositions(call, wrt, active, mode):
+    """`wrt` without what the rule has no derivative in (its static arguments, a
+    non-differentiable function); refused where it has none for a moving argument."""
+    entry = call.plan.entry
+    if entry.nondiff:
+        return []
+    rules = entry.vjps if mode == 'vjp' else entry.jvps
+    for i in wrt:
+        if i not in entry.static_argnums and i not in rules:
+            which = 'derivative' if mode == 'vjp' else 'forward-mode'
+            raise UnsupportedError(f'no {which} rule for argument {i} of {entry.name}')
+    for name, where in call.keyword_origin.items():
+        if on(where, active) and carries(call.keywords[name]):
+            raise UnsupportedError(f'differentiating {entry.name} with respect to its keyword '
+                                   f'argument {name!r} is not supported; pass it by position')
+    return [i for i in wrt if i in rules]
+
+
+def call_forward(tape, active, fn, *args, **kwargs):
+    """The forward sweep of `fn(*args, **kwargs)`: its value; what `call_backward`
+    needs goes on `tape`, above what the callee's own forward sweep pushed."""
+    plan = expand(fn)
+    call = bind(plan, args, kwargs)
+    wrt = positions(call, active)
+    if plan.entry is not None:
+        wrt = _rulepositions(call, wrt, active, 'vjp')
+        ans = plan.target(*call.args, **call.keywords)
+        tape.append(_Rule(call, ans, wrt) if wrt else _Nothing(call))
+        return ans
+    kinds = kinds_of(call.args, wrt)
+    _check_writes(plan.target, kinds)
+    if not wrt:
+        tape.append(_Nothing(call))
+        return plan.target(*call.args)
+    compiled = compilation.compile(plan.target, compilation.Spec('reverse', tuple(wrt),
+                                                                 kinds=kinds))
+    ans = compiled.forward(tape, *call.args)
+    tape.append(_Adjoint(call, ans, wrt, compiled))
+    return ans
+
+
+def call_backward(tape, g):
+    """The cotangents of what `call_forward` was told carries derivatives (`Cotangents`),
+    from the cotangent `g` of its value."""
+    record = tape.pop()
+    grads = record.backward(tape, g)
+    call = record.call
+    plan = call.plan
+    leaves = [0.0] * len(plan.leaves)
+    args, keywords = {}, {}
+    for i, g_i in zip(record.wrt, grads):
+        kind, k = call.origin[i]
+        if kind == 'leaf':
+            leaves[k] = add_adjoint(leaves[k], g_i)
+        elif kind == 'arg':
+            args[k + 1] = g_i
+        elif kind == 'keyword':
+            keywords[k] = g_i
+    nargs = sum(1 for kind, _ in call.origin if kind == 'arg')
+    return Cotangents(plan.cotangent(leaves) if any(not is_zero(c) for c in leaves) else 0.0,
+                      args, keywords, plan.method, nargs)
+
+
+class Cotangents:
+    """What `call_backward` returns: `[0]` the callee's, `[k]` the k-th argument's,
+    `['name']` a keyword argument's (0.0 where none flowed); `receiver(name)` the
+    cotangent of `obj` where the callee was `obj.name`."""
+    __slots__ = ('callee', 'args', 'keywords', 'method', 'nargs')
+
+    def __init__(self, callee, args, keywords, method, nargs):
+        self.callee, self.args, self.keywords, self.method = callee, args, keywords, method
+        self.nargs = nargs
+
+    def __getitem__(self, key):
+        if key == 0:
+            return self.callee
+        if key == '*':                  # every positional argument's: f(*args)
+            if not self.args:
+                return 0.0
+            return tuple(self.args.get(k, 0.0) for k in range(1, self.nargs + 1))
+        if isinstance(key, str):
+            return self.keywords.get(key, 0.0)
+        return self.args.get(key, 0.0)
+
+    def receiver(self, name):
+        if self.method or is_zero(self.callee):
+            return self.callee          # a bound method's cotangent is its object's
+        return {name: self.callee}      # a function held in an attribute: a field's
+
+
+# ---------------------------------------------------------------- forward mode
+
+def receiver_tangent(t, obj, name):
+    """The tangent of the callee `obj.name`, given `obj`'s: a bound method's is its
+    object's, a function held in an attribute that field's."""
+    if is_zero(t):
+        return 0.0
+    method = getattr(obj, name, None)
+    if isinstance(method, types.MethodType) and method.__self__ is obj:
+        return t
+    if isinstance(t, dict):
+        return t.get(name, 0.0)
+    return getattr(t, name, 0.0)
+
+
+def call_jvp(active, batched, fn, args, kwargs, tangents):
+    """`(value, tangent)` of `fn(*args, **kwargs)`, given the tangents of `active` (in its
+    order)."""
+    plan = expand(fn)
+    call = bind(plan, args, kwargs)
+    given = dict(zip(active, tangents))
+    leaves = plan.tangents(given.get(0, 0.0))
+    wrt = positions(call, active)
+
+    spread = given.get('*', 0.0)
+
+    def tangent(i):
+        kind, k = call.origin[i]
+        if kind == 'leaf':
+            return leaves[k]
+        if kind == 'arg' and '*' in given:
+            return 0.0 if is_zero(spread) else spread[k]
+        return given.get(k + 1 if kind == 'arg' else k, 0.0)
+    if plan.entry is not None:
+        wrt = _rulepositions(call, wrt, active, 'jvp')
+        ans = plan.target(*call.args, **call.keywords)
+        rules = plan.entry.batched_jvps if batched else plan.entry.jvps
+        out = 0.0
+        for i in wrt:
+            t = tangent(i)
+            if is_zero(t):
+                continue
+            rule = rules.get(i) or plan.entry.jvps[i]
+            out = add_adjoint(out, rule(t, ans, *call.args, **call.keywords))
+        return ans, out
+    kinds = kinds_of(call.args, wrt)
+    _check_writes(plan.target, kinds)
+    if not wrt:
+        return plan.target(*call.args), 0.0
+    compiled = compilation.compile(plan.target, compilation.Spec(
+        'forward', tuple(wrt), kinds=kinds, batched=bool(batched)))
+    return compiled.combined(*call.args, *[tangent(i) for i in wrt])
+
+
+# ---------------------------------------------------------------- no derivative
+
+def call_plain(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` where no derivative flows through it, but an argument varies:
+    a Python callee must not write into its arguments (see the module's docstring)."""
+    plan = expand(fn) if not _plain_callable(fn) else None
+    if plan is not None and plan.entry is None:
+        call = bind(plan, args, kwargs)
+        _check_writes(plan.target, argument_kinds(call.args))
+    return fn(*args, **kwargs)
+
+
+def _plain_callable(fn) -> bool:
+    """A callee with no Python source and no rule: run as it is (nothing flows)."""
+    try:
+        return registry.lookup(fn) is None and not isinstance(
+            fn, (types.FunctionType, types.MethodType, functools.partial, Closure)) and not \
+            isinstance(getattr(type(fn), '__call__', None), types.FunctionType)
+    except TypeError:
+        return True
+
+
+for _fn in (call_forward, call_backward, call_jvp, call_plain):
+    _fn.__tapeflow_dispatcher__ = True
+compilation.RUNTIME.update(call_forward=call_forward, call_backward=call_backward,
+                           call_jvp=call_jvp, call_plain=call_plain, closure=closure,
+                           receiver_tangent=receiver_tangent)

@@ -1,0 +1,230 @@
+"""Calls whose function is known only when the code runs (`tapeflow.calls`): functions
+from lists and dicts, methods of objects, callable objects, closures and lambdas used as
+values, partials. Each value is checked against the plain call, each gradient against
+central differences along random directions (and forward mode against reverse)."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.gradcheck import checked_against_plain, seed_of
+
+
+def _rng(name):
+    return np.random.default_rng(seed_of(name))
+
+
+def _check(f, args, wrt=0):
+    grads = checked_against_plain(f, args, wrt, _rng(f.__name__))
+    positions = (wrt,) if isinstance(wrt, int) else wrt
+    listed = (grads,) if isinstance(wrt, int) else grads
+    # forward mode along a random direction agrees with the gradient
+    rng = _rng(f.__name__ + 'jvp')
+    tangents = [rng.standard_normal(np.shape(args[i])) for i in positions]
+    tangents = tuple(float(t) if isinstance(args[i], float) else t
+                     for t, i in zip(tangents, positions))
+
+    def moving(*moved):
+        full = list(args)
+        for i, value in zip(positions, moved):
+            full[i] = value
+        return f(*full)
+    out, tangent = tf.jvp(moving, tuple(args[i] for i in positions), tangents)
+    expected = sum(float(np.sum(np.asarray(g) * np.asarray(t))) for g, t in zip(listed, tangents))
+    assert np.isclose(float(np.sum(tangent)), expected, rtol=1e-7, atol=1e-9)
+    return grads
+
+
+def square(v):
+    return v * v
+
+
+def cube(v):
+    return v * v * v
+
+
+def test_a_function_taken_from_a_list():
+    def f(x, k):
+        fns = [square, np.sin, cube]
+        return fns[k](x) * 2.0
+    for k in range(3):
+        _check(f, [1.3, k])
+
+
+def test_a_function_taken_from_a_dict_and_an_argument():
+    def f(x, act):
+        table = {'a': np.tanh, 'b': square}
+        return table['a'](x) + table['b'](x) * act(x)
+    _check(f, [0.7, np.exp])
+    _check(f, [0.7, cube])
+
+
+class Layer:
+    def __init__(self, w):
+        self.w = w
+
+    def scale(self, x):
+        return x * self.w
+
+    def __call__(self, x):
+        return np.tanh(self.scale(x))
+
+
+LAYERS = [Layer(2.0), Layer(np.array([0.5, -1.5]))]
+
+
+def test_callable_objects_in_a_list_calling_their_own_methods():
+    def f(x):
+        for layer in LAYERS:
+            x = layer(x)
+        return np.sum(x)
+    _check(f, [np.array([0.3, -0.2])])
+
+
+@dataclasses.dataclass
+class Model:
+    w: np.ndarray
+    b: float
+
+    def predict(self, x):
+        return np.tanh(x @ self.w + self.b)
+
+    def loss(self, x):
+        return np.sum(self.predict(x) ** 2)
+
+
+def test_a_method_calling_another_method_of_self_differentiated_in_self():
+    model = Model(np.array([0.5, -0.3]), 0.1)
+    x = np.array([[1.0, 2.0], [0.5, -1.0]])
+    value, grads = tf.value_and_grad(lambda m, x: m.loss(x))(model, x)
+    assert np.isclose(value, model.loss(x))
+    eps = 1e-6
+    for k in range(2):
+        plus, minus = model.w.copy(), model.w.copy()
+        plus[k] += eps
+        minus[k] -= eps
+        numeric = (Model(plus, 0.1).loss(x) - Model(minus, 0.1).loss(x)) / (2 * eps)
+        assert np.isclose(grads.w[k], numeric, rtol=1e-6)
+    numeric_b = (Model(model.w, 0.1 + eps).loss(x) - Model(model.w, 0.1 - eps).loss(x)) / (2 * eps)
+    assert np.isclose(grads.b, numeric_b, rtol=1e-6)
+
+
+def apply(fn, y):
+    return fn(y) * 2.0
+
+
+def test_nested_defs_and_lambdas_as_values():
+    def passed(x):
+        def g(v):
+            return v * x
+        return apply(g, 3.0)
+
+    def stored(x):
+        def g(v):
+            return np.sin(v * x)
+        fs = [g, lambda v: v * x * x]
+        return fs[0](3.0) + fs[1](2.0)
+
+    def mapped(x):
+        return sum(map(lambda v: v * x, [1.0, 2.0, 3.0]))
+
+    def defaults(x):
+        fs = [lambda v, k=k: v * k * x for k in range(3)]
+        return fs[2](x) + fs[1](1.0)
+
+    def made_in_a_loop(x):
+        fs = []
+        for k in range(3):
+            fs.append(lambda v: v * x)
+        return fs[1](x)
+    for f in (passed, stored, defaults, made_in_a_loop):
+        _check(f, [1.5])
+
+
+def test_a_closure_whose_local_is_bound_again_is_refused_where_it_is_used():
+    def f(x):
+        w = x * 2
+        def g(v):
+            return v * w
+        w = x * 3
+        return apply(g, 1.0)
+    with pytest.raises(tf.UnsupportedError, match="reads 'w', which line") as info:
+        tf.grad(f)(1.0)
+    assert info.value.lineno == f.__code__.co_firstlineno + 5
+
+
+def test_a_lambda_reading_a_comprehension_variable_is_refused():
+    def f(x):
+        fs = [lambda v: v * k * x for k in range(3)]
+        return fs[0](x)
+    with pytest.raises(tf.UnsupportedError, match="reads its variable 'k'"):
+        tf.grad(f)(1.0)
+
+
+class Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    def get(self, v):
+        return v * self.k
+
+
+PARSER = Scaled(3.0)
+
+
+def test_a_method_of_a_global_object():
+    def f(x):
+        return PARSER.get(x) * x
+    _check(f, [2.0])
+
+
+def test_a_partial_holding_a_value_that_carries_a_derivative():
+    def weighted(w, v):
+        return w * np.sin(v)
+
+    def f(x, y):
+        part = functools.partial(weighted, x)
+        return part(y) + apply(part, y)
+    _check(f, [1.2, 0.4], (0, 1))
+
+
+def test_a_callee_writing_into_its_argument_is_refused_at_the_call():
+    def scale_in_place(v):
+        v *= 2.0
+        return v
+
+    def f(x):
+        fns = [scale_in_place]
+        y = x * 1.0
+        return np.sum(fns[0](y))
+    with pytest.raises(tf.UnsupportedError, match='writes into its argument') as info:
+        tf.grad(f)(np.ones(2))
+    assert info.value.lineno == f.__code__.co_firstlineno + 3
+
+
+def test_a_builtin_without_a_rule_is_refused_at_the_call():
+    def f(x):
+        fns = [float.hex]
+        return fns[0](x)
+    with pytest.raises(tf.UnsupportedError, match='no derivative rule and no Python source'):
+        tf.grad(f)(1.0)
+
+
+def test_a_bound_method_stored_and_called_later():
+    model = Model(np.array([0.5, -0.3]), 0.1)
+    x = np.array([[1.0, 2.0], [0.5, -1.0]])
+
+    def f(m, x):
+        predict = m.predict
+        return np.sum(predict(x))
+    grads = tf.grad(f)(model, x)
+    eps = 1e-6
+    plus, minus = model.w.copy(), model.w.copy()
+    plus[0] += eps
+    minus[0] -= eps
+    numeric = (f(Model(plus, 0.1), x) - f(Model(minus, 0.1), x)) / (2 * eps)
+    assert np.isclose(grads.w[0], numeric, rtol=1e-6)
