@@ -8,8 +8,10 @@ before generated code fails deep inside.
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import numbers
+import textwrap
 
 import numpy as np
 
@@ -111,13 +113,120 @@ def binder(python_fn, fname):
 # ------------------------------------------------------------------ checks and conversions
 
 
-def check_differentiable(value, position, fname):
+def parse_argnums(argnums, fn, kind):
+    """`(single, wrt)`: `argnums` read as JAX reads it (an int, or a tuple or list of ints; a
+    negative one counts from the end of `fn`'s positional parameters), or a TypeError that
+    says what argnums takes."""
+    fname = getattr(fn, '__name__', 'f')
+    single = isinstance(argnums, numbers.Integral) and not isinstance(argnums, (bool, np.bool_))
+    wrt = (argnums,) if single else tuple(argnums) if isinstance(argnums, (tuple, list)) else None
+    if wrt is None or not all(isinstance(i, numbers.Integral)
+                              and not isinstance(i, (bool, np.bool_)) for i in wrt):
+        raise TypeError(f'{kind}({fname}, argnums={argnums!r}): argnums takes an int or a tuple '
+                        f'of ints (the positions of the arguments to differentiate), not '
+                        f'{type(argnums).__name__} {argnums!r}')
+    wrt = tuple(int(i) for i in wrt)
+    if any(i < 0 for i in wrt):
+        nparams = _positional_count(fn)
+        if nparams is None:
+            raise TypeError(f'{kind}({fname}, argnums={argnums!r}): a negative argnums counts '
+                            f'from the last parameter, and {fname}() has no fixed number of '
+                            f'them: give the position from the start')
+        if any(i + nparams < 0 for i in wrt):
+            raise TypeError(f'{kind}({fname}, argnums={argnums!r}): {fname}() has {nparams} '
+                            f'positional parameters')
+        wrt = tuple(i + nparams if i < 0 else i for i in wrt)
+    return single, wrt
+
+
+def _positional_count(fn):
+    """How many positional parameters calls of `fn` have (None: *args, or not known)."""
+    from tapeflow.callables import signature_function      # (callables reads this module)
+    try:
+        code = signature_function(fn).__code__
+    except (TypeError, AttributeError):
+        return None
+    if code.co_flags & inspect.CO_VARARGS:
+        return None
+    return code.co_argcount
+
+
+def check_callable(f, kind):
+    """`kind(f, ...)` takes a function: say so, in place of an AttributeError deep inside."""
+    if not callable(f):
+        raise TypeError(f'{kind}(f, ...) takes the function to differentiate as f, not '
+                        f'{type(f).__name__} {f!r:.60}')
+
+
+def check_primals(f, primals, kind, tangents=None):
+    """The primals of `vjp`/`jvp`/`linearize` (and their tangents): refuse, naming the function
+    and the argument, a string or None primal (the plain call's error would surface from
+    inside generated code), and a nonzero tangent given to an integer primal, which
+    carries no derivative (JAX asks for a float0 tangent there)."""
+    check_callable(f, kind)
+    fname = getattr(f, '__name__', 'f')
+    for i, p in enumerate(primals):
+        if p is None or isinstance(p, (str, bytes)):
+            raise TypeError(f'{kind}: argument {i} of {fname}() is '
+                            f'{"None" if p is None else "a " + type(p).__name__}, not a float, '
+                            f'an array or a pytree of them; pass what {fname}() computes with')
+    for i, (p, t) in enumerate(zip(primals, tangents or ())):
+        dtype = dtype_of(p)
+        if dtype is not None and not np.issubdtype(dtype, np.inexact) and \
+                not all(_is_zero_leaf(leaf) for leaf in pytree.leaves(t)):
+            raise TypeError(f'{kind}: argument {i} of {fname}() holds {dtype.name} values, '
+                            f'which carry no derivative, but its tangent is not zero: pass '
+                            f'floats ({p!r:.30} as float) to differentiate it, or a zero '
+                            f'tangent')
+
+
+def _is_zero_leaf(leaf) -> bool:
+    try:
+        return not np.any(leaf)
+    except Exception:
+        return False
+
+
+def check_cotangent(cotangent, out, fname):
+    """A cotangent given to `vjp`'s pullback has the output's shape (JAX's words), where
+    both are arrays or numbers; a string or None there is refused too."""
+    if cotangent is None or isinstance(cotangent, (str, bytes)):
+        raise TypeError(f'vjp of {fname}(): the cotangent given to the pullback is '
+                        f'{"None" if cotangent is None else "a " + type(cotangent).__name__}, '
+                        f'not an array or a float of the output\'s shape {np.shape(out)}')
+    if isinstance(cotangent, np.ndarray) and cotangent.ndim and \
+            isinstance(out, (np.ndarray, np.generic, numbers.Number)) and \
+            cotangent.shape != np.shape(out):
+        raise ValueError(f'Shape of cotangent input to vjp pullback function {cotangent.shape} '
+                         f'must be the same as the shape of the output of {fname}() '
+                         f'{np.shape(out)}')
+
+
+def parameter_name(fn, position):
+    """The name of `fn`'s positional parameter at `position`, for messages (or None)."""
+    code = getattr(fn, '__code__', None)
+    if code is None or position >= code.co_argcount:
+        return None
+    return code.co_varnames[position]
+
+
+def check_differentiable(value, position, fname, name=None):
+    """Refuse, with JAX's words, a differentiated argument that is not a float, a float or
+    complex array or a pytree of them (an int, a string, None, an integer array...)."""
+    where = f'argument {position}' + (f' ({name!r})' if name else '')
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f'cannot differentiate {fname}() with respect to {where}: it is '
+                        f'{"None" if value is None else "a " + type(value).__name__}, not a '
+                        f'float, an array or a pytree of them; pass a float there, or leave '
+                        f'the position out of argnums')
     dtype = dtype_of(value)
     if dtype is not None and not np.issubdtype(dtype, np.inexact):
         raise TypeError(
             f'grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of '
-            f'np.inexact), but got {dtype.name} for argument {position} of {fname}(). '
+            f'np.inexact), but got {dtype.name} for {where} of {fname}(). '
             f'If you want to differentiate with respect to it, pass a float.')
+    # (a string or an int inside a structured argument is a constant left alone, as the
+    # dict of settings beside the parameters: `tests/test_check_grads.py`)
 
 
 def check_pytree_argument(value, position, fname):
@@ -168,33 +277,97 @@ def check_libraries(fn, compiled, args):
 
 def check_not_structured(fn, args, kind):
     """A seed of 1.0 given to a tuple, list or dict output fails inside generated code;
-    say what JAX says instead, at the user's def (runs `fn` again: an error path only)."""
+    say what JAX says instead, at the user's return (runs `fn` again: an error path only)."""
     try:
         out = fn(*args)
     except Exception:
         return
-    code = fn.__code__
+    where = returned_at(fn)
     if isinstance(out, (tuple, list, dict)):
-        raise TypeError(f'{code.co_filename}:{code.co_firstlineno}:1: {kind} requires a scalar '
-                        f'output, but {fn.__name__}() returned a {type(out).__name__}; to '
-                        f'return more, use has_aux=True (output, aux) or vjp') from None
+        raise TypeError(f'{where}{kind} requires a scalar output, but {fn.__name__}() returned '
+                        f'a {type(out).__name__}; to return more, use has_aux=True (output, '
+                        f'aux) or vjp') from None
     if isinstance(out, np.ndarray) and out.ndim:
-        raise TypeError(f'{code.co_filename}:{code.co_firstlineno}:1: Gradient only defined for '
-                        f'scalar-output functions. Output of {fn.__name__}() had shape: '
-                        f'{out.shape}; for a Jacobian, use jacrev or jacfwd') from None
+        raise TypeError(f'{where}Gradient only defined for scalar-output functions. Output of '
+                        f'{fn.__name__}() had shape: {out.shape}; for a Jacobian, use jacrev or '
+                        f'jacfwd') from None
 
 
-def check_scalar(value, fname):
+def check_scalar(value, fname, fn=None, holomorphic=False, kind='grad'):
+    """Refuse, with JAX's words, an output `grad` cannot seed: not a number, not a scalar,
+    an integer, or complex (unless `holomorphic`); located at `fn`'s return where known."""
+    why = _unseedable(value, fname, holomorphic, kind)
+    if why:
+        raise TypeError(returned_at(fn) + why)
+
+
+def _unseedable(value, fname, holomorphic, kind):
     if not isinstance(value, (numbers.Number, np.ndarray, np.generic)) and not is_foreign_array(value):
         forgot = ' (None: does it lack a return?)' if value is None else ''
-        raise TypeError(f'grad requires real-valued outputs (output dtype that is a sub-dtype of '
-                        f'np.floating), but {fname}() returned {type(value).__name__}{forgot}')
+        return (f'{kind} requires real-valued outputs (output dtype that is a sub-dtype of '
+                f'np.floating), but {fname}() returned {type(value).__name__}{forgot}')
     if np.ndim(value) != 0:
-        raise TypeError(f'Gradient only defined for scalar-output functions. Output of {fname}() '
-                        f'had shape: {np.shape(value)}')
-    if dtype_of(value) is not None and not np.issubdtype(dtype_of(value), np.inexact):
-        raise TypeError(f'grad requires real-valued outputs (output dtype that is a sub-dtype of '
-                        f'np.floating), but {fname}() returned {dtype_of(value)}')
+        return (f'Gradient only defined for scalar-output functions. Output of {fname}() had '
+                f'shape: {np.shape(value)}; for a Jacobian, use jacrev or jacfwd, or reduce it '
+                f'(np.sum) first')
+    dtype = np.dtype(complex) if isinstance(value, complex) else dtype_of(value)
+    if dtype is not None and not np.issubdtype(dtype, np.inexact):
+        return (f'{kind} requires real-valued outputs (output dtype that is a sub-dtype of '
+                f'np.floating), but {fname}() returned {dtype}')
+    is_complex = dtype is not None and np.issubdtype(dtype, np.complexfloating)
+    if is_complex and not holomorphic:
+        return (f'{kind} requires real-valued outputs (output dtype that is a sub-dtype of '
+                f'np.floating), but {fname}() returned {dtype.name}. For holomorphic '
+                f'differentiation, pass holomorphic=True. For differentiating non-holomorphic '
+                f'functions involving complex outputs, use tf.vjp directly (or differentiate '
+                f'np.real or np.abs of it)')
+    if holomorphic and not is_complex:
+        return (f'{kind} with holomorphic=True requires outputs with complex dtype, but '
+                f'{fname}() returned {"float" if dtype is None else dtype}')
+    return None
+
+
+def check_holomorphic_input(value, position, fname, name=None, kind='grad'):
+    """holomorphic=True: the differentiated argument is complex, leaf by leaf (JAX)."""
+    where = f'argument {position}' + (f' ({name!r})' if name else '')
+    for leaf in pytree.leaves(value):
+        dtype = np.dtype(complex) if isinstance(leaf, complex) else dtype_of(leaf)
+        if dtype is None or not np.issubdtype(dtype, np.complexfloating):
+            raise TypeError(f'{kind} with holomorphic=True requires inputs with complex dtype, '
+                            f'but got {type(leaf).__name__ if dtype is None else dtype.name} '
+                            f'for {where} of {fname}()')
+
+
+def returned_at(fn) -> str:
+    """'file:line:col: ' of the last `return` of the Python function `fn` (of its `def`
+    where it has none or its source cannot be read), '' for anything else."""
+    code = getattr(fn, '__code__', None)
+    if code is None:
+        return ''
+    line, col = code.co_firstlineno, 0
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent(''.join(lines)))
+        returns = [n for n in ast.walk(tree) if isinstance(n, ast.Return)
+                   and not _nested_return(tree, n)]
+        if returns:
+            last = max(returns, key=lambda n: (n.lineno, n.col_offset))
+            indent = len(lines[0]) - len(lines[0].lstrip())     # what dedent took off
+            line, col = first + last.lineno - 1, last.col_offset + indent
+    except (OSError, TypeError, SyntaxError, IndexError):
+        pass
+    return f'{code.co_filename}:{line}:{col + 1}: '
+
+
+def _nested_return(tree, node) -> bool:
+    """Whether `node` belongs to a function nested inside the one `tree` defines."""
+    top = tree.body[0] if tree.body else None
+    for inner in ast.walk(top) if top is not None else ():
+        if inner is not top and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                   ast.Lambda)):
+            if any(n is node for n in ast.walk(inner)):
+                return True
+    return False
 
 
 def split_aux(value, has_aux, fname):

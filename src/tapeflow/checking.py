@@ -239,6 +239,13 @@ def check_grads(f, args, order=2, modes=None, eps=None, rtol=None, atol=None, se
     from tapeflow.rules.registry import MissingRule
     from tapeflow.syntax.errors import UnsupportedError
 
+    if not callable(f):
+        raise TypeError(f'check_grads(f, args) takes the function to check as f, not '
+                        f'{type(f).__name__} {f!r:.60}')
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f'check_grads(f, args): args is the tuple (or list) of the arguments of '
+                        f'{getattr(f, "__name__", "f")}(), not {type(args).__name__}: write '
+                        f'check_grads(f, (x,))')
     if order not in (1, 2):
         raise ValueError(f'check_grads checks order 1 or 2, not {order!r}')
     strict = modes is not None

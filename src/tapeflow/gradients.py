@@ -16,8 +16,9 @@ import numpy as np
 
 import tapeflow.cache as cache
 from tapeflow.arguments import (SCALAR_TYPES, FunctionArgument, argument_kinds, array_shapes, binder,
-                                check_differentiable, check_libraries, check_not_structured,
-                                check_pytree_argument, check_scalar, scalar_positions)
+                                check_differentiable, check_holomorphic_input, check_libraries,
+                                check_not_structured, check_pytree_argument, check_scalar,
+                                parameter_name, parse_argnums, scalar_positions)
 from tapeflow.callables import python_function_of
 from tapeflow.compilation import Spec, compile
 from tapeflow.conversions import like_argument
@@ -29,16 +30,22 @@ __all__ = ['grad', 'value_and_grad', 'checkpoint', 'source']
 # ------------------------------------------------------------------ transformations
 
 
-def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
+def value_and_grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python',
+                   holomorphic=False):
     """`f` -> a function returning `(value, gradient)`; `((value, aux), gradient)` with has_aux.
 
-    `checkpoint`, `compile`: see `grad`.
+    `checkpoint`, `compile`, `holomorphic`: see `grad`.
     """
-    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint, compile)
+    return _differentiated(f, argnums, has_aux, 'value_and_grad', checkpoint, compile,
+                           holomorphic)
 
 
-def grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
+def grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python', holomorphic=False):
     """`f` -> its gradient function (a tuple of gradients when `argnums` is a tuple).
+
+    `f` returns a real scalar; a complex output is a TypeError, as in JAX, unless
+    `holomorphic=True`: then `f` is a holomorphic function of complex arguments and the
+    gradient is its complex derivative f'(z) (JAX's convention).
 
     `checkpoint=True` bounds the memory of `f`'s loops (those at the top level of `f`,
     over `range` or `while`): snapshots of the loop's variables every ~sqrt(n) trips
@@ -50,7 +57,7 @@ def grad(f, argnums=0, has_aux=False, checkpoint=None, compile='python'):
     compile is an error at its line, before anything runs. `compile='auto'`: Numba where
     it compiles, else the NumPy path (`compile='python'`, the default) with one warning.
     """
-    return _differentiated(f, argnums, has_aux, 'grad', checkpoint, compile)
+    return _differentiated(f, argnums, has_aux, 'grad', checkpoint, compile, holomorphic)
 
 
 def checkpoint(fn):
@@ -92,17 +99,25 @@ def checkpoint_policy(checkpoint):
                      f'not {checkpoint!r}')
 
 
-def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python'):
+def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
+                    holomorphic=False):
     """The function `grad` or `value_and_grad` returns (one frame per call: W2 is a latency)."""
     checkpoint = checkpoint_policy(checkpoint)
     Spec(compile=target)                # its check: compile= names a target
-    if hasattr(f, '__tapeflow_jacobian__') and isinstance(argnums, int) and not has_aux:
+    if not callable(f):
+        raise TypeError(f'{kind}(f) takes a function to differentiate, not {type(f).__name__} '
+                        f'{f!r:.60}')
+    single, wrt = parse_argnums(argnums, f, kind)
+    if single:
+        argnums = wrt[0]
+    if hasattr(f, '__tapeflow_jacobian__') and single and not has_aux:
         if checkpoint:
             raise ValueError('checkpoint= applies to a function, not to a Jacobian function')
+        if holomorphic:
+            raise TypeError(f'{kind}(..., holomorphic=True) of a Jacobian function: take the '
+                            f'derivative of the function itself')
         from tapeflow.jacobians import gradient_of_jacobian     # (jacobians reads `grad`)
         return gradient_of_jacobian(f, argnums, kind)
-    single = isinstance(argnums, int)
-    wrt = (argnums,) if single else tuple(argnums)
     fname = getattr(f, '__name__', 'f')
     python_fn = python_function_of(f)
     state = cache.Recent()  # argument classes (and array shapes) -> (compiled, validity check,
@@ -113,10 +128,12 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
     def prepare(args, key):
         for i in wrt:
             if i >= len(args):
-                raise TypeError(f'differentiating with respect to argument {i}, but {fname}() '
-                                f'was called with {len(args)} positional arguments')
-            check_differentiable(args[i], i, fname)
+                raise TypeError(f'differentiating with respect to argnums={i} requires at least '
+                                f'{i + 1} positional arguments, but {fname}() got {len(args)}')
+            check_differentiable(args[i], i, fname, parameter_name(python_fn, i))
             check_pytree_argument(args[i], i, fname)
+            if holomorphic:
+                check_holomorphic_input(args[i], i, fname, parameter_name(python_fn, i), kind)
         kinds = argument_kinds(args)
         compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
                                    arg_shapes=array_shapes(args), kinds=kinds,
@@ -138,8 +155,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python')
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise TypeError(f'has_aux=True requires {fname}() to return a pair (output, aux)')
             out = value[0]
-        if out.__class__ is not float and out.__class__ is not np.float64:
-            check_scalar(out, fname)
+        if out.__class__ is not float and out.__class__ is not np.float64 or holomorphic:
+            check_scalar(out, fname, python_fn, holomorphic, kind)
         if single:
             grads = like_argument(grads, args[argnums])
         else:

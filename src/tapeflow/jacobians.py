@@ -15,9 +15,11 @@ import numpy as np
 import tapeflow.runtime.pytree as pytree
 import tapeflow.wrappers as wrappers
 from tapeflow.arguments import (argument_kinds, array_shapes, check_differentiable,
-                                check_not_structured, check_scalar, dtype_of, scalar_positions,
+                                check_holomorphic_input, check_not_structured, check_scalar,
+                                dtype_of, parameter_name, parse_argnums, scalar_positions,
                                 split_aux)
-from tapeflow.callables import adjoint_caller, call_binder, python_function_of
+from tapeflow.callables import (adjoint_caller, call_binder, python_function_of,
+                                signature_function)
 from tapeflow.compilation import Spec, compile, python_only
 from tapeflow.conversions import like_argument
 from tapeflow.gradients import grad
@@ -134,12 +136,55 @@ def _assemble(out, ins, block, single):
     return out_def.unflatten(results)
 
 
-def _argnums(argnums):
-    single = isinstance(argnums, int)
-    wrt = (argnums,) if single else tuple(argnums)
-    if not all(isinstance(i, int) for i in wrt):
-        raise TypeError(f'argnums must be an int or a tuple of ints, not {argnums!r}')
-    return single, wrt
+def _argnums(argnums, f, kind):
+    if not callable(f):
+        raise TypeError(f'{kind}(f) takes a function to differentiate, not {type(f).__name__} '
+                        f'{f!r:.60}')
+    return parse_argnums(argnums, f, kind)
+
+
+def _is_complex(leaf) -> bool:
+    dtype = np.dtype(complex) if isinstance(leaf, complex) else dtype_of(leaf)
+    return dtype is not None and np.issubdtype(dtype, np.complexfloating)
+
+
+def _check_inputs(f, args, wrt, holomorphic, kind):
+    """JAX's rule for `jacfwd` (and `hessian`): real inputs, or with `holomorphic=True`
+    complex ones (a real tangent direction alone is not the derivative of a function of a
+    complex argument unless it is holomorphic)."""
+    fname = getattr(f, '__name__', 'f')
+    try:
+        signature = signature_function(f)
+    except TypeError:
+        signature = None
+    for i in wrt:
+        name = parameter_name(signature, i)
+        check_differentiable(args[i], i, fname, name)
+        if holomorphic:
+            check_holomorphic_input(args[i], i, fname, name, kind)
+        elif kind != 'jacrev' and any(_is_complex(leaf) for leaf in pytree.leaves(args[i])):
+            raise TypeError(f'{kind} requires real-valued inputs (input dtype that is a sub-dtype '
+                            f'of np.floating), but got complex for argument {i} of {fname}(). '
+                            f'For holomorphic differentiation, pass holomorphic=True. For '
+                            f'differentiating non-holomorphic functions involving complex '
+                            f'inputs, use tf.jvp directly')
+
+
+def _check_outputs(out_leaves, fname, holomorphic, kind):
+    """JAX's rule for `jacrev`: real outputs, or with `holomorphic=True` complex ones; and
+    with `holomorphic=True` (any Jacobian) complex outputs."""
+    for leaf in out_leaves:
+        complex_ = _is_complex(leaf)
+        if holomorphic and not complex_:
+            got = type(leaf).__name__ if dtype_of(leaf) is None else dtype_of(leaf)
+            raise TypeError(f'{kind} with holomorphic=True requires outputs with complex dtype, '
+                            f'but {fname}() returned {got}')
+        if kind != 'jacfwd' and complex_ and not holomorphic:
+            raise TypeError(f'{kind} requires real-valued outputs (output dtype that is a '
+                            f'sub-dtype of np.floating), but {fname}() returned complex. For '
+                            f'holomorphic differentiation, pass holomorphic=True. For '
+                            f'differentiating non-holomorphic functions involving complex '
+                            f'outputs, use tf.vjp directly')
 
 
 def _marked(jacobian_f, kind, f, position):
@@ -152,25 +197,26 @@ def _marked(jacobian_f, kind, f, position):
     return jacobian_f
 
 
-def jacfwd(f, argnums=0, has_aux=False):
+def jacfwd(f, argnums=0, has_aux=False, holomorphic=False):
     """Dense Jacobian by forward mode, JAX's shapes (`out.shape + in.shape` per leaf; pytrees
-    in and out; a tuple for a tuple of argnums); `(jacobian, aux)` with has_aux.
+    in and out; a tuple for a tuple of argnums); `(jacobian, aux)` with has_aux. Real
+    inputs, as in JAX; complex ones with `holomorphic=True` (then the outputs are complex
+    too, and the Jacobian is the complex derivative).
 
     One forward sweep carries every input direction at once: the tangent of
     the arguments is the identity, with a leading batch axis (see
     `tapeflow.rules.batching`), so the primal is computed once.
     """
-    single, wrt = _argnums(argnums)
+    single, wrt = _argnums(argnums, f, 'jacfwd')
     fname = getattr(f, '__name__', 'f')
     bind = call_binder(f, wrt)
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
         args = bind(args, kwargs)
+        _check_inputs(f, args, wrt, holomorphic, 'jacfwd')
         if single and not has_aux and hasattr(f, '__tapeflow_jacobian__'):
             return jacobian_of_jacobian(*f.__tapeflow_jacobian__, wrt[0], args)
-        for i in wrt:
-            check_differentiable(args[i], i, fname)
         in_leaves = [pytree.leaves(args[i]) for i in wrt]
         sizes = [_sizes(leaves) for leaves in in_leaves]
         total = sum(map(sum, sizes))
@@ -193,6 +239,7 @@ def jacfwd(f, argnums=0, has_aux=False):
         if has_aux:
             tangent = 0.0 if is_zero(tangent) else tangent[0]
         out_leaves = pytree.leaves(out)
+        _check_outputs(out_leaves, fname, holomorphic, 'jacfwd')
         rows = [_rows(part, leaf, total) for part, leaf in
                 zip(_parts_at_leaves(tangent, out), out_leaves)]
         offsets = [[sum(map(sum, sizes[:k])) + sum(sizes[k][:l]) for l in range(len(sizes[k]))]
@@ -208,16 +255,17 @@ def jacfwd(f, argnums=0, has_aux=False):
     return _marked(jacobian_f, 'jacfwd', f, wrt[0] if single and not has_aux else None)
 
 
-def jacrev(f, argnums=0, has_aux=False):
+def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
     """Dense Jacobian by reverse mode, JAX's shapes (as `jacfwd`); `(jacobian, aux)` with
-    has_aux.
+    has_aux. Real outputs, as in JAX; complex ones with `holomorphic=True` (then the
+    inputs are complex too).
 
     The reverse sweep is linear in its cotangent, so it carries every output
     direction at once: the pullback of `vjp` is swept forward with the
     identity as a batch of cotangents (one row per output element), and the
     primal runs once.
     """
-    single, wrt = _argnums(argnums)
+    single, wrt = _argnums(argnums, f, 'jacrev')
     fname = getattr(f, '__name__', 'f')
     moving = tuple(sorted(set(wrt)))
     bind = call_binder(f, wrt)
@@ -225,6 +273,7 @@ def jacrev(f, argnums=0, has_aux=False):
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
         args = bind(args, kwargs)
+        _check_inputs(f, args, wrt, holomorphic, 'jacrev')
         if single and not has_aux:
             if hasattr(f, '__tapeflow_jacobian__'):
                 return jacobian_of_jacobian(*f.__tapeflow_jacobian__, wrt[0], args)
@@ -232,11 +281,10 @@ def jacrev(f, argnums=0, has_aux=False):
             if kind == 'grad' and len(inner_wrt) == 1 and not inner_aux:
                 # the Jacobian of a gradient: forward over reverse, as `hessian`
                 return jacobian_of_jacobian(inner_f, inner_wrt[0], wrt[0], args)
-        for i in wrt:
-            check_differentiable(args[i], i, fname)
         value = f(*args)
         out, aux = split_aux(value, has_aux, fname)
         out_leaves, out_def = pytree.flatten(out)
+        _check_outputs(out_leaves, fname, holomorphic, 'jacrev')
         for leaf in out_leaves:
             if not _float_leaf(leaf):
                 raise TypeError(f'jacrev requires real-valued outputs (output dtype that is a '
@@ -324,13 +372,16 @@ def jacobian_of_jacobian(f, inner, outer, args):
     return np.stack(rows).reshape(shape)
 
 
-def hessian(f, argnums=0, has_aux=False, compile='python'):
+def hessian(f, argnums=0, has_aux=False, compile='python', holomorphic=False):
     """Dense Hessian: forward over reverse (the Jacobian of the compiled gradient); for a
     tuple of argnums a tuple of tuples, for pytree arguments JAX's nesting. `compile=`:
-    'python' only ('auto' warns once and runs it; see `compilation.python_only`)."""
+    'python' only ('auto' warns once and runs it; see `compilation.python_only`). Real
+    inputs and a real output, as in JAX; complex ones with `holomorphic=True`."""
     python_only('hessian', compile, 'forward over reverse runs the gradient in batched '
                 'forward mode, which the native path does not compile')
-    return jacfwd(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    _argnums(argnums, f, 'hessian')
+    return jacfwd(grad(f, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 
 
 def hvp(f, primals, vectors):

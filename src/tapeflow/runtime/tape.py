@@ -214,9 +214,10 @@ class GradientTape:
                 self._consumed = True
 
     def _gradient(self, target, sources, output_gradients, mode):
-        if target is None:
-            raise TypeError('Argument `target` should be a list or nested structure of '
-                            'Tensors or Variables to be differentiated, but received None.')
+        if target is None or isinstance(target, (str, bytes)):
+            got = 'None' if target is None else f'{type(target).__name__} {target!r:.40}'
+            raise TypeError(f'Argument `target` should be a list or nested structure of '
+                            f'Tensors or Variables to be differentiated, but received {got}.')
         flat_sources = _check_sources(sources)
         flat_targets = flatten(target)
         tensor_mode = bool(state.tapes)
@@ -372,6 +373,9 @@ def _output_gradients(target, targets, output_gradients):
         if g is None or not isinstance(t, Tensor):
             checked.append(None)
             continue
+        if isinstance(g, (str, bytes)):
+            raise TypeError(f'output_gradients holds a {type(g).__name__} {g!r:.40}: give one '
+                            f'Tensor, array or number per target, of the target\'s shape')
         if isinstance(g, Tensor):
             value = g._value
             if g._is_variable:
