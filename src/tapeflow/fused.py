@@ -55,6 +55,9 @@ def function(fn=None, *, optimize=True, compile='python'):
     compilation.Spec(compile=compile)           # its check: compile= names a target
     if fn is None:
         return functools.partial(function, optimize=optimize, compile=compile)
+    if not hasattr(fn, '__code__'):
+        raise TypeError(f'tf.function decorates a Python function (def ...), not '
+                        f'{type(fn).__name__} {fn!r:.60}')
     return CompiledFunction(fn, optimize, compile)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 import tapeflow.runtime.support as support
-from tapeflow.arguments import argument_kinds, array_shapes, dtype_of, scalar_positions, split_aux
+from tapeflow.arguments import (argument_kinds, array_shapes, check_cotangent, check_primals,
+                                dtype_of, scalar_positions, split_aux)
 from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
 from tapeflow.compilation import Spec
 from tapeflow.compilation import compile as _compile
@@ -28,6 +29,7 @@ def vjp(f, *primals, has_aux=False, compile='python'):
     `compile='numba'` (or 'auto', see `grad`): `out` is the NumPy path's, and each
     `vjp_fn(cotangent)` runs the native value-and-gradient with `cotangent` as its
     seed (the forward sweep again, natively, in place of the tape's copy)."""
+    check_primals(f, primals, 'vjp')
     wrt = tuple(i for i, p in enumerate(primals) if dtype_of(p) is None or
                 np.issubdtype(dtype_of(p), np.inexact))
     given, primals = primals, with_defaults(f, primals)
@@ -40,6 +42,7 @@ def vjp(f, *primals, has_aux=False, compile='python'):
         compiled.combined.admit(primals)
 
     def vjp_fn(cotangent):
+        check_cotangent(cotangent, out, getattr(f, '__name__', 'f'))
         seed = (cotangent, 0.0) if has_aux else cotangent
         try:
             if compiled.native_source:
@@ -97,6 +100,11 @@ def jvp(f, primals, tangents, has_aux=False, compile='python'):
     """Forward mode: `(f(*primals), the tangent of the output along tangents)`;
     `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`).
     `compile='numba'` (or 'auto', see `grad`): the jvp compiled by Numba."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f'primal and tangent arguments to jvp must be tuples or lists; found '
+                        f'{type(primals).__name__} and {type(tangents).__name__}: write '
+                        f'jvp(f, (x,), (v,))')
+    check_primals(f, primals, 'jvp', tangents)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise TypeError(f'jvp: {len(primals)} primals but {len(tangents)} tangents')
