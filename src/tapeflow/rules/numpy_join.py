@@ -96,9 +96,16 @@ def _split_axis(fn, ary, axis):
     return {np.vsplit: 0, np.dsplit: 2}.get(fn, axis)
 
 
+def _pieces(g, ans):
+    """The cotangent of each piece in the piece's shape: a piece the code did not use has
+    None or the symbolic zero 0.0 (`a, b = np.split(x, 2)` with `b` unused)."""
+    return [piece if np.shape(piece) == np.shape(out) else np.zeros_like(out) + piece
+            for piece, out in zip(fill_zeros(g, ans), ans)]
+
+
 def _split_rules(fn):
     def vjp(g, ans, ary, indices_or_sections, axis=0):
-        joined = np.concatenate(fill_zeros(g, ans), axis=_split_axis(fn, ary, axis))
+        joined = np.concatenate(_pieces(g, ans), axis=_split_axis(fn, ary, axis))
         return fit(joined, ary)
 
     def jvp(t, ans, ary, indices_or_sections, *args, **kwargs):
