@@ -83,17 +83,21 @@ def _run(mode, work, package, example, calls, limit):
         os.remove(path)
 
 
-def _same(a, b):
+def _difference(a, b):
+    """Why two records differ (None: they agree to 1e-6 relative, leaf by leaf)."""
     if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
+        return f'{len(b)} leaves for {len(a)}'
+    # (a leaf of rounding noise, 1e-21 where others are 1e-4, at the record's scale)
+    whole = max((np.max(np.abs(np.asarray(x)), initial=0.0) for x in a), default=0.0)
+    for k, (x, y) in enumerate(zip(a, b)):
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape:
-            return False
+            return f'leaf {k}: shape {y.shape} for {x.shape}'
         scale = max(np.max(np.abs(x), initial=0.0), 1e-300)
-        if not np.allclose(x, y, rtol=1e-6, atol=1e-9 * scale, equal_nan=True):
-            return False
-    return True
+        if not np.allclose(x, y, rtol=1e-6, atol=1e-9 * max(scale, whole), equal_nan=True):
+            worst = np.max(np.abs(x - y))
+            return f'leaf {k} of {len(a)}: off by {worst:.3g} where it reaches {scale:.3g}'
+    return None
 
 
 def verdict(reference, result, text):
@@ -108,8 +112,9 @@ def verdict(reference, result, text):
         return 'no gradient', f"autograd's run recorded nothing ({reference['outcome']})"
     compared = min(len(reference['records']), len(result['records']))
     for i in range(compared):
-        if not _same(reference['records'][i], result['records'][i]):
-            return 'wrong', f'call {i + 1} differs'
+        why = _difference(reference['records'][i], result['records'][i])
+        if why is not None:
+            return 'wrong', f'call {i + 1}: {why}'
     if len(result['records']) != len(reference['records']):
         return 'wrong', (f"{len(result['records'])} gradient calls recorded, autograd's run "
                          f"{len(reference['records'])}")

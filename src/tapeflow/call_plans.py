@@ -24,8 +24,8 @@ from tapeflow.rules import registry
 from tapeflow.rules.closures import MISSING, Closure
 from tapeflow.runtime.helpers import is_zero
 
-__all__ = ['Plan', 'Call', 'expand', 'bind', 'positions', 'kinds_of', 'carries', 'on', 'name_of',
-           'python_function']
+__all__ = ['Plan', 'Call', 'expand', 'bind', 'positions', 'kinds_of', 'carries', 'carries_within',
+           'on', 'name_of', 'python_function']
 
 
 @dataclasses.dataclass
@@ -142,6 +142,15 @@ def carries(value) -> bool:
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type)):
         return False
     return True
+
+
+def carries_within(value) -> bool:
+    """`carries`, looking inside lists, tuples and dicts (a list of ints carries none)."""
+    if isinstance(value, (list, tuple)):
+        return any(carries_within(v) for v in value)
+    if isinstance(value, dict):
+        return any(carries_within(v) for v in value.values())
+    return carries(value)
 
 
 # ---------------------------------------------------------------- binding the arguments

@@ -33,8 +33,8 @@ import types
 
 import tapeflow.compilation as compilation
 from tapeflow.arguments import argument_kinds, compiler_kinds
-from tapeflow.call_plans import (bind, carries, expand, kinds_of, name_of, on, positions,
-                                 python_function)
+from tapeflow.call_plans import (bind, carries, carries_within, expand, kinds_of, name_of, on,
+                                 positions, python_function)
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules import registry
 from tapeflow.rules.closures import Closure, closure
@@ -102,7 +102,7 @@ class _Nothing:
         return []
 
 
-def _rulepositions(call, wrt, active, mode):
+def _rule_positions(call, wrt, active, mode):
     """`wrt` without what the rule has no derivative in (its static arguments, a
     non-differentiable function); refused where it has none for a moving argument."""
     entry = call.plan.entry
@@ -123,11 +123,14 @@ def _rulepositions(call, wrt, active, mode):
 def call_forward(tape, active, fn, *args, **kwargs):
     """The forward sweep of `fn(*args, **kwargs)`: its value; what `call_backward`
     needs goes on `tape`, above what the callee's own forward sweep pushed."""
-    plan = expand(fn)
+    plan = _expand(fn, active, args, kwargs)
+    if plan is None:                                # nothing it is given carries a derivative
+        tape.append(_Nothing(None))
+        return fn(*args, **kwargs)
     call = bind(plan, args, kwargs)
     wrt = positions(call, active)
     if plan.entry is not None:
-        wrt = _rulepositions(call, wrt, active, 'vjp')
+        wrt = _rule_positions(call, wrt, active, 'vjp')
         ans = plan.target(*call.args, **call.keywords)
         tape.append(_Rule(call, ans, wrt) if wrt else _Nothing(call))
         return ans
@@ -143,12 +146,29 @@ def call_forward(tape, active, fn, *args, **kwargs):
     return ans
 
 
+def _expand(fn, active, args, kwargs):
+    """`expand(fn)`; None where `fn` has neither a rule nor source but nothing `active`
+    names carries a derivative when the call runs (an int that shares a tuple with an
+    array, which the compiler counted as moving)."""
+    try:
+        return expand(fn)
+    except UnsupportedError:
+        given = [getattr(fn, '__self__', fn)] if 0 in active else []
+        given += [a for k, a in enumerate(args, 1) if k in active or '*' in active]
+        given += [v for k, v in kwargs.items() if k in active]
+        if any(carries_within(v) for v in given):
+            raise
+        return None
+
+
 def call_backward(tape, g):
     """The cotangents of what `call_forward` was told carries derivatives (`Cotangents`),
     from the cotangent `g` of its value."""
     record = tape.pop()
     grads = record.backward(tape, g)
     call = record.call
+    if call is None:
+        return Cotangents(0.0, {}, {}, False, 0)
     plan = call.plan
     leaves = [0.0] * len(plan.leaves)
     args, keywords = {}, {}
@@ -210,7 +230,9 @@ def receiver_tangent(t, obj, name):
 def call_jvp(active, batched, fn, args, kwargs, tangents):
     """`(value, tangent)` of `fn(*args, **kwargs)`, given the tangents of `active` (in its
     order)."""
-    plan = expand(fn)
+    plan = _expand(fn, active, args, kwargs)
+    if plan is None:
+        return fn(*args, **kwargs), 0.0
     call = bind(plan, args, kwargs)
     given = dict(zip(active, tangents))
     leaves = plan.tangents(given.get(0, 0.0))
@@ -226,7 +248,7 @@ def call_jvp(active, batched, fn, args, kwargs, tangents):
             return 0.0 if is_zero(spread) else spread[k]
         return given.get(k + 1 if kind == 'arg' else k, 0.0)
     if plan.entry is not None:
-        wrt = _rulepositions(call, wrt, active, 'jvp')
+        wrt = _rule_positions(call, wrt, active, 'jvp')
         ans = plan.target(*call.args, **call.keywords)
         rules = plan.entry.batched_jvps if batched else plan.entry.jvps
         out = 0.0

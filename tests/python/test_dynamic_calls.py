@@ -228,3 +228,26 @@ def test_a_bound_method_stored_and_called_later():
     minus[0] -= eps
     numeric = (f(Model(plus, 0.1), x) - f(Model(minus, 0.1), x)) / (2 * eps)
     assert np.isclose(grads.w[0], numeric, rtol=1e-6)
+
+
+def test_a_closure_reading_a_name_two_scopes_up():
+    def build(n):
+        def outer(x):
+            def inner(p):
+                return p * n
+            scaled = lambda q: q * n * x  # noqa: E731
+            return inner(x) + scaled(2.0) + sum(map(lambda v: v * n, [x, 2.0 * x]))
+        return outer
+    f = build(3.0)
+    _check(f, [1.3])
+    assert np.isclose(tf.grad(f)(1.3), 3.0 + 6.0 + 3.0 * 3.0)
+
+
+def test_an_int_counted_as_moving_reaches_a_builtin_without_a_rule():
+    # `kept.index(i)`: `i` shares a tuple with an array, so the analysis counts it as moving;
+    # it is an int when the call runs, and the builtin runs as written
+    def f(x):
+        a, i = x * 2.0, 1
+        kept = [0, 1, 2]
+        return a[kept.index(i)] * 3.0
+    _check(f, [np.array([1.0, 2.0, 3.0])])

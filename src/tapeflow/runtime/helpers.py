@@ -31,6 +31,14 @@ def static_argument(value, message):
         raise NotImplementedError(message)
 
 
+def keyword_argument(value, message):
+    """A user's keyword argument that the analysis counts as moving (an axis that shares a
+    tuple with an array) is checked when the code runs: a float there is the located
+    refusal `message`, as the compiler would have said (`transforms.operations.rules_for`)."""
+    if carries_float(value):
+        raise UnsupportedError(message)
+
+
 def add_adjoint(a, b):
     """a + b for cotangents of any structure; the float 0.0 is a symbolic zero."""
     if is_zero(a):

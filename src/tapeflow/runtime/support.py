@@ -19,7 +19,8 @@ from tapeflow.runtime.helpers import (add_adjoint, append_tangent, densify, drop
                                       last_adjoint, old_value, pop_index, remove_tangent,
                                       restore_contents, saved_contents, setitem_batched,
                                       setitem_clear_adjoint, setitem_tangent, setitem_value_adjoint,
-                                      snapshot, static_argument, zero_tangent)
+                                      snapshot, static_argument, zero_tangent,
+                                      keyword_argument)
 from tapeflow.rules.reduced_cotangents import kept_mean, kept_sum, uniform_mean, uniform_sum
 from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplace_op, is_array,
                                      is_list, put_index, refresh_items, shares, reread_item, reread_slot,
@@ -28,7 +29,7 @@ from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplac
 from tapeflow.rules.iterators import zipped
 from tapeflow.rules.shapes import broadcast_tangent, dense, shape_witness, unbroadcast, unbroadcast_batch
 
-__all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
+__all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'keyword_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
            'unbroadcast', 'Tape', 'new_tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',

@@ -195,18 +195,19 @@ class _Forward(DynamicCalls, Sweep):
             return [make(*tangents)]
         return self.primitive(stmt, ans, op)
 
-    def guard(self, op):
+    def guard(self, op, helper='static_argument'):
         """`guard(node, what)` for `rules_for`: a check, before the call runs, that an
         argument it has no derivative in carries no float."""
         def check(value, message):
             self.guards.append(nodes.expr_stmt(nodes.call(
-                'static_argument', value, nodes.const(message))))
+                helper, value, nodes.const(message))))
         return check
 
     def primitive(self, stmt, ans, op):
         target_shape = self.ctx.shapes.get(target_name(stmt))
         rules = rules_for(op, self.is_active, 'jvp', lambda reason: self.error(stmt, reason),
-                          self.guard(op) if self.ctx.check_static else None)
+                          self.guard(op) if self.ctx.check_static else None,
+                          self.guard(op, 'keyword_argument'))
         if self.ctx.batched:
             return [self.batched_term(rule, entry, i, ans, op, target_shape)
                     for i, rule, entry in rules]

@@ -246,7 +246,8 @@ def user_function(call):
     return None
 
 
-def rules_for(op: Operation, is_active, mode: str, error, guard=None) -> list:
+def rules_for(op: Operation, is_active, mode: str, error, guard=None,
+              keyword_guard=None) -> list:
     """[(argnum, rule, entry)] for the active arguments of a primitive operation.
 
     An active keyword argument, or an active argument the primitive has no rule
@@ -254,6 +255,8 @@ def rules_for(op: Operation, is_active, mode: str, error, guard=None) -> list:
     every value popped off the tape counts as active, integers and axes too)
     `guard(node, message)` is called instead, for a check when the code runs that the
     value carries no float, else raises `message` (`runtime.support.static_argument`).
+    `keyword_guard` does so for keyword arguments alone: in a user's code, an axis that
+    counts as active only because it shares a tuple with an array (`axes=dots`).
     """
     entry = registry.lookup(op.fn) if op.fn is not None else None
     static = set(op.static) | (entry.static_argnums if entry is not None else set())
@@ -262,9 +265,10 @@ def rules_for(op: Operation, is_active, mode: str, error, guard=None) -> list:
         if is_active(value):
             message = (f'differentiating {op.label} with respect to its keyword '
                        f'argument {name!r} is not supported')
-            if guard is None:
+            check = guard or keyword_guard
+            if check is None:
                 raise error(message)
-            guard(value, message)
+            check(value, message)
     if not active or (entry is not None and entry.nondiff):
         return []
     if entry is None:

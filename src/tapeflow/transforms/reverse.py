@@ -303,19 +303,20 @@ class _Reverse(CallsSweep, MemorySweep, Sweep):
         def same(name):               # `unbroadcast(g, name)` does nothing: drop it
             return target_shape is not None and self.ctx.shapes.get(name) == target_shape
         rules = rules_for(op, self.is_active, 'vjp', lambda reason: self.error(stmt, reason),
-                          self.guard(op) if self.ctx.check_static else None)
+                          self.guard(op) if self.ctx.check_static else None,
+                          self.guard(op, 'keyword_argument'))
         return [lambda g, ans, i=i, rule=rule, entry=entry: self.rule_term(
                     op.args[i].id, g, ans, rule, self.ctx.emitter.emit(
                         rule, g, ans, op.args, op.keywords, same_shapes=same,
                         label=rule_label(entry, i, 'vjp')))
                 for i, rule, entry in rules]
 
-    def guard(self, op):
+    def guard(self, op, helper='static_argument'):
         """`guard(node, what)` for `rules_for`: a check, before the call runs, that an
         argument it has no derivative in carries no float (see `rules_for`)."""
         def check(value, message):
             self.guards.append(nodes.expr_stmt(nodes.call(
-                'static_argument', value, nodes.const(message))))
+                helper, value, nodes.const(message))))
         return check
 
     def rule_term(self, name, g, ans, rule, contribution):

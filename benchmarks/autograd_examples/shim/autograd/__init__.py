@@ -8,6 +8,7 @@ below are tapeflow's. What autograd adds beyond NumPy/SciPy and tapeflow's names
 in `misc/` and `scipy/` as plain code a tapeflow user would write for it.
 """
 import builtins
+import functools
 import sys
 
 import numpy
@@ -35,12 +36,23 @@ tuple, list, dict, isinstance, type = (builtins.tuple, builtins.list, builtins.d
                                        builtins.isinstance, builtins.type)
 
 
+def _scalar(fun):
+    """autograd's `grad` takes any output of one element (a (1,) array too); tapeflow's, as
+    JAX's, a scalar: the output of one element read as the scalar it holds."""
+    @functools.wraps(fun)
+    def scalar(*args):
+        out = fun(*args)
+        return numpy.reshape(out, ()) if numpy.ndim(out) else out
+    del scalar.__wrapped__              # (it is read as written: it reshapes)
+    return scalar
+
+
 def grad(fun, argnum=0):
-    return _tf.grad(fun, argnums=argnum)
+    return _tf.grad(_scalar(fun), argnums=argnum)
 
 
 def value_and_grad(fun, argnum=0):
-    return _tf.value_and_grad(fun, argnums=argnum)
+    return _tf.value_and_grad(_scalar(fun), argnums=argnum)
 
 
 def elementwise_grad(fun, argnum=0):

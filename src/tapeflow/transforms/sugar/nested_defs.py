@@ -62,7 +62,7 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
         if called in lifted:
             inner_fn, params, defaults, free = lifted[called]
             call.args = _positional_arguments(call, called, params, defaults, source) + \
-                [nodes.name(n) for n in free]
+                _free_names(free, outer_locals, bindings)
             call.keywords = []
             setanno(call.func, Key.RESOLVED, inner_fn)
             called_at.add(id(call.func))
@@ -100,8 +100,10 @@ def _lift(child, source, fn, outer_locals, hoisted):
     params = [a.id for a in child.args.args]
     defaults = {p: h.targets[0].id for p, h in zip(params[len(params) - len(hoisted):], hoisted)}
     inner_locals = local_names(child)
+    # the enclosing function's locals it reads, and its closure's names (two scopes up)
+    enclosing = outer_locals | set(getattr(getattr(fn, '__code__', None), 'co_freevars', ()))
     free = sorted({n.id for n in nodes.walk_terms(child) if isinstance(n, ast.Name)
-                   and isinstance(n.ctx, ast.Load)} - inner_locals & outer_locals)
+                   and isinstance(n.ctx, ast.Load)} - inner_locals & enclosing)
     for name in free:
         child.args.args.append(nodes.param(nodes.name(name)))
     namespace = dict(fn.__globals__)
@@ -109,6 +111,19 @@ def _lift(child, source, fn, outer_locals, hoisted):
     inner_fn = namespace[child.name]
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
     return inner_fn, params, defaults, free
+
+
+def _free_names(free, outer_locals, bindings):
+    """The names passed for a lifted def's free names: a local of the enclosing function,
+    or a name of its closure (resolved there, as its own reads are)."""
+    from tapeflow.syntax.resolve import resolve_expression
+    out = []
+    for name in free:
+        ref = nodes.name(name)
+        if bindings is not None and name not in outer_locals:
+            resolve_expression(ref, outer_locals, bindings)
+        out.append(ref)
+    return out
 
 
 def _positional_arguments(call, name, params, defaults, source):
@@ -139,6 +154,7 @@ def _as_closure(node, name, lifted, block, hoisted, use, source, namer, bindings
     `name = closure(lifted, nparams, ndefaults, *defaults, *free)`. A free local bound
     again after the def (or in a loop around it) is refused: Python's closure reads it
     when called, the value made here would not."""
+    from tapeflow.syntax.resolve import local_names
     inner_fn, params, defaults, free = lifted
     child = next(s for s in block if isinstance(s, ast.FunctionDef) and s.name == name)
     for var in free:
@@ -149,7 +165,7 @@ def _as_closure(node, name, lifted, block, hoisted, use, source, namer, bindings
                                     f'made: Python would read its later value; pass {var} as an '
                                     f'argument, or as a default ({var}={var})')
     made = _closure_call(inner_fn, len(params), [nodes.name(h.targets[0].id) for h in hoisted],
-                         [nodes.name(n) for n in free], namer, bindings, name)
+                         _free_names(free, local_names(node), bindings), namer, bindings, name)
     block[block.index(child)] = nodes.located(nodes.assign(name, made), child)
 
 
@@ -262,7 +278,7 @@ def lambda_values(node, source, fn, namer, bindings, outer_locals):
                                             f'its later value; pass {var} as an argument, or as '
                                             f'a default ({var}={var})')
             made = _closure_call(inner_fn, len(params), defaults,
-                                 [nodes.name(n) for n in free], namer, bindings, name)
+                                 _free_names(free, outer_locals, bindings), namer, bindings, name)
             _replace(holder, lam, nodes.copy_location(made, lam))
 
 

@@ -4,16 +4,12 @@ tapeflow differentiates where a differentiated function calls it."""
 import numpy as np
 
 
-def _leaves(value, out):
+def _leaves(value):
     if isinstance(value, (list, tuple)):
-        for item in value:
-            _leaves(item, out)
-    elif isinstance(value, dict):
-        for key in sorted(value):
-            _leaves(value[key], out)
-    else:
-        out.append(np.ravel(value))
-    return out
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value) for leaf in _leaves(value[key])]
+    return [np.ravel(value)]
 
 
 def _rebuild(template, vector, start):
@@ -35,7 +31,7 @@ def _rebuild(template, vector, start):
 
 
 def flatten(value):
-    leaves = _leaves(value, [])
+    leaves = _leaves(value)
     vector = np.concatenate(leaves) if leaves else np.array([])
 
     def unflatten(vector):

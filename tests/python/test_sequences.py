@@ -1,0 +1,78 @@
+"""Tuples joined and repeated, lists repeated, `zip(*pairs)`, `sorted(key=)`, `map` and
+`filter` read at once: each checked against the plain call and central differences."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from tests.gradcheck import checked_against_plain, seed_of
+
+
+def _check(f, args, wrt=0):
+    return checked_against_plain(f, args, wrt, np.random.default_rng(seed_of(f.__name__)))
+
+
+def test_tuples_joined_in_a_loop_and_in_place():
+    def joined(x):
+        state = (x,)
+        for _ in range(3):
+            state = state + (state[-1] * x,)
+        t = (x,)
+        t += (x * 2.0,)
+        return sum(state) + t[0] * t[1]
+    _check(joined, [1.3])
+
+
+def concat_and_multiply(weights, *args):
+    cat_state = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
+    return np.dot(cat_state, weights)
+
+
+def test_star_arguments_joined_with_a_tuple_as_rnn_py_writes_them():
+    def f(w, h):
+        return np.sum(np.tanh(concat_and_multiply(w, h, h * 2.0)))
+    rng = np.random.default_rng(3)
+    _check(f, [rng.standard_normal((5, 2)), rng.standard_normal((4, 2))], (0, 1))
+
+
+def test_lists_repeated_and_joined():
+    def helper(ys):
+        zs = ys * 2
+        return zs[0] * zs[3] + (ys + [1.0])[2]
+
+    def f(x):
+        return helper([x, x * 2, x * x])
+    _check(f, [1.5])
+
+
+def test_zip_of_star_and_unpacking():
+    def f(x):
+        params = ([x, 2 * x], [x * x, 1.0])
+        total = 0.0
+        for a, b in zip(*params):
+            total = total + a * b
+        firsts, seconds = zip(*[(x, 1.0), (2.0, x * 3)])
+        return total + firsts[0] * seconds[1]
+    _check(f, [1.2])
+
+
+def test_sorted_with_a_key_and_reverse():
+    def f(x):
+        rows = np.array([[3.0, x[0]], [1.0, 2 * x[1]], [2.0, x[0] * x[1]]])
+        ordered = sorted(rows, key=lambda r: r[0], reverse=True)
+        return np.sum(np.array(ordered) * np.arange(6.0).reshape(3, 2))
+    _check(f, [np.array([0.7, -1.2])])
+
+
+def log_partition(p, d):
+    return np.sin(p * d)
+
+
+def test_map_and_filter_read_at_once():
+    def f(x):
+        mapped = sum(map(functools.partial(log_partition, x), [1.0, 2.0, 3.0]))
+        kept = sum(filter(lambda v: v > 1.0, [x, 2 * x, 0.1 * x]))
+        pairs = list(map(lambda a, b: a * b, [x, 2.0], [x, x]))
+        return mapped + kept + sum(pairs)
+    _check(f, [1.4])
