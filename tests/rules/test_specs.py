@@ -8,8 +8,9 @@ from specs_array_api import SPECS as ARRAY_API
 from specs_arrays import SPECS as ARRAYS
 from specs_elementwise import SPECS as ELEMENTWISE
 from specs_linalg import SPECS as LINALG
+from specs_scipy_stats import SPECS as SCIPY_STATS
 
-ALL = ELEMENTWISE + ARRAYS + LINALG + ARRAY_API
+ALL = ELEMENTWISE + ARRAYS + LINALG + ARRAY_API + SCIPY_STATS
 
 
 def _ids(specs):

@@ -27,6 +27,16 @@ def _register_scipy_special():
 # scipy.special's rules (and np.i0's, which needs scipy's i1): when first needed
 registry.lazily('scipy.special', _register_scipy_special, np.i0)
 
+
+def _register_scipy_stats():
+    import importlib
+    for family in ('scipy_stats', 'scipy_stats_shapes', 'scipy_stats_mvn'):
+        importlib.import_module(f'tapeflow.rules.{family}')
+
+
+# scipy.stats' distributions (norm.logpdf...): when first needed, once scipy.stats is imported
+registry.lazily('scipy.stats', _register_scipy_stats)
+
 __all__ = ['registry', 'RULES', 'ATTRIBUTES', 'METHODS', 'MissingRule', 'Primitive',
            'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'lookup', 'nondifferentiable',
            'unbroadcast']

@@ -22,6 +22,7 @@ import math
 import operator
 import re
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ from tapeflow.rules.registry import (ATTRIBUTES, FORMS, METHODS, RULES, VERSION_
                                      load_lazily)
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'numpy-support.md'
-SCIPY_HEADING = '## scipy.special'
+SCIPY_HEADING = '## SciPy'
 RESULTS = Path(__file__).resolve().parents[3] / 'benchmarks' / 'autograd_suite' / 'RESULTS.md'
 
 load_lazily()               # the whole table, the optional families' too (SciPy's)
@@ -55,7 +56,9 @@ FAMILIES = [
     ('numpy_fft', 'np.fft'),
     (('math_rules', 'iterators'), 'The math module and numeric builtins'),
     ('scipy_special', 'scipy.special'),
+    (('scipy_stats', 'scipy_stats_shapes', 'scipy_stats_mvn'), 'scipy.stats'),
 ]
+SCIPY_FAMILIES = ('scipy_special', 'scipy_stats')      # (the first module of a family)
 
 
 def _namespaces():
@@ -68,26 +71,40 @@ def _namespaces():
         import scipy.special
         from scipy.special import _ufuncs
         spaces += [('scipy.special', scipy.special), ('scipy.special._ufuncs', _ufuncs)]
+        import scipy.stats
     except ImportError:  # pragma: no cover
-        pass
+        return spaces
+    # the distributions whose methods have rules (norm: norm.logpdf...), as scipy.stats names them
+    owners = {id(fn.__self__) for fn in RULES if isinstance(fn, types.MethodType)}
+    spaces += [(f'scipy.stats.{name}', obj) for name, obj in sorted(vars(scipy.stats).items())
+               if not name.startswith('_') and id(obj) in owners]
     return spaces
 
 
 def public_names() -> dict:
-    """id(callable) -> its public names, in namespace order then alphabetical."""
+    """identity(callable) -> its public names, in namespace order then alphabetical."""
     names: dict = {}
     for prefix, module in _namespaces():
+        module_name = getattr(module, '__name__', prefix)
         for attr in sorted(dir(module)):
-            if attr.startswith('_') and module.__name__ != 'scipy.special._ufuncs':
+            if attr.startswith('_') and module_name != 'scipy.special._ufuncs':
                 continue
             obj = getattr(module, attr, None)
-            imported = getattr(obj, '__module__', None) != module.__name__
+            imported = getattr(obj, '__module__', None) != module_name
             if prefix.startswith('tapeflow.') and imported or \
                     f'{prefix}.{attr}' in VERSION_DEPENDENT:
                 continue
             if callable(obj) and RULES.get(_key(obj)) is not None:
-                names.setdefault(id(obj), []).append((obj, f'{prefix}.{attr}'))
+                names.setdefault(identity(obj), []).append((obj, f'{prefix}.{attr}'))
     return {key: _canonical_first(found) for key, found in names.items()}
+
+
+def identity(obj):
+    """The key of `obj` in `public_names`: its id, or for a bound method (read anew at each
+    reading: `norm.logpdf`) the ids of its object and function."""
+    if isinstance(obj, types.MethodType):
+        return id(obj.__self__), id(obj.__func__)
+    return id(obj)
 
 
 def _canonical_first(found):
@@ -177,7 +194,7 @@ def _rows(family, names):
     for fn, entry in RULES.items():
         if _family(entry) not in modules:
             continue
-        known = names.get(id(fn))
+        known = names.get(identity(fn))
         if not known:
             continue
         primary, *aliases = known
@@ -199,7 +216,7 @@ def counts(names=None):
     for fn, entry in RULES.items():
         if _family(entry) == 'other':
             continue
-        known = names.get(id(fn), [])
+        known = names.get(identity(fn), [])
         if any(_is_numpy(n) and not n.startswith('np.random.') for n in known):
             if entry.nondiff:
                 nondiff += 1
@@ -212,7 +229,7 @@ def render(include_scipy: bool = True) -> str:
     names = public_names()
     diff, nondiff = counts(names)
     aliases = sum(1 for fn, entry in RULES.items() if not entry.nondiff
-                  for n in names.get(id(fn), []) if _is_numpy(n))
+                  for n in names.get(identity(fn), []) if _is_numpy(n))
     lines = [
         '# NumPy support',
         '',
@@ -232,21 +249,38 @@ def render(include_scipy: bool = True) -> str:
         '',
     ]
     for family, title in FAMILIES:
-        if family == 'scipy_special' and not include_scipy:
+        first = family[0] if isinstance(family, tuple) else family
+        if first in SCIPY_FAMILIES and not include_scipy:
             continue
         rows = _rows(family, names)
         if not rows:
             continue
-        heading = SCIPY_HEADING if family == 'scipy_special' else f'## {title}'
-        if family == 'scipy_special':
-            lines += [heading, '', 'Registered when SciPy is installed, at the first derivative '
-                      'that needs them (`import tapeflow` does not import SciPy).', '']
+        if first == 'scipy_special':
+            lines += [SCIPY_HEADING, '', 'Registered when SciPy is installed, at the first '
+                      'derivative that needs them (`import tapeflow` does not import SciPy).',
+                      '', f'### {title}', '']
+        elif first == 'scipy_stats':
+            lines += [f'### {title}', ''] + _STATS_NOTES
         else:
-            lines += [heading, '']
+            lines += [f'## {title}', '']
         lines += ['| function | derivative in | argument forms |', '|---|---|---|'] + rows + ['']
     lines += _version_dependent_section() + _nondiff_section(names) + _methods_section()
     lines += _measured_section()
     return '\n'.join(lines).rstrip() + '\n'
+
+
+_STATS_NOTES = [
+    'Methods of the distribution objects, called as users write them (`from scipy.stats '
+    'import norm`, then `norm.logpdf(x, mu, sigma)`), each with a reverse and a forward rule '
+    'per positional argument. Outside a distribution\'s support, where a method is a '
+    'constant, its derivative is 0. A keyword argument (`loc=`, `scale=`, `df=`) reaches the '
+    'rules while it is not differentiated; differentiating one is refused at its line: pass '
+    'it positionally (`norm.logpdf(x, mu, sigma)`, `t.logpdf(x, df, loc, scale)`). The cdf '
+    'family of t, gamma and beta has no derivative in df, a or b (the incomplete beta and '
+    'gamma functions in their parameters): an error at the call. Frozen distributions '
+    '(`norm(mu, sigma).logpdf(x)`) have no rules. The eager tape refuses these calls (SciPy '
+    'converts its arguments with np.asarray): call them inside a `tf.function`.',
+    '']
 
 
 def _measured_section():
@@ -273,7 +307,7 @@ def _nondiff_section(names):
     for fn, entry in RULES.items():
         if not entry.nondiff:
             continue
-        known = names.get(id(fn), [])
+        known = names.get(identity(fn), [])
         if any(n.startswith('np.random.') for n in known) or \
                 getattr(fn, '__qualname__', '').startswith(('Generator.', 'RandomState.')):
             random += 1
@@ -290,7 +324,7 @@ def _methods_section():
     names = public_names()
 
     def label(fn):
-        known = names.get(id(fn))
+        known = names.get(identity(fn))
         return f'`{known[0]}`' if known else f'`{getattr(fn, "__name__", fn)}`'
     attrs = ', '.join(f'`x.{a}` → {label(fn)}' for a, fn in sorted(ATTRIBUTES.items()))
     methods = ', '.join(f'`x.{m}(...)` → {label(fn)}' for m, (fn, _) in sorted(METHODS.items()))
