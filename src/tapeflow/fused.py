@@ -34,6 +34,7 @@ from tapeflow.rules.arrays import is_foreign_array
 from tapeflow import api, cache, compilation
 from tapeflow.arguments import binder
 from tapeflow.runtime import recorders, recording
+from tapeflow.runtime.randomness import function_sources
 from tapeflow.runtime.recorders import state
 from tapeflow.runtime.recording import is_float_value, read_call, record_fused
 from tapeflow.runtime.tensor import Tensor, as_value, wrap
@@ -162,6 +163,9 @@ class CompiledFunction:
 
         # The forward sweep on `values`; the call recorded on `tape` as one node.
         saved = []
+        # (a sweep that restores memory in place runs the forward again for a second
+        # backward: it draws the random numbers this one draws)
+        drawn = function_sources(compiled.fn, values) if compiled.in_place else None
         out = api.forward_value(compiled, saved, values)
         # `saved` is the forward sweep's tape: each backward pops a copy of it (or, for
         # a sweep that restores memory in place, a tape from the forward run again).
@@ -175,7 +179,7 @@ class CompiledFunction:
             inputs = tuple([args[i] for i in wrt]) + lifted
         else:
             inputs = (args[wrt[0]],) if len(wrt) == 1 else tuple([args[i] for i in wrt])
-        again = api.backward_tapes(compiled, values, saved) if compiled.in_place else None
+        again = api.backward_tapes(compiled, values, saved, drawn) if compiled.in_place else None
         sweep = compiled.backward
         if compiled.native_source and not compiled.in_place:    # compile='numba'
             compiled.combined.admit(values)
@@ -286,9 +290,10 @@ class CompiledFunction:
         compiled = self._compiled(wrt, lifted, len(args), [as_value(v) for v in values],
                                   specialise=False)
         tape = []
+        drawn = function_sources(compiled.fn, values) if compiled.in_place else None
         with inner.stop_recording():
             out = api.forward_value(compiled, tape, values)
-        tapes = api.backward_tapes(compiled, values, tape)
+        tapes = api.backward_tapes(compiled, values, tape, drawn)
         outputs = _wrap(out) if not isinstance(out, Tensor) else +out
         inputs = [args[i] for i in wrt] + [v for _, v in lifted]
         n = len(inputs)

@@ -26,6 +26,7 @@ from tapeflow.gradients import grad
 from tapeflow.products import jvp
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
+from tapeflow.runtime.randomness import function_sources, replaying
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
 from tapeflow.syntax.errors import UnsupportedError
@@ -281,6 +282,7 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
             if kind == 'grad' and len(inner_wrt) == 1 and not inner_aux:
                 # the Jacobian of a gradient: forward over reverse, as `hessian`
                 return jacobian_of_jacobian(inner_f, inner_wrt[0], wrt[0], args)
+        drawn = function_sources(f, args)     # the sweeps below run `f` again: its draws
         value = f(*args)
         out, aux = split_aux(value, has_aux, fname)
         out_leaves, out_def = pytree.flatten(out)
@@ -305,7 +307,8 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
                                               arg_shapes=array_shapes(inputs),
                                               kinds=argument_kinds(inputs), batched=True))
             try:
-                _, tangents = compiled.combined(*inputs, basis)
+                with replaying(drawn):
+                    _, tangents = compiled.combined(*inputs, basis)
             except (UnsupportedError, MissingRule):
                 raise
             except Exception as error:
@@ -322,7 +325,8 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
             for m in range(total):
                 ct = out_def.unflatten([np.asarray(part[m]) if not is_zero(part) else 0.0
                                         for part in _basis(out_leaves, total)])
-                per_row.append(pullback(*args, (ct, 0.0) if has_aux else ct))
+                with replaying(drawn):
+                    per_row.append(pullback(*args, (ct, 0.0) if has_aux else ct))
             grads = {i: [np.stack([np.reshape(np.asarray(dense(part)) if not is_zero(part)
                                               else np.zeros(np.shape(leaf)), np.size(leaf))
                                    for part in column])
@@ -351,6 +355,7 @@ def jacobian_of_jacobian(f, inner, outer, args):
     `out.shape + inner.shape + outer.shape`, whichever modes were asked for (they
     agree): forward over reverse, one sweep per element of `f`'s output, each
     carrying every direction of `args[outer]` at once."""
+    drawn = function_sources(f, args)         # each row runs `f` again: its draws
     out = f(*args)
     if isinstance(out, (tuple, list, dict)):
         raise TypeError('a Jacobian of a Jacobian: the function must return one array or scalar')
@@ -367,7 +372,10 @@ def jacobian_of_jacobian(f, inner, outer, args):
     row = adjoint_caller(f, wrt, len(args), argument_kinds(args), position=inner)
     column = jacfwd(row, argnums=outer)
     seeds = basis_batch(out) if np.ndim(out) else [np.ones((), np.result_type(out, float))[()]]
-    rows = [np.asarray(column(*args, seed)) for seed in seeds]
+    rows = []
+    for seed in seeds:
+        with replaying(drawn):
+            rows.append(np.asarray(column(*args, seed)))
     shape = np.shape(out) + np.shape(args[inner]) + np.shape(args[outer])
     return np.stack(rows).reshape(shape)
 

@@ -8,7 +8,9 @@ What is recomputed: tapeflow has no partial evaluation, so each call of
 `f_jvp` runs the forward-mode code, which computes the primal values beside
 the tangents (the primal output is computed once, by `linearize` itself).
 The primals are copied when `linearize` is called: writing into the arrays
-afterwards does not move the point of linearisation.
+afterwards does not move the point of linearisation. A function that draws
+random numbers draws, at each call of `f_jvp`, what it drew for the output
+(the random state before `linearize`'s own run is replayed, then put back).
 
 `f_jvp` is a small `def` of one parameter per primal calling `jvp`, so the
 compiler reads it like any function: `grad`, `vjp` and `jvp` of it work
@@ -45,17 +47,44 @@ def linearize(f, *primals):
         raise TypeError('linearize(f, *primals) needs at least one primal')
     primals = tuple(_frozen(p) for p in primals)
     zeros = tuple(_zeros_like(p) for p in primals)
+    drawn = _drawn(f, primals)
     out, _ = api.jvp(f, primals, zeros)
     n = len(primals)
     tangents = [f'_t{k}' for k in range(n)]
     names = [f'_p{k}' for k in range(n)]
     text = (f'def f_jvp({", ".join(tangents)}):\n'
             f'    return _jvp(_f, ({", ".join(names)},), ({", ".join(tangents)},))[1]\n')
-    namespace = {'_jvp': api.jvp, '_f': f, **dict(zip(names, primals))}
+    jvp = api.jvp if drawn is None else _replaying(api.jvp, drawn)
+    namespace = {'_jvp': jvp, '_f': f, **dict(zip(names, primals))}
     load_module(text, namespace, f'linearize {getattr(f, "__name__", "f")}')
     f_jvp = namespace['f_jvp']
     f_jvp.__doc__ = f'The JVP of {getattr(f, "__name__", "f")} at the primals given to linearize.'
     return out, f_jvp
+
+
+def _drawn(f, primals):
+    """The random sources `f` draws from and their states now, or None."""
+    from tapeflow.callables import python_function_of
+    from tapeflow.runtime.randomness import function_sources
+    try:
+        fn = python_function_of(f)
+    except Exception:           # noqa: BLE001  (refused where `jvp` compiles it)
+        return None
+    return function_sources(fn, primals)
+
+
+def _replaying(jvp, drawn):
+    """`jvp`, each call drawing the random numbers `linearize`'s own run drew."""
+    from tapeflow.runtime.randomness import replay_random, restore_random
+
+    def replayed_jvp(f, primals, tangents):
+        replayed = replay_random(drawn)
+        try:
+            return jvp(f, primals, tangents)
+        finally:
+            restore_random(replayed)
+    replayed_jvp.__tapeflow_fold_call__ = jvp.__tapeflow_fold_call__
+    return replayed_jvp
 
 
 def _zeros_like(value):

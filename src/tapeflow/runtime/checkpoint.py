@@ -13,6 +13,13 @@ actions, each on a range of trips `[a, b)`:
 so at most one segment's tape exists at a time. Snapshots hold references:
 the compiler checkpoints only loops that write no memory in place.
 
+Random numbers: a loop that draws them (`np.random.rand()`, a Generator's
+`normal()`, a function it calls that does) is given its `Sources`
+(`runtime.randomness`): each snapshot keeps their state too, each LOAD sets
+it back, so that a rerun draws what the forward sweep drew; when the reverse
+sweep is done, the state is put back as the forward sweep left it (as the
+plain call leaves it).
+
 Schedules. Trips are grouped in chunks of about sqrt(n) (the tape of one
 chunk is the memory a reverse step needs). With `slots` snapshots at most
 (an int), chunks are reversed by binomial checkpointing (Griewank's revolve):
@@ -38,9 +45,10 @@ def _beta(s, r):
 
 class Checkpoints:
     """The snapshots of one run of one checkpointed loop, and its schedule."""
-    __slots__ = ('trips', 'slots', 'chunk', 'snapshots', 'lengths', 'spacing', 'counted')
+    __slots__ = ('trips', 'slots', 'chunk', 'snapshots', 'lengths', 'spacing', 'counted',
+                 'draws', 'randoms', 'replaying')
 
-    def __init__(self, trips, policy):
+    def __init__(self, trips, policy, draws=None):
         slots = None if policy is True else policy      # (checked by the API: True or k >= 1)
         self.trips = trips                    # None for a while loop, until `finish`
         self.counted = trips is None          # trips counted as they run (a while loop)
@@ -49,6 +57,9 @@ class Checkpoints:
         self.lengths = {}                     # trip -> the lengths of the lists it appends to
         self.spacing = 1                      # while loops: trips between snapshots
         self.chunk = math.isqrt(trips - 1) + 1 if trips else 1
+        self.draws = draws                    # the random sources the loop draws from, or None
+        self.randoms = {}                     # trip -> their states before it
+        self.replaying = False                # in the reverse sweep: LOAD sets them back
 
     # ---------------------------------------------------------------- the forward sweep
 
@@ -72,6 +83,8 @@ class Checkpoints:
         it appends to). A while loop calls it every `spacing` trips and is told the next
         trip to call it at."""
         self.snapshots[trip] = state
+        if self.draws is not None:
+            self.randoms[trip] = self.draws.capture(state)
         if lists:
             self.lengths[trip] = [len(v) if v.__class__ is list else None for v in lists]
         if not self.counted:
@@ -80,9 +93,13 @@ class Checkpoints:
         if len(self.snapshots) > bound:
             self.spacing *= 2
             self.snapshots = {t: v for t, v in self.snapshots.items() if t % self.spacing == 0}
+            if self.draws is not None:
+                self.randoms = {t: v for t, v in self.randoms.items() if t % self.spacing == 0}
         return trip - trip % self.spacing + self.spacing
 
     def load(self, trip):
+        if self.replaying:
+            self.draws.replay(self.randoms[trip])
         return self.snapshots[trip]
 
     def trim(self, trip, lists):
@@ -98,7 +115,18 @@ class Checkpoints:
     # ---------------------------------------------------------------- the reverse sweep
 
     def backward(self):
-        """The actions (kind, a, b) that reverse every trip, the last trip first."""
+        """The actions (kind, a, b) that reverse every trip, the last trip first; the random
+        sources replay each segment's draws, and are left as the forward sweep left them."""
+        if self.draws is None:
+            yield from self._backward()
+            return
+        end = self.draws.capture()
+        self.replaying = True
+        yield from self._backward()
+        self.replaying = False
+        self.draws.replay(end)
+
+    def _backward(self):
         n = self.trips
         if not n:
             return
@@ -145,10 +173,11 @@ class Checkpoints:
             yield SAVE, trip(mid), trip(mid)
         yield from self._reverse(mid, hi, s - 1)
         self.snapshots.pop(trip(mid), None)
+        self.randoms.pop(trip(mid), None)
         yield from self._reverse(lo, mid, s)
 
 
-def checkpoints(trips, policy):
+def checkpoints(trips, policy, draws=None):
     """The snapshots and schedule of one run of a checkpointed loop (`trips`: its trip
-    count, None for a `while` loop)."""
-    return Checkpoints(trips, policy)
+    count, None for a `while` loop; `draws`: the random sources it draws from, or None)."""
+    return Checkpoints(trips, policy, draws)

@@ -14,6 +14,8 @@ from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch,
 from tapeflow.rules.array_ops import add_at
 from tapeflow.rules.indexing import untake
 from tapeflow.runtime.checkpoint import checkpoints
+from tapeflow.runtime.randomness import (capture_random, random_sources, replay_random,
+                                         restore_random)
 from tapeflow.runtime.helpers import (add_adjoint, append_tangent, densify, drop_last_adjoint,
                                       getitem_adjoint, insert_adjoint, insert_tangent, is_zero,
                                       last_adjoint, old_value, pop_index, remove_tangent,
@@ -80,7 +82,9 @@ def generated_namespace() -> dict:
     names = {name: globals()[name] for name in __all__}
     names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
     names.update(np=np, math=math, range=range, slice=slice, len=len, tuple=tuple, zipped=zipped,
-                 checkpoints=checkpoints,
+                 checkpoints=checkpoints, random_sources=random_sources,
+                 capture_random=capture_random, replay_random=replay_random,
+                 restore_random=restore_random,
                  uniform_sum=uniform_sum, uniform_mean=uniform_mean, kept_sum=kept_sum,
                  kept_mean=kept_mean, shape_witness=shape_witness)
     return names

@@ -148,7 +148,8 @@ class ReverseCompile(CompileContext):
         if self.loops_checkpointed:
             forward, rev, self.unbound = checkpointing.transform(
                 nodes.clone(forward), nodes.clone(rev),
-                checkpointing.Context(self.names, self.namer, self.params, self.source, self.order),
+                checkpointing.Context(self.names, self.namer, self.params, self.source, self.order,
+                                      self.fn, self.bindings, self.namespace),
                 self.checkpoint)
             combined.body = forward + [self.value] + rev + body[-1:]
         return tree

@@ -31,6 +31,7 @@ from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
+from tapeflow.transforms import draws
 from tapeflow.transforms.optimize import definitely_assigned
 
 # On the forward sweep's call `y = f_forward(_tape, ...)` of a user function: the
@@ -79,9 +80,13 @@ class Context:
     """What the rewrite needs: the tape's names, a namer, the function's parameters,
     the source (for located errors)."""
 
-    def __init__(self, names, namer, params, source, order):
+    def __init__(self, names, namer, params, source, order, fn=None, bindings=None,
+                 namespace=None):
         self.names, self.namer, self.params, self.source = names, namer, params, source
         self.order = order
+        # the function (whose instructions say what a loop draws from), what its names
+        # denote, the generated module's namespace
+        self.fn, self.bindings, self.namespace = fn, bindings, namespace
 
 
 def _assigned_before(stmts, defined) -> set:
@@ -120,11 +125,12 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
 
     taped = loop.body
     plain = _plain(taped, ctx)
+    drawn = _draws(loop, ctx)
     if isinstance(loop, ast.For):
         trips = nodes.call('len', loop.iter)
         run = lambda body: nodes.for_(nodes.clone(loop.target), nodes.subscript(  # noqa: E731
             loop.iter, nodes.slice_(a, b)), body)
-        forward = [nodes.assign(ck, nodes.call('checkpoints', trips, nodes.const(policy))),
+        forward = [nodes.assign(ck, nodes.call('checkpoints', trips, nodes.const(policy), *drawn)),
                    nodes.for_(nodes.tuple_(a, b, store=True),
                               nodes.call(nodes.attribute(ck, 'forward')),
                               [save(a), run(nodes.clone(plain))])]
@@ -134,7 +140,8 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
         run = lambda body: nodes.for_(namer.new('_'), nodes.call(  # noqa: E731
             'range', nodes.binop(nodes.name(b), ast.Sub(), nodes.name(a))), body)
         due = nodes.if_(_equals(counter, nxt), [nodes.assign(nxt, snapshot(counter))], [])
-        forward = [nodes.assign(ck, nodes.call('checkpoints', nodes.const(None), nodes.const(policy))),
+        forward = [nodes.assign(ck, nodes.call('checkpoints', nodes.const(None), nodes.const(policy),
+                                               *drawn)),
                    nodes.assign(nxt, snapshot(nodes.const(0))),
                    nodes.while_(loop.test, nodes.clone(plain) + [due]),
                    nodes.expr_stmt(nodes.call(nodes.attribute(ck, 'finish'), counter))]
@@ -147,6 +154,19 @@ def _checkpointed(loop, trip_push, rev_loop, state, ctx, policy):
     for stmt in forward + [back]:
         nodes.located(stmt, loop)
     return forward, [back] + nodes.located(load(nodes.const(0)), loop)
+
+
+def _draws(loop, ctx) -> list:
+    """[the loop's random sources] for `checkpoints(...)`, or [] where it draws none: a rerun
+    replays what the forward sweep drew. A draw no rerun can replay is refused there."""
+    if ctx.fn is None:
+        return []
+    plan = draws.loop_plan(loop, ctx.fn)
+    if plan.refusal is not None:
+        raise draws.refuse(plan, 'cannot checkpoint this loop', 'give it a seed, or pass the '
+                           'generator in as an argument, or differentiate without checkpoint=')
+    sources = draws.sources_expression(plan, ctx.fn, ctx.bindings, ctx.namespace, ctx.namer)
+    return [] if sources is None else [sources]
 
 
 def _runs_backwards(loop, reverse):

@@ -39,6 +39,7 @@ import warnings
 from tapeflow.errors import NativeFallbackWarning, UnsupportedError
 from tapeflow.runtime import native as native_runtime
 from tapeflow.transforms import native_loops
+from tapeflow.transforms.draws import is_draw
 from tapeflow.transforms.native_shapes import float_valued
 from tapeflow.syntax import ast, nodes, sourcemap
 from tapeflow.syntax.anno import Key, getanno
@@ -146,6 +147,9 @@ def _check(fdef, ctx):
                 _refuse(_located(node, stmt), ctx, f'{kind}, which Numba does not compile',
                         "write it with arrays and loops, "
                         "or use compile='python'", near)
+            if is_draw(node):       # (and the native gradient runs the forward sweep again)
+                _refuse(_located(node, stmt), ctx, 'a random draw, which Numba makes from its '
+                        "own generator: another number than NumPy's", "use compile='python'", near)
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
                 continue
             name = node.id

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.naming import identifier as _id
-from tapeflow.transforms import tape_ops
+from tapeflow.transforms import draws, tape_ops
 from tapeflow.transforms.operations import dynamic_active, index_value, plain_dynamic, user_function
 
 
@@ -54,6 +54,10 @@ class CallsSweep:
             result = self.ctx.namer.new('_' + y)
             forward = listed(push) + [stmt]
             backward = [pop, nodes.assign(result, call_fwd), backward]
+            replayed = draws.replayed_call(fn, call, self.pair, self.ctx.namer)
+            if replayed is not None:        # the rerun draws what the call drew
+                forward = [replayed[0]] + forward
+                backward = [pop] + replayed[1] + [backward[1], replayed[2], backward[2]]
         # the callee's rules do not all take the symbolic zero: where `by` may be it,
         # `optimize.zero_cotangents` gives it `dense(by, y)` (the call is never dropped)
         setanno(listed(backward)[-1], Key.COTANGENT, (by if isinstance(by, str) else None, result,
