@@ -159,32 +159,37 @@ def check_callable(f, kind):
 
 
 def check_primals(f, primals, kind, tangents=None):
-    """The primals of `vjp`/`jvp`/`linearize` (and their tangents): refuse, naming the function
-    and the argument, a string or None primal (the plain call's error would surface from
-    inside generated code), and a nonzero tangent given to an integer primal, which
-    carries no derivative (JAX asks for a float0 tangent there)."""
+    """`f` and the primals of `vjp`/`jvp`/`linearize` (and their tangents): refuse, naming
+    the function and the argument, a nonzero float tangent given to an integer primal,
+    which carries no derivative (JAX asks for a float0 tangent there; an integer tangent,
+    which cannot mean a direction to move it in, is left alone as before). A primal that
+    is not a number (a string, None: settings) is passed through undifferentiated."""
     check_callable(f, kind)
     fname = getattr(f, '__name__', 'f')
-    for i, p in enumerate(primals):
-        if p is None or isinstance(p, (str, bytes)):
-            raise TypeError(f'{kind}: argument {i} of {fname}() is '
-                            f'{"None" if p is None else "a " + type(p).__name__}, not a float, '
-                            f'an array or a pytree of them; pass what {fname}() computes with')
     for i, (p, t) in enumerate(zip(primals, tangents or ())):
         dtype = dtype_of(p)
         if dtype is not None and not np.issubdtype(dtype, np.inexact) and \
-                not all(_is_zero_leaf(leaf) for leaf in pytree.leaves(t)):
+                any(_moves(leaf) for leaf in pytree.leaves(t)):
             raise TypeError(f'{kind}: argument {i} of {fname}() holds {dtype.name} values, '
                             f'which carry no derivative, but its tangent is not zero: pass '
                             f'floats ({p!r:.30} as float) to differentiate it, or a zero '
                             f'tangent')
 
 
-def _is_zero_leaf(leaf) -> bool:
-    try:
-        return not np.any(leaf)
-    except Exception:
+def moving_positions(primals) -> tuple:
+    """The positions `vjp` and `jvp` differentiate: floats, float and complex arrays and
+    pytrees of them; not integers, strings or None (settings passed through)."""
+    return tuple(i for i, p in enumerate(primals) if p is not None
+                 and not isinstance(p, (str, bytes))
+                 and (dtype_of(p) is None or np.issubdtype(dtype_of(p), np.inexact)))
+
+
+def _moves(leaf) -> bool:
+    """A float or complex tangent that is not zero."""
+    dtype = np.dtype(type(leaf)) if isinstance(leaf, (float, complex)) else dtype_of(leaf)
+    if dtype is None or not np.issubdtype(dtype, np.inexact):
         return False
+    return bool(np.any(leaf))
 
 
 def check_cotangent(cotangent, out, fname):

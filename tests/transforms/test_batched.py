@@ -100,9 +100,9 @@ def test_jacrev_falls_back_to_one_sweep_per_output_when_the_adjoint_cannot_be_sw
     expected[:, 0] += np.tanh(x)
     np.testing.assert_allclose(tf.jacrev(through_a_lambda_rule)(x), expected, rtol=1e-12)
     np.testing.assert_allclose(tf.jacfwd(through_a_lambda_rule)(x), expected, rtol=1e-12)
-    # a vector output has no gradient, so no Hessian: JAX's TypeError at the def
+    # a vector output has no gradient, so no Hessian: JAX's TypeError at the return
     for transform in (tf.grad, tf.hessian):
-        with pytest.raises(TypeError, match=r'test_batched.py:\d+:1: Gradient only defined for '
+        with pytest.raises(TypeError, match=r'test_batched.py:\d+:\d+: Gradient only defined for '
                                             r'scalar-output functions. Output of '
                                             r'through_a_lambda_rule\(\) had shape: \(3,\)'):
             transform(through_a_lambda_rule)(x)
