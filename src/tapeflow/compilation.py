@@ -28,6 +28,7 @@ import tapeflow.disk_cache as disk_cache
 import tapeflow.runtime.support as support
 from tapeflow.arguments import compiler_kinds
 from tapeflow.callables import python_function_of
+from tapeflow.custom_residuals import compiled_rule
 from tapeflow.errors import NativeFallbackWarning, TapeflowError
 from tapeflow.transforms import pipeline
 from tapeflow.transforms.native import TARGETS
@@ -130,8 +131,23 @@ def compile_tangent(fn, wrt=(0,), optimize=True, scalar_args=(), arg_shapes=(), 
                             batched))
 
 
+def _custom_rule(fn, spec):
+    """A `custom_vjp` function in reverse mode: its rule keeps `fwd`'s residuals for `bwd`
+    (`custom_residuals`), or None."""
+    custom = getattr(fn, '__tapeflow_custom__', None)
+    if spec.mode != 'reverse' or getattr(custom, 'kind', None) != 'custom_vjp':
+        return None
+    made = compiled_rule(custom, spec)
+    if made is not None:
+        python_only('a custom_vjp function', spec.compile, 'its rule runs as Python')
+    return made
+
+
 def _compile_cached(fn, spec):
     """Through the in-memory cache, then the disk cache, then the pipeline."""
+    made = _custom_rule(fn, spec)
+    if made is not None:
+        return made
     hook = _callee_hook(spec, _compile_cached)
     return cache.get_or_compile(fn, spec.key(), lambda cell: _build(
         fn, spec, hook, lambda placeholder: setattr(cell, 'compiled', placeholder), True))
@@ -143,6 +159,9 @@ def _compile_fresh(fn, spec, made, record_passes=False):
     key = (fn.__code__, spec.key())
     if key in made:
         return made[key]
+    rule = _custom_rule(fn, spec)
+    if rule is not None:
+        return rule
     hook = _callee_hook(spec, lambda f, s: _compile_fresh(f, s, made))
     return _build(fn, spec, hook, lambda placeholder: made.__setitem__(key, placeholder), False,
                   record_passes)

@@ -20,8 +20,9 @@ How it is wired: the decorated function is a small `def` that calls a
 one VJP and one JVP per argument, so the compiler (`grad`, `vjp`, `jvp`,
 `jacfwd`, `jacrev`, `function`) applies your rule instead of reading the body.
 
-- custom_vjp, reverse: the rule runs `fwd` then `bwd` (once per
-  differentiated argument: the residuals are recomputed, not kept).
+- custom_vjp, reverse: `fwd` runs once, in the forward sweep, and its
+  residuals go on the tape for `bwd` (`custom_residuals`: the compiler is
+  given hand-written forward and backward functions), as in JAX.
 - custom_vjp, forward: `bwd` is linear in `g`, so the JVP is its transpose,
   computed by tapeflow's reverse mode over `bwd` (or, where the compiler cannot
   read `bwd`, one `bwd` per output element).
@@ -36,10 +37,13 @@ from __future__ import annotations
 import inspect
 import threading
 
-from tapeflow.linear_maps import (Rule, check_shape, checked_transpose, has_float, leaves_of, rebuild,
-                                  zero_leaf, zeros_like)
+import numpy as np
+
+from tapeflow.linear_maps import (Rule, check_shape, checked_transpose, has_float, leaves_of, located,
+                                  rebuild, zero_leaf, zeros_like)
 from tapeflow.rules import registry
 from tapeflow.rules.registry import MissingRule
+from tapeflow.runtime.randomness import function_sources, replay_random, restore_random
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax.errors import TapeflowError
 
@@ -64,6 +68,9 @@ class _Primitive:
                 return owner._eager(args)
             finally:
                 self.running.depth = 0
+        fwd = getattr(owner, 'fwd', None)   # (forward mode runs it next: it replays these draws)
+        drawn = function_sources(fwd, args) if fwd is not None else None
+        self.running.last = (args, drawn) if drawn is not None else None
         return owner.fun(*args)
 
     def __repr__(self):
@@ -137,6 +144,10 @@ class _Custom:
             registry.defvjp(self.primitive, Rule(self._nondiff, argnum, 'vjp', self.__name__), argnums=[argnum])
             registry.defjvp(self.primitive, Rule(self._nondiff, argnum, 'jvp', self.__name__), argnums=[argnum])
 
+    def nondiff_cotangent(self, argnum, g, args):
+        """0.0 for a `nondiff_argnums` argument that carries no derivative; refused else."""
+        return self._nondiff(argnum, g, None, *args)
+
     def _nondiff(self, argnum, g, ans, *args):
         if is_zero(g) or not has_float(args[argnum]):
             return 0.0
@@ -196,6 +207,7 @@ class custom_vjp(_Custom):
         self = super().__new__(cls)
         self.__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
+        self.compiled_units = {}    # wrt -> its reverse mode (`custom_residuals`)
         self.caller.defvjp = self.defvjp
         self.caller.fwd = self.caller.bwd = None
         return self.caller
@@ -205,6 +217,7 @@ class custom_vjp(_Custom):
             raise TypeError('defvjp(fwd, bwd) takes two functions')
         self.fwd, self.bwd = fwd, bwd
         self.caller.fwd, self.caller.bwd = fwd, bwd
+        self.compiled_units = {}
         self._linear_bwd = _linear_caller(bwd, len(self.nondiff_argnums) + 2, 'bwd')
         self._register()
 
@@ -226,6 +239,18 @@ class custom_vjp(_Custom):
             out[i] = ct
         return out
 
+    def forward_residuals(self, args):
+        """`fwd(*args)`: (the value, the residuals), run once per forward evaluation."""
+        found = self.fwd(*args)
+        if not isinstance(found, (tuple, list)) or len(found) != 2:
+            raise TypeError(f'the fwd rule of {self.__name__} must return a pair (output, '
+                            f'residuals), got {found!r}')
+        return found[0], found[1]
+
+    def cotangents(self, g, args, residuals):
+        """{argument position: cotangent}: `bwd` on the residuals `fwd` gave."""
+        return self._cotangents(g, args, (residuals,))
+
     def _vjp(self, argnum, g, ans, *args):
         if self.bwd is None:
             raise MissingRule(f'{self.__name__} is a custom_vjp function with no rule: '
@@ -244,7 +269,7 @@ class custom_vjp(_Custom):
         if is_zero(t):
             return zeros_like(ans)
         nondiff, _ = self.split(args)
-        res = self.fwd(*args)[1]
+        res = self._residuals_again(ans, args)
         positions = self.diff_positions(len(args))
         t_all = tuple(t if i == argnum else zeros_like(args[i]) for i in positions)
         return checked_transpose(
@@ -252,6 +277,27 @@ class custom_vjp(_Custom):
             f'the bwd rule of {self.__name__} is not linear in the cotangent g, so forward '
             f'mode (jvp, jacfwd) cannot transpose it: give {self.__name__} a custom_jvp, or '
             f'differentiate it in reverse mode only')
+
+    def _residuals_again(self, ans, args):
+        """Forward mode: `fwd` run again for its residuals, drawing the random numbers the
+        primal call drew (`_Primitive.__call__` kept their state); refused where its value is
+        not the primal's (residuals of another evaluation: a plausible wrong tangent)."""
+        last = getattr(self.primitive.running, 'last', None)
+        drawn = last[1] if last is not None and len(last[0]) == len(args) and all(
+            a is b for a, b in zip(last[0], args)) else None
+        replayed = replay_random(drawn)
+        try:
+            value, res = self.forward_residuals(args)
+        finally:
+            restore_random(replayed)
+        if not all(np.allclose(a, b, rtol=1e-6, atol=0.0, equal_nan=True)
+                   for a, b in zip(leaves_of(value), leaves_of(ans))):
+            raise located(self.fwd, f'the fwd rule of {self.__name__} gave another value than '
+                          f'{self.__name__}() at the same point (does it draw random numbers '
+                          f'that {self.__name__}() does not draw alike?): forward mode (jvp, '
+                          f'jacfwd) runs fwd again for its residuals; make fwd compute '
+                          f"{self.__name__}()'s value, or use reverse mode")
+        return res
 
     def _eager_forward(self, args):
         if self.bwd is None:
