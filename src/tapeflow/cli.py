@@ -174,6 +174,9 @@ def _check(args):
     values = _evaluate_args(args.args, fn)
     positions = (argnums,) if isinstance(argnums, int) else argnums
     params = _parameters(fn)
+    # a parameter --args leaves out takes its default, --wrt naming it or not
+    given = list(_signature(fn).parameters.values())[len(values):len(params)]
+    values += [p.default for p in given]
     for i in positions:
         if not checkable(values[i]):
             raise UsageError(f'--args: {params[i]} is {kind_of(values[i])}; check differentiates '

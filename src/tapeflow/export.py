@@ -29,7 +29,7 @@ import traceback
 import tapeflow.compilation as compilation
 from tapeflow.module_writer import ExportError, ModuleWriter, free_globals
 from tapeflow.syntax import nodes
-from tapeflow.syntax.unparse import render
+from tapeflow.syntax.unparse import render, unparse
 from tapeflow.transforms import pipeline
 
 __all__ = ['ExportError', 'Unit', 'generate', 'render', 'annotated_source', 'export_source']
@@ -170,12 +170,24 @@ def export_source(fn, argnums=0, optimize=True) -> str:
         out.append(_banner(f'generated from {u.name}()'))
         out.extend(t.rstrip('\n') for t in texts)
     out.append(textwrap.dedent(f'''\
-        def grad_{name}({params}):
+        def grad_{name}({_with_defaults(combined, unit.compiled.params)}):
             """The gradient of {name}() alone."""
             return d{name}({params})[1]'''))
     if writer.aliases:
         out.append('\n'.join(writer.aliases))
     return '\n\n\n'.join(part.rstrip('\n') for part in out if part) + '\n'
+
+
+def _with_defaults(combined, params) -> str:
+    """`params` as the signature of the combined function `d<name>` declares them, with the
+    defaults it gives them (`k=3.0`, `w=_default`: a name the module binds)."""
+    if combined is None:
+        return ', '.join(params)
+    declared = combined.args.args[:-1]              # (the last is the seed, =1.0)
+    defaults = list(combined.args.defaults)[:-1]
+    first = len(declared) - len(defaults)
+    return ', '.join(p if i < first else f'{p}={unparse(defaults[i - first]).strip()}'
+                     for i, p in enumerate(params))
 
 
 def _rename_def(texts, k, base, name):

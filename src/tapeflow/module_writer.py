@@ -32,14 +32,16 @@ class ExportError(TapeflowError):
 
 
 def free_globals(text) -> list:
-    """Names the functions of `text` read from the module's globals."""
+    """Names the functions of `text` read from the module's globals, in their bodies or
+    where they are defined (a parameter's default, `k=_default`)."""
     found = []
 
     def visit(table):
-        if table.get_type() == 'function':
-            for sym in table.get_symbols():
-                if sym.is_global() and sym.is_referenced() and sym.get_name() not in found:
-                    found.append(sym.get_name())
+        kind = table.get_type()
+        for sym in table.get_symbols() if kind in ('function', 'module') else ():
+            if sym.is_global() and sym.is_referenced() and sym.get_name() not in found \
+                    and not (kind == 'module' and sym.is_assigned()):
+                found.append(sym.get_name())
         for child in table.get_children():
             visit(child)
 
