@@ -277,10 +277,24 @@ def _bound_defaults(ctx):
         return list(node.args.defaults)
     bound = []
     for value in values:
+        if _plain_literal(value):
+            # written as itself: tf.source shows it; Numba and an exported module need no name
+            bound.append(nodes.const(value))
+            continue
         name = ctx.namer.new('_default')
         ctx.namespace[name] = value
         bound.append(nodes.name(name))
     return bound
+
+
+def _plain_literal(value) -> bool:
+    """A default that reads back as itself from its repr (finite floats, ints, bools, None,
+    short strings)."""
+    if value is None or value.__class__ in (bool, int):
+        return True
+    if value.__class__ is float:
+        return value == value and abs(value) != float('inf')
+    return value.__class__ is str and len(value) <= 40
 
 
 def trim_tape(fdef, names, read=None):

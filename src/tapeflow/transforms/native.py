@@ -92,6 +92,11 @@ def native_tree(combined, ctx):
     """A copy of the combined function in the form the module's docstring gives, or a
     located `UnsupportedError` for what it cannot hold."""
     fdef = nodes.clone(combined)
+    # a default bound in the generated module (`k=_default`, an array) is not in Numba's
+    # namespace; every caller passes every argument, so such defaults (and those before) go
+    bound = [i for i, d in enumerate(fdef.args.defaults) if not isinstance(d, ast.Constant)]
+    if bound:
+        fdef.args.defaults = fdef.args.defaults[bound[-1] + 1:]
     _check(fdef, ctx)
     tapes = _Tapes(ctx).rewrite(fdef) if ctx.mode == 'reverse' else ()   # (the jvp has none)
     native_loops.lower(fdef, ctx, tapes)
