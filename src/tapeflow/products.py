@@ -3,8 +3,19 @@
 `vjp` runs the compiled forward sweep once and returns a pullback that runs the
 reverse sweep on a copy of its tape (`backward_tapes`); `jvp` runs the compiled
 forward mode. Both compile through `compilation.compile`.
+
+The pullback owns its point: what the forward sweep kept on its tape is copied
+(arrays, and the lists, tuples and dicts holding them: `owned`), so writes the
+caller makes afterwards into its arrays (`x -= 0.5 * x`) change nothing, and
+the reverse sweep writes nothing of the caller's. Where the forward sweep must
+run again (a function that writes into its arguments, whose reverse sweep
+restores memory in place; the native path), it runs on a copy of the
+arguments taken before the call, replaying the random numbers it drew
+(`runtime.randomness`).
 """
 from __future__ import annotations
+
+import numpy as np
 
 import tapeflow.runtime.support as support
 from tapeflow.arguments import (argument_kinds, array_shapes, check_cotangent, check_primals,
@@ -13,11 +24,13 @@ from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
 from tapeflow.compilation import Spec
 from tapeflow.compilation import compile as _compile
 from tapeflow.conversions import check_tangent, like_argument, tangent_like
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.sequences import dense
+from tapeflow.runtime.randomness import function_sources, replay_random, restore_random
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
 
-__all__ = ['vjp', 'jvp', 'forward_value', 'backward_tapes']
+__all__ = ['vjp', 'jvp', 'forward_value', 'backward_tapes', 'owned']
 
 
 def vjp(f, *primals, has_aux=False, compile='python'):
@@ -31,9 +44,13 @@ def vjp(f, *primals, has_aux=False, compile='python'):
     wrt = moving_positions(primals)
     given, primals = primals, with_defaults(f, primals)
     compiled = _compile(f, Spec('reverse', wrt, kinds=argument_kinds(primals), compile=compile))
+    again = compiled.in_place or bool(compiled.native_source)     # the forward runs again
+    point = owned(primals, arrays=again)          # (its lists and dicts: what the caller
+                                                  # may change, arrays too where it runs again)
+    drawn = function_sources(compiled.fn, primals) if compiled.in_place else None
     tape = []
     out = forward_value(compiled, tape, primals)
-    tapes = backward_tapes(compiled, primals, tape)
+    tapes = backward_tapes(compiled, point, tape, drawn, own=True)
     out, aux = split_aux(out, has_aux, getattr(f, '__name__', 'f'))
     if compiled.native_source:
         compiled.combined.admit(primals)
@@ -43,7 +60,7 @@ def vjp(f, *primals, has_aux=False, compile='python'):
         seed = (cotangent, 0.0) if has_aux else cotangent
         try:
             if compiled.native_source:
-                grads = compiled.combined(*primals, seed)[1]
+                grads = compiled.combined(*owned(point), seed)[1]
             else:
                 grads = compiled.backward(tapes(), seed)
         except Exception as error:
@@ -52,7 +69,7 @@ def vjp(f, *primals, has_aux=False, compile='python'):
             grads = (grads,)
         result = [None] * len(given)
         for g, i in zip(grads, wrt):
-            result[i] = like_argument(g, primals[i])
+            result[i] = like_argument(g, point[i])
         return tuple(result)
 
     if has_aux:
@@ -73,24 +90,59 @@ def forward_value(compiled, tape, values):
     return support.snapshot(out) if compiled.in_place else out
 
 
-def backward_tapes(compiled, values, tape):
+def backward_tapes(compiled, values, tape, drawn=None, own=False):
     """The tape each call of `compiled`'s backward sweep pops.
 
     The forward's own, copied, while the reverse sweep leaves memory alone.
     One that restores memory in place (its function writes into arrays or
     lists) undoes the forward's writes, so a second pullback could not read
-    them: from the second call on, the forward runs again on `values`.
+    them: from the second call on, the forward runs again on `values`,
+    drawing what it drew (`drawn`: the random sources and their states before
+    the forward sweep, `randomness.function_sources`). `own` (`vjp`): the tape
+    is the pullback's, copied from the forward's (`owned`), and a forward that
+    runs again does so on a copy of `values` (the point before the call), each time.
     """
-    saved, used = tuple(tape), [False]
+    saved, used = (owned(tuple(tape)) if own and not compiled.in_place else tuple(tape)), [False]
 
     def fresh():
-        if not (compiled.in_place and used[0]):
+        if not compiled.in_place or (not own and not used[0]):
             used[0] = True
             return list(saved)
         again = []
-        compiled.forward(again, *values)
+        replayed = replay_random(drawn)
+        try:
+            compiled.forward(again, *(owned(values) if own else values))
+        finally:
+            restore_random(replayed)
         return again
     return fresh
+
+
+def owned(value, memo=None, arrays=True):
+    """`value` with its arrays copied, and the lists, tuples and dicts holding them: what
+    the caller holds no more. Two references to one array stay two references to one copy.
+    `arrays=False`: the containers alone."""
+    memo = {} if memo is None else memo
+    known = memo.get(id(value))
+    if known is not None:
+        return known[1]
+    cls = value.__class__
+    if cls is np.ndarray:
+        if not arrays:
+            return value
+        made = value.copy()
+    elif cls in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(value, '_fields')):
+        if cls is dict:
+            made = {k: owned(v, memo, arrays) for k, v in value.items()}
+        else:
+            items = [owned(v, memo, arrays) for v in value]
+            made = items if cls is list else tuple(items) if cls is tuple else cls(*items)
+    elif arrays and is_foreign_array(value) and hasattr(value, 'copy'):
+        made = value.copy()
+    else:
+        return value
+    memo[id(value)] = (value, made)         # (the original kept alive: ids stay unique)
+    return made
 
 
 def jvp(f, primals, tangents, has_aux=False, compile='python'):
