@@ -4,7 +4,10 @@ Keyed weakly on the function's `__code__`, then on the differentiated inputs
 (positions and lifted free names), the argument shapes and the options. An
 entry is used only while every global and closure value it resolved is still
 the same object, so redefining a function, or rebinding a global function it
-calls, compiles afresh.
+calls, compiles afresh; and only while it is the code that runs (`freshness`):
+the function's code object, and each callee's, are the ones compiled (IPython's
+autoreload swaps `__code__`), and a callee reached as a module's attribute
+(`helpers.step`) is still that attribute (`importlib.reload` makes new functions).
 
 Bounded: at most `size()` finished entries are kept, the least recently used
 go first (`set_cache_size(n)`); an evicted entry compiles again when it is
@@ -26,7 +29,9 @@ the one that would close the cycle compiles its own private copy.
 from __future__ import annotations
 
 import collections
+import sys
 import threading
+import types
 import weakref
 
 DEFAULT_SIZE = 512
@@ -102,14 +107,46 @@ def _evict():
 
 
 def valid(compiled, fn=None, _seen=None) -> bool:
-    """Every binding of `compiled` (seen from `fn`, if given) and of its callees is unchanged."""
+    """Every binding of `compiled` (seen from `fn`, if given) and of its callees is unchanged,
+    and each is the code that runs."""
     seen = _seen if _seen is not None else set()
     if id(compiled) in seen:
         return True
     seen.add(id(compiled))
     if compiled.bindings is not None and not compiled.bindings.still_valid(fn):
         return False
+    for owner, attribute, value in getattr(compiled, 'fresh', ()):
+        if getattr(owner, attribute, None) is not value:
+            return False
     return all(valid(c, f, seen) for c, f in _depends_on(compiled))
+
+
+def codes_of(fn) -> tuple:
+    """(function, its code) for `fn`, and for the function a variant of it was made from."""
+    pairs = ((fn, fn.__code__),)
+    original = getattr(fn, '__tapeflow_variant_of__', None)
+    if original is not None and hasattr(original[0], '__code__'):
+        pairs += ((original[0], original[0].__code__),)
+    return pairs
+
+
+def freshness(compiled, codes) -> tuple:
+    """What must hold for `compiled` to be the code that runs: the `codes` (`codes_of`:
+    the function's and its original's code objects, taken before compiling) unchanged,
+    and each callee the compiler reached as a module's attribute (`helpers.step`, where a
+    module the function reads defines it) still that attribute."""
+    checks = [(owner, '__code__', code) for owner, code in codes]
+    values = compiled.bindings.values.values() if compiled.bindings is not None else ()
+    modules = [v for v in values if isinstance(v, types.ModuleType)]
+    for callee, *_ in compiled.links:
+        module = sys.modules.get(getattr(callee, '__module__', None) or '')
+        name = getattr(callee, '__name__', None)
+        if module is None or not isinstance(name, str) or getattr(module, name, None) is not callee:
+            continue
+        short = module.__name__.rpartition('.')[2]
+        if any(m is module or getattr(m, short, None) is module for m in modules):
+            checks.append((module, name, callee))
+    return tuple(checks)
 
 
 def _depends_on(compiled):
@@ -123,14 +160,17 @@ def _depends_on(compiled):
     return pairs
 
 
-def validator(compiled, fn):
-    """A cheap zero-argument check that `compiled` still fits `fn` (for per-call use)."""
-    checks, seen, pending = [], set(), [(compiled, fn)]
+def validator(compiled, fn, inline=False):
+    """A cheap zero-argument check that `compiled` still fits `fn` (for per-call use).
+    `inline`: the caller compares `compiled.fn.__code__` with `compiled.code` itself (one
+    comparison in its own frame), and None stands for a check with nothing left to do."""
+    checks, fresh, seen, pending = [], {}, set(), [(compiled, fn)]
     while pending:
         entry, owner = pending.pop()
         if id(entry) in seen:
             continue
         seen.add(id(entry))
+        fresh.update(((id(o), a), (o, a, v)) for o, a, v in getattr(entry, 'fresh', ()))
         owner = owner or entry.fn
         if entry.bindings is not None and entry.bindings.values:
             cells = dict(zip(owner.__code__.co_freevars, owner.__closure__ or ()))
@@ -142,8 +182,11 @@ def validator(compiled, fn):
                 else:
                     checks.append((owner.__globals__, name, _BUILTIN))
         pending.extend(_depends_on(entry))
+    own = (id(compiled.fn), '__code__')
+    fresh = tuple(check for key, check in fresh.items() if not (inline and key == own))
     if not checks:
-        return _always
+        found = _fresh_only(fresh)
+        return None if inline and found is _always else found
     missing = object()
 
     def still_valid():
@@ -155,8 +198,27 @@ def validator(compiled, fn):
                 return False
             elif value is _BUILTIN and name in where:
                 return False
+        for owner, attribute, value in fresh:
+            if getattr(owner, attribute, None) is not value:
+                return False
         return True
     return still_valid
+
+
+def _fresh_only(fresh):
+    """The check of `fresh` alone; for the common one, a function's code, one comparison."""
+    if not fresh:
+        return _always
+    if len(fresh) == 1 and fresh[0][1] == '__code__':
+        function, _, code = fresh[0]
+        return lambda: function.__code__ is code
+
+    def still_fresh():
+        for owner, attribute, value in fresh:
+            if getattr(owner, attribute, None) is not value:
+                return False
+        return True
+    return still_fresh
 
 
 _BUILTIN = object()

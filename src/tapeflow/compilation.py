@@ -187,6 +187,7 @@ def _build(fn, spec, hook, register, cached, record_passes=False):
     """Steps 1-3 of the protocol (see the module's docstring); `cached`: read the disk
     cache first, and write it after."""
     placeholder = pipeline.Compiled(fn, spec.wrt, spec.lifted, [], '', '', {})
+    codes = cache.codes_of(fn)            # (the code read: the one the text compiles to)
     register(placeholder)
     if cached:
         compiled = _load_or_compile(placeholder, spec, hook)
@@ -195,6 +196,8 @@ def _build(fn, spec, hook, register, cached, record_passes=False):
     pending = placeholder.pending
     placeholder.__dict__.update(compiled.__dict__)
     placeholder.pending = pending
+    placeholder.code = fn.__code__
+    placeholder.fresh = cache.freshness(placeholder, codes)
     pipeline.bind_pending(placeholder)
     return placeholder
 

@@ -121,7 +121,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
     fname = getattr(f, '__name__', 'f')
     python_fn = python_function_of(f)
     state = cache.Recent()  # argument classes (and array shapes) -> (compiled, validity check,
-                            #                 positions to dtype-check, the function to call)
+                            #   positions to dtype-check, the function to call, the function
+                            #   compiled and its code: still its code, or compiled again)
     seed = (1.0, 0.0) if has_aux else 1.0
     with_value = kind == 'value_and_grad'
 
@@ -143,10 +144,12 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
             compiled.combined.admit(args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
-        valid = cache.validator(compiled, compiled.fn)
+        # (the function's code is compared here, in `differentiated`'s frame: W2's latency)
+        valid = cache.validator(compiled, compiled.fn, inline=True)
         if any(k.__class__ is FunctionArgument for k in kinds):
             valid = _never      # made for these functions: `key` holds only their type
-        entry = state[key] = (compiled, valid, dtype_checked, compiled.combined)
+        code = compiled.code if compiled.code is not None else compiled.fn.__code__
+        entry = state[key] = (compiled, valid, dtype_checked, compiled.combined, compiled.fn, code)
         return entry
 
     def finish(value, grads, args):
@@ -199,11 +202,13 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
         else:
             key = tuple([a.shape if a.__class__ is ndarray else a.__class__ for a in args])
         entry = state.get(key)
-        if entry is None or not entry[1]():
+        if entry is None or entry[4].__code__ is not entry[5] or (
+                entry[1] is not None and not entry[1]()):
             entry = prepare(args, key)
-        for i in entry[2]:
-            if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
-                check_differentiable(args[i], i, fname)
+        if entry[2]:                        # (a float argument: no loop to start)
+            for i in entry[2]:
+                if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
+                    check_differentiable(args[i], i, fname)
         try:
             value, grads = entry[3](*args, seed)
         except Exception as error:

@@ -20,7 +20,7 @@ import weakref
 
 import gast
 
-from tapeflow.syntax import nodes
+from tapeflow.syntax import freshness, nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.naming import identifier
 from tapeflow.syntax.errors import SourceUnavailableError, TapeflowError, UnsupportedError
@@ -63,6 +63,7 @@ def parse_function(fn) -> Source:
         return _parse_lambda(fn, code, filename, first_line)
     raw = ''.join(lines)
     text = textwrap.dedent(raw)
+    freshness.check(fn, code, text, filename, first_line)    # the text is the code that runs
     indent = len(lines[0]) - len(lines[0].lstrip()) - (len(text.splitlines()[0]) - len(text.splitlines()[0].lstrip()))
     try:
         tree = nodes.parse_gast(text)
@@ -137,6 +138,7 @@ def _parse_lambda(fn, code, filename, first_line) -> Source:
         if hasattr(n, 'lineno'):
             setanno(n, Key.ORIGIN, (n.lineno, n.col_offset))
     segment = ast.get_source_segment(text, candidates[0]) or ''
+    freshness.check(fn, code, f'({segment})\n', filename, candidates[0].lineno)
     return Source(node, filename, candidates[0].lineno, segment)
 
 

@@ -232,6 +232,10 @@ class Compiled:
     native_source: str = ''    # the combined function Numba compiles (`transforms.native`)
     split_later: tuple = None  # (context, the split pair's unit) that `defer` set aside
     splitting: bool = False    # a thread is completing the split (`complete_split`)
+    code: object = None        # `fn.__code__` when compiled
+    # (object, attribute, value): what must still hold for the code to be the code that
+    # runs (`cache.freshness`: the function's code, how callees were reached)
+    fresh: tuple = ()
 
     module_source = _Split()
     split_source = _Split()
