@@ -56,7 +56,7 @@ def test_a_notebook_cell_is_differentiated(filename):
 
 def test_an_error_in_a_notebook_cell_points_at_the_cell():
     filename = '<ipython-input-7-def456>'
-    text = 'def bad(x):\n    y = x\n    del y\n    return x\n'
+    text = 'def bad(x):\n    y = x\n    global z\n    return x\n'
     try:
         f = _run_cell(text, filename)['bad']
         with pytest.raises(UnsupportedError) as info:

@@ -7,7 +7,7 @@ import numpy as np
 
 from rulecheck import A, F, L, Spec
 from tapeflow.rules import powers
-from tapeflow.rules.iterators import zipped
+from tapeflow.rules.iterators import iterated, zipped
 from tapeflow.rules.math_rules import repeated
 from tapeflow.rules.sequence_ops import add_any, concatenated, mul_any
 from tapeflow.rules.registry import available
@@ -176,6 +176,9 @@ SPECS += [
     Spec(zipped, (L(F(), F(), F()), L(F(), F())), name='zipped(a, b)', f32=False,
          tensor=False),
     Spec(builtins.sorted, (L(F(), F(), F(), F()),), name='sorted(list)', f32=False, tensor=False),
+    Spec(iterated, (L(F(), A((2,)), F()),), name='iterated(list)', f32=False, tensor=False),
+    Spec(iterated, (A((3, 2)),), name='iterated(array)', f32=False, tensor=False),
+
     Spec(builtins.sorted, (L(A((2,)), A((2,)), A((2,))),), dict(key=np.sum, reverse=True),
          name='sorted(rows, key, reverse)', f32=False, tensor=False),
 ]

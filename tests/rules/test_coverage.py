@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 
-from tapeflow.rules import RULES, coverage
+from tapeflow.rules import RULES, coverage, dicts
 from tapeflow.rules.registry import ATTRIBUTES, METHODS, RULES_OF_RULES, VERSION_DEPENDENT
 from test_specs import ALL
 
@@ -75,8 +75,10 @@ def test_every_differentiable_rule_is_checked_by_a_spec():
 
 
 # Rules whose result is a function (a partial): checked through calls of what they make
-# (tests/python/test_dynamic_calls.py), which a spec cannot perturb.
-MAKES_FUNCTIONS = {functools.partial}
+# (tests/python/test_dynamic_calls.py), which a spec cannot perturb; and the rules of dicts,
+# which a spec cannot hold: checked through the compiler in tests/python/test_dicts.py.
+MAKES_FUNCTIONS = {functools.partial, builtins.dict, dicts.dict_values, dicts.dict_items,
+                   dicts.dict_copy, dicts.dict_pairs}
 
 
 def _ours(entry):

@@ -30,7 +30,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.rules import array_api, registry
-from tapeflow.rules import (array_ops, container_reads, indexing, math_rules, numpy_binary,
+from tapeflow.rules import (array_ops, container_reads, dicts, indexing, math_rules, numpy_binary,
                             numpy_constructors, numpy_methods, numpy_norms, numpy_order,
                             numpy_reductions, numpy_statistics, shapes, write_checks)
 from tapeflow.runtime import helpers, support
@@ -67,6 +67,7 @@ def case(fn, *args, unspecified=False, via=None, **kwargs):
 
 # ------------------------------------------------------------------ NumPy
 
+case(dicts.dict_keys, {'a': 0.3, 'b': np.array([1.0, 2.0])})
 case(np.zeros, (2, 3))
 case(np.ones, (2, 3))
 case(np.empty, (2, 3), unspecified=True)
@@ -283,6 +284,7 @@ PLUMBING = {
     helpers.saved_contents: 'a copy kept to undo a write (the reverse sweep restores it)',
     helpers.restore_contents: 'puts a saved copy back in place; returns None',
     np.random.test: "runs NumPy's own tests",
+    dicts.delete_item: 'removes a key (`del d[k]`): returns None; the reverse sweep puts it back',
 }
 
 

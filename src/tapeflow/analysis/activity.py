@@ -15,6 +15,7 @@ from __future__ import annotations
 from tapeflow.syntax import ast
 import numpy as np
 
+from tapeflow.rules import mutation as mutators
 from tapeflow.rules import registry
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
@@ -59,6 +60,11 @@ def differentiable_operands(value) -> set:
 
 # Objects whose subscript computes values from the index (`operations._makes_values`).
 _VALUE_MAKERS = (type(np.mgrid), type(np.ogrid))
+
+# Methods that write what they are given into their object (a write run as written, which the
+# mutation pass lowers or refuses, still carries the values into it).
+_WRITING_METHODS = frozenset(mutators.LIST_METHODS) | frozenset(mutators.DICT_METHODS) | \
+    frozenset(mutators.ARRAY_METHODS)
 
 NONDIFF_ATTRIBUTES = {'shape', 'ndim', 'size', 'dtype', 'itemsize', 'nbytes', 'strides'}
 
@@ -110,11 +116,13 @@ def _assignments(body):
                 yield target.value.id, _names(stmt.value) | {target.value.id}
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
-            if isinstance(call.func, ast.Attribute) and call.func.attr in ('append', 'extend', 'insert') \
-                    and isinstance(call.func.value, ast.Name):
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                    and call.func.attr in _WRITING_METHODS:
                 operands = set()
                 for a in call.args:
                     operands |= _names(a)
+                for k in call.keywords:
+                    operands |= _names(k.value)
                 yield call.func.value.id, operands
         for field in ('body', 'orelse'):
             inner = getattr(stmt, field, None)

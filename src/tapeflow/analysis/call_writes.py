@@ -49,7 +49,8 @@ def writes_of_call(call, state, summary):
                 added = elements(state, added) | added
             return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
         if kind in (DICT, None) and name in table.DICT_METHODS:
-            return out + [('opaque', receiver, everything_of(state, call.args))]
+            form = table.DICT_METHODS[name].form if kind == DICT else 'opaque'
+            return out + [(form, receiver, everything_of(state, call.args))]
         if kind in (ARRAY, NUMERIC, None) and name in table.ARRAY_METHODS:
             mutator = table.ARRAY_METHODS[name]
             if mutator.writes == 'receiver':

@@ -54,7 +54,7 @@ FAMILIES = [
     ('numpy_einsum', 'einsum'),
     (('numpy_linalg', 'numpy_norms'), 'np.linalg'),
     ('numpy_fft', 'np.fft'),
-    (('math_rules', 'iterators'), 'The math module and numeric builtins'),
+    (('math_rules', 'iterators', 'dicts'), 'The math module and numeric builtins'),
     ('scipy_special', 'scipy.special'),
     (('scipy_stats', 'scipy_stats_shapes', 'scipy_stats_mvn'), 'scipy.stats'),
 ]

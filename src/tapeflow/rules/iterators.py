@@ -17,7 +17,7 @@ from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import defjvp, defvjp, linear_pair
 from tapeflow.rules.shapes import zeros_like_value
 
-__all__ = ['zipped']
+__all__ = ['zipped', 'iterated']
 
 
 def _is_zero(g) -> bool:
@@ -96,3 +96,46 @@ def _sorted_jvp(t, ans, xs, key=None, reverse=False):
 
 entry(builtins.sorted, _sorted_vjp, _sorted_jvp,
       forms='a list, tuple or array (its rows) sorted, with key= and reverse= known there')
+
+
+# ---------------------------------------------------------------- what a for loop iterates
+
+_UNORDERED = (dict, set, frozenset)
+
+
+def _is_sequence(xs) -> bool:
+    """Read item by item in place: anything of a length that is indexed (a list, a tuple,
+    an array's rows, a sparse list cotangent), not a dict or a set."""
+    return not isinstance(xs, _UNORDERED) and hasattr(xs, '__len__') and \
+        hasattr(xs, '__getitem__')
+
+
+def iterated(xs):
+    """What `for v in xs` reads item by item: `xs` itself where it is a sequence (a list, a
+    tuple, an array's rows), else the list of what iterating it gives (a dict's keys, a
+    set's items in its order, what a generator yields), read once, when the loop starts."""
+    return xs if _is_sequence(xs) else list(xs)
+
+
+def _iterated_vjp(g, ans, xs):
+    if _is_zero(g) or _is_sequence(xs):
+        return g
+    if isinstance(xs, dict) or all(_is_zero(part) for part in g):
+        return 0.0              # a dict's keys: no derivative
+    from tapeflow.errors import UnsupportedError
+    raise UnsupportedError(f'the items of a {type(xs).__name__} iterated here carry derivatives, '
+                           f'which tapeflow follows through lists, tuples, arrays and dicts; '
+                           f'make it a list first')
+
+
+def _iterated_jvp(t, ans, xs):
+    if _is_zero(t) or _is_sequence(xs):
+        return t
+    if isinstance(xs, dict):
+        return 0.0
+    return list(t)
+
+
+entry(iterated, _iterated_vjp, _iterated_jvp,
+      forms='a sequence (itself), a dict (its keys), a set or a generator (read into a list)')
+linear_pair(_iterated_vjp, _iterated_jvp)

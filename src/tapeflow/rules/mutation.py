@@ -93,10 +93,10 @@ LIST_METHODS = {
 }
 
 DICT_METHODS = {
-    'update': Mutator('receiver', 'opaque'),
-    'pop': Mutator('receiver', 'opaque'),
+    'update': Mutator('receiver', 'dict_update', ('other',)),
+    'pop': Mutator('receiver', 'dict_pop', ('key', 'default')),
     'popitem': Mutator('receiver', 'opaque'),
-    'setdefault': Mutator('receiver', 'opaque'),
+    'setdefault': Mutator('receiver', 'dict_setdefault', ('key', 'default')),
     'clear': Mutator('receiver', 'opaque'),
 }
 
@@ -149,3 +149,7 @@ from tapeflow.rules.write_checks import (  # noqa: E402,F401  (re-exported)
     put_index, shares, to_library)
 from tapeflow.rules.container_reads import (  # noqa: E402,F401  (re-exported)
     holds, is_mutable, refresh_items, reread_item, reread_slot)
+
+from tapeflow.rules.dicts import delete_item  # noqa: E402  (`del x[k]`, desugar's)
+
+FUNCTIONS[delete_item] = Mutator(0, 'delete', ('container', 'key'))

@@ -93,6 +93,8 @@ def setitem_value_adjoint(adjoint, index, value):
         return unbroadcast(written(adjoint, adjoint.shape, index), value)
     if _number_for_all(adjoint, index):
         return unbroadcast(adjoint, value)      # of a 0-d array (a CuPy x[i]): all of it
+    if isinstance(adjoint, dict):
+        return adjoint.get(index, 0.0)
     return unbroadcast(adjoint[index], value)
 
 
@@ -102,6 +104,8 @@ def setitem_clear_adjoint(adjoint, index):
         return adjoint
     if adjoint.__class__ is Items and isinstance(index, (int, np.integer)):
         return adjoint.cleared(index)
+    if isinstance(adjoint, dict):
+        return {k: v for k, v in adjoint.items() if k != index}
     if isinstance(adjoint, (list, Items)):
         cleared = list(adjoint)
         cleared[index] = 0.0
@@ -138,6 +142,10 @@ def zero_tangent(value):
 
 def setitem_tangent(tangent, index, value_tangent, container):
     """The tangent of `y` after `y[index] = v`, without touching a shared tangent."""
+    if isinstance(container, dict):
+        new = dict(tangent) if isinstance(tangent, dict) else {}
+        new[index] = value_tangent
+        return new
     if isinstance(container, list):
         new = list(tangent) if not is_zero(tangent) else [0.0] * len(container)
         new[index] = value_tangent
@@ -180,6 +188,10 @@ def append_tangent(tangent, value_tangent, container):
 def old_value(container, index):
     """What `container[index] = v` overwrites: an array's elements, copied so the write cannot
     change them; a list's or dict's slot, the object it held (the write changes the slot)."""
+    if isinstance(container, dict) and index not in container:
+        raise UnsupportedError(f'a new key, {index!r}, written into a dict tapeflow did not know '
+                               f'was one here: make the dict where the function can see it '
+                               f'({{}}, dict(...)), or pass it as a dict argument')
     value = container[index]
     if isinstance(container, (list, dict)):
         return value
@@ -194,6 +206,30 @@ def old_value(container, index):
                                'tapeflow cannot keep them -- write x = np.where(mask, value, x) '
                                'instead')
     return copy_of(value)
+
+
+class _Absent:
+    """What a dict's missing key held before `d[k] = v` added it (`old_item`)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return '<absent>'
+
+
+ABSENT = _Absent()
+
+
+def old_item(container, key):
+    """What `d[key] = v` overwrites in a dict: the value, or `ABSENT` for a new key."""
+    return container.get(key, ABSENT)
+
+
+def restore_item(container, key, old):
+    """Undo `d[key] = v`: the old value back, or the key removed where it was new."""
+    if old is ABSENT:
+        del container[key]
+    else:
+        container[key] = old
 
 
 # ---------------------------------------------------------------- writes to shared memory

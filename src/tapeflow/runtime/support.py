@@ -16,9 +16,10 @@ from tapeflow.rules.indexing import untake
 from tapeflow.runtime.checkpoint import checkpoints
 from tapeflow.runtime.randomness import (capture_random, random_sources, replay_random,
                                          restore_random)
-from tapeflow.runtime.helpers import (add_adjoint, append_tangent, densify, drop_last_adjoint,
+from tapeflow.runtime.helpers import (ABSENT, add_adjoint, append_tangent, densify, drop_last_adjoint,
                                       getitem_adjoint, insert_adjoint, insert_tangent, is_zero,
-                                      last_adjoint, old_value, pop_index, remove_tangent,
+                                      last_adjoint, old_item, old_value, pop_index, remove_tangent,
+                                      restore_item,
                                       restore_contents, saved_contents, setitem_batched,
                                       setitem_clear_adjoint, setitem_tangent, setitem_value_adjoint,
                                       snapshot, static_argument, zero_tangent,
@@ -28,11 +29,13 @@ from tapeflow.rules.mutation import (as_mask, diagonal_index, index_size, inplac
                                      is_list, put_index, refresh_items, shares, reread_item, reread_slot,
                                      overlap_value, check_overlap, insert_index, check_apart, check_memory, to_library, cycled,
                                      holds, like_layout, check_refresh, is_mutable)
+from tapeflow.rules.dicts import delete_item, without_key
 from tapeflow.rules.iterators import zipped
 from tapeflow.rules.shapes import broadcast_tangent, dense, shape_witness, unbroadcast, unbroadcast_batch
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'keyword_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
-           'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'densify',
+           'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'old_item', 'restore_item',
+           'densify',
            'unbroadcast', 'Tape', 'new_tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
@@ -82,6 +85,7 @@ def generated_namespace() -> dict:
     names = {name: globals()[name] for name in __all__}
     names.update(lift_tangent=lift_tangent, jvp_over_batch=jvp_over_batch, dense=dense)
     names.update(np=np, math=math, range=range, slice=slice, len=len, tuple=tuple, zipped=zipped,
+                 without_key=without_key, delete_item=delete_item,
                  checkpoints=checkpoints, random_sources=random_sources,
                  capture_random=capture_random, replay_random=replay_random,
                  restore_random=restore_random,
@@ -235,6 +239,19 @@ def _old_value_jvp(t, ans, container, index):
 
 registry.defjvp(old_value, _old_value_jvp)
 registry.static(old_value, 1)
+
+
+def _old_item_vjp(g, ans, container, key):
+    return 0.0 if is_zero(g) or ans is ABSENT else {key: g}
+
+
+def _old_item_jvp(t, ans, container, key):
+    return 0.0 if is_zero(t) or ans is ABSENT else t.get(key, 0.0) if isinstance(t, dict) else 0.0
+
+
+registry.defvjp(old_item, _old_item_vjp)
+registry.defjvp(old_item, _old_item_jvp)
+registry.static(old_item, 1)
 
 
 # The helpers of forward mode's own code, for derivatives of it: each is

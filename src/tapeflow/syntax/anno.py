@@ -55,6 +55,10 @@ class Key(enum.Enum):
     # On a `for` loop written `for i in tf.checkpoint(range(n))`: True; the loop is
     # checkpointed (`transforms.checkpoint`) whatever the `checkpoint=` option says.
     CHECKPOINT = 'checkpoint'
+    # On a `for` loop that `desugar` made of a loop over a sequence: the names whose items
+    # its first statements read (`v = xs[_i]`). Where one may not be a sequence (a dict,
+    # a set, a generator), `transforms.mutation` reads its items through `iterated`.
+    ITERATED = 'iterated'
 
 
 _ATTR = '_tapeflow_anno'

@@ -18,7 +18,8 @@ from gast import (AST, Add, And, Assign, Attribute, AugAssign, BinOp, BitAnd, Bi
                   While, comprehension, expr, expr_context, iter_child_nodes, iter_fields,
                   keyword, operator, unaryop)
 from gast import (AnnAssign, Assert, Delete, ExceptHandler, Global, IfExp, Nonlocal,  # noqa: F401
-                  Raise, Set, Try, With, Yield, YieldFrom, withitem)
+                  Raise, Set, Try, With, Yield, YieldFrom, withitem, In, NotIn, Is, IsNot, Lt,
+                  LtE, Gt, GtE, NotEq)
 
 # Statements that hold blocks of statements.
 COMPOUND = (For, While, If)

@@ -28,6 +28,7 @@ from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, copyanno, getanno, hasanno
 from tapeflow.syntax.naming import Namer
 from tapeflow.transforms import fold
+from tapeflow.transforms.anf_comprehensions import Comprehensions
 
 _OP_NAMES = {ast.Add: 'add', ast.Sub: 'sub', ast.Mult: 'mul', ast.Div: 'div',
              ast.Pow: 'pow', ast.MatMult: 'matmul', ast.FloorDiv: 'floordiv',
@@ -47,7 +48,7 @@ def is_atom(node) -> bool:
         isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts))
 
 
-class _ANF:
+class _ANF(Comprehensions):
     def __init__(self, namer: Namer):
         self.namer = namer
         self.testing = False
@@ -335,35 +336,6 @@ class _ANF:
 
     def expr_List(self, e, pre, target):
         return nodes.list_(*[self.atom(x, pre, 'elt') for x in e.elts])
-
-    def expr_Dict(self, e, pre, target):
-        return nodes.dict_([None if k is None else self.atom(k, pre, 'key') for k in e.keys],
-                           [self.atom(v, pre, 'val') for v in e.values])
-
-    def expr_ListComp(self, e, pre, target):
-        result = target or self.namer.new('_list')
-        pre.append(nodes.located(nodes.assign(result, nodes.list_()), e))
-        renames = {}
-        for gen in e.generators:
-            for n in nodes.walk(gen.target):
-                if isinstance(n, ast.Name):
-                    renames[n.id] = self.namer.new(n.id)
-        e = nodes.substitute(e, renames)
-        append = nodes.expr_stmt(nodes.call(nodes.attribute(result, 'append'), e.elt))
-        inner = [append]
-        for gen in reversed(e.generators):
-            for cond in reversed(gen.ifs):
-                inner = [nodes.if_(cond, inner)]
-            inner = [nodes.for_(gen.target, gen.iter, inner)]
-        loop = nodes.located(inner[0], e)
-        # The comprehension's loops go through desugar's normal form again.
-        from tapeflow.transforms import desugar
-        lowered = desugar.lower_loops(self.namer, [loop])
-        pre.extend(self.block(lowered))
-        return nodes.name(result)
-
-    expr_GeneratorExp = expr_ListComp
-
 
 def _folded(expr):
     """`-1` (a negated number literal) and `2 - 1` (arithmetic on literals) as the

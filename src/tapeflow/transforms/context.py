@@ -26,7 +26,7 @@ from tapeflow.transforms.inline import RuleEmitter
 # Names generated code uses besides the user's globals; the caller supplies
 # their values (`tapeflow.runtime.support`), so this layer does not import it.
 RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'keyword_argument', 'setitem_value_adjoint', 'setitem_clear_adjoint',
-                 'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value',
+                 'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'old_item', 'restore_item',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len', 'tuple',
                  'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack', 'new_tape',
                  'lift_tangent', 'jvp_over_batch', 'setitem_batched', 'dense',
@@ -40,7 +40,7 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'keyword_argument', 'setitem_
                  'checkpoints', 'uniform_sum', 'uniform_mean', 'kept_sum', 'kept_mean', 'shape_witness',
                  # calls resolved at run time (tapeflow.calls)
                  'call_forward', 'call_backward', 'call_jvp', 'call_plain', 'closure',
-                 'receiver_tangent', 'zipped')
+                 'receiver_tangent', 'zipped', 'without_key', 'delete_item')
 
 
 def order_of(fn) -> int:

@@ -42,7 +42,7 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
         FoldTransforms(namer, bindings, source).visit(node)
         if source is not None:
             PullbackCalls(namer, bindings, source).rewrite(node)
-    node.body = AugAssign(namer).visit_body(node.body)
+    node.body = AugAssign(namer, source).visit_body(node.body)
     IteratorValues(namer).rewrite(node)
     ZipValues(namer, source).rewrite(node)
     node.body = Loops(namer).visit_body(node.body)

@@ -31,6 +31,7 @@ from tapeflow.syntax import ast
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import batching
+from tapeflow.rules.dicts import delete_item
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.naming import AdjointNames
@@ -190,7 +191,8 @@ class _Forward(DynamicCalls, Sweep):
             tangents = [self.tangent(e) if self.is_active(e) or not isinstance(e, ast.Name)
                         else nodes.call('zero_tangent', e) for e in op.args]
             if isinstance(value, ast.Dict):
-                return [nodes.dict_([nodes.const(k) for k, _ in op.keywords], tangents)]
+                return [nodes.dict_([k if isinstance(k, ast.AST) else nodes.const(k)
+                                     for k, _ in op.keywords], tangents)]
             make = nodes.tuple_ if isinstance(value, ast.Tuple) else nodes.list_
             return [make(*tangents)]
         return self.primitive(stmt, ans, op)
@@ -322,6 +324,12 @@ class _Forward(DynamicCalls, Sweep):
 
     def expr(self, stmt):
         call = stmt.value
+        if isinstance(call, ast.Call) and getanno(call.func, Key.RESOLVED) is delete_item:
+            container = call.args[0].id
+            if container not in self.ctx.active:
+                return [stmt]
+            update = nodes.call('without_key', self.d[container], call.args[1])
+            return [stmt, mark(nodes.assign(self.d[container], update))]
         if self._tape_op(call) == 'pop':              # a value popped and dropped: its tangent too
             return [nodes.expr_stmt(nodes.call(call.func.id)), stmt]
         if self._tape_op(call) == 'push':

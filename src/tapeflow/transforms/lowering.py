@@ -96,6 +96,35 @@ class Lowerings:
         return any(isinstance(a, ast.Name) and a.id in self.opaque_values
                    for a in (binop.left, binop.right))
 
+    def iterated_loop(self, loop, state):
+        """`for _i in range(len(d)): v = d[_i]` (a loop over a sequence, `desugar`) where `d`
+        may not be one (a dict: its keys; a set, a generator: their items): `d` read once,
+        through `iterated`, into what the loop indexes."""
+        from tapeflow.rules.iterators import iterated
+        pre = []
+        origin = nodes.origin(loop)
+        index = loop.target.id if isinstance(loop.target, ast.Name) else None
+        for seq in getanno(loop, Key.ITERATED):
+            if kind_of(nodes.name(seq), state) in (al.LIST, al.TUPLE, al.ARRAY, al.NUMERIC):
+                continue
+            items = self.new('_items')
+            func = nodes.name(self.new('_iterated'))
+            self.ctx.bind(func.id, iterated)
+            setanno(func, Key.RESOLVED, iterated)
+            pre.append(nodes.assign(items, nodes.call(func, seq)))
+            for n in nodes.walk_terms(loop.iter):
+                if isinstance(n, ast.Name) and n.id == seq:
+                    n.id = items
+            for head in loop.body:
+                if nodes.origin(head) != origin:
+                    break
+                for n in nodes.walk_terms(head):
+                    if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
+                            n.value.id == seq and isinstance(n.slice, ast.Name) and \
+                            n.slice.id == index:
+                        n.value = nodes.name(items)
+        return nodes.located(pre, loop) + [loop]
+
     def array_update(self, name, binop):
         tmp = self.new('_' + name)
         return [nodes.assign(tmp, binop),
@@ -120,11 +149,12 @@ class Lowerings:
         build = getattr(self, 'lower_' + form, None)
         if build is None:
             return None
+        self.kind_now = state.kinds.get(name)
         args = _arguments(call, form)
         if args is None:
             return None
         out = build(call, name, args)
-        if out is None or form == 'pop':
+        if out is None or form in ('pop', 'dict_pop', 'dict_setdefault'):
             return out if out is None else out(target)
         if target is not None:
             out.append(nodes.assign(target, name))      # the call returns what it wrote
@@ -292,6 +322,7 @@ def _arguments(call, form):
         args = call.args
     elif isinstance(call.func, ast.Attribute) and getanno(call.func, Key.RESOLVED) is None:
         mutator = (table.LIST_METHODS.get(call.func.attr) if form in ('append', 'pop', 'insert') else
+                   table.DICT_METHODS.get(call.func.attr) if form.startswith('dict_') else
                    table.ARRAY_METHODS.get(call.func.attr))
         params, args = mutator.params, call.args
     else:
@@ -300,6 +331,8 @@ def _arguments(call, form):
     if len(args) > len(params):
         return None
     out = dict(zip(params, args))
+    if form == 'dict_update':
+        return out                      # (its keywords are the items it writes)
     for k in call.keywords:
         if k.arg not in params or k.arg in out:
             return None

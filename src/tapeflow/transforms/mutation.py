@@ -46,6 +46,7 @@ from tapeflow.analysis import aliasing as al
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.transforms.dict_lowering import DictLowerings
 from tapeflow.transforms.lowering import Lowerings, runtime_ref
 from tapeflow.transforms.mutation_checks import Checks, Pending, refuse_detached_writers
 from tapeflow.transforms.operations import user_function
@@ -94,7 +95,7 @@ def _kinds(facts) -> dict:
 
 # ---------------------------------------------------------------- the rewriter
 
-class _Rewriter(Checks, Lowerings):
+class _Rewriter(Checks, DictLowerings, Lowerings):
     def __init__(self, ctx, facts, live, fdef):
         self.ctx = ctx
         self.facts = facts
@@ -168,6 +169,8 @@ class _Rewriter(Checks, Lowerings):
                                         f'value instead'))
 
     def write(self, stmt, state):
+        if isinstance(stmt, ast.For) and getanno(stmt, Key.ITERATED):
+            return self.iterated_loop(stmt, state)
         if isinstance(stmt, ast.Assign):
             target = stmt.targets[0]
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -176,6 +179,13 @@ class _Rewriter(Checks, Lowerings):
                     and isinstance(stmt.value, ast.BinOp):
                 return self.in_place(stmt, target.id, state)
             if isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                        and isinstance(target, ast.Name) and getanno(call.func, Key.RESOLVED) is None \
+                        and state.kinds.get(call.func.value.id) == al.DICT:
+                    read = self.dict_read(stmt, call, target.id, state)
+                    if read is not None:
+                        return nodes.located(read, stmt)
                 return self.call(stmt, stmt.value, ast.name_id(target), state)
             if isinstance(stmt.value, ast.BinOp) and isinstance(target, ast.Name):
                 return self.sequence_op(stmt, target.id, stmt.value, state)

@@ -88,8 +88,11 @@ def operation_of(value, error) -> Operation:
         return Operation('primitive', fn, [value.operand], label=_op_name(value.op)) if fn else NONE
     if isinstance(value, (ast.Tuple, ast.List)):
         return Operation('pack', args=list(value.elts))
-    if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) for k in value.keys):
-        return Operation('pack', args=list(value.values), keywords=[(k.value, None) for k in value.keys])
+    if isinstance(value, ast.Dict) and all(isinstance(k, (ast.Constant, ast.Name)) for k in value.keys):
+        # (a key of a name: its value when the code runs, the slot's cotangent read by it)
+        return Operation('pack', args=list(value.values),
+                         keywords=[(k.value if isinstance(k, ast.Constant) else k, None)
+                                   for k in value.keys])
     if isinstance(value, ast.Subscript) and _makes_values(getanno(value.value, Key.RESOLVED)):
         # np.mgrid[a:b:nj] computes from its bounds: not an index, and no rule
         maker = getanno(value.value, Key.RESOLVED)

@@ -296,7 +296,8 @@ class _Reverse(CallsSweep, MemorySweep, Sweep):
         if op.kind == 'pack':              # (a, b), [a, b], {'a': a}: element k's cotangent
             keys = [key for key, _ in op.keywords] or range(len(op.args))
             return [lambda g, ans, k=k, elt=elt: self.accumulate(
-                        elt.id, nodes.call('getitem_adjoint', g, nodes.const(k)))
+                        elt.id, nodes.call('getitem_adjoint', g, k if isinstance(k, ast.AST)
+                                           else nodes.const(k)))
                     for k, elt in zip(keys, op.args) if self.is_active(elt)]
         target_shape = self.ctx.shapes.get(target_name(stmt))
 

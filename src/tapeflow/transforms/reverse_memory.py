@@ -7,6 +7,7 @@ A part of `reverse._Reverse` (a mixin): it uses its `pair`, `accumulate`,
 from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
+from tapeflow.rules.dicts import delete_item
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.transforms.operations import (index_value, is_dynamic_call, operation_of,
                                             plain_dynamic)
@@ -20,8 +21,17 @@ class MemorySweep:
             return self.inner_pop_in_place(stmt, target)
         y = target.value.id
         index = target.slice
-        old = nodes.call('old_value', y, index_value(index))
-        push, pop = self.pair(old, restore_target=nodes.subscript(y, index, store=True), in_place=True)
+        if self.ctx.kinds.get(y) == 'dict':         # a new key is removed again
+            push, pop = self.pair(nodes.call('old_item', y, index_value(index)))
+            pop = nodes.expr_stmt(nodes.call('restore_item', y, index_value(index), pop.value))
+            for key in (Key.TAPE_PAIR, Key.SYNTHETIC):
+                setanno(pop, key, getanno(push, key))
+            setanno(pop, Key.RESTORES_IN_PLACE, True)
+            setanno(pop, Key.MUTATES, y)
+        else:
+            old = nodes.call('old_value', y, index_value(index))
+            push, pop = self.pair(old, restore_target=nodes.subscript(y, index, store=True),
+                                  in_place=True)
         setanno(pop, Key.SHARES, getanno(stmt, Key.SHARES))
         rev = []
         if y in self.ctx.active:
@@ -42,6 +52,8 @@ class MemorySweep:
 
     def expr(self, stmt):
         call = stmt.value
+        if isinstance(call, ast.Call) and getanno(call.func, Key.RESOLVED) is delete_item:
+            return self.deletion(stmt, call)
         if self._inner_op(call) == 'push':
             return self.inner_push(stmt)
         if self._inner_op(call) == 'pop':              # popped and dropped: no cotangent
@@ -73,6 +85,18 @@ class MemorySweep:
         # A user call whose result is dropped: nothing flows from it (what it writes into
         # its arguments, or globals, transforms.mutation made explicit or refused).
         return [stmt], []
+
+    def deletion(self, stmt, call):
+        """`del d[k]` of a dict (`delete_item`): the value kept, put back by the reverse
+        sweep (the slot's cotangent is zero there: nothing read it after the removal)."""
+        container, key = call.args
+        push, pop = self.pair(nodes.call('old_item', container, key))
+        restore = nodes.expr_stmt(nodes.call('restore_item', container, key, pop.value))
+        for anno in (Key.TAPE_PAIR, Key.SYNTHETIC):
+            setanno(restore, anno, getanno(push, anno))
+        setanno(restore, Key.RESTORES_IN_PLACE, True)
+        setanno(restore, Key.MUTATES, container.id)
+        return [push, stmt], [restore]
 
     def pop_item(self, stmt, ys, call):
         """`ys.pop(i)` (its value read before, by `transforms.mutation`): the reverse sweep

@@ -2,7 +2,7 @@
 
 `AugAssign(namer).visit_body(body)`: `x += y` is `x = x + y` (marked
 `Key.IN_PLACE`), `y[i] += v` is `t = y[i]; t = t + v; y[i] = t`; `x: T = v` is
-`x = v`. `BlockRewriter` is the base of the rewriters whose visit of one
+`x = v`; `del d[k]` is `delete_item(d, k)` and `del x` goes. `BlockRewriter` is the base of the rewriters whose visit of one
 statement gives a list of them.
 """
 from __future__ import annotations
@@ -30,8 +30,9 @@ class AugAssign(BlockRewriter):
     the write reaches memory other names see. `y[i] += v` is NumPy's (and Python's)
     `t = y[i]; t += v; y[i] = t`: `t` may be a view, or an element another name holds."""
 
-    def __init__(self, namer):
+    def __init__(self, namer, source=None):
         self.namer = namer
+        self.source = source
 
     def visit_AugAssign(self, node):
         if isinstance(node.target, ast.Subscript):
@@ -52,3 +53,26 @@ class AugAssign(BlockRewriter):
         if node.value is None:
             return []
         return nodes.copy_location(nodes.assign(node.target, node.value), node)
+
+    def visit_Delete(self, node):
+        """`del x` unbinds a name: no value changes (its later reads would fail in Python
+        too), so it goes. `del d[k]` removes an item (`rules.dicts.delete_item`, which the
+        mutation pass makes a list's pop); `del obj.name` is refused."""
+        from tapeflow.rules.dicts import delete_item
+        out = []
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                continue
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and \
+                    not isinstance(target.slice, (ast.Slice, ast.Tuple)):
+                func = nodes.name('delete_item')
+                setanno(func, Key.RESOLVED, delete_item)
+                out.append(nodes.copy_location(nodes.expr_stmt(nodes.call(
+                    func, nodes.load(target.value), nodes.load(target.slice))), node))
+                continue
+            reason = ('del of an attribute or a slice is not supported in differentiated '
+                      'code; make a new object, or remove items one by one')
+            if self.source is None:
+                raise TypeError(reason)
+            raise self.source.error(target, reason)
+        return out or [nodes.copy_location(nodes.pass_(), node)]

@@ -110,6 +110,11 @@ def _is_one_of(fn, functions) -> bool:
 
 # ------------------------------------------------------------------ for loops
 
+def _aug_targets(body) -> set:
+    """Names a block binds with `x += ...` (not yet desugared)."""
+    return {n.target.id for n in nodes.walk_terms(nodes.module(body))
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+
 def _resolved(node, obj) -> bool:
     return isinstance(node, ast.Call) and getanno(node.func, Key.RESOLVED) is obj
 
@@ -130,6 +135,8 @@ class Loops(BlockRewriter):
         if _resolved(iterable, builtins.range):
             return node
         prologue, heads = [], []
+        self.iterated = []
+        self.rebound = nodes.store_names(node.body) | _aug_targets(node.body)
         if _resolved(iterable, builtins.enumerate) and not iterable.keywords and \
                 isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2:
             counter, item = node.target.elts
@@ -155,6 +162,7 @@ class Loops(BlockRewriter):
             heads.append(nodes.assign(node.target, seq(index.id)))
         loop = nodes.for_(index, nodes.call(nodes.builtin('range'), length), heads + node.body)
         copyanno(node, loop, Key.CHECKPOINT)
+        setanno(loop, Key.ITERATED, tuple(self.iterated))
         nodes.located(heads, node)
         nodes.located(prologue, node)
         nodes.copy_location(loop, node)
@@ -172,10 +180,13 @@ class Loops(BlockRewriter):
                 seq, nodes.binop(nodes.binop(count, ast.Sub(), 1), ast.Sub(), i))), \
                 nodes.name(count)
         seq = self._named(expr, prologue)
+        self.iterated.append(seq)
         return (lambda i: nodes.subscript(seq, i)), nodes.call(nodes.builtin('len'), seq)
 
     def _named(self, expr, prologue):
-        if isinstance(expr, ast.Name):
+        """A name for what `expr` evaluates to when the loop starts (Python iterates that
+        object: a name bound again in the body changes nothing)."""
+        if isinstance(expr, ast.Name) and expr.id not in self.rebound:
             return expr.id
         seq = self.namer.new('_seq')
         prologue.append(nodes.assign(seq, expr))

@@ -57,9 +57,11 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
     if not lifted:
         return
     called_at = set()
+    inside = {id(n) for d in nodes.walk_terms(node) if isinstance(d, ast.FunctionDef)
+              and d is not node for n in nodes.walk_terms(d) if n is not d}
     for call in nodes.walk_terms(node):
         called = ast.called_name(call)
-        if called in lifted:
+        if called in lifted and id(call) not in inside:
             inner_fn, params, defaults, free = lifted[called]
             call.args = _positional_arguments(call, called, params, defaults, source) + \
                 _free_names(free, outer_locals, bindings)
@@ -103,12 +105,17 @@ def _lift(child, source, fn, outer_locals, hoisted):
     # the enclosing function's locals it reads, and its closure's names (two scopes up)
     enclosing = outer_locals | set(getattr(getattr(fn, '__code__', None), 'co_freevars', ()))
     free = sorted({n.id for n in nodes.walk_terms(child) if isinstance(n, ast.Name)
-                   and isinstance(n.ctx, ast.Load)} - inner_locals & enclosing)
+                   and isinstance(n.ctx, ast.Load)} - inner_locals - {child.name} & enclosing)
     for name in free:
         child.args.args.append(nodes.param(nodes.name(name)))
+    for call in nodes.walk_terms(child):            # it calls itself: its free names passed on
+        if ast.called_name(call) == child.name and not any(
+                isinstance(a, ast.Starred) for a in call.args) and not call.keywords \
+                and len(call.args) == len(params):
+            call.args = call.args + [nodes.name(n) for n in free]
     namespace = dict(fn.__globals__)
     load_module(unparse(child), namespace, child.name)
-    inner_fn = namespace[child.name]
+    inner_fn = namespace[child.name]            # (its own name, read in its namespace, is itself)
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
     return inner_fn, params, defaults, free
 
