@@ -118,10 +118,8 @@ for _name in ('zeros', 'ones', 'empty', 'zeros_like', 'ones_like', 'empty_like',
               'argsort', 'nonzero', 'any', 'all', 'count_nonzero',
               'result_type', 'finfo', 'iinfo', 'isdtype', 'broadcast_shapes', 'signbit'):
     nondifferentiable(_make(_name))
-# values that move with a float argument (arange's and linspace's start, meshgrid's and
-# unique_values' elements): no rule here, so differentiating them is a located error,
-# never a silent zero (sort has its rules below)
-for _name in ('arange', 'linspace', 'meshgrid', 'unique_values', 'sort'):
+# values that move with a float argument: a located 'no rule' error, never a silent zero
+for _name in ('arange', 'linspace', 'meshgrid', 'unique_values', 'sort'):   # (sort: rules below)
     _make(_name)
 
 globals().update(FUNCTIONS)     # sin, cos... by name: the rules below call them
@@ -351,24 +349,19 @@ defjvp(flip, None, lambda t, ans, xp, x, axis=None: xp.flip(t, axis=axis))
 
 
 def _sort_order(xp, x, axis, descending, stable):
-    """Where each element of `xp.sort(x, ...)` came from (`descending` only when asked:
-    NumPy's own sort has no such keyword)."""
-    if descending:
-        return xp.argsort(x, axis=axis, descending=True, stable=stable)
-    return xp.argsort(x, axis=axis, stable=stable)
+    """Where each element of `xp.sort(x, ...)` came from (NumPy's argsort: no `descending`)."""
+    more = {'descending': True} if descending else {}
+    return xp.argsort(x, axis=axis, stable=stable, **more)
 
 
 def _sort_vjp(g, ans, xp, x, axis=-1, descending=False, stable=True):
-    if _scalar(g):
-        g = xp.full_like(ans, g)
     back = xp.argsort(_sort_order(xp, x, axis, descending, stable), axis=axis, stable=True)
-    return xp.take_along_axis(g, back, axis=axis)
+    return xp.take_along_axis(xp.full_like(ans, g) if _scalar(g) else g, back, axis=axis)
 
 
 def _sort_jvp(t, ans, xp, x, axis=-1, descending=False, stable=True):
-    if _scalar(t):
-        return xp.full_like(ans, t)
-    return xp.take_along_axis(t, _sort_order(xp, x, axis, descending, stable), axis=axis)
+    order = _sort_order(xp, x, axis, descending, stable)
+    return xp.full_like(ans, t) if _scalar(t) else xp.take_along_axis(t, order, axis=axis)
 
 
 defvjp(sort, None, _sort_vjp)

@@ -124,8 +124,8 @@ elementwise(np.modf, lambda g, ans, x: fit(_modf_frac(g[0]) + np.zeros_like(x), 
 
 # frexp(x) = (m, e), x = m * 2**e: m moves as x / 2**e (e: integers, piecewise constant)
 elementwise(np.frexp,
-            lambda g, ans, x: fit(np.ldexp(_modf_frac(g[0]), -ans[1]) + np.zeros_like(x), x),
-            lambda t, ans, x: (np.ldexp(t, -ans[1]), np.zeros_like(ans[1])),
+            lambda g, ans, x: fit(_modf_frac(g[0]) * np.exp2(-ans[1]) + np.zeros_like(x), x),
+            lambda t, ans, x: (t * np.exp2(-ans[1]), np.zeros_like(ans[1])),
             forms='two outputs (mantissa m = x / 2**e, integer exponent e): m has a derivative',
             batched=True)
 
