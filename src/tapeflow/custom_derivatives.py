@@ -37,13 +37,12 @@ from __future__ import annotations
 import inspect
 import threading
 
-import numpy as np
-
-from tapeflow.linear_maps import (Rule, check_shape, checked_transpose, has_float, leaves_of, located,
-                                  rebuild, zero_leaf, zeros_like)
+from tapeflow.custom_residuals import in_forward_mode, residuals_again
+from tapeflow.linear_maps import (Rule, check_shape, checked_transpose, has_float, leaves_of, rebuild,
+                                  zero_leaf, zeros_like)
 from tapeflow.rules import registry
 from tapeflow.rules.registry import MissingRule
-from tapeflow.runtime.randomness import function_sources, replay_random, restore_random
+from tapeflow.runtime.randomness import function_sources
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax.errors import TapeflowError
 
@@ -69,8 +68,9 @@ class _Primitive:
             finally:
                 self.running.depth = 0
         fwd = getattr(owner, 'fwd', None)   # (forward mode runs it next: it replays these draws)
-        drawn = function_sources(fwd, args) if fwd is not None else None
-        self.running.last = (args, drawn) if drawn is not None else None
+        if fwd is not None and in_forward_mode():
+            drawn = function_sources(fwd, args)
+            self.running.last = (args, drawn) if drawn is not None else None
         return owner.fun(*args)
 
     def __repr__(self):
@@ -269,7 +269,7 @@ class custom_vjp(_Custom):
         if is_zero(t):
             return zeros_like(ans)
         nondiff, _ = self.split(args)
-        res = self._residuals_again(ans, args)
+        res = residuals_again(self, ans, args)
         positions = self.diff_positions(len(args))
         t_all = tuple(t if i == argnum else zeros_like(args[i]) for i in positions)
         return checked_transpose(
@@ -277,27 +277,6 @@ class custom_vjp(_Custom):
             f'the bwd rule of {self.__name__} is not linear in the cotangent g, so forward '
             f'mode (jvp, jacfwd) cannot transpose it: give {self.__name__} a custom_jvp, or '
             f'differentiate it in reverse mode only')
-
-    def _residuals_again(self, ans, args):
-        """Forward mode: `fwd` run again for its residuals, drawing the random numbers the
-        primal call drew (`_Primitive.__call__` kept their state); refused where its value is
-        not the primal's (residuals of another evaluation: a plausible wrong tangent)."""
-        last = getattr(self.primitive.running, 'last', None)
-        drawn = last[1] if last is not None and len(last[0]) == len(args) and all(
-            a is b for a, b in zip(last[0], args)) else None
-        replayed = replay_random(drawn)
-        try:
-            value, res = self.forward_residuals(args)
-        finally:
-            restore_random(replayed)
-        if not all(np.allclose(a, b, rtol=1e-6, atol=0.0, equal_nan=True)
-                   for a, b in zip(leaves_of(value), leaves_of(ans))):
-            raise located(self.fwd, f'the fwd rule of {self.__name__} gave another value than '
-                          f'{self.__name__}() at the same point (does it draw random numbers '
-                          f'that {self.__name__}() does not draw alike?): forward mode (jvp, '
-                          f'jacfwd) runs fwd again for its residuals; make fwd compute '
-                          f"{self.__name__}()'s value, or use reverse mode")
-        return res
 
     def _eager_forward(self, args):
         if self.bwd is None:

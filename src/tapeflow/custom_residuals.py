@@ -24,15 +24,26 @@ cotangent (an output nothing reads) does not call `bwd`; parts of a structured
 output nothing reads are given as zeros of their shape. These functions are not
 read by the compiler again: a second derivative through them is refused (as it
 was), at the user's `fwd`, saying to use the eager `GradientTape`.
+
+Forward mode (`jvp`, `jacfwd`) keeps the compiler's reading: the primitive's
+call runs `fun` for the value, and its JVP rule runs `fwd` again for the
+residuals (`residuals_again`). Where forward-mode code runs (`forward_mode`,
+entered by `jvp` and `jacfwd`), the primitive keeps the random state `fun`
+drew from, and `fwd` replays it; a `fwd` whose value is not `fun`'s is refused.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
+import threading
 
-from tapeflow.linear_maps import leaves_of, rebuild, zero_leaf, zeros_like
+import numpy as np
+
+from tapeflow.linear_maps import leaves_of, located, rebuild, zero_leaf, zeros_like
+from tapeflow.runtime.randomness import replay_random, restore_random
 from tapeflow.runtime.support import is_zero
 
-__all__ = ['compiled_rule']
+__all__ = ['compiled_rule', 'forward_mode', 'in_forward_mode', 'residuals_again']
 
 AGAIN = ('{name} is a custom_vjp function, whose rule is not differentiated again (no '
          'second derivatives through custom_vjp, custom_jvp or vmap in compiled code: use '
@@ -142,3 +153,43 @@ def _text(name, params, wrt, custom):
                 f'    _residuals, _value, ({args},) = _tape.pop()\n'
                 f'{pick}\n    return {cts}\n')
     return [combined, forward, backward]
+
+
+_MODE = threading.local()       # .forward: forward-mode code runs (`forward_mode`)
+
+
+@contextlib.contextmanager
+def forward_mode():
+    """Around a run of forward-mode code (`jvp`, `jacfwd`): a custom_vjp function called
+    there keeps the random state its `fun` drew from, which `fwd` replays for its residuals."""
+    _MODE.forward = getattr(_MODE, 'forward', 0) + 1
+    try:
+        yield
+    finally:
+        _MODE.forward -= 1
+
+
+def in_forward_mode() -> bool:
+    return bool(getattr(_MODE, 'forward', 0))
+
+
+def residuals_again(custom, ans, args):
+    """Forward mode: `fwd` run again for its residuals, drawing the random numbers the primal
+    call drew (the primitive kept their state); refused where its value is not the primal's
+    (residuals of another evaluation: a plausible wrong tangent)."""
+    last = getattr(custom.primitive.running, 'last', None)
+    drawn = last[1] if last is not None and len(last[0]) == len(args) and all(
+        a is b for a, b in zip(last[0], args)) else None
+    replayed = replay_random(drawn)
+    try:
+        value, res = custom.forward_residuals(args)
+    finally:
+        restore_random(replayed)
+    name = custom.__name__
+    if not all(np.allclose(a, b, rtol=1e-6, atol=0.0, equal_nan=True)
+               for a, b in zip(leaves_of(value), leaves_of(ans))):
+        raise located(custom.fwd, f'the fwd rule of {name} gave another value than {name}() at '
+                      f'the same point (does it draw random numbers that {name}() does not draw '
+                      f'alike?): forward mode (jvp, jacfwd) runs fwd again for its residuals; '
+                      f"make fwd compute {name}()'s value, or use reverse mode")
+    return res

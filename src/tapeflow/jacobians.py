@@ -22,6 +22,7 @@ from tapeflow.callables import (adjoint_caller, call_binder, python_function_of,
                                 signature_function)
 from tapeflow.compilation import Spec, compile, python_only
 from tapeflow.conversions import like_argument
+from tapeflow.custom_residuals import forward_mode
 from tapeflow.gradients import grad
 from tapeflow.products import jvp
 from tapeflow.rules.registry import MissingRule
@@ -229,7 +230,8 @@ def jacfwd(f, argnums=0, has_aux=False, holomorphic=False):
                                    arg_shapes=array_shapes(args), kinds=argument_kinds(args),
                                    batched=True))
         try:
-            value, tangent = compiled.combined(*args, *tangents)
+            with forward_mode():
+                value, tangent = compiled.combined(*args, *tangents)
         except Exception as error:
             transform = wrappers.own(f, '__tapeflow_transform__')
             if transform is not None and not transform[3]:     # a gradient, without aux

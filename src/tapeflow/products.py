@@ -24,6 +24,7 @@ from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
 from tapeflow.compilation import Spec
 from tapeflow.compilation import compile as _compile
 from tapeflow.conversions import check_tangent, like_argument, tangent_like
+from tapeflow.custom_residuals import forward_mode
 from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.sequences import dense
 from tapeflow.runtime.randomness import function_sources, replay_random, restore_random
@@ -167,7 +168,8 @@ def jvp(f, primals, tangents, has_aux=False, compile='python'):
     if compiled.native_source:
         compiled.combined.admit(primals)
     try:
-        value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+        with forward_mode():
+            value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     except Exception as error:
         sourcemap.reraise(error)
     value = dense(value)               # a gradient read as a function may be a list's `Items`
