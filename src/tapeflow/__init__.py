@@ -17,3 +17,4 @@ from tapeflow.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402,F40
 from tapeflow.linearization import linearize  # noqa: E402,F401
 from tapeflow.runtime.pytree import register_pytree  # noqa: E402,F401
 from tapeflow import calls as _calls  # noqa: E402,F401  (the run-time dispatcher's names)
+from tapeflow import calls_higher as _calls_higher  # noqa: E402,F401  (and its higher orders)

@@ -225,7 +225,8 @@ def on(where, active) -> bool:
     if kind == 'leaf':
         return 0 in active
     if kind == 'arg':
-        return (k + 1) in active or '*' in active
+        return (k + 1) in active or any(isinstance(key, str) and key[:1] == '*' and
+                                        k >= int(key[1:]) for key in active)
     if kind == 'keyword':
         return k in active
     return False

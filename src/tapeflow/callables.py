@@ -60,6 +60,8 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     if _fits(cached):
         return cached
     python_fn = python_function_of(f, kinds)
+    if not kinds and python_fn.__code__.co_flags & inspect.CO_VARARGS:
+        return python_fn    # (its signature, until a call says how many values `*args` gets)
     from tapeflow import compilation      # (it reads callables through this module)
     compiled = compilation.compile(python_fn, compilation.Spec('reverse', wrt, kinds=kinds))
     params = ', '.join(compiled.params)

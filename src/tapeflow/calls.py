@@ -11,8 +11,9 @@ call of the dispatcher, whose first arguments it knows when compiling:
     y = call_plain(f, x, ...)                      nothing flows through it
 
 `ACTIVE` names what carries a derivative: 0 the callee itself (a bound method's object,
-what a closure or a partial holds), 1, 2, ... the positional arguments, '*' all of them
-(`f(*args)`, whose cotangent is the tuple's), a string a keyword argument. When the call runs, the dispatcher reads the callee (`expand`):
+what a closure or a partial holds), 1, 2, ... the positional arguments, '*s' those from
+the s-th on, spread from one tuple (`f(a, *rest)`: '*1', whose cotangent is the tuple's),
+a string a keyword argument. When the call runs, the dispatcher reads the callee (`expand`):
 
 - a function with a derivative rule (`np.tanh` taken from a list): its rule;
 - a Python function (a def, a lambda, a bound method, a partial, a `Closure`, a callable
@@ -28,12 +29,13 @@ cannot follow the write. `call_plain` checks that too, where an argument is vari
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 
 import tapeflow.compilation as compilation
 from tapeflow.arguments import argument_kinds, compiler_kinds
-from tapeflow.call_plans import (bind, carries, carries_within, expand, kinds_of, name_of, on,
+from tapeflow.call_plans import (Call, bind, carries_within, expand, kinds_of, name_of, on,
                                  positions, python_function)
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules import registry
@@ -63,23 +65,64 @@ def _check_writes(target, kinds):
                                f'value instead')
 
 
+# ---------------------------------------------------------------- the target, compiled
+
+_WRAPPERS: dict = {}        # (function, positional count, keyword names) -> the def calling it
+_WRAPPERS_MOST = 256
+
+
+def _through_def(call):
+    """A call of a function with a rule as a call of a small def that calls it (`def
+    call_sin(a0, k_out): return _fn(a0, out=k_out)`): compiled like any callee, its rule
+    applied there, so every call the dispatcher runs is generated code (higher orders
+    too). The keyword values are its last parameters."""
+    from tapeflow.syntax.unparse import load_module
+    fn = call.plan.target
+    names = tuple(call.keywords)
+    key = (fn, len(call.args), names)
+    try:
+        made = _WRAPPERS.get(key)
+    except TypeError:                   # an unhashable callable
+        key, made = None, None
+    if made is None:
+        params = [f'a{k}' for k in range(len(call.args))] + [f'k_{n}' for n in names]
+        passed = [f'a{k}' for k in range(len(call.args))] + [f'{n}=k_{n}' for n in names]
+        name = 'call_' + ''.join(c if c.isalnum() else '_' for c in
+                                 getattr(fn, '__name__', 'function'))
+        text = f'def {name}({", ".join(params)}):\n    return _fn({", ".join(passed)})\n'
+        made = load_module(text, {'_fn': fn}, name)[name]
+        if key is not None:
+            if len(_WRAPPERS) >= _WRAPPERS_MOST:
+                _WRAPPERS.pop(next(iter(_WRAPPERS)))
+            _WRAPPERS[key] = made
+    plan = dataclasses.replace(call.plan, target=made, entry=None)
+    return Call(plan, tuple(call.args) + tuple(call.keywords.values()),
+                list(call.origin) + [call.keyword_origin[n] for n in names])
+
+
+def resolved_call(fn, active, args, kwargs):
+    """The call of `fn` bound, its target a Python function (`_through_def` for a rule's),
+    and the positions of the target's arguments that `active` names and that carry a
+    derivative; None where `fn` has no source or rule but nothing it is given carries one."""
+    plan = _expand(fn, active, args, kwargs)
+    if plan is None:
+        return None
+    call = bind(plan, args, kwargs)
+    if plan.entry is not None:
+        call = _through_def(call)
+    return call, positions(call, active)
+
+
+def reverse_of(call, wrt):
+    kinds = kinds_of(call.args, wrt)
+    _check_writes(call.plan.target, kinds)
+    return compilation.compile(call.plan.target, compilation.Spec('reverse', tuple(wrt),
+                                                                  kinds=kinds))
+
+
 # ---------------------------------------------------------------- reverse mode
 
-class _Rule:
-    """The tape's record of a callee applied by its rule."""
-    __slots__ = ('call', 'ans', 'wrt')
-
-    def __init__(self, call, ans, wrt):
-        self.call, self.ans, self.wrt = call, ans, wrt
-
-    def backward(self, tape, g):
-        entry, call = self.call.plan.entry, self.call
-        if is_zero(g):
-            return [0.0] * len(self.wrt)
-        return [entry.vjps[i](g, self.ans, *call.args, **call.keywords) for i in self.wrt]
-
-
-class _Adjoint:
+class Adjoint:
     """The tape's record of a callee run by its compiled forward sweep."""
     __slots__ = ('call', 'ans', 'wrt', 'compiled')
 
@@ -91,7 +134,7 @@ class _Adjoint:
         return list(grads) if len(self.wrt) > 1 else [grads]
 
 
-class _Nothing:
+class Nothing:
     """The tape's record of a call through which nothing flows."""
     __slots__ = ('call', 'wrt')
 
@@ -102,47 +145,21 @@ class _Nothing:
         return []
 
 
-def _rule_positions(call, wrt, active, mode):
-    """`wrt` without what the rule has no derivative in (its static arguments, a
-    non-differentiable function); refused where it has none for a moving argument."""
-    entry = call.plan.entry
-    if entry.nondiff:
-        return []
-    rules = entry.vjps if mode == 'vjp' else entry.jvps
-    for i in wrt:
-        if i not in entry.static_argnums and i not in rules:
-            which = 'derivative' if mode == 'vjp' else 'forward-mode'
-            raise UnsupportedError(f'no {which} rule for argument {i} of {entry.name}')
-    for name, where in call.keyword_origin.items():
-        if on(where, active) and carries(call.keywords[name]):
-            raise UnsupportedError(f'differentiating {entry.name} with respect to its keyword '
-                                   f'argument {name!r} is not supported; pass it by position')
-    return [i for i in wrt if i in rules]
-
-
 def call_forward(tape, active, fn, *args, **kwargs):
     """The forward sweep of `fn(*args, **kwargs)`: its value; what `call_backward`
     needs goes on `tape`, above what the callee's own forward sweep pushed."""
-    plan = _expand(fn, active, args, kwargs)
-    if plan is None:                                # nothing it is given carries a derivative
-        tape.append(_Nothing(None))
+    resolved = resolved_call(fn, active, args, kwargs)
+    if resolved is None:                            # nothing it is given carries a derivative
+        tape.append(Nothing(None))
         return fn(*args, **kwargs)
-    call = bind(plan, args, kwargs)
-    wrt = positions(call, active)
-    if plan.entry is not None:
-        wrt = _rule_positions(call, wrt, active, 'vjp')
-        ans = plan.target(*call.args, **call.keywords)
-        tape.append(_Rule(call, ans, wrt) if wrt else _Nothing(call))
-        return ans
-    kinds = kinds_of(call.args, wrt)
-    _check_writes(plan.target, kinds)
+    call, wrt = resolved
     if not wrt:
-        tape.append(_Nothing(call))
-        return plan.target(*call.args)
-    compiled = compilation.compile(plan.target, compilation.Spec('reverse', tuple(wrt),
-                                                                 kinds=kinds))
+        _check_writes(call.plan.target, kinds_of(call.args, wrt))
+        tape.append(Nothing(call))
+        return call.plan.target(*call.args)
+    compiled = reverse_of(call, wrt)
     ans = compiled.forward(tape, *call.args)
-    tape.append(_Adjoint(call, ans, wrt, compiled))
+    tape.append(Adjoint(call, ans, wrt, compiled))
     return ans
 
 
@@ -154,7 +171,7 @@ def _expand(fn, active, args, kwargs):
         return expand(fn)
     except UnsupportedError:
         given = [getattr(fn, '__self__', fn)] if 0 in active else []
-        given += [a for k, a in enumerate(args, 1) if k in active or '*' in active]
+        given += [a for k, a in enumerate(args, 1) if on(('arg', k - 1), active)]
         given += [v for k, v in kwargs.items() if k in active]
         if any(carries_within(v) for v in given):
             raise
@@ -165,7 +182,12 @@ def call_backward(tape, g):
     """The cotangents of what `call_forward` was told carries derivatives (`Cotangents`),
     from the cotangent `g` of its value."""
     record = tape.pop()
-    grads = record.backward(tape, g)
+    return distribute(record, record.backward(tape, g))
+
+
+def distribute(record, grads):
+    """The target's arguments' cotangents `grads` (of `record.wrt`), as the caller reads
+    them: the callee's own (from its leaves'), each argument's, each keyword's."""
     call = record.call
     if call is None:
         return Cotangents(0.0, {}, {}, False, 0)
@@ -198,10 +220,10 @@ class Cotangents:
     def __getitem__(self, key):
         if key == 0:
             return self.callee
-        if key == '*':                  # every positional argument's: f(*args)
+        if isinstance(key, str) and key[:1] == '*':     # those spread: f(a, *rest): '*1'
             if not self.args:
                 return 0.0
-            return tuple(self.args.get(k, 0.0) for k in range(1, self.nargs + 1))
+            return tuple(self.args.get(k, 0.0) for k in range(int(key[1:]) + 1, self.nargs + 1))
         if isinstance(key, str):
             return self.keywords.get(key, 0.0)
         return self.args.get(key, 0.0)
@@ -210,6 +232,22 @@ class Cotangents:
         if self.method or is_zero(self.callee):
             return self.callee          # a bound method's cotangent is its object's
         return {name: self.callee}      # a function held in an attribute: a field's
+
+
+def cotangent_of(cotangents, key):
+    """`cotangents[key]` (`Cotangents`, or 0.0): generated code's read of one of them."""
+    return 0.0 if is_zero(cotangents) else cotangents[key]
+
+
+def receiver_cotangent(cotangents, name):
+    """The cotangent of `obj` where the callee was `obj.name`."""
+    return 0.0 if is_zero(cotangents) else cotangents.receiver(name)
+
+
+registry.defjvp(cotangent_of, lambda t, ans, cotangents, key: cotangent_of(t, key))
+registry.defjvp(receiver_cotangent, lambda t, ans, cotangents, name: receiver_cotangent(t, name))
+registry.static(cotangent_of, 1)
+registry.static(receiver_cotangent, 1)
 
 
 # ---------------------------------------------------------------- forward mode
@@ -227,43 +265,38 @@ def receiver_tangent(t, obj, name):
     return getattr(t, name, 0.0)
 
 
-def call_jvp(active, batched, fn, args, kwargs, tangents):
-    """`(value, tangent)` of `fn(*args, **kwargs)`, given the tangents of `active` (in its
-    order)."""
-    plan = _expand(fn, active, args, kwargs)
-    if plan is None:
-        return fn(*args, **kwargs), 0.0
-    call = bind(plan, args, kwargs)
+def tangents_of(call, active, tangents):
+    """`tangent(i)`: the tangent of the target's argument i, from those of `active`."""
     given = dict(zip(active, tangents))
-    leaves = plan.tangents(given.get(0, 0.0))
-    wrt = positions(call, active)
-
-    spread = given.get('*', 0.0)
+    leaves = call.plan.tangents(given.get(0, 0.0))
+    spread = next(((int(key[1:]), t) for key, t in given.items()
+                   if isinstance(key, str) and key[:1] == '*'), None)
 
     def tangent(i):
         kind, k = call.origin[i]
         if kind == 'leaf':
             return leaves[k]
-        if kind == 'arg' and '*' in given:
-            return 0.0 if is_zero(spread) else spread[k]
+        if kind == 'arg' and spread is not None and k >= spread[0]:
+            return 0.0 if is_zero(spread[1]) else spread[1][k - spread[0]]
+        if kind == 'default':
+            return 0.0
         return given.get(k + 1 if kind == 'arg' else k, 0.0)
-    if plan.entry is not None:
-        wrt = _rule_positions(call, wrt, active, 'jvp')
-        ans = plan.target(*call.args, **call.keywords)
-        rules = plan.entry.batched_jvps if batched else plan.entry.jvps
-        out = 0.0
-        for i in wrt:
-            t = tangent(i)
-            if is_zero(t):
-                continue
-            rule = rules.get(i) or plan.entry.jvps[i]
-            out = add_adjoint(out, rule(t, ans, *call.args, **call.keywords))
-        return ans, out
+    return tangent
+
+
+def call_jvp(active, batched, fn, args, kwargs, tangents):
+    """`(value, tangent)` of `fn(*args, **kwargs)`, given the tangents of `active` (in its
+    order)."""
+    resolved = resolved_call(fn, active, args, kwargs)
+    if resolved is None:
+        return fn(*args, **kwargs), 0.0
+    call, wrt = resolved
     kinds = kinds_of(call.args, wrt)
-    _check_writes(plan.target, kinds)
+    _check_writes(call.plan.target, kinds)
     if not wrt:
-        return plan.target(*call.args), 0.0
-    compiled = compilation.compile(plan.target, compilation.Spec(
+        return call.plan.target(*call.args), 0.0
+    tangent = tangents_of(call, active, tangents)
+    compiled = compilation.compile(call.plan.target, compilation.Spec(
         'forward', tuple(wrt), kinds=kinds, batched=bool(batched)))
     return compiled.combined(*call.args, *[tangent(i) for i in wrt])
 
@@ -294,4 +327,5 @@ for _fn in (call_forward, call_backward, call_jvp, call_plain):
     _fn.__tapeflow_dispatcher__ = True
 compilation.RUNTIME.update(call_forward=call_forward, call_backward=call_backward,
                            call_jvp=call_jvp, call_plain=call_plain, closure=closure,
-                           receiver_tangent=receiver_tangent)
+                           receiver_tangent=receiver_tangent, cotangent_of=cotangent_of,
+                           receiver_cotangent=receiver_cotangent)

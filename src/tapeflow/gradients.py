@@ -15,6 +15,7 @@ import types
 import numpy as np
 
 import tapeflow.cache as cache
+from tapeflow.errors import UnsupportedError
 from tapeflow.arguments import (SCALAR_TYPES, FunctionArgument, argument_kinds, array_shapes, binder,
                                 check_differentiable, check_holomorphic_input, check_libraries,
                                 check_not_structured, check_pytree_argument, check_scalar,
@@ -136,9 +137,16 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
             if holomorphic:
                 check_holomorphic_input(args[i], i, fname, parameter_name(python_fn, i), kind)
         kinds = argument_kinds(args)
-        compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=kinds,
-                                   checkpoint=checkpoint, compile=target))
+        try:
+            compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
+                                       arg_shapes=array_shapes(args), kinds=kinds,
+                                       checkpoint=checkpoint, compile=target))
+        except UnsupportedError as error:
+            if not getattr(error, 'by_forward_mode', False) or has_aux or target != 'python':
+                raise
+            by_forward = forward_gradient(f, wrt)   # (a gradient of a gradient through a call
+            entry = state[key] = (None, None, (), by_forward, by_forward, by_forward.__code__)
+            return entry                            # the compiler resolves at run time)
         check_libraries(python_fn, compiled, args)
         if compiled.native_source:          # compile='numba': arguments it computes as NumPy
             compiled.combined.admit(args)
@@ -228,6 +236,22 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
     return differentiated
+
+
+def forward_gradient(f, wrt):
+    """`f`'s gradient in its arguments at `wrt` by forward mode, one direction per element
+    (`jacfwd`): where reverse mode over `f`'s code cannot run (generated code calling a
+    function resolved at run time, `tapeflow.calls`); `f(*args, seed)` -> (value, gradient)."""
+    from tapeflow.jacobians import jacfwd       # (jacobians reads `grad`)
+    jacobian = jacfwd(f, argnums=wrt if len(wrt) > 1 else wrt[0])
+
+    def by_forward_mode(*args):
+        *args, seed = args
+        grads = jacobian(*args)
+        if seed != 1.0:
+            grads = tuple(g * seed for g in grads) if len(wrt) > 1 else grads * seed
+        return f(*args), grads
+    return by_forward_mode
 
 
 def _never():

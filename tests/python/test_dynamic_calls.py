@@ -251,3 +251,26 @@ def test_an_int_counted_as_moving_reaches_a_builtin_without_a_rule():
         kept = [0, 1, 2]
         return a[kept.index(i)] * 3.0
     _check(f, [np.array([1.0, 2.0, 3.0])])
+
+
+def test_second_order_through_calls_resolved_at_run_time():
+    x = np.array([0.3, -0.7, 1.1])
+
+    def f(x, k):
+        fns = [cube, np.sin, lambda v: np.exp(v) * v]
+        return np.sum(fns[k](x)) * 2.0
+
+    def g(x):
+        model = Model(np.array([0.5, -1.0, 2.0]), 0.2)
+        return model.loss(x.reshape(3, 1) * np.ones((1, 3)))
+
+    for fn in [lambda x: f(x, 0), lambda x: f(x, 1), lambda x: f(x, 2), g]:
+        hessian = tf.hessian(fn)(x)
+        eps = 1e-5
+        numeric = np.array([(tf.grad(fn)(x + eps * e) - tf.grad(fn)(x - eps * e)) / (2 * eps)
+                            for e in np.eye(3)])
+        np.testing.assert_allclose(hessian, numeric, rtol=1e-6, atol=1e-8)
+        v = np.array([1.0, 2.0, -1.0])
+        np.testing.assert_allclose(tf.hvp(fn, (x,), (v,)), hessian @ v, rtol=1e-10)
+    # reverse over reverse runs forward mode: the same second derivative
+    assert np.isclose(tf.grad(tf.grad(lambda t: f(t, 1)))(0.4), -2 * np.sin(0.4))

@@ -22,8 +22,6 @@ _REJECTED = {
     gast.AsyncFor: 'async for is not supported',
     gast.AsyncFunctionDef: 'async functions are not supported',
     gast.Await: 'await is not supported',
-    gast.Yield: 'generators (yield) are not supported',
-    gast.YieldFrom: 'generators (yield from) are not supported',
     gast.ClassDef: 'class definitions inside a differentiated function are not supported',
     gast.Global: 'global statements (writes to module globals) are not supported',
     gast.Nonlocal: 'nonlocal statements (writes to enclosing variables) are not supported',

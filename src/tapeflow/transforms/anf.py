@@ -290,15 +290,18 @@ class _ANF(Comprehensions):
         if len(e.args) == 1 and isinstance(e.args[0], ast.GeneratorExp):
             e.args = [nodes.list_comp(e.args[0].elt, e.args[0].generators)]
         if any(isinstance(a, ast.Starred) for a in e.args):
-            args = [nodes.starred(self.star_arguments(e.args, pre))]
+            first = next(k for k, a in enumerate(e.args) if isinstance(a, ast.Starred))
+            args = [self.atom(a, pre, 'arg') for a in e.args[:first]] + \
+                [nodes.starred(self.star_arguments(e.args[first:], pre))]
         else:
             args = [self.atom(a, pre, 'arg') for a in e.args]
         keywords = [nodes.keyword(k.arg, self.atom(k.value, pre, k.arg or 'kw')) for k in e.keywords]
         return nodes.copy_location(nodes.call(func, *args, keywords=keywords), e)
 
     def star_arguments(self, args, pre):
-        """`f(a, *s, b)`: the one tuple of its positional arguments, `(a,) + tuple(s) + (b,)`
-        (one operation a statement), which the call spreads: `f(*_args)`."""
+        """`f(a, *s, b)`: the one tuple of its positional arguments from the first spread one
+        on, `tuple(s) + (b,)` (one operation a statement), which the call spreads:
+        `f(a, *_args)`."""
         parts, plain = [], []
         for a in args:
             if isinstance(a, ast.Starred):

@@ -40,7 +40,8 @@ RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'keyword_argument', 'setitem_
                  'checkpoints', 'uniform_sum', 'uniform_mean', 'kept_sum', 'kept_mean', 'shape_witness',
                  # calls resolved at run time (tapeflow.calls)
                  'call_forward', 'call_backward', 'call_jvp', 'call_plain', 'closure',
-                 'receiver_tangent', 'zipped', 'without_key', 'delete_item')
+                 'receiver_tangent', 'zipped', 'without_key', 'delete_item', 'cotangent_of',
+                 'receiver_cotangent', 'call_forward_jvp', 'call_backward_jvp')
 
 
 def order_of(fn) -> int:

@@ -24,6 +24,7 @@ from tapeflow.syntax.naming import Namer
 from tapeflow.transforms import namespaces
 from tapeflow.transforms.sugar.assignments import AugAssign
 from tapeflow.transforms.sugar.folding import FoldTransforms, PullbackCalls
+from tapeflow.transforms.sugar.generators import is_generator, lower_generator
 from tapeflow.transforms.sugar.iterators import IteratorValues
 from tapeflow.transforms.sugar.jumps import Jumps
 from tapeflow.transforms.sugar.loops import Loops, ZipValues
@@ -33,6 +34,8 @@ from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
 
 def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> ast.FunctionDef:
+    if source is not None and is_generator(fn):
+        lower_generator(node, namer, source)                    # yield -> _yielded.append
     if source is not None and bindings is not None:
         namespaces.rewrite(node, namer, source, bindings)       # xp.exp(z) -> exp(xp, z)
     if source is not None:

@@ -139,6 +139,10 @@ class _Forward(DynamicCalls, Sweep):
         return None
 
     def assign(self, stmt, y, value):
+        if isinstance(value, ast.Call) and self.ctx.tapes:
+            made = self.dispatcher_call(stmt, y, value)
+            if made is not None:
+                return made
         if isinstance(value, ast.Call) and tape_ops.carries_tape(value.args, self.ctx.tapes) \
                 and self._user_function(value) is not None:
             return self.user_call(stmt, y, value)    # its tape carries tangents: its jvp pops them
@@ -324,6 +328,10 @@ class _Forward(DynamicCalls, Sweep):
 
     def expr(self, stmt):
         call = stmt.value
+        if isinstance(call, ast.Call) and self.ctx.tapes:
+            made = self.dispatcher_call(stmt, None, call)
+            if made is not None:
+                return made
         if isinstance(call, ast.Call) and getanno(call.func, Key.RESOLVED) is delete_item:
             container = call.args[0].id
             if container not in self.ctx.active:

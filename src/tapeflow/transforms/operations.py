@@ -136,10 +136,12 @@ def _call(call, error) -> Operation:
     if fn is None:                  # a function computed while the code runs: `fns[i](x)`
         return dynamic(call, keywords, 'the function called')
     if getattr(fn, '__tapeflow_dispatcher__', False):
-        raise error('a derivative of a derivative (hessian, jvp of grad, grad of grad) of a '
-                    'call whose function is known only when it runs (a function from a list, '
-                    'an argument, an object\'s method) is not supported yet; call a function '
-                    'known when compiling there (a def of the module, a closure of the caller)')
+        refused = error('reverse mode over a gradient (grad of grad, vjp of grad) through a '
+                        'call whose function is known only when it runs (a function from a '
+                        'list, an argument, an object\'s method) is not supported; tf.grad '
+                        'of it runs forward mode, and tf.hessian, tf.hvp and jvp(grad) do')
+        refused.by_forward_mode = True
+        raise refused
     if getattr(fn, '__tapeflow_closure__', False):      # a nested def as a value: its values
         return Operation('pack', args=list(call.args[3:]))
     if user_function(call) is not None:
@@ -169,13 +171,15 @@ def is_dynamic_call(call) -> bool:
 
 def dynamic_active(op, is_active) -> list:
     """What of a dynamic call carries derivatives: 0 its callee (a name, or the object of
-    `obj.method`), k its k-th argument, '*' all of them (`f(*args)`), a keyword argument's
+    `obj.method`), k its k-th argument, '*s' all of them from the s-th on (`f(a, *rest)`:
+    '*1'), a keyword argument's
     name."""
     callee = op.args[0]
     receiver = callee.value if isinstance(callee, ast.Attribute) and \
         getanno(callee, Key.RESOLVED) is None else callee
     active = [0] if is_active(receiver) else []
-    active += ['*' if isinstance(a, ast.Starred) else k for k, a in enumerate(op.args[1:], 1)
+    active += [f'*{k - 1}' if isinstance(a, ast.Starred) else k
+               for k, a in enumerate(op.args[1:], 1)
                if is_active(a.value if isinstance(a, ast.Starred) else a)]
     active += [name for name, value in op.keywords if name is not None and is_active(value)]
     return active

@@ -93,20 +93,20 @@ class CallsSweep:
                 callee = call.func
                 if isinstance(callee, ast.Attribute):
                     name = callee.value.id
-                    part = nodes.call(nodes.attribute(grads, 'receiver'), nodes.const(callee.attr))
+                    part = nodes.call('receiver_cotangent', grads, nodes.const(callee.attr))
                 else:
                     name = callee.id
-                    part = nodes.subscript(grads, nodes.const(0))
+                    part = nodes.call('cotangent_of', grads, nodes.const(0))
                 b = self.adj[name]
                 rev.append(nodes.assign(b, nodes.call('add_adjoint', b, part)))
                 continue
-            if key == '*':                  # f(*args): the tuple's cotangent
-                b = self.adj[call.args[0].value.id]
-                rev.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.subscript(
-                    grads, nodes.const(key)))))
+            if isinstance(key, str) and key[:1] == '*':     # f(a, *rest): the tuple's cotangent
+                b = self.adj[call.args[int(key[1:])].value.id]
+                rev.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.call(
+                    'cotangent_of', grads, nodes.const(key)))))
                 continue
             arg = keywords[key] if isinstance(key, str) else call.args[key - 1]
-            rev.append(self.accumulate(arg.id, nodes.subscript(grads, nodes.const(key))))
+            rev.append(self.accumulate(arg.id, nodes.call('cotangent_of', grads, nodes.const(key))))
         return forward, rev
 
     # ---------------------------------------------------------------- generated code's tape

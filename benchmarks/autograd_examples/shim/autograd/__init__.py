@@ -67,7 +67,7 @@ def hessian_vector_product(fun, argnum=0):
     """autograd's signature: `(*args, vector) -> H @ vector`."""
     def product(*args):
         args, vector = args[:-1], args[-1]
-        gradient = _tf.grad(fun, argnums=argnum)
+        gradient = _tf.grad(_scalar(fun), argnums=argnum)
         tangents = tuple(vector if i == argnum else numpy.zeros_like(a) for i, a in enumerate(args))
         return _tf.jvp(gradient, args, tangents)[1]
     return product

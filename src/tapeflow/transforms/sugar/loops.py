@@ -110,6 +110,23 @@ def _is_one_of(fn, functions) -> bool:
 
 # ------------------------------------------------------------------ for loops
 
+def _grows(body, seq) -> bool:
+    """Whether the loop's body may lengthen the list `seq` it iterates (`seq.append(v)`,
+    `seq.extend`, `seq.insert`, `seq += ...`), which Python's loop then reads too."""
+    for n in nodes.walk_terms(nodes.module(body)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                isinstance(n.func.value, ast.Name) and n.func.value.id == seq and \
+                n.func.attr in ('append', 'extend', 'insert'):
+            return True
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == seq:
+            return True
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.BinOp) and \
+                getanno(n, Key.IN_PLACE) and any(isinstance(t, ast.Name) and t.id == seq
+                                                 for t in n.targets):
+            return True
+    return False
+
+
 def _aug_targets(body) -> set:
     """Names a block binds with `x += ...` (not yet desugared)."""
     return {n.target.id for n in nodes.walk_terms(nodes.module(body))
@@ -160,6 +177,9 @@ class Loops(BlockRewriter):
             seq, length = self._sequence(iterable, prologue, node)
             index = nodes.name(self.namer.new('_i'), store=True)
             heads.append(nodes.assign(node.target, seq(index.id)))
+            named = iterable.id if isinstance(iterable, ast.Name) else None
+            if self.iterated and named is not None and _grows(node.body, named):
+                return self._growing(node, self.iterated[-1], index.id, heads, prologue)
         loop = nodes.for_(index, nodes.call(nodes.builtin('range'), length), heads + node.body)
         copyanno(node, loop, Key.CHECKPOINT)
         setanno(loop, Key.ITERATED, tuple(self.iterated))
@@ -167,6 +187,18 @@ class Loops(BlockRewriter):
         nodes.located(prologue, node)
         nodes.copy_location(loop, node)
         return prologue + [loop]
+
+    def _growing(self, node, seq, index, heads, prologue):
+        """A list the body appends to, iterated to its end as Python does: `while` the next
+        position is in it (the step first: a `continue` does not skip it)."""
+        step = nodes.assign(index, nodes.binop(index, ast.Add(), 1))
+        more = nodes.compare(nodes.binop(index, ast.Add(), 1), ast.Lt(),
+                             nodes.call(nodes.builtin('len'), seq))
+        loop = nodes.while_(more, [step] + heads + node.body)
+        nodes.located([step] + heads, node)
+        nodes.copy_location(loop, node)
+        start = nodes.located(nodes.assign(index, -1), node)
+        return nodes.located(prologue, node) + [start, loop]
 
     def _sequence(self, expr, prologue, node):
         """(item, length): `item(i)` reads the i-th element `expr` iterates, `length`

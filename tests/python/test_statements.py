@@ -1,0 +1,87 @@
+"""Generator functions, Python's loop semantics (a name bound again, a list that grows),
+`del`: each value checked against the plain call, each gradient against central
+differences."""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.gradcheck import checked_against_plain, seed_of
+
+
+def _check(f, args, wrt=0):
+    return checked_against_plain(f, args, wrt, np.random.default_rng(seed_of(f.__name__)))
+
+
+def layers(w, shapes):
+    for m, n in shapes:
+        yield w[:m * n].reshape((m, n)), w[m * n:m * n + n]
+        w = w[(m + 1) * n:]
+
+
+def predict(w, x):
+    for weights, bias in layers(w, [(2, 3), (3, 1)]):
+        x = np.tanh(x @ weights + bias)
+    return np.sum(x)
+
+
+def test_a_generator_function_consumed_by_a_loop():
+    w = np.random.default_rng(0).standard_normal(2 * 3 + 3 + 3 + 1)
+    _check(predict, [w, np.array([[0.5, -0.2], [1.0, 0.3]])])
+
+
+def test_yield_from_and_a_nested_generator():
+    def f(x):
+        def gen():
+            yield x
+            yield from [x * 2, x * 3]
+            for k in range(2):
+                yield x ** k
+        return sum(gen()) + sum(v * v for v in gen())
+    _check(f, [1.5])
+
+
+def test_a_list_that_grows_while_it_is_iterated_is_read_to_its_end():
+    def appended(x):
+        queue = [x]
+        total = 0.0
+        for item in queue:
+            total = total + item
+            if len(queue) < 4:
+                queue.append(item * 2.0)
+        return total
+
+    def extended_with_continue(x):
+        queue = [x]
+        total = 0.0
+        for item in queue:
+            if len(queue) < 5:
+                queue += [item * 1.5]
+                continue
+            total = total + item
+        return total + sum(queue)
+    assert np.isclose(appended(1.3), 1.3 * 15)
+    _check(appended, [1.3])
+    _check(extended_with_continue, [1.3])
+
+
+def test_the_iterated_name_bound_again_in_the_loop_changes_nothing():
+    def f(x):
+        v = x * np.ones(3)
+        total = 0.0
+        for e in v:
+            v = v * 0.5
+            total = total + e
+        return total + np.sum(v)
+    assert np.isclose(f(1.0), 3.0 + 3 * 0.125)
+    _check(f, [1.3])
+
+
+def test_del_of_a_name_and_of_items():
+    def f(x):
+        y = x * 2.0
+        ys = [x, y, x * y]
+        del ys[1]
+        d = {'a': y, 'b': x}
+        del d['a'], y
+        return ys[0] * ys[1] + d['b']
+    _check(f, [1.2])
