@@ -25,9 +25,9 @@ A verdict is kept per code object, text and way of compiling it.
 from __future__ import annotations
 
 import __future__
-import ast
 import linecache
 import re
+import symtable
 import textwrap
 import types
 import weakref
@@ -101,18 +101,11 @@ def _module_imports(filename):
     known = _IMPORTS.get(filename)
     if known is not None and known[0] == text:
         return known[1]
-    try:
-        tree = ast.parse(text)
+    try:        # (the compiler's own symbol table: no syntax tree objects made, from any thread)
+        table = symtable.symtable(text, filename, 'exec')
     except (SyntaxError, ValueError):
         return None
-    names, pending = set(), list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(a.asname or a.name.partition('.')[0] for a in node.names)
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                   ast.Lambda, ast.expr)):
-            pending.extend(ast.iter_child_nodes(node))
+    names = {symbol.get_name() for symbol in table.get_symbols() if symbol.is_imported()}
     if len(_IMPORTS) > 64:
         _IMPORTS.clear()
     _IMPORTS[filename] = (text, frozenset(names))
