@@ -8,7 +8,7 @@ array together with the shape it selects, for reads and for writes.
 """
 from __future__ import annotations
 
-from .scope import Array, ArrayList, Float, FloatList, Index
+from .scope import Array, ArrayList, Dict, Float, FloatList, Fn, FnList, Index, Tuple
 
 CONSTANTS = ('2.0', '0.5', '1.5', '3.0', '0.25', '0.75')
 FLOAT_UNARY = ('np.sin({})', 'np.tanh({})', 'np.cos({})', '{} ** 2', 'np.exp(-{} ** 2)')
@@ -93,7 +93,32 @@ def array_terms(c, scope):
         t = scope.vars[name]
         terms.append((f'{name}[{c.integer(0, t.length - 1)}]', t.shape))
         terms.append((f'{name}[-1]', t.shape))
+    for name in scope.of_type(Tuple, lambda t: t.length > 0 and isinstance(t.element, Array)):
+        t = scope.vars[name]
+        terms.append((f'{name}[{c.pick(("-1", "0"))}]', t.element.shape))
+    for name in scope.of_type(Dict, lambda t: t.keys and isinstance(t.element, Array)):
+        t = scope.vars[name]
+        terms.append((f'{name}[{c.pick(sorted(t.keys, key=repr))!r}]', t.element.shape))
     return terms
+
+
+def callee(c, scope):
+    """A function value in scope (`scope.Fn`, an element of an `FnList`), else np.tanh."""
+    lists = scope.of_type(FnList, lambda t: t.length > 0)
+    fns = scope.of_type(Fn) + [f'{n}[{c.pick(("0", "-1"))}]' for n in lists]
+    return c.pick(fns) if fns else 'np.tanh'
+
+
+def container_reads(c, scope):
+    """Float reads of tuples and dicts of floats."""
+    reads = []
+    for name in scope.of_type(Tuple, lambda t: t.length > 0 and isinstance(t.element, Float)):
+        reads.append(c.pick((f'{name}[-1]', f'{name}[0]', f'sum({name})')))
+    for name in scope.of_type(Dict, lambda t: isinstance(t.element, Float)):
+        keys = sorted(scope.vars[name].keys, key=repr)
+        reads.append(c.pick((f'{name}[{c.pick(keys)!r}]', f'{name}.get({c.pick(keys)!r}, 0.5)'))
+                     if keys else f"{name}.get('zz', 0.5)")
+    return reads
 
 
 def float_leaf(c, scope) -> str:
@@ -108,6 +133,10 @@ def float_leaf(c, scope) -> str:
     lists = scope.of_type(FloatList, lambda t: t.length > 0)
     if lists:
         forms.append((lambda: list_read(c, c.pick(lists), scope.vars), 3))
+    if scope.of_type((Tuple, Dict)):
+        forms.append((lambda: c.pick(container_reads(c, scope) or ['1.0']), 3))
+    if scope.of_type((Fn, FnList)):
+        forms.append((lambda: f'{callee(c, scope)}({c.pick(floats) if floats else constant(c)})', 1))
     return c.weighted(forms)()
 
 
@@ -154,6 +183,8 @@ def array_leaf(c, scope, shape) -> str:
     forms = [(lambda: f'np.ones({shape_text(shape)}) * {wrap(float_leaf(c, scope))}', 1)]
     if terms:
         forms.append((lambda: c.pick(terms), 12))
+        if scope.of_type((Fn, FnList)):
+            forms.append((lambda: f'{callee(c, scope)}({c.pick(terms)})', 2))
     wide = [text for text, s in array_terms(c, scope) if len(s) == 2 and s[1] == shape[0]]
     if len(shape) == 1 and wide:
         forms.append((lambda: f'{c.pick(("np.sum", "np.mean", "np.max"))}({c.pick(wide)}, axis=0)', 1))

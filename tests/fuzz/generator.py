@@ -16,15 +16,20 @@ import numpy as np
 from . import grammar
 from .choices import HypothesisChoices, RandomChoices
 from .grammar import Line
-from .scope import Array, ArrayList, Float, FloatList, Index, Scope
+from .scope import Array, ArrayList, Dict, Float, FloatList, Fn, FnList, Index, Scope, Tuple
 
 PARAMETER_TYPES = ((Array((3,)), 3), (Float(), 3), (Array((2, 3)), 2), (Array((4,)), 2),
                    (Array((3, 3)), 2), (FloatList(3), 1), (ArrayList((3,), 2), 1))
 PARAMETER_NAMES = ('x', 'y', 'z', 'w')
 LOCAL_NAMES = {Array: 'abcdegh', Float: 'stu', Index: 'ijkl',
-               FloatList: ('ys', 'zs', 'vs'), ArrayList: ('rows', 'cols', 'mats')}
+               FloatList: ('ys', 'zs', 'vs'), ArrayList: ('rows', 'cols', 'mats'),
+               FnList: ('fns', 'ops', 'layers'), Tuple: ('state', 'tup', 'pair'),
+               Dict: ('d', 'memo', 'cache', 'params')}
 MODULE_CONSTRUCTS = ('shadow_range',)    # written at the module's top, not by the grammar
 LOW, HIGH = 0.5, 1.5        # every input in here: smooth, no division near 0, no ties
+# what the oracle checks beside the gradient: forward mode (jvp along a direction against
+# central differences), then also second order (hvp against differences of the gradient)
+CHECKS = (('reverse', 6), ('forward', 3), ('second', 1))
 
 
 @dataclasses.dataclass
@@ -37,6 +42,7 @@ class Program:
     used: collections.Counter
     record: list | None = None   # the choices that made it (seeded and replayed programs)
     spans: list = ()             # (start, end) in `record` of each statement's choices
+    checks: str = 'reverse'      # 'reverse', 'forward' (and reverse), 'second' (and both)
 
     def args(self):
         """Fresh arguments (the same ones every call)."""
@@ -44,7 +50,8 @@ class Program:
         return [make_value(t, rng) for _, t in self.params]
 
     def __str__(self):
-        return f'{self.source}\n# args = {literal(self.args())}\n# argnums = {self.wrt}\n'
+        return (f'{self.source}\n# args = {literal(self.args())}\n# argnums = {self.wrt}\n'
+                f'# checks = {self.checks}\n')
 
     def _repr_pretty_(self, printer, cycle):
         """How Hypothesis prints a failing program: as its source and arguments."""
@@ -79,6 +86,7 @@ class Writer:
         self.taken: set[str] = set()
         self.helpers: dict[str, list] = {}
         self.used = collections.Counter()
+        self.imports: set[str] = set()     # modules beside numpy the program's lines use
 
     def fresh(self, t) -> str:
         pool = LOCAL_NAMES[type(t)]
@@ -120,14 +128,16 @@ def generate(choices, weights=None) -> Program:
     g.taken.update(name for name, _ in params)
     wrt = tuple(k for k in range(len(params)) if not c.chance(0.2)) or (0,)
     value_seed = c.integer(0, 2**31 - 1)
+    checks = c.weighted(CHECKS)
     scope = Scope(params)
     body = g.block(scope, 1, 12, 0.85)
     body.append(Line(f'return {return_value(c, scope)}', 'return'))
     # module flags: a branch on a global is read when the code runs (a pushed test was
     # once taken for a local and set to None, and `if FLAG_ON:` never ran)
-    lines = [Line('import numpy as np', 'module'), Line('', 'module'),
-             Line('FLAG_ON = True', 'module'), Line('FLAG_OFF = False', 'module'),
-             Line('', 'module')]
+    lines = [Line(f'import {name}', 'module') for name in sorted(g.imports)]
+    lines += [Line('import numpy as np', 'module'), Line('', 'module'),
+              Line('FLAG_ON = True', 'module'), Line('FLAG_OFF = False', 'module'),
+              Line('', 'module')]
     if c.chance(0.15):
         # a global named like a name of the generated code: the user's loops run their
         # trips backwards, the generated code's own `range` must stay the builtin
@@ -142,7 +152,7 @@ def generate(choices, weights=None) -> Program:
     lines += [Line('', 'module'), Line(f'def f({signature}):', 'def f')] + grammar.indent(body)
     source = '\n'.join(line.text for line in lines) + '\n'
     return Program(source, params, wrt, value_seed, tuple(line.construct for line in lines),
-                   g.used, getattr(c, 'record', None), c.spans)
+                   g.used, getattr(c, 'record', None), c.spans, checks)
 
 
 def seeded(seed, index, weights=None) -> Program:
@@ -157,7 +167,7 @@ def parameter_name(t, k) -> str:
 
 def return_value(c, scope) -> str:
     """A sum of terms over several live values, the ones written last first."""
-    live = [n for n in scope.names(lambda t: not isinstance(t, Index))
+    live = [n for n in scope.names(lambda t: not isinstance(t, (Index, Fn, FnList)))
             if getattr(scope.vars[n], 'length', 1) > 0]
     recent = [n for n in reversed(scope.touched) if n in live][:3]
     others = [n for n in live if n not in recent]
@@ -173,6 +183,13 @@ def term(c, name, t) -> str:
         return c.pick(('{0}', '{0} * {0}', 'np.sin({0})')).format(name)
     if isinstance(t, FloatList):
         return c.pick(('sum({0})', '{0}[-1]', 'max({0})', '{0}[0] * {0}[-1]')).format(name)
+    if isinstance(t, Tuple) and isinstance(t.element, Float):
+        return c.pick(('sum({0})', '{0}[-1]', '{0}[0] * {0}[-1]')).format(name)
+    if isinstance(t, Dict):
+        key = c.pick(sorted(t.keys, key=repr))
+        if isinstance(t.element, Float):
+            return c.pick(('sum({0}.values())', f'{{0}}[{key!r}]', f'{{0}}[{key!r}] ** 2')).format(name)
+        return c.pick((f'np.sum({{0}}[{key!r}])', 'sum(np.sum(v * v) for v in {0}.values())')).format(name)
     return c.pick(('np.sum({0}[0] * {0}[-1])', 'np.sum({0}[-1])')).format(name)
 
 

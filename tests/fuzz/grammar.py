@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, NamedTuple
 
-from . import arrays, calls, flow, lists
-from .scope import Array, ArrayList, FloatList
+from . import arrays, calls, containers, dicts, dynamic, flow, lists
+from .scope import Array, ArrayList, Dict, FloatList
 
 
 class Line(NamedTuple):
@@ -54,8 +54,25 @@ CONSTRUCTS = (
     Construct('multiple', arrays.multiple, 2),
     Construct('if', flow.if_block, 3),
     Construct('for', flow.for_block, 3),
+    # the Python of issue 29: calls resolved at run time, containers as values, loops
+    Construct('function_table', dynamic.function_table, 2),
+    Construct('method_call', dynamic.method_call, 2),
+    Construct('function_value', dynamic.function_value, 2),
+    Construct('call_value', dynamic.call_value, 4),
+    Construct('star_call', dynamic.star_call, 1.5),
+    Construct('generator_call', dynamic.generator_call, 1.5),
+    Construct('dict_build', dicts.dict_build, 2.5),
+    Construct('dict_mutation', dicts.dict_mutation, 5, (Dict,)),
+    Construct('dict_iteration', dicts.dict_iteration, 2.5, (Dict,)),
+    Construct('tuple_state', containers.tuple_state, 2),
+    Construct('list_ops', containers.list_ops, 2),
+    Construct('worklist', containers.worklist, 1),
+    Construct('rebind_iterated', containers.rebind_iterated, 1),
+    Construct('delete', containers.delete, 1),
 )
 NAMES = tuple(construct.name for construct in CONSTRUCTS)
+ISSUE_29 = NAMES[NAMES.index('function_table'):]     # the Python of issue 29
+MUTATION_ONLY = {name: 0 for name in ISSUE_29}        # weights: the grammar before them
 TRIES = 4
 
 

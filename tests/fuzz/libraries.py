@@ -81,7 +81,7 @@ def same(a, b) -> bool:
 
 def classify(program, loader, library) -> tuple:
     """(kind, reason): ok, refused, discarded, wrong or crash (see the module docstring)."""
-    numpy_outcome = check(program, loader)
+    numpy_outcome = check(program, loader, modes=False)
     if numpy_outcome.kind != 'ok':
         return 'discarded', f'on NumPy: {numpy_outcome.kind}'
     module, path = loader.load(program)

@@ -13,6 +13,15 @@
   from central differences;
 - ok:        none of these.
 
+A share of programs (`Program.checks`) is also differentiated in forward mode
+(`tf.jvp` along the first random direction, against the same central
+differences) and to second order (`tf.jvp` of `tf.grad`: the Hessian along a
+direction, against central differences of the gradient along it). A wrong
+number or an internal error there makes the program wrong or a crash; a located
+refusal there is counted apart (`Outcome.modes`), the program stays ok. A program
+whose plain call runs longer than `PLAIN_SECONDS` is discarded, one that tapeflow
+takes longer than `TAPEFLOW_SECONDS` on is a crash.
+
 Every call gets deep copies of the arguments. Whether tapeflow changes its
 copies, and whether it leaves them as the plain call leaves its own, is
 reported apart (`mutated_args`, `like_plain`): not a failure, the rule for
@@ -25,8 +34,11 @@ import dataclasses
 import importlib.util
 import itertools
 import linecache
+import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 
@@ -34,13 +46,21 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow import cache as tf_cache
-from tests.gradcheck import inner, numeric_directional, random_direction
+from tests.gradcheck import inner, numeric_directional, perturb, random_direction
 
 CLASSES = ('ok', 'refused', 'wrong', 'crash', 'discarded')
 STEPS = (1e-5, 1e-6)     # central differences with both must agree, or the program is discarded
 RTOL, ATOL = 1e-5, 1e-7  # ATOL is scaled by max(1, |value|)
 VALUE_RTOL = 1e-10
 DIRECTIONS = 2
+SECOND_STEPS = (1e-4, 1e-5)   # central differences of the gradient, for second order
+PLAIN_SECONDS, TAPEFLOW_SECONDS = 10, 120
+MODES = ('forward', 'second')
+# generated sources tapeflow keeps beyond its cache (the dispatcher's `def call_sin(a0)`
+# around a rule, made once per function and bounded): their linecache entries stay.
+# (Dropping them while tapeflow.cache.clear() leaves the defs made the next compile of
+# one a SourceUnavailableError, as linecache.clearcache() does in a user's session.)
+KEPT_SOURCES = ('<tapeflow call_',)
 
 
 @dataclasses.dataclass
@@ -56,6 +76,8 @@ class Outcome:
     mutated_args: bool = False   # tapeflow's copies of the arguments differ from the originals after
     plain_mutates: bool = False  # the plain call's copies do
     like_plain: bool = True      # tapeflow's copies end as the plain call's do
+    directions: list = dataclasses.field(default_factory=list)  # along which it was checked
+    modes: dict = dataclasses.field(default_factory=dict)   # 'forward'/'second' -> (kind, reason)
 
     def details(self) -> list:
         """The class, the reason, both values, tapeflow's gradients, each direction checked."""
@@ -67,6 +89,8 @@ class Outcome:
         for k, (analytic, *numeric) in enumerate(self.comparisons):
             lines.append(f'direction {k}: tapeflow {analytic!r}, central differences '
                          + ', '.join(f'{v!r} (h={h})' for v, h in zip(numeric, STEPS)))
+        lines += [f'{mode}: {kind}' + (f' ({reason})' if reason else '')
+                  for mode, (kind, reason) in self.modes.items()]
         return '\n'.join(lines).splitlines()
 
     def report(self, program) -> str:
@@ -103,25 +127,62 @@ class Loader:
     def unload(self, module):
         sys.modules.pop(module.__name__, None)
         for filename in set(linecache.cache) - self.lines_before:
-            linecache.cache.pop(filename, None)
+            if not filename.startswith(KEPT_SOURCES):
+                linecache.cache.pop(filename, None)
         tf_cache.clear()
 
 
-def check(program, loader, value_and_grad=None) -> Outcome:
+class Timeout(BaseException):
+    """Raised by `deadline` (a BaseException: no `except Exception` swallows it)."""
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Raise `Timeout` in this block after `seconds` (on the main thread; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise Timeout(f'over {seconds} s')
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check(program, loader, value_and_grad=None, modes=True) -> Outcome:
+    """`program`'s outcome; `modes=False` leaves out forward mode and second order."""
     value_and_grad = value_and_grad or tf.value_and_grad
     module, path = loader.load(program)
     try:
-        return classify(program, module.f, path, value_and_grad)
+        return classify(program, module.f, path, value_and_grad, modes)
     finally:
         loader.unload(module)
 
 
-def classify(program, f, path, value_and_grad) -> Outcome:
+def classify(program, f, path, value_and_grad, modes=True) -> Outcome:
     args = program.args()
     plain_args = copy.deepcopy(args)
-    plain = plain_value(f, plain_args)
+    try:
+        with deadline(PLAIN_SECONDS):
+            plain = plain_value(f, plain_args)
+    except Timeout as error:
+        return Outcome('discarded', f'plain call ran {error}')
     if isinstance(plain, str):
         return Outcome('discarded', plain)
+    try:
+        with deadline(TAPEFLOW_SECONDS):
+            return differentiate(program, f, path, value_and_grad, args, plain, plain_args, modes)
+    except Timeout as error:
+        return Outcome('crash', f'Timeout: tapeflow ran {error} (the plain call: under {PLAIN_SECONDS} s)',
+                       plain=plain)
+
+
+def differentiate(program, f, path, value_and_grad, args, plain, plain_args, modes) -> Outcome:
     ours = copy.deepcopy(args)
     try:
         with warnings.catch_warnings():
@@ -140,6 +201,13 @@ def classify(program, f, path, value_and_grad) -> Outcome:
         outcome.kind, outcome.reason = problem
     if outcome.kind == 'ok' and value_and_grad is tf.value_and_grad:
         problem = checkpoint_problem(program, f, path, args, value, grads)
+        if problem:
+            outcome.kind, outcome.reason = problem
+    checks = getattr(program, 'checks', 'reverse') if modes else 'reverse'
+    if outcome.kind == 'ok' and value_and_grad is tf.value_and_grad and checks != 'reverse':
+        problem = mode_problem(outcome, 'forward', forward_check, program, f, path, args, plain)
+        if not problem and checks == 'second':
+            problem = mode_problem(outcome, 'second', second_check, program, f, path, args, plain)
         if problem:
             outcome.kind, outcome.reason = problem
     if outcome.kind == 'wrong':
@@ -171,6 +239,90 @@ def checkpoint_problem(program, f, path, args, value, grads):
             return 'wrong', (f'checkpoint={policy}: ({ck_value!r}, {ck_grads!r}) differs from '
                              f'the plain tape\'s ({value!r}, {grads!r})')
     return None
+
+
+def mode_problem(outcome, mode, run, program, f, path, args, plain):
+    """Run one more check (`forward_check`, `second_check`); note its outcome in
+    `outcome.modes`; ('wrong' or 'crash', reason) if it found one, else None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            kind, reason = run(outcome, program, f, args, plain)
+    except tf.UnsupportedError as error:
+        located = refusal(program, path, error, plain)
+        kind, reason = located.kind, located.reason
+    except Exception as error:  # noqa: BLE001 -- every other exception is a crash, reported
+        kind, reason = 'crash', summary(error)
+    outcome.modes[mode] = (kind, reason)
+    return (kind, f'{mode}: {reason}') if kind in ('wrong', 'crash') else None
+
+
+def tangents_for(args, wrt, directions):
+    """A tangent for every argument: the direction at the positions in `wrt`, zeros elsewhere."""
+    tangents = [zero_tangent(a) for a in args]
+    for i, d in zip(wrt, directions):
+        tangents[i] = d
+    return tuple(tangents)
+
+
+def zero_tangent(value):
+    if isinstance(value, list):
+        return [zero_tangent(v) for v in value]
+    return 0.0 if isinstance(value, float) else np.zeros(np.shape(value))
+
+
+def forward_check(outcome, program, f, args, plain):
+    """`tf.jvp` along the first direction checked: the plain value, and the tangent that
+    central differences gave along that direction."""
+    direction, numeric = outcome.directions[0], outcome.comparisons[0][1]
+    value, tangent = tf.jvp(f, copy.deepcopy(tuple(args)), tangents_for(args, program.wrt, direction))
+    problem = value_problem(value, plain)
+    if problem:
+        return problem
+    try:
+        tangent = float(tangent)
+    except (TypeError, ValueError):
+        return 'wrong', f'tangent {tangent!r} is not a scalar'
+    if not np.isfinite(tangent) or not close(tangent, numeric, ATOL * max(1.0, abs(plain))):
+        return 'wrong', (f'jvp tangent {tangent!r} along direction 0, central differences give '
+                         f'{numeric!r} (the reverse gradient: {outcome.comparisons[0][0]!r})')
+    return 'ok', ''
+
+
+def second_check(outcome, program, f, args, plain):
+    """`tf.jvp(tf.grad(f))`, the Hessian along the first direction `v`, read along the
+    second direction `u`, against central differences of the reverse gradient along `v`."""
+    v, u = outcome.directions[0], outcome.directions[-1]
+    grad = tf.grad(f, argnums=program.wrt)
+    _, hv = tf.jvp(grad, copy.deepcopy(tuple(args)), tangents_for(args, program.wrt, v))
+    if len(program.wrt) == 1 and not (isinstance(hv, tuple) and len(hv) == 1):
+        hv = (hv,)          # (jvp of grad(f, argnums=(0,)) gives the bare tangent: reported)
+    if not isinstance(hv, (tuple, list)) or len(hv) != len(program.wrt):
+        return 'wrong', f'the Hessian along a direction has the structure {hv!r}'
+    analytic = sum(inner(h, d) for h, d in zip(hv, u))
+    numeric = [gradient_difference(f, args, program.wrt, v, u, h) for h in SECOND_STEPS]
+    atol = ATOL * max(1.0, abs(plain))
+    if any(n is None for n in numeric) or not close(numeric[0], numeric[1], 100 * atol):
+        return 'discarded', f'gradient not smooth here: central differences {numeric}'
+    if not np.isfinite(analytic) or not close(analytic, numeric[1], 100 * atol):
+        return 'wrong', (f'u.H.v {analytic!r}, central differences of the gradient give {numeric[1]!r} '
+                         f'(h={SECOND_STEPS[1]}), {numeric[0]!r} (h={SECOND_STEPS[0]})')
+    return 'ok', ''
+
+
+def gradient_difference(f, args, wrt, v, u, h):
+    """u . (grad f(x + h v) - grad f(x - h v)) / 2h, the gradients by tapeflow's reverse mode."""
+    grads = []
+    for sign in (1, -1):
+        moved = list(copy.deepcopy(args))
+        for i, d in zip(wrt, v):
+            moved[i] = perturb(args[i], d, sign * h)
+        try:
+            with np.errstate(divide='raise', over='raise', invalid='raise'):
+                grads.append(tf.grad(f, argnums=wrt)(*moved))
+        except (FloatingPointError, tf.UnsupportedError):
+            return None
+    return sum(inner(a, d) - inner(b, d) for a, b, d in zip(grads[0], grads[1], u)) / (2 * h)
 
 
 def _flat(tree):
@@ -247,6 +399,7 @@ def derivative_problem(outcome, f, args, program, grads, plain):
         analytic = sum(inner(g, d) for g, d in zip(grads, directions))
         numeric = [numeric_central(f, args, program.wrt, directions, h) for h in STEPS]
         outcome.comparisons.append((analytic, *numeric))
+        outcome.directions.append(directions)
         if any(v is None for v in numeric) or not close(numeric[0], numeric[1], atol):
             return 'discarded', f'not smooth here: central differences {numeric} along direction {k}'
         if not close(analytic, numeric[0], atol):

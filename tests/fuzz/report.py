@@ -4,9 +4,10 @@ from __future__ import annotations
 import collections
 import os
 
+from . import dynamic
 from .generator import literal
-from .grammar import NAMES
-from .oracle import CLASSES
+from .grammar import ISSUE_29, NAMES
+from .oracle import CLASSES, MODES
 
 
 class Tally:
@@ -20,8 +21,14 @@ class Tally:
         self.discards = collections.Counter()
         self.by_construct = collections.defaultdict(collections.Counter)
         self.arguments = collections.Counter()
+        self.modes = {mode: collections.Counter() for mode in MODES}
+        self.mode_refusals = collections.Counter()
 
     def add(self, program, outcome):
+        for mode, (kind, reason) in outcome.modes.items():
+            self.modes[mode][kind] += 1
+            if kind == 'refused':
+                self.mode_refusals[f'{mode}: {reason}'] += 1
         self.classes[outcome.kind] += 1
         if outcome.kind == 'refused':
             self.refusals[outcome.reason] += 1
@@ -53,9 +60,18 @@ class Tally:
         run = total - self.classes['discarded']
         lines = [f'{kind:10} {self.classes[kind]:7}  {percent(self.classes[kind], total)}' for kind in CLASSES]
         lines.append(f'refusal rate: {percent(self.classes["refused"], run)} of the {run} programs not discarded')
+        new = sum(n for construct, n in self.refused_at.items() if issue_29(construct))
+        lines.append(f'refused at a line of the issue-29 constructs: {new} ({percent(new, run)} of '
+                     f'those programs)')
         lines.append(self.arguments_line())
+        for mode, counts in self.modes.items():
+            checked = sum(counts.values())
+            lines.append(f'{mode + " checked":16} {checked:6}: ' + ', '.join(
+                f'{kind} {counts[kind]}' for kind in CLASSES if counts[kind]) if checked else
+                f'{mode + " checked":16}      0')
         for title, counter in (('refusals', self.refusals), ('refused at construct', self.refused_at),
-                               ('crashes', self.crashes), ('discards', self.discards)):
+                               ('crashes', self.crashes), ('discards', self.discards),
+                               ('refusals in forward mode and second order', self.mode_refusals)):
             if counter:
                 lines.append(f'{title}:')
                 lines += [f'  {n:6}  {what}' for what, n in counter.most_common(top)]
@@ -66,6 +82,12 @@ class Tally:
                 used = sum(counts.values())
                 lines.append(f'  {name:22} {used:6}: ' + ' / '.join(percent(counts[k], used) for k in CLASSES[:4]))
         return '\n'.join(lines)
+
+
+def issue_29(construct) -> bool:
+    """Whether a line's construct is one of issue 29's, or a module-level definition of theirs."""
+    defined = construct[4:] if construct.startswith('def ') else None
+    return construct in ISSUE_29 or defined in dynamic.DEFINITIONS or defined == 'KEYS'
 
 
 def percent(part, whole) -> str:
@@ -80,12 +102,21 @@ def write_reproducer(directory, stem, program, outcome) -> str:
         handle.write(program.source)
         handle.write('\n\n# ---- tapeflow mutation fuzz ----\n')
         handle.write(''.join(f'# {line}\n' for line in outcome.details()))
-        handle.write(f'ARGS = {literal(program.args())}\nARGNUMS = {program.wrt!r}\n')
+        handle.write(f'ARGS = {literal(program.args())}\nARGNUMS = {program.wrt!r}\n'
+                     f'CHECKS = {getattr(program, "checks", "reverse")!r}\n')
         handle.write(MAIN)
     return path
 
 
 MAIN = '''
+
+def _ones(value, moving=True):
+    if isinstance(value, list):
+        return [_ones(v, moving) for v in value]
+    if isinstance(value, float):
+        return 1.0 if moving else 0.0
+    return np.ones(np.shape(value)) if moving else np.zeros(np.shape(value))
+
 
 if __name__ == '__main__':
     import copy
@@ -94,4 +125,10 @@ if __name__ == '__main__':
 
     print('plain value:', f(*copy.deepcopy(ARGS)))
     print('tapeflow (value, gradients):', tf.value_and_grad(f, argnums=ARGNUMS)(*copy.deepcopy(ARGS)))
+    if CHECKS != 'reverse':      # forward mode and second order along all ones at ARGNUMS
+        tangents = tuple(_ones(a, i in ARGNUMS) for i, a in enumerate(ARGS))
+        print('tapeflow jvp along ones:', tf.jvp(f, copy.deepcopy(tuple(ARGS)), tangents))
+    if CHECKS == 'second':
+        print('tapeflow Hessian along ones:', tf.jvp(tf.grad(f, argnums=ARGNUMS),
+                                                     copy.deepcopy(tuple(ARGS)), tangents)[1])
 '''

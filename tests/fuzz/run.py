@@ -29,6 +29,8 @@ def parse(argv):
     parser.add_argument('--out', default='build/fuzz', help='where failing programs go (default %(default)s)')
     parser.add_argument('--shrink', type=int, default=10, metavar='K',
                         help='shrink the first K failures (default %(default)s; 0: none)')
+    parser.add_argument('--refused', type=int, default=0, metavar='K',
+                        help='also write the first K refused programs (refused-SEED-INDEX.py)')
     parser.add_argument('--index', type=int, help='run only this program of the seed and print it')
     parser.add_argument('--weights', default='', metavar='NAME=W,...',
                         help='override construct weights, e.g. view=0,closure=5')
@@ -63,6 +65,8 @@ def fuzz(options, weights, loader) -> int:
         program = seeded(options.seed, index, weights)
         outcome = check(program, loader)
         tally.add(program, outcome)
+        if outcome.kind == 'refused' and tally.classes['refused'] <= options.refused:
+            write_reproducer(options.out, f'refused-{options.seed}-{index}', program, outcome)
         if outcome.kind in ('wrong', 'crash'):
             stem = f'{outcome.kind}-{options.seed}-{index}'
             written.append(write_reproducer(options.out, stem, program, outcome))

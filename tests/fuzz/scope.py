@@ -52,12 +52,44 @@ class Index:
     bound: int                 # a loop variable: 0 <= i < bound
 
 
+@dataclasses.dataclass(frozen=True)
+class Fn:
+    """A function value (a closure, a lambda, a partial, a callable object): elementwise,
+    a float to a float and an array to an array of its shape."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FnList:
+    length: int                # a list of `Fn`s, at least this long
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuple:
+    element: object            # Float() or Array(shape): every item is one
+    length: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Dict:
+    element: object            # Float() or Array(shape): every value is one
+    keys: frozenset            # keys present on every path (ints and strings)
+
+    @property
+    def length(self):
+        return len(self.keys)
+
+
+SEQUENCES = (FloatList, ArrayList, FnList, Tuple)    # types with a known minimal length
+
+
 def same_kind(a, b) -> bool:
     """Whether a value of type `b` may be stored where one of type `a` was (lengths may differ)."""
     if isinstance(a, Array) and isinstance(b, Array):
         return a.shape == b.shape
     if isinstance(a, ArrayList) and isinstance(b, ArrayList):
         return a.shape == b.shape
+    if isinstance(a, (Tuple, Dict)) and type(a) is type(b):
+        return a.element == b.element
     return type(a) is type(b)
 
 
@@ -67,8 +99,10 @@ def join(a, b):
         return a if a == b else None
     if isinstance(a, Array):
         return Array(a.shape, a.contiguous and b.contiguous)
-    if isinstance(a, (FloatList, ArrayList)):
+    if isinstance(a, SEQUENCES):
         return dataclasses.replace(a, length=min(a.length, b.length))
+    if isinstance(a, Dict):
+        return dataclasses.replace(a, keys=a.keys & b.keys)
     return a
 
 
@@ -86,6 +120,7 @@ class Scope:
         self.kind, self.depth = kind, depth
         self.growth_only, self.frozen = growth_only, frozenset(frozen)
         self.touched: list[str] = []
+        self.hidden: dict = {}       # names a `without` scope does not see, kept for after it
 
     def child(self, **changes):
         """A scope for a nested block: the same names, one level deeper."""
@@ -124,6 +159,30 @@ class Scope:
             if type(t) is type(kind_of) and t.length > 0:
                 self.vars[name] = dataclasses.replace(t, length=t.length - 1)
 
+    def drop_key(self, key):
+        """A key left a dict: any dict may be that dict (an alias) and lose it."""
+        for name, t in self.vars.items():
+            if isinstance(t, Dict) and key in t.keys:
+                self.vars[name] = dataclasses.replace(t, keys=t.keys - {key})
+
+    def freeze(self, names):
+        """`names` may no longer be bound again (a closure made here reads them later)."""
+        self.frozen = self.frozen | frozenset(names)
+
+    def forget(self, name):
+        """`del name`."""
+        self.vars.pop(name, None)
+        if name in self.touched:
+            self.touched.remove(name)
+
+    def without(self, predicate, **changes):
+        """A child scope that does not see the names whose type satisfies `predicate`
+        (a loop over a list must not lengthen it through an alias: it would never end)."""
+        inner = self.child(**changes)
+        inner.vars = {n: t for n, t in inner.vars.items() if not predicate(t)}
+        inner.hidden = {n: t for n, t in self.vars.items() if predicate(t)}
+        return inner
+
     def adopt(self, branches):
         """Take the types known after every branch in `branches` (an if's two arms)."""
         merged = {}
@@ -152,13 +211,16 @@ class Scope:
             if isinstance(t, Index):
                 continue
             before = self.vars.get(name)
-            if before is not None and isinstance(t, (FloatList, ArrayList)):
+            if before is not None and isinstance(t, SEQUENCES) and same_kind(before, t):
                 growth = t.length - before.length
                 t = dataclasses.replace(t, length=before.length + trips * max(growth, 0))
+            elif before is not None and isinstance(t, Dict) and same_kind(before, t):
+                pass            # a body runs at least once and never deletes a key
             elif before is not None:
                 t = join(before, t)
             if t is not None:
                 after[name] = t
+        after.update(body.hidden)
         self.vars = after
         for name in body.touched:
             if name in self.vars:

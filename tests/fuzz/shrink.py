@@ -8,6 +8,8 @@ same way, until a round helps no more or the budget of tries is spent.
 """
 from __future__ import annotations
 
+import re
+
 from .choices import ReplayChoices
 from .generator import generate
 from .oracle import check
@@ -102,7 +104,14 @@ def shrink_failure(program, outcome, loader, weights=None, budget=400):
 
 
 def same_failure(result, outcome) -> bool:
-    """Same class; for crashes, the same exception type."""
+    """Same class; for crashes, the same exception and the same start of its message (its
+    locations, numbers and the tail saying where tapeflow raised it left out)."""
     if result.kind != outcome.kind:
         return False
-    return result.kind != 'crash' or result.reason.split(':')[0] == outcome.reason.split(':')[0]
+    return result.kind != 'crash' or crash_key(result.reason) == crash_key(outcome.reason)
+
+
+def crash_key(reason) -> str:
+    """'TypeError: f.py:9:5: op1() takes ...' -> 'TypeError: op#() takes ...', 60 characters."""
+    text = re.sub(r'(<[^>]*>|\S+):\d+:\d+: ', '', reason.split(' (at ')[0])
+    return re.sub(r'\d+', '#', text)[:60]

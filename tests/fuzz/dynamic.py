@@ -1,0 +1,391 @@
+"""Calls whose function is known only when the code runs, star-calls and generators.
+
+Every function value here is elementwise (`scope.Fn`): a float to a float, an array
+to an array of its shape, so any of them applies to any value. They come from:
+
+- module tables: a list and a dict of helpers (`ACTS[k](a)`, `TABLE['sq'](s)`), with
+  NumPy functions among them;
+- module classes: `Layer` (`__call__` calls `self.affine`, `twice` calls `self`
+  twice, `score` calls both), a dataclass `Gain`, a `Chain` holding a list of
+  callables; instances in a module list (`for layer in LAYERS: a = layer(a)`), and
+  instances made in the function;
+- values made in the function: nested defs and lambdas capturing its locals (the
+  names they read are frozen: a closure reads a local as it is when it runs, and one
+  bound again after it is made is refused by design), lambdas binding a value as a
+  default, `functools.partial` of a helper with a float or an array, bound methods,
+  lists of all of these (`FnList`), appended to in loops.
+
+They are called directly, by index, in loops over lists of them, through helpers
+taking a function (`apply_fn(fn, v)`, `compose(fns, v)`) and through `map`.
+Star-calls spread lists and tuples into helpers taking `*args`; generator helpers
+(`yield`, `yield from`) are consumed by `for`, `sum` and `list`.
+"""
+from __future__ import annotations
+
+import re
+
+from .expressions import array_expr, expr_of, float_expr, wrap
+from .scope import Array, ArrayList, Float, FloatList, Fn, FnList, Index, Tuple
+
+INDENT = '    '
+ACTIVATIONS = {
+    'act_tanh': ['def act_tanh(v):', '    return np.tanh(v) * v'],
+    'act_sq': ['def act_sq(v):', '    return v * v + 0.5'],
+    'act_soft': ['def act_soft(v):', '    return np.log(1.0 + np.exp(v))'],
+}
+MODULE_VALUES = {
+    'ACTS': ['ACTS = [act_tanh, np.sin, act_sq]'],
+    'TABLE': ["TABLE = {'tanh': act_tanh, 'sin': np.sin, 'sq': act_sq, 'soft': act_soft}"],
+    'LAYERS': ['LAYERS = [Layer(0.5, 0.1), Gain(1.5), Layer(1.2, -0.3)]'],
+    'MODEL': ['MODEL = Layer(0.8, 0.2)'],
+    'CHAIN': ['CHAIN = Chain([act_tanh, Gain(0.7), np.sin])'],
+}
+NEEDS = {'ACTS': ('act_tanh', 'act_sq'), 'TABLE': ('act_tanh', 'act_sq', 'act_soft'),
+         'LAYERS': ('Layer', 'Gain'), 'MODEL': ('Layer',), 'CHAIN': ('act_tanh', 'Gain', 'Chain')}
+CLASSES = {
+    'Layer': ['class Layer:', '    def __init__(self, w, b):', '        self.w = w', '        self.b = b',
+              '', '    def affine(self, v):', '        return v * self.w + self.b', '',
+              '    def __call__(self, v):', '        return np.tanh(self.affine(v)) * v', '',
+              '    def twice(self, v):', '        return self(self(v))', '',
+              '    def score(self, v, s):', '        return self(v) * s + self.affine(s)'],
+    'Gain': ['@dataclasses.dataclass', 'class Gain:', '    k: float', '',
+             '    def scale(self, v):', '        return v * self.k', '',
+             '    def __call__(self, v):', '        return np.sin(self.scale(v)) + self.scale(v) * 0.5'],
+    'Chain': ['class Chain:', '    def __init__(self, fns):', '        self.fns = fns', '',
+              '    def __call__(self, v):', '        for fn in self.fns:', '            v = fn(v)',
+              '        return v'],
+}
+HELPERS = {
+    'apply_fn': ['def apply_fn(fn, v):', '    return fn(v) * 2.0'],
+    'compose': ['def compose(fns, v):', '    for fn in fns:', '        v = fn(v)', '    return v'],
+    'weighted': ['def weighted(w, v):', '    return w * np.sin(v) + v'],
+    'scaled_by_sum': ['def scaled_by_sum(w, v):', '    return v * np.sum(w * w)'],
+    'total': ['def total(*vs):', '    out = 0.0', '    for v in vs:', '        out = out + v * v',
+              '    return out'],
+    'first_plus': ['def first_plus(a, *rest):', '    for r in rest:', '        a = a + r * 0.5',
+                   '    return a'],
+    'pieces': ['def pieces(v, n):', '    for k in range(n):', '        yield v * (k + 1.0)'],
+    'each': ['def each(vs):', '    yield from vs'],
+    'running': ['def running(vs):', '    acc = 0.0', '    for v in vs:', '        acc = acc + v',
+                '        yield acc'],
+    'neighbours': ['def neighbours(vs, c):', '    for k in range(len(vs) - 1):',
+                   '        yield vs[k] * c, vs[k + 1]'],
+}
+
+
+DEFINITIONS = {**ACTIVATIONS, **MODULE_VALUES, **CLASSES, **HELPERS}
+
+
+def define(g, name):
+    """A module-level definition, after those it uses."""
+    for needed in NEEDS.get(name, ()):
+        define(g, needed)
+    if name in CLASSES:
+        g.imports.add('dataclasses')
+    g.define(name, DEFINITIONS[name])
+    return name
+
+
+def value_type(c, scope):
+    """A Float or an Array of a shape in scope: what a call is applied to."""
+    shapes = sorted({scope.vars[n].shape for n in scope.of_type(Array)})
+    return Array(c.pick(shapes)) if shapes and c.chance(0.6) else Float()
+
+
+def target_for(g, scope, t):
+    """A name to bind a call's result to: the argument's name bound again, or a fresh one."""
+    same = [n for n in scope.names(lambda u: u == t or (isinstance(u, Array) and isinstance(t, Array)
+                                                        and u.shape == t.shape))
+            if scope.rebindable(n)]
+    target = g.c.pick(same) if same and g.c.chance(0.4) else g.fresh(t)
+    return target
+
+
+def bound_call(g, scope, callee, t, argument=None):
+    """`target = callee(argument)`."""
+    argument = argument or expr_of(g.c, scope, t, 1)
+    target = target_for(g, scope, t)
+    scope.bind(target, Array(t.shape) if isinstance(t, Array) else t)
+    return [f'{target} = {callee}({argument})']
+
+
+def loop_over(g, scope, callables, count, t):
+    """`for fn in <callables>: a = fn(a)` and maybe a statement of the grammar."""
+    names = [n for n in scope.names(lambda u: u == t or (isinstance(u, Array) and isinstance(t, Array)
+                                                         and u.shape == t.shape))
+             if scope.rebindable(n)]
+    if not names or scope.depth >= 2:
+        return None
+    name = g.c.pick(names)
+    body = scope.child(growth_only=True)
+    fn = g.fresh_function(g.c.pick(('layer', 'fn', 'step')))
+    lines = [f'for {fn} in {callables}:', f'{INDENT}{name} = {fn}({name})']
+    lines += g.indent(g.block(body, 0, 1, 0.3))
+    scope.adopt_loop(body, count)
+    scope.touch(name)
+    return lines
+
+
+def function_table(g, scope):
+    """Helpers from a module-level list or dict, called by index, in a loop, through a helper."""
+    c = g.c
+    t = value_type(c, scope)
+    loops = scope.of_type(Index)
+    form = c.weighted([('index', 4), ('dict', 3), ('loop', 2), ('apply', 1), ('map', 1)])
+    if form == 'index':
+        index = f'{c.pick(loops)} % 3' if loops and c.chance(0.5) else str(c.integer(-3, 2))
+        return bound_call(g, scope, f'{define(g, "ACTS")}[{index}]', t)
+    if form == 'dict':
+        return bound_call(g, scope, f"{define(g, 'TABLE')}[{c.pick(('tanh', 'sin', 'sq', 'soft'))!r}]", t)
+    if form == 'loop':
+        return loop_over(g, scope, c.pick((lambda: define(g, 'ACTS'),
+                                           lambda: f'{define(g, "TABLE")}.values()'))(), 3, t)
+    if form == 'apply':
+        return bound_call(g, scope, define(g, 'apply_fn'), t,
+                          f'{define(g, "ACTS")}[{c.integer(0, 2)}], {expr_of(c, scope, t, 1)}')
+    return mapped(g, scope, f'{define(g, "TABLE")}[{c.pick(("tanh", "sq"))!r}]')
+
+
+def mapped(g, scope, callee):
+    """`zs = list(map(fn, ys))` or `u = sum(map(fn, ys))` over a list in scope."""
+    lists = scope.names(lambda u: isinstance(u, (FloatList, ArrayList)))
+    if not lists:
+        return None
+    name = g.c.pick(lists)
+    t = scope.vars[name]
+    if isinstance(t, FloatList) and g.c.chance(0.4):
+        u = g.fresh(Float())
+        scope.bind(u, Float())
+        return [f'{u} = sum(map({callee}, {name}))']
+    target = g.fresh(t)
+    scope.bind(target, t)
+    return [f'{target} = list(map({callee}, {name}))']
+
+
+def method_call(g, scope):
+    """Objects: module instances called in a loop and by index, methods calling methods of
+    `self`, instances made in the function (from constants, or from its values)."""
+    c = g.c
+    t = value_type(c, scope)
+    form = c.weighted([('loop', 4), ('index', 2), ('method', 3), ('chain', 1), ('local', 2),
+                       ('from_values', 1)])
+    if form == 'loop':
+        return loop_over(g, scope, define(g, 'LAYERS'), 3, t)
+    if form == 'index':
+        return bound_call(g, scope, f'{define(g, "LAYERS")}[{c.integer(0, 2)}]', t)
+    if form == 'chain':
+        return bound_call(g, scope, define(g, 'CHAIN'), t)
+    if form == 'method':
+        model = define(g, 'MODEL')
+        if c.chance(0.5):
+            return bound_call(g, scope, f'{model}.{c.pick(("twice", "affine"))}', t)
+        argument = f'{expr_of(c, scope, t, 1)}, {float_expr(c, scope, 1)}'
+        return bound_call(g, scope, f'{model}.score', t, argument)
+    define(g, 'Layer')
+    define(g, 'Gain')
+    made = ['Layer(0.5, 0.25)', 'Gain(2.0)', 'Layer(1.5, -0.5)']
+    if form == 'from_values':         # an object holding a value that carries a derivative
+        made = [f'Gain({float_expr(c, scope, 1)})', f'Layer({float_expr(c, scope, 1)}, 0.1)']
+    if c.chance(0.5):
+        name = g.fresh_function('layer')
+        scope.bind(name, Fn())
+        return [f'{name} = {c.pick(made)}']
+    name = g.fresh(FnList(0))
+    items = c.sample(made, c.integer(1, len(made)))
+    scope.bind(name, FnList(len(items)))
+    return [f'{name} = [{", ".join(items)}]']
+
+
+def captured(scope, text):
+    """The names of `scope` that `text` reads."""
+    return [n for n in scope.vars if re.search(rf'(?<![\w.]){re.escape(n)}\b', text)]
+
+
+def function_value(g, scope):
+    """A function made as a value: a nested def or a lambda capturing locals, a lambda
+    binding a default, a partial, a bound method, a list of them (appended in a loop)."""
+    c = g.c
+    if scope.kind != 'f':
+        return None
+    forms = [('def', 3), ('lambda', 3), ('partial', 3), ('method', 1), ('list', 3), ('appended', 2)]
+    form = c.weighted(forms)
+    if form in ('def', 'lambda') and scope.growth_only:
+        form = 'partial'           # a loop body would bind the names it reads again
+    v = 'v'
+    factor = float_expr(c, scope, 1)
+    body = c.pick((f'{v} * {wrap(factor)}', f'np.tanh({v}) * {wrap(factor)} + {v}',
+                   f'np.sin({v} * {wrap(factor)})'))
+    fns = scope.of_type(Fn)
+    if fns and c.chance(0.3):        # a closure calling another function value
+        body = f'{c.pick(fns)}({body})'
+    if form == 'list':
+        items = [c.pick(fns) if fns and c.chance(0.5) else
+                 c.pick((lambda: 'np.tanh', lambda: define(g, 'act_sq'),
+                         lambda: f'{define(g, "LAYERS")}[1]'))()
+                 for _ in range(c.integer(1, 3))]
+        if not scope.growth_only and c.chance(0.5):
+            items.append(f'lambda {v}: {body}')
+            scope.freeze(captured(scope, body))
+        name = g.fresh(FnList(0))
+        scope.bind(name, FnList(len(items)))
+        return [f'{name} = [{", ".join(items)}]']
+    if form == 'appended':
+        trips = c.integer(1, 3)
+        index = g.fresh(Index(trips))
+        inner = scope.child(growth_only=True)
+        inner.bind(index, Index(trips))
+        default = f'{wrap(float_expr(c, inner, 1))} * ({index} + 1.0)'
+        name = g.fresh(FnList(0))
+        scope.bind(name, FnList(trips))
+        made = c.pick((f'{v} * c', f'np.tanh({v}) + c'))
+        return [f'{name} = []', f'for {index} in range({trips}):',
+                f'{INDENT}{name}.append(lambda {v}, c={default}: {made})']
+    name = g.fresh_function(c.pick(('g', 'act', 'op')))
+    if form == 'def':
+        scope.freeze(captured(scope, body))
+        lines = [f'def {name}({v}):', f'{INDENT}return {body}']
+    elif form == 'lambda':
+        scope.freeze(captured(scope, body))
+        lines = [f'{name} = lambda {v}: {body}']
+    elif form == 'partial':
+        g.imports.add('functools')
+        arrays = scope.of_type(Array)
+        if arrays and c.chance(0.3):   # holds the array itself: later writes reach it
+            lines = [f'{name} = functools.partial({define(g, "scaled_by_sum")}, {c.pick(arrays)})']
+        else:
+            lines = [f'{name} = functools.partial({define(g, "weighted")}, {factor})']
+    else:
+        method = c.pick((lambda: define(g, 'MODEL') + '.affine', lambda: define(g, 'LAYERS') + '[0].twice'))
+        lines = [f'{name} = {method()}']
+    scope.bind(name, Fn())
+    if c.chance(0.5):                # used at once: called, or passed to a helper
+        t = value_type(c, scope)
+        used = c.pick((name, 'apply_fn'))
+        if used == 'apply_fn':
+            define(g, used)
+        argument = expr_of(c, scope, t, 1)
+        lines += bound_call(g, scope, used, t, argument if used == name else f'{name}, {argument}')
+        g.used['call_value'] += 1
+    return lines
+
+
+def call_value(g, scope):
+    """A call of a function value in scope: directly, by index, in a loop over a list of
+    them, passed to a helper, through map."""
+    c = g.c
+    fns, lists = scope.of_type(Fn), scope.of_type(FnList, lambda u: u.length > 0)
+    callees = [(name, 1) for name in fns] + [(f'{name}[{c.pick(("0", "-1"))}]', 1) for name in lists]
+    if not callees:
+        return None
+    callee = c.weighted(callees)
+    t = value_type(c, scope)
+    forms = [('direct', 4), ('apply', 2), ('map', 1)]
+    if lists:
+        forms += [('loop', 3), ('compose', 1)]
+    form = c.weighted(forms)
+    if form == 'direct':
+        return bound_call(g, scope, callee, t)
+    if form == 'apply':
+        return bound_call(g, scope, define(g, 'apply_fn'), t, f'{callee}, {expr_of(c, scope, t, 1)}')
+    if form == 'map':
+        return mapped(g, scope, callee)
+    name = c.pick(lists)
+    if form == 'compose':
+        return bound_call(g, scope, define(g, 'compose'), t, f'{name}, {expr_of(c, scope, t, 1)}')
+    return loop_over(g, scope, name, scope.vars[name].length, t)
+
+
+def star_call(g, scope):
+    """`total(*ys)`, `first_plus(a, *rows)`, a helper called with a tuple spread, `max(*ys)`."""
+    c = g.c
+    floats = scope.names(lambda t: isinstance(t, FloatList) or (isinstance(t, Tuple)
+                                                                 and isinstance(t.element, Float)))
+    arrays = scope.names(lambda t: isinstance(t, ArrayList) or (isinstance(t, Tuple)
+                                                                 and isinstance(t.element, Array)))
+    forms = [('pair', 2)]
+    if floats:
+        forms += [('total', 3), ('max', 1)]
+    if arrays:
+        forms.append(('first_plus', 3))
+    form = c.weighted(forms)
+    if form == 'total':
+        name = c.pick(floats)
+        leading = f'{float_expr(c, scope, 1)}, ' if c.chance(0.3) else ''
+        return bound_call(g, scope, define(g, 'total'), Float(), f'{leading}*{name}')
+    if form == 'max':
+        name = c.pick(floats)
+        if scope.vars[name].length < 2:
+            return None
+        return bound_call(g, scope, 'max', Float(), f'*{name}')
+    if form == 'first_plus':
+        name = c.pick(arrays)
+        t = scope.vars[name]
+        shape = t.shape if isinstance(t, ArrayList) else t.element.shape
+        return bound_call(g, scope, define(g, 'first_plus'), Array(shape),
+                          f'{array_expr(c, scope, shape, 1)}, *{name}')
+    t = value_type(c, scope)
+    pair = g.fresh(Tuple(Float(), 0))      # mixed types: not kept as a Tuple of one type
+    callee = c.pick((lambda: define(g, 'weighted'), lambda: f'{define(g, "MODEL")}.score'))()
+    if callee.endswith('score'):
+        line = f'{pair} = ({expr_of(c, scope, t, 1)}, {float_expr(c, scope, 1)})'
+    else:
+        line = f'{pair} = ({float_expr(c, scope, 1)}, {expr_of(c, scope, t, 1)})'
+    return [line] + bound_call(g, scope, callee, t, f'*{pair}')
+
+
+def generator_call(g, scope):
+    """Generator helpers consumed by `for`, `sum` and `list`; a nested generator def;
+    a generator expression."""
+    c = g.c
+    t = value_type(c, scope)
+    lists = scope.of_type(FloatList, lambda u: u.length > 0)
+    forms = [('for', 4), ('sum', 3), ('nested', 1)]
+    if lists:
+        forms += [('each', 2), ('running', 2), ('neighbours', 1)]
+    form = c.weighted(forms)
+    if form == 'for':
+        if scope.depth >= 2:
+            return None
+        trips = c.integer(1, 3)
+        names = [n for n in scope.names(lambda u: u == t or (isinstance(u, Array) and isinstance(t, Array)
+                                                             and u.shape == t.shape))
+                 if scope.rebindable(n)]
+        if not names:
+            return None
+        name = c.pick(names)
+        body = scope.child(growth_only=True)
+        p = g.fresh(t)
+        body.bind(p, t)
+        update = c.pick((f'{name} = {name} + {p}', f'{name} += {p}', f'{name} = {name} * np.tanh({p})'))
+        lines = [f'for {p} in {define(g, "pieces")}({expr_of(c, scope, t, 1)}, {trips}):', INDENT + update]
+        lines += g.indent(g.block(body, 0, 1, 0.3))
+        scope.adopt_loop(body, trips)
+        scope.touch(name)
+        return lines
+    if form == 'sum':
+        return bound_call(g, scope, 'sum', t, f'{define(g, "pieces")}({expr_of(c, scope, t, 1)}, '
+                                              f'{c.integer(1, 3)})')
+    if form == 'nested':
+        if scope.kind != 'f':
+            return None
+        name = g.fresh_function('gen')
+        yields = [f'{INDENT}yield {float_expr(c, scope, 1)}' for _ in range(c.integer(1, 2))]
+        if lists:
+            yields.append(f'{INDENT}yield from {c.pick(lists)}')
+        u = g.fresh(Float())
+        lines = [f'def {name}():'] + yields + [f'{u} = sum({name}())']
+        scope.bind(u, Float())
+        return lines
+    name = c.pick(lists)
+    length = scope.vars[name].length
+    if form == 'neighbours':
+        if length < 2:
+            return None
+        u, p, q = g.fresh(Float()), g.fresh(Float()), g.fresh(Float())
+        lines = [f'{u} = 0.0', f'for {p}, {q} in {define(g, "neighbours")}({name}, '
+                               f'{wrap(float_expr(c, scope, 1))}):', f'{INDENT}{u} = {u} + {p} * {q}']
+        scope.bind(u, Float())
+        return lines
+    target = g.fresh(FloatList(0))
+    scope.bind(target, FloatList(length))
+    return [f'{target} = list({define(g, form)}({name}))']
