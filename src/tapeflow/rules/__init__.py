@@ -37,6 +37,15 @@ def _register_scipy_stats():
 # scipy.stats' distributions (norm.logpdf...): when first needed, once scipy.stats is imported
 registry.lazily('scipy.stats', _register_scipy_stats)
 
+
+def _register_scipy_integrate():
+    import importlib
+    importlib.import_module('tapeflow.rules.scipy_integrate')
+
+
+# scipy.integrate.odeint: when first needed, once scipy.integrate is imported
+registry.lazily('scipy.integrate', _register_scipy_integrate)
+
 __all__ = ['registry', 'RULES', 'ATTRIBUTES', 'METHODS', 'MissingRule', 'Primitive',
            'defvjp', 'defjvp', 'vjp_rule', 'jvp_rule', 'lookup', 'nondifferentiable',
            'unbroadcast']

@@ -57,8 +57,9 @@ FAMILIES = [
     (('math_rules', 'iterators', 'dicts'), 'The math module and numeric builtins'),
     ('scipy_special', 'scipy.special'),
     (('scipy_stats', 'scipy_stats_shapes', 'scipy_stats_mvn'), 'scipy.stats'),
+    ('scipy_integrate', 'scipy.integrate'),
 ]
-SCIPY_FAMILIES = ('scipy_special', 'scipy_stats')      # (the first module of a family)
+SCIPY_FAMILIES = ('scipy_special', 'scipy_stats', 'scipy_integrate')  # (a family's first module)
 
 
 def _namespaces():
@@ -71,6 +72,7 @@ def _namespaces():
         import scipy.special
         from scipy.special import _ufuncs
         spaces += [('scipy.special', scipy.special), ('scipy.special._ufuncs', _ufuncs)]
+        import scipy.integrate
         import scipy.stats
     except ImportError:  # pragma: no cover
         return spaces
@@ -78,7 +80,7 @@ def _namespaces():
     owners = {id(fn.__self__) for fn in RULES if isinstance(fn, types.MethodType)}
     spaces += [(f'scipy.stats.{name}', obj) for name, obj in sorted(vars(scipy.stats).items())
                if not name.startswith('_') and id(obj) in owners]
-    return spaces
+    return spaces + [('scipy.integrate', scipy.integrate)]
 
 
 def public_names() -> dict:
@@ -261,6 +263,8 @@ def render(include_scipy: bool = True) -> str:
                       '', f'### {title}', '']
         elif first == 'scipy_stats':
             lines += [f'### {title}', ''] + _STATS_NOTES
+        elif first == 'scipy_integrate':
+            lines += [f'### {title}', ''] + _INTEGRATE_NOTES
         else:
             lines += [f'## {title}', '']
         lines += ['| function | derivative in | argument forms |', '|---|---|---|'] + rows + ['']
@@ -280,6 +284,18 @@ _STATS_NOTES = [
     'gamma functions in their parameters): an error at the call. Frozen distributions '
     '(`norm(mu, sigma).logpdf(x)`) have no rules. The eager tape refuses these calls (SciPy '
     'converts its arguments with np.asarray): call them inside a `tf.function`.',
+    '']
+
+
+_INTEGRATE_NOTES = [
+    '`odeint(func, y0, t, args=(params,), rtol=..., atol=...)` as autograd\'s ode_net.py writes '
+    'it: reverse mode by the adjoint method (the augmented system integrated backward by '
+    'odeint, `tapeflow.vjp` of `func` at each step), forward mode by the sensitivity equations '
+    '(`tapeflow.jvp` of `func`), both with the call\'s options, so their accuracy is set by '
+    'rtol and atol as the solution\'s is. `args=` is differentiated as the positional '
+    'argument; a `func` that reads values being differentiated from its enclosing function (a '
+    'lambda) is differentiated in them. No second derivative (tf.jacrev and tf.jacobian work); '
+    'the eager tape refuses the call (call it inside a `tf.function`).',
     '']
 
 

@@ -45,7 +45,7 @@ __all__ = [
     'alias', 'is_nondifferentiable', 'MissingRule', 'register_attribute',
     'register_method', 'FORMS', 'describe', 'static', 'available',
     'VERSION_DEPENDENT', 'version_dependent', 'linear_pair', 'RULES_OF_RULES',
-    'lazily', 'load_lazily', 'user_primitives', 'user_generation',
+    'lazily', 'load_lazily', 'user_primitives', 'user_generation', 'positional_keywords',
 ]
 
 # Rule-table version: part of the on-disk cache key of generated code.
@@ -70,6 +70,9 @@ class Primitive:
     static_argnums: frozenset = frozenset()
     # argnum -> JVP rule taking a batch `(B,) + shape` of tangents (rules/batching.py)
     batched_jvps: dict = dataclasses.field(default_factory=dict)
+    # keyword -> the position it stands for, where a keyword argument carries derivatives
+    # (odeint's `args=`: 3; see `positional_keywords`)
+    keyword_argnums: dict = dataclasses.field(default_factory=dict)
 
     def vjp(self, argnum: int) -> Callable:
         try:
@@ -250,7 +253,8 @@ def alias(new, existing, name=None):
     """
     old = RULES[existing]
     RULES[new] = Primitive(new, name or _name_of(new), old.vjps, old.jvps,
-                           old.nondiff, old.static_argnums, old.batched_jvps)
+                           old.nondiff, old.static_argnums, old.batched_jvps,
+                           old.keyword_argnums)
 
 
 def register_attribute(attr: str, fn):
@@ -284,6 +288,17 @@ def static(fn, *argnums):
     """Positional arguments of `fn` that never carry a derivative (axes, shapes)."""
     entry = primitive(fn)
     entry.static_argnums = entry.static_argnums | frozenset(argnums)
+    return entry
+
+
+def positional_keywords(fn, **positions):
+    """Keyword arguments of `fn` that carry derivatives, each differentiated as the
+    positional argument it stands for: after `positional_keywords(odeint, t=2, args=3)`,
+    `odeint(f, y0, t, args=(w,))` has argument 3's rules for the tuple `(w,)`, as
+    `odeint(f, y0, t, (w,))` has (the compiler moves a keyword to its position where the
+    arguments before it are given: `transforms.operations`)."""
+    entry = primitive(fn)
+    entry.keyword_argnums = {**entry.keyword_argnums, **positions}
     return entry
 
 

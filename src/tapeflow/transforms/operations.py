@@ -14,6 +14,7 @@ import builtins
 import dataclasses
 import functools
 import operator
+import sys
 import types
 
 from tapeflow.syntax import ast
@@ -146,9 +147,25 @@ def _call(call, error) -> Operation:
         return Operation('pack', args=list(call.args[3:]))
     if user_function(call) is not None:
         return Operation('user', fn, list(call.args), keywords, fn.__name__)
-    if registry.lookup(fn) is None and is_dynamic_callee(fn):
+    entry = registry.lookup(fn)
+    if entry is None and is_dynamic_callee(fn):
         return dynamic(call, keywords, callable_name(fn))
-    return Operation('primitive', fn, list(call.args), keywords, callable_name(fn))
+    args = list(call.args)
+    if entry is not None and entry.keyword_argnums:
+        args, keywords = _in_position(entry.keyword_argnums, args, keywords)
+    return Operation('primitive', fn, args, keywords, callable_name(fn))
+
+
+def _in_position(positions, args, keywords):
+    """The keyword arguments a primitive differentiates as positional ones
+    (`registry.positional_keywords`: odeint's `args=`) moved to their positions, each
+    where every argument before it is given."""
+    given, moved = dict(keywords), set()
+    for name, at in sorted(positions.items(), key=lambda item: item[1]):
+        if at == len(args) and name in given:
+            args.append(given[name])
+            moved.add(name)
+    return args, [(k, v) for k, v in keywords if k not in moved]
 
 
 def is_dynamic_call(call) -> bool:
@@ -208,6 +225,10 @@ def dynamic(call, keywords, label) -> Operation:
 
 
 _LIBRARIES = ('numpy', 'scipy', 'tapeflow', 'dask', 'cupy')
+# Libraries whose Python functions are primitives, never read as source: one without a rule
+# that is given a derivative is refused at the user's call (`rules_for`), not in its own file
+# (scipy.integrate.quad). (tapeflow's own TF-style functions are read as source.)
+_LIBRARY_CODE = ('numpy', 'scipy', 'dask', 'cupy')
 # Methods that write into their object (`ys.append(v)`, `d.update(...)`, `a.fill(0)`):
 # `transforms.mutation` lowers or refuses them where they are written, never at run time.
 _MUTATORS = frozenset(mutators.LIST_METHODS) | frozenset(mutators.DICT_METHODS) | \
@@ -244,9 +265,11 @@ def _makes_values(obj) -> bool:
 
 
 def user_function(call):
-    """The Python function a call applies when it has no rule (it is transformed too)."""
+    """The Python function a call applies when it has no rule (it is transformed too).
+    A library's function without a rule is not one (`is_library_code`)."""
     fn = getanno(call.func, Key.RESOLVED)
     if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None and \
+            not is_library_code(fn) and \
             not getattr(fn, '__tapeflow_dispatcher__', False) and \
             not getattr(fn, '__tapeflow_closure__', False):
         return fn
@@ -271,7 +294,8 @@ def rules_for(op: Operation, is_active, mode: str, error, guard=None,
     for name, value in op.keywords:
         if is_active(value):
             message = (f'differentiating {op.label} with respect to its keyword '
-                       f'argument {name!r} is not supported')
+                       f'argument {name!r} is not supported') if entry is not None else \
+                f'no derivative rule for {op.label} (argument {name!r})'
             check = guard or keyword_guard
             if check is None:
                 raise error(message)
@@ -326,4 +350,14 @@ def callable_name(fn) -> str:
     name = getattr(fn, '__qualname__', None) or getattr(fn, '__name__', repr(fn))
     if isinstance(fn, type(builtins.len)) and module == 'builtins':
         return name
+    public = module.split('._')[0]         # scipy.integrate for scipy.integrate._quadpack_py
+    if public != module and getattr(sys.modules.get(public), name, None) is fn:
+        module = public
     return f'{module}.{name}' if module else name
+
+
+def is_library_code(fn) -> bool:
+    """Whether `fn` is a Python function of a library (`_LIBRARY_CODE`): a primitive, with
+    its rule or none, never a function whose source the compiler reads."""
+    return isinstance(fn, types.FunctionType) and \
+        (fn.__module__ or '').split('.')[0] in _LIBRARY_CODE

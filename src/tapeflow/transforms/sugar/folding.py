@@ -282,6 +282,8 @@ def _static_value(node):
 
 
 def _is_compiled_function(fn) -> bool:
-    """A def or lambda the compiler reads (not a primitive with rules)."""
+    """A def or lambda the compiler reads (not a primitive with rules, nor a library's
+    function: `operations.is_library_code`)."""
     from tapeflow.rules.registry import lookup
-    return isinstance(fn, types.FunctionType) and lookup(fn) is None
+    from tapeflow.transforms.operations import is_library_code
+    return isinstance(fn, types.FunctionType) and lookup(fn) is None and not is_library_code(fn)
