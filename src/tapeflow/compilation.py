@@ -32,6 +32,7 @@ from tapeflow.custom_residuals import compiled_rule
 from tapeflow.errors import NativeFallbackWarning, TapeflowError
 from tapeflow.transforms import pipeline
 from tapeflow.transforms.native import TARGETS
+from tapeflow.transforms.sugar.generators import is_generator, refuse_as_entry
 
 __all__ = ['Spec', 'compile', 'compile_adjoint', 'compile_tangent', 'python_only']
 
@@ -112,6 +113,8 @@ def compile(function, spec: Spec, *, fresh=False, record_passes=False) -> pipeli
     if spec.mode not in ('reverse', 'forward'):
         raise ValueError(f"mode must be 'reverse' or 'forward', not {spec.mode!r}")
     fn = python_function_of(function, spec.kinds)
+    if is_generator(fn):
+        refuse_as_entry(fn)
     if fresh or record_passes:
         return _compile_fresh(fn, spec, {}, record_passes)
     return _compile_cached(fn, spec)
