@@ -15,7 +15,8 @@ from tapeflow.rules import (  # noqa: F401  (each registers its family)
     array_ops, indexing, numpy_elementwise, numpy_binary, numpy_reductions, numpy_statistics,
     numpy_scans, numpy_order, numpy_shape, numpy_constructors, numpy_join, numpy_products,
     numpy_interp, numpy_einsum, numpy_linalg, numpy_norms, numpy_fft, numpy_nondiff, numpy_methods,
-    math_rules, user, fields, array_api, sequence_ops, iterators, closures, dicts,
+    math_rules, user, fields, array_api, array_api_complex, sequence_ops, iterators, closures,
+    dicts,
 )
 
 

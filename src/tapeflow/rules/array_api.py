@@ -107,14 +107,14 @@ for _name in ('abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atanh', 'cos', '
               'divide', 'pow', 'maximum', 'minimum', 'atan2', 'hypot', 'logaddexp', 'sum', 'mean',
               'prod', 'max', 'min', 'matmul', 'matrix_transpose', 'permute_dims', 'reshape',
               'expand_dims', 'squeeze', 'broadcast_to', 'flip', 'concat', 'stack', 'where', 'clip',
-              'asarray', 'astype', 'full', 'full_like', 'real', 'vecdot'):
+              'asarray', 'astype', 'full', 'full_like', 'real', 'imag', 'conj', 'sign', 'vecdot'):
     _make(_name)
 
 # creation, comparison, logical, integer-valued: outputs that carry no derivative
 for _name in ('zeros', 'ones', 'empty', 'zeros_like', 'ones_like', 'empty_like', 'eye',
               'equal', 'not_equal', 'less', 'less_equal', 'greater',
               'greater_equal', 'logical_and', 'logical_or', 'logical_not', 'logical_xor', 'isnan',
-              'isinf', 'isfinite', 'sign', 'floor', 'ceil', 'round', 'trunc', 'argmax', 'argmin',
+              'isinf', 'isfinite', 'floor', 'ceil', 'round', 'trunc', 'argmax', 'argmin',
               'argsort', 'nonzero', 'any', 'all', 'count_nonzero',
               'result_type', 'finfo', 'iinfo', 'isdtype', 'broadcast_shapes', 'signbit'):
     nondifferentiable(_make(_name))
@@ -152,7 +152,6 @@ _unary(log10, lambda xp, ans, x: 1.0 / (x * math.log(10.0)))
 _unary(sqrt, lambda xp, ans, x: 0.5 / ans)
 _unary(square, lambda xp, ans, x: 2.0 * x)
 _unary(reciprocal, lambda xp, ans, x: -(ans * ans))
-_unary(abs, lambda xp, ans, x: sign(xp, x))
 defvjp(negative, None, lambda g, ans, xp, x: -g)
 defjvp(negative, None, lambda t, ans, xp, x: -t)
 defvjp(positive, None, lambda g, ans, xp, x: g)
@@ -310,19 +309,6 @@ defjvp(matmul, None, lambda t, ans, xp, a, b: xp.matmul(t, b),
        lambda t, ans, xp, a, b: xp.matmul(a, t))
 
 
-def _vecdot_vjp_a(g, ans, xp, a, b, axis=-1):
-    return unbroadcast_api(xp, xp.expand_dims(g, axis=axis) * b, a.shape)
-
-
-def _vecdot_vjp_b(g, ans, xp, a, b, axis=-1):
-    return unbroadcast_api(xp, xp.expand_dims(g, axis=axis) * a, b.shape)
-
-
-defvjp(vecdot, None, _vecdot_vjp_a, _vecdot_vjp_b)
-defjvp(vecdot, None, lambda t, ans, xp, a, b, axis=-1: xp.vecdot(t, b, axis=axis),
-       lambda t, ans, xp, a, b, axis=-1: xp.vecdot(a, t, axis=axis))
-
-
 # ---------------------------------------------------------------- shapes
 
 def _inverse(order):
@@ -442,8 +428,7 @@ defjvp(full, None, None, lambda t, ans, xp, shape, fill_value, **kw: xp.full_lik
 static(full, 1)
 defvjp(full_like, None, None, lambda g, ans, xp, x, fill_value, **kw: xp.sum(g))
 defjvp(full_like, None, None, lambda t, ans, xp, x, fill_value, **kw: xp.full_like(ans, t))
-defvjp(real, None, lambda g, ans, xp, x: g)
-defjvp(real, None, lambda t, ans, xp, x: xp.real(t))
+# abs, sign, real, imag, conj and vecdot: rules/array_api_complex.py (their complex forms)
 
 describe('the array API standard\'s signatures, `xp` from `array_namespace(...)`',
          *FUNCTIONS.values())
