@@ -27,10 +27,12 @@ from tapeflow.syntax.anno import Key, getanno
 
 # Builtins whose result is a fresh immutable value (or a fresh number).
 _FRESH_BUILTINS = frozenset({builtins.len, builtins.int, builtins.float, builtins.bool,
-                             builtins.abs, builtins.round, builtins.sum, builtins.range,
-                             builtins.isinstance, builtins.complex, builtins.print,
-                             builtins.str, builtins.repr, builtins.hash, builtins.id,
-                             builtins.divmod, builtins.pow})
+                             builtins.range, builtins.isinstance, builtins.complex,
+                             builtins.print, builtins.str, builtins.repr, builtins.hash,
+                             builtins.id})
+# Builtins whose result is a new number, or a new array of arrays (`abs(a)`, `sum(xs)`:
+# `0 + xs[0] + ...`): a callee may write into it.
+_NEW_NUMERIC_BUILTINS = frozenset({builtins.abs, builtins.round, builtins.pow})
 # Builtins that make a new container of the elements of their arguments.
 _CONTAINER_BUILTINS = {builtins.list: LIST, builtins.tuple: TUPLE, builtins.sorted: LIST,
                        builtins.dict: DICT}
@@ -78,6 +80,15 @@ class CallFacts:
             return kind, self.fresh(state, site, LIST if kind == TUPLE else kind, everything), []
         if _lookup(_FRESH_BUILTINS, fn) is not None or fn in (math.fsum,):
             return SCALAR, frozenset(), []
+        if _lookup(_NEW_NUMERIC_BUILTINS, fn) is not None or fn is builtins.sum and len(args) == 1 \
+                and not v.keywords:
+            return NUMERIC, self.fresh(state, site, NUMERIC), []
+        if fn is builtins.sum:              # `start` itself where the items are none
+            start = args[1] if len(args) > 1 else v.keywords[0].value
+            return None, self.fresh(state, site, LIST, everything) | self.atom(start, state)[1], []
+        if fn is builtins.divmod:
+            pair = self.fresh(state, site + ('items',), NUMERIC)
+            return TUPLE, self.fresh(state, site, LIST, pair), []
         if fn is builtins.max or fn is builtins.min:       # one of the items, or arguments
             if len(arg_facts) != 1 or arg_facts[0][0] not in (LIST, TUPLE, DICT):
                 return None, everything, []          # of an array, maybe a view of a row
@@ -103,7 +114,16 @@ class CallFacts:
                 return kind, objects, [Eq(target, arg.id, 'ident', arg.id, arg, frozenset({arg.id}))]
         kind = summary.result_kind
         views = self.view(state, site + ('view',), refs) if refs else frozenset()
-        return kind, self.fresh(state, site, kind or LIST, refs) | refs | views, []
+        inside = refs if kind in NUMBERS else refs | self.made_items(state, site, refs)
+        return kind, self.fresh(state, site, kind or LIST, inside) | refs | views, []
+
+    def made_items(self, state, site, refs):
+        """What a container a callee returns may hold besides its arguments' objects: what
+        the callee made (`return [v * 2.0]`, a generator's items), at any depth."""
+        made = self.fresh(state, site + ('items',), None, refs)
+        for obj in made:
+            state.contents[obj] = state.contents[obj] | made
+        return made
 
     def method(self, v, target, site, state, everything):
         receiver = v.func.value
