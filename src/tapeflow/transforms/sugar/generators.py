@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import inspect
 
-import gast
-
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.parse import parse_function
 
@@ -28,7 +26,7 @@ def refuse_as_entry(fn):
     """A generator function differentiated itself: its value is a generator object, which
     has no derivative; refused at its first `yield`."""
     source = parse_function(fn)
-    first = next(n for n in gast.walk(source.node) if isinstance(n, (ast.Yield, ast.YieldFrom)))
+    first = next(n for n in nodes.walk(source.node) if isinstance(n, (ast.Yield, ast.YieldFrom)))
     raise source.error(first, f'{fn.__name__}() is a generator function (yield): its value is '
                               f'a generator, which has no derivative; differentiate a function '
                               f'that reads it, e.g. sum({fn.__name__}(x)) or list(...)')
