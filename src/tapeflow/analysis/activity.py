@@ -63,7 +63,7 @@ _VALUE_MAKERS = (type(np.mgrid), type(np.ogrid))
 
 # Methods that write what they are given into their object (a write run as written, which the
 # mutation pass lowers or refuses, still carries the values into it).
-_WRITING_METHODS = frozenset(mutators.LIST_METHODS) | frozenset(mutators.DICT_METHODS) | \
+WRITING_METHODS = frozenset(mutators.LIST_METHODS) | frozenset(mutators.DICT_METHODS) | \
     frozenset(mutators.ARRAY_METHODS)
 
 NONDIFF_ATTRIBUTES = {'shape', 'ndim', 'size', 'dtype', 'itemsize', 'nbytes', 'strides'}
@@ -117,7 +117,7 @@ def _assignments(body):
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                    and call.func.attr in _WRITING_METHODS:
+                    and call.func.attr in WRITING_METHODS:
                 operands = set()
                 for a in call.args:
                     operands |= _names(a)

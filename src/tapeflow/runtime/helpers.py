@@ -161,9 +161,10 @@ def setitem_tangent(tangent, index, value_tangent, container):
 
 
 def setitem_batched(tangent, index, value_tangent, value, container):
-    """`setitem_tangent` for batches of tangents (`tapeflow.rules.batching`): `y[index] = v`."""
-    if isinstance(container, list) or not (is_batched(tangent, container)
-                                            or is_batched(value_tangent, value)):
+    """`setitem_tangent` for batches of tangents (`tapeflow.rules.batching`): `y[index] = v`
+    (a list's or dict's slot holds its batch as it is)."""
+    if isinstance(container, (list, dict)) or not (is_batched(tangent, container)
+                                                   or is_batched(value_tangent, value)):
         return setitem_tangent(tangent, index, value_tangent, container)
     batched_y = is_batched(tangent, container)
     batched_v = is_batched(value_tangent, value)

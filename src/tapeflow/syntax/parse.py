@@ -20,7 +20,7 @@ import weakref
 
 import gast
 
-from tapeflow.syntax import freshness, nodes
+from tapeflow.syntax import freshness, nodes, sourcemap
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.naming import identifier
 from tapeflow.syntax.errors import SourceUnavailableError, TapeflowError, UnsupportedError
@@ -35,10 +35,11 @@ class Source:
     text: str                # dedented source of the function
 
     def error(self, node, reason: str) -> UnsupportedError:
-        """A located error for `node` of this function."""
-        lineno, col = _origin(node)
-        text = linecache.getline(self.filename, lineno).rstrip() or None
-        return UnsupportedError(reason, self.filename, lineno, col, text)
+        """A located error for `node` of this function (in generated code differentiated
+        again, at the user's line behind it)."""
+        filename, lineno, col = sourcemap.user_location(self.filename, *_origin(node))
+        text = linecache.getline(filename, lineno).rstrip() or None
+        return UnsupportedError(reason, filename, lineno, col, text)
 
 
 def _origin(node):

@@ -23,7 +23,7 @@ _MAPS: dict = {}
 _CLASSES: dict = {}
 _LOCK = threading.Lock()
 
-__all__ = ['register', 'lines_of', 'located', 'reraise', 'UserCodeError']
+__all__ = ['register', 'lines_of', 'user_location', 'located', 'reraise', 'UserCodeError']
 
 
 class UserCodeError(TapeflowError):
@@ -32,9 +32,28 @@ class UserCodeError(TapeflowError):
 
 
 def register(generated_filename: str, user_filename: str, lines: dict) -> None:
-    """The user's (line, column) of each line of the generated module, 1-based lines."""
-    if lines:
-        _MAPS[generated_filename] = (user_filename, dict(lines))
+    """The user's (line, column) of each line of the generated module, 1-based lines.
+    Where the module differentiates generated code again (second order), its lines
+    are told through that code's map, at the user's lines behind it."""
+    if not lines:
+        return
+    outer = _MAPS.get(user_filename)
+    if outer is not None:
+        lines = {n: outer[1][line] for n, (line, _) in lines.items() if line in outer[1]}
+        user_filename = outer[0]
+    _MAPS[generated_filename] = (user_filename, dict(lines))
+
+
+def user_location(filename: str, line: int, col: int):
+    """(file, line, column) of the user's code behind `line` of generated code `filename`
+    (the nearest mapped line above it), or as given where `filename` is not generated."""
+    entry = _MAPS.get(filename)
+    if entry is None:
+        return filename, line, col
+    mapped = max((n for n in entry[1] if n <= line), default=None)
+    if mapped is None:
+        return filename, line, col
+    return (entry[0],) + tuple(entry[1][mapped])
 
 
 def lines_of(generated_filename: str):

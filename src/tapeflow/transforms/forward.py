@@ -28,6 +28,7 @@ import dataclasses
 import types
 
 from tapeflow.syntax import ast
+from tapeflow.analysis.activity import WRITING_METHODS
 
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.rules import batching
@@ -372,7 +373,8 @@ class _Forward(DynamicCalls, Sweep):
                 update = nodes.call('insert_tangent', self.d[ys] if ys in self.ctx.active else 0.0,
                                     call.args[0], self.tangent(call.args[1]), ys)
                 return [stmt, mark(nodes.assign(self.d[ys], update))]
-            if ys in self.ctx.active or any(self.is_active(a) for a in call.args):
+            if ys in self.ctx.active or any(self.is_active(a) for a in call.args) and \
+                    call.func.attr not in WRITING_METHODS:  # (a write activity saw: ys's tangent unread)
                 raise self.error(stmt, f'the method .{call.func.attr}() changes its object in place; '
                                        f'only .append() is supported on differentiated lists')
         if is_dynamic_call(call):
