@@ -148,6 +148,9 @@ class Nothing:
 def call_forward(tape, active, fn, *args, **kwargs):
     """The forward sweep of `fn(*args, **kwargs)`: its value; what `call_backward`
     needs goes on `tape`, above what the callee's own forward sweep pushed."""
+    if getattr(fn, '__tapeflow_attempt__', False):
+        from tapeflow import guarded_calls          # (it reads this module)
+        return guarded_calls.forward(tape, active, fn, args)
     resolved = resolved_call(fn, active, args, kwargs)
     if resolved is None:                            # nothing it is given carries a derivative
         tape.append(Nothing(None))
@@ -182,6 +185,8 @@ def call_backward(tape, g):
     """The cotangents of what `call_forward` was told carries derivatives (`Cotangents`),
     from the cotangent `g` of its value."""
     record = tape.pop()
+    if getattr(record, 'guarded', False):           # (guarded_calls.Guarded)
+        return record.backward(tape, g)
     return distribute(record, record.backward(tape, g))
 
 
@@ -287,6 +292,9 @@ def tangents_of(call, active, tangents):
 def call_jvp(active, batched, fn, args, kwargs, tangents):
     """`(value, tangent)` of `fn(*args, **kwargs)`, given the tangents of `active` (in its
     order)."""
+    if getattr(fn, '__tapeflow_attempt__', False):
+        from tapeflow import guarded_calls
+        return guarded_calls.jvp(active, batched, fn, args, tangents)
     resolved = resolved_call(fn, active, args, kwargs)
     if resolved is None:
         return fn(*args, **kwargs), 0.0

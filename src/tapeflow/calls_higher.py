@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import tapeflow.compilation as compilation
 from tapeflow.arguments import argument_kinds
+from tapeflow import guarded_calls
 from tapeflow.calls import (Adjoint, Nothing, distribute, resolved_call, reverse_of, tangents_of,
                             call_jvp)
 from tapeflow.rules.shapes import dense
@@ -38,6 +39,8 @@ def _forward_mode(fn, wrt, args, batched):
 def call_forward_jvp(active2, batched, tape, active, fn, args, kwargs, tangents):
     """`(value, tangent)` of `call_forward(tape, active, fn, *args, **kwargs)`, given the
     tangents of `active2` (the arguments moving now)."""
+    if getattr(fn, '__tapeflow_attempt__', False):
+        return guarded_calls.forward_jvp(active2, batched, tape, active, fn, args, tangents)
     resolved = resolved_call(fn, tuple(active) + tuple(active2), args, kwargs)
     if resolved is None:
         tape.append(Nothing(None))
@@ -69,6 +72,8 @@ def call_backward_jvp(batched, tape, g, dg):
     """`(cotangents, their tangents)` of `call_backward(tape, g)`, `dg` the tangent of `g`."""
     tape.pop()                      # the record's tangent
     record = tape.pop()
+    if getattr(record, 'guarded', False):
+        return record.backward_jvp(batched, tape, g, dg)
     if not isinstance(record, Adjoint):
         empty = distribute(record, [])
         return empty, empty

@@ -15,20 +15,6 @@ def _line_of(fn, text):
     raise AssertionError(text)
 
 
-def f_try(x):
-    try:
-        y = x
-    except ValueError:
-        y = 0.0
-    return y
-
-
-def f_with(x):
-    with open(__file__):
-        pass
-    return x
-
-
 def f_global(x):
     global SOMETHING
     SOMETHING = x
@@ -84,8 +70,6 @@ def f_walrus(x):
 
 
 REJECTED = [
-    (f_try, 'try:', 'try/except'),
-    (f_with, 'with open', 'with-statements'),
     (f_global, 'global SOMETHING', 'global statements'),
     (f_nonlocal, 'nonlocal x', 'nonlocal'),
     (f_yield, 'yield x', 'yield'),

@@ -149,11 +149,19 @@ def reach(state: State, name: str) -> frozenset:
 def overlapping(state: State, objects) -> frozenset:
     """Every object whose memory may overlap that of one of `objects`: views of them, what
     they view, and the other views of that."""
-    def roots(obj, seen=()):
-        bases = state.views.get(obj)
-        if not bases or obj in seen:
-            return {obj}
-        return set().union(*(roots(b, seen + (obj,)) for b in bases))
+    up = {}
+
+    def roots(obj):         # what `obj` views, at any depth, and itself: two objects share
+        found = up.get(obj)  # memory where these meet (a walk, not paths: views form a DAG
+        if found is None:    # with many diamonds in long loops)
+            found, todo = {obj}, [obj]
+            while todo:
+                for base in state.views.get(todo.pop(), ()):
+                    if base not in found:
+                        found.add(base)
+                        todo.append(base)
+            up[obj] = found
+        return found
     if not state.views or not objects:
         return frozenset(objects)
     mine = set().union(*(roots(o) for o in objects))

@@ -419,6 +419,8 @@ def _dense_jvp(t, ans, g, like):
 
 
 def _dense_jvp_batched(t, ans, g, like):
+    if isinstance(ans, (list, tuple, dict, Items)):     # a structure's batched tangents, as
+        return t if ans is g else zeros_like_value(like)   # they are; zeros made: zeros
     return broadcast_tangent(lift_tangent(t, g, ans), ans)
 
 

@@ -59,6 +59,9 @@ class Key(enum.Enum):
     # its first statements read (`v = xs[_i]`). Where one may not be a sequence (a dict,
     # a set, a generator), `transforms.mutation` reads its items through `iterated`.
     ITERATED = 'iterated'
+    # On a nested def that `desugar` made of a guarded body (`try`, `with`): True; it is
+    # called where it is made, so its closure reads each free name's value there.
+    CALLED_AT_ONCE = 'called_at_once'
 
 
 _ATTR = '_tapeflow_anno'

@@ -16,8 +16,6 @@ from tapeflow.syntax.parse import Source
 
 # Node type -> reason. Anything here is rejected wherever it appears.
 _REJECTED = {
-    gast.Try: 'try/except is not supported in differentiated code',
-    gast.With: 'with-statements are not supported in differentiated code',
     gast.AsyncWith: 'async with is not supported',
     gast.AsyncFor: 'async for is not supported',
     gast.AsyncFunctionDef: 'async functions are not supported',

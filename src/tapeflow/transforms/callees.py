@@ -88,6 +88,8 @@ class Summaries:
 
     def compute(self, fn, kinds):
         """(the summary, the bindings it rests on: None where `fn` cannot be read)."""
+        if any(hasattr(fn, mark) for mark in _MADE_BY_TAPEFLOW):
+            return al.Summary(), None   # compiled through its caller (callables), not read
         try:
             node, bindings = self.front(fn)
         except (TapeflowError, SyntaxError, OSError, TypeError):
@@ -148,6 +150,11 @@ def _kept(key, seen=None):
 
 
 _OWN_SUMMARIES: dict = {}       # (tapeflow's own function, kinds) -> its final summary
+
+
+# A function tapeflow made (`vjp`'s pullback, a `grad`-made function): the compiler reads
+# the generated code it stands for, never the function's own source.
+_MADE_BY_TAPEFLOW = ('__tapeflow_pullback__', '__tapeflow_transform__', '__tapeflow_opaque__')
 
 
 def _is_own(fn) -> bool:

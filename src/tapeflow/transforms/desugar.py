@@ -23,12 +23,14 @@ from tapeflow.syntax import ast
 from tapeflow.syntax.naming import Namer
 from tapeflow.transforms import namespaces
 from tapeflow.transforms.sugar.assignments import AugAssign
+from tapeflow.transforms.sugar.exceptions import lower_guarded
 from tapeflow.transforms.sugar.folding import FoldTransforms, PullbackCalls
 from tapeflow.transforms.sugar.generators import is_generator, lower_generator
 from tapeflow.transforms.sugar.iterators import IteratorValues
 from tapeflow.transforms.sugar.jumps import Jumps
 from tapeflow.transforms.sugar.loops import Loops, ZipValues
 from tapeflow.transforms.sugar.named_ops import LowerNamedOps
+from tapeflow.transforms.sugar.operators import lower_operator_writes
 from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
 
 
@@ -38,6 +40,9 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
         lower_generator(node, namer, source)                    # yield -> _yielded.append
     if source is not None and bindings is not None:
         namespaces.rewrite(node, namer, source, bindings)       # xp.exp(z) -> exp(xp, z)
+    if source is not None and bindings is not None:
+        lower_guarded(node, namer, source, bindings)            # try, with -> attempt(...)
+        lower_operator_writes(node, namer, source)              # operator.iadd(a, b) -> a += b
     if source is not None:
         lift_nested_defs(node, source, fn, namer, bindings)
         LowerNamedOps(source).visit(node)

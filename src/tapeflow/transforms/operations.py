@@ -147,6 +147,8 @@ def _call(call, error) -> Operation:
         return Operation('pack', args=list(call.args[3:]))
     if user_function(call) is not None:
         return Operation('user', fn, list(call.args), keywords, fn.__name__)
+    if getattr(fn, '__tapeflow_attempt__', False):
+        return dynamic(call, keywords, 'a guarded body (try)')
     entry = registry.lookup(fn)
     if entry is None and is_dynamic_callee(fn):
         return dynamic(call, keywords, callable_name(fn))
@@ -180,6 +182,8 @@ def is_dynamic_call(call) -> bool:
         if isinstance(call.func, ast.Attribute):
             return call.func.attr not in registry.METHODS and call.func.attr not in _MUTATORS
         return True
+    if getattr(fn, '__tapeflow_attempt__', False):
+        return True                 # a guarded body (`try`): run by the dispatcher
     if getattr(fn, '__tapeflow_dispatcher__', False) or getattr(fn, '__tapeflow_closure__', False) \
             or user_function(call) is not None:
         return False
@@ -271,7 +275,8 @@ def user_function(call):
     if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None and \
             not is_library_code(fn) and \
             not getattr(fn, '__tapeflow_dispatcher__', False) and \
-            not getattr(fn, '__tapeflow_closure__', False):
+            not getattr(fn, '__tapeflow_closure__', False) and \
+            not getattr(fn, '__tapeflow_attempt__', False):
         return fn
     return None
 

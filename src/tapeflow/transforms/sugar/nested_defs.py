@@ -15,7 +15,7 @@ import copy
 import dataclasses
 
 from tapeflow.syntax import ast, nodes
-from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.anno import Key, getanno, setanno
 
 
 def lift_nested_defs(node, source, fn, namer=None, bindings=None):
@@ -52,7 +52,8 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                     hoisted = _hoist_defaults(child, namer, outer_locals, bindings)
                     at = block.index(child)
                     block[at:at] = nodes.located(hoisted, child)
-                    lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted)
+                    lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted,
+                                               bindings)
                     places[child.name] = (block, hoisted)
     if not lifted:
         return
@@ -96,7 +97,7 @@ def _hoist_defaults(child, namer, outer_locals, bindings):
     return hoisted
 
 
-def _lift(child, source, fn, outer_locals, hoisted):
+def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     from tapeflow.syntax.resolve import local_names
     from tapeflow.syntax.unparse import load_module, unparse
     params = [a.id for a in child.args.args]
@@ -114,6 +115,8 @@ def _lift(child, source, fn, outer_locals, hoisted):
                 and len(call.args) == len(params):
             call.args = call.args + [nodes.name(n) for n in free]
     namespace = dict(fn.__globals__)
+    if bindings is not None:        # the objects earlier lowerings named (`_attempt`)
+        namespace.update(bindings.computed)
     load_module(unparse(child), namespace, child.name)
     inner_fn = namespace[child.name]            # (its own name, read in its namespace, is itself)
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
@@ -164,7 +167,7 @@ def _as_closure(node, name, lifted, block, hoisted, use, source, namer, bindings
     from tapeflow.syntax.resolve import local_names
     inner_fn, params, defaults, free = lifted
     child = next(s for s in block if isinstance(s, ast.FunctionDef) and s.name == name)
-    for var in free:
+    for var in () if getanno(child, Key.CALLED_AT_ONCE) else free:
         line = _bound_again(node, child, var)
         if line is not None:
             raise source.error(use, f'the function {name}() is used as a value here and reads '

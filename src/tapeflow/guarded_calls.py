@@ -1,0 +1,145 @@
+"""A guarded body (`try`, `with`) differentiated: `attempt(types, kept, body, *values)`
+(`rules.guards`) met by the dispatcher (`tapeflow.calls`, `tapeflow.calls_higher`).
+
+The body runs through the dispatcher like any call. Where it completes, its record stays
+on the tape and `Guarded(completed=True)` above it; where it raises one of `types`, what
+it pushed is taken off again and `attempt` gives `(2, error, values)`: the values the
+code after it reads, as the body left them. Those it did not change flow through (their
+cotangents and tangents are the values' own); one it changed that carries a derivative
+was computed by code that stopped half way, which is refused. The reverse sweep of a
+`with np.errstate(...)` body runs in the numerics its forward sweep ran in.
+"""
+from __future__ import annotations
+
+from tapeflow.call_plans import carries_within
+from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp
+from tapeflow.errors import UnsupportedError
+from tapeflow.rules import guards
+from tapeflow.runtime.helpers import is_zero
+
+__all__ = ['Guarded', 'forward', 'jvp', 'forward_jvp']
+
+
+class Guarded:
+    """The tape's record of `attempt(...)`: whether the body completed (its record is
+    below this one) or raised (it left nothing: the values it gives back are those it was
+    given), the body's position in `attempt`'s arguments (its values follow it), how many
+    values, and the numerics to run its reverse sweep in (`guards.numerics`)."""
+    __slots__ = ('completed', 'at', 'nvalues', 'numerics')
+    guarded = True                  # (what tapeflow.calls tells it by)
+
+    def __init__(self, completed, at, nvalues, numerics):
+        self.completed, self.at, self.nvalues, self.numerics = completed, at, nvalues, numerics
+
+    def backward(self, tape, g):
+        if not self.completed:
+            return self._through(g)
+        if self.numerics is not None:
+            with guards.reentered(self.numerics):
+                return self._shifted(call_backward(tape, g))
+        return self._shifted(call_backward(tape, g))
+
+    def backward_jvp(self, batched, tape, g, dg):
+        """`backward` differentiated in forward mode (`calls_higher.call_backward_jvp`)."""
+        from tapeflow.calls_higher import call_backward_jvp
+        if not self.completed:
+            return self._through(g), self._through(dg)
+        if self.numerics is not None:
+            with guards.reentered(self.numerics):
+                inner, dinner = call_backward_jvp(batched, tape, g, dg)
+        else:
+            inner, dinner = call_backward_jvp(batched, tape, g, dg)
+        return self._shifted(inner), self._shifted(dinner)
+
+    def _through(self, g):
+        """The cotangents of `attempt`'s values from that `g` of `(2, error, values)`."""
+        left = 0.0 if is_zero(g) else g[2]
+        args = {} if is_zero(left) else {self.at + 1 + k: c for k, c in enumerate(left)}
+        return Cotangents(0.0, args, {}, False, self.at + self.nvalues)
+
+    def _shifted(self, inner):
+        """The body call's cotangents as `attempt`'s: the body's own (its closure) at its
+        position, its values' after it."""
+        args = {k + self.at: c for k, c in inner.args.items()}
+        args[self.at] = inner.callee
+        return Cotangents(0.0, args, {}, False, self.at + self.nvalues)
+
+
+def _parts(fn, args):
+    """`attempt`'s arguments: the body's position (1: the first argument), the types it
+    catches, the names of the values kept, the body, its values."""
+    at = 4 if fn is guards.attempt_within else 3
+    return at, args[at - 3], args[at - 2], args[at - 1], args[at:]
+
+
+def _inner(active, at):
+    """The positions `active` of `attempt`'s arguments as the body call's (0: the body)."""
+    return tuple(k - at for k in active if isinstance(k, int) and k >= at)
+
+
+def _left(error, kept, values, active, at):
+    """The kept values as the body left them when it raised `error`; one it changed that
+    carries a derivative refused."""
+    left = guards.left_values(error, kept, values)
+    for k, (before, after) in enumerate(zip(values, left), at + 1):
+        if after is not before and k in active and carries_within(after):
+            raise UnsupportedError(
+                'the guarded body (try, with) changed a value that carries a derivative and '
+                'that the code after it reads, then raised: tapeflow cannot differentiate '
+                'what stopped half way; compute it before the try, or after it') from error
+    return left
+
+
+def forward(tape, active, fn, args):
+    """`call_forward(tape, active, attempt, *args)`."""
+    at, types, kept, body, values = _parts(fn, args)
+    numerics = guards.numerics(args[0]) if at == 4 else None
+    depth = len(tape)
+    try:
+        out = call_forward(tape, _inner(active, at), body, *values)
+    except types as error:
+        del tape[depth:]
+        left = _left(error, kept, values, active, at)
+        tape.append(Guarded(False, at, len(values), None))
+        return 2, error, left
+    tape.append(Guarded(True, at, len(values), numerics))
+    return out
+
+
+def _value_tangents(active, tangents, at, n):
+    given = dict(zip(active, tangents))
+    return tuple(given.get(at + 1 + k, 0.0) for k in range(n))
+
+
+def jvp(active, batched, fn, args, tangents):
+    """`call_jvp(active, batched, attempt, args, {}, tangents)`."""
+    at, types, kept, body, values = _parts(fn, args)
+    inner = _inner(active, at)
+    given = dict(zip(active, tangents))
+    try:
+        return call_jvp(inner, batched, body, values, {}, tuple(given[k + at] for k in inner))
+    except types as error:
+        left = _left(error, kept, values, active, at)
+        return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
+
+
+def forward_jvp(active2, batched, tape, active, fn, args, tangents):
+    """`call_forward_jvp(active2, batched, tape, active, attempt, args, {}, tangents)`."""
+    from tapeflow.calls_higher import call_forward_jvp
+    at, types, kept, body, values = _parts(fn, args)
+    numerics = guards.numerics(args[0]) if at == 4 else None
+    inner2 = _inner(active2, at)
+    given = dict(zip(active2, tangents))
+    depth = len(tape)
+    try:
+        out = call_forward_jvp(inner2, batched, tape, _inner(active, at), body, values, {},
+                               tuple(given[k + at] for k in inner2))
+    except types as error:
+        del tape[depth:]
+        left = _left(error, kept, values, tuple(active) + tuple(active2), at)
+        tape.append(Guarded(False, at, len(values), None))
+        tape.append(0.0)
+        return (2, error, left), (0.0, 0.0, _value_tangents(active2, tangents, at, len(left)))
+    tape.append(Guarded(True, at, len(values), numerics))
+    tape.append(0.0)
+    return out

@@ -1,0 +1,107 @@
+"""What `try` and `with` become (`transforms.sugar.exceptions`): `attempt` runs a guarded
+body, `enter_context`/`exit_context` a context manager's two halves, `UNBOUND` what a name
+a guarded body binds holds before it is bound.
+
+`attempt(types, kept, body, *values)` calls `body(*values)`, which returns `(0, values)`
+when it completes, the values of its parameters named `kept` (the first ones: those the
+code after it reads; 1: it returned a value; 3, 4: a break, a continue); where it raises
+one of `types` it gives `(2, error, values)`, those values as the body left them (read
+from its frame). Differentiated (`tapeflow.calls`), a body that raised leaves nothing on the tape.
+`attempt_within(manager, ...)` is `attempt` for the body of `with manager`: the reverse
+sweep runs inside the manager again where it governs numerics (`np.errstate`).
+"""
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+from tapeflow.rules.registry import nondifferentiable
+
+__all__ = ['UNBOUND', 'attempt', 'attempt_within', 'enter_context', 'exit_context',
+           'left_values', 'numerics', 'raised', 'reentered']
+
+
+class _Unbound:
+    """A name not bound yet (Python would say UnboundLocalError where it is read)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return '<unbound>'
+
+    def __bool__(self):
+        raise UnboundLocalError('a local variable read before it was assigned')
+
+
+UNBOUND = _Unbound()
+
+
+def left_values(error, kept, values):
+    """The values of the body's parameters named `kept` (the first of `values`) as it left
+    them when it raised `error`: read from its frame, the outermost frame below the one
+    that caught `error` whose parameters include them all."""
+    values = tuple(values[:len(kept)])
+    if not kept:
+        return values
+    for frame, _ in list(traceback.walk_tb(error.__traceback__))[1:]:
+        code = frame.f_code
+        if set(kept) <= set(code.co_varnames[:code.co_argcount]):
+            local = frame.f_locals
+            return tuple(local.get(name, value) for name, value in zip(kept, values))
+    return values
+
+
+def attempt(types, kept, body, *values):
+    try:
+        return body(*values)
+    except types as error:
+        return 2, error, left_values(error, kept, values)
+
+
+def attempt_within(manager, types, kept, body, *values):
+    return attempt(types, kept, body, *values)
+
+
+attempt.__tapeflow_attempt__ = attempt_within.__tapeflow_attempt__ = True
+
+
+_NO_CAUSE = object()
+
+
+def raised(error, cause=_NO_CAUSE):
+    """What `raise error [from cause]` raises (a class: an instance of it)."""
+    if isinstance(error, type) and issubclass(error, BaseException):
+        error = error()
+    if not isinstance(error, BaseException):
+        raise TypeError('exceptions must derive from BaseException')
+    if cause is not _NO_CAUSE:
+        error.__cause__ = cause() if isinstance(cause, type) else cause
+        error.__suppress_context__ = True
+    return error
+
+
+def enter_context(manager):
+    return manager.__enter__()
+
+
+def exit_context(manager, error):
+    """`manager.__exit__` with `error` (None: the body completed): whether it suppresses
+    the error."""
+    if error is None:
+        return bool(manager.__exit__(None, None, None))
+    return bool(manager.__exit__(type(error), error, error.__traceback__))
+
+
+def numerics(manager):
+    """What the reverse sweep of a `with manager` body runs inside again, read while the
+    body runs: the settings of managers that set how numbers are computed (`np.errstate`:
+    `np.geterr()`), None for ones with other effects."""
+    return np.geterr() if isinstance(manager, np.errstate) else None
+
+
+def reentered(settings):
+    """The context the reverse sweep of a body `numerics` read `settings` in runs in."""
+    return np.errstate(**settings)
+
+
+nondifferentiable(raised, exit_context, numerics, reentered)

@@ -1,0 +1,267 @@
+"""`try`/`except`/`else`/`finally` and `with`, differentiated (transforms/sugar/exceptions.py):
+each function's value against the plain call, its gradient against central differences in
+reverse and forward mode, its Hessian against central differences of the gradient, on
+inputs where the body completes and where it raises. A body that changed a differentiated
+value and then raised is refused, located at its statement."""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.gradcheck import check_grads, checked_against_plain, seed_of
+
+
+def helper_raises(x):
+    y = x * 3.0
+    if np.sum(x) > 1.2:
+        raise ValueError('big')
+    return y * x
+
+
+def with_else(x):
+    try:
+        y = np.sin(x)
+    except ValueError:
+        y = x
+    else:
+        y = y * 2.0
+    return np.sum(y)
+
+
+def a_call_that_raises(x):
+    try:
+        r = helper_raises(x)
+    except ValueError as e:
+        r = x * len(str(e))
+    return np.sum(r)
+
+
+def nested_and_raised_again(x):
+    s = 0.0
+    try:
+        try:
+            s = s + np.sum(x ** 2)
+            if np.sum(x) > 0.5:
+                raise KeyError('a')
+        except KeyError:
+            s = s + np.sum(np.cos(x))
+            raise ValueError('b')
+    except ValueError:
+        s = s * 2.0
+    return s
+
+
+def finally_in_a_while_with_break(x):
+    t = x
+    n = 0
+    while True:
+        try:
+            if n >= 3:
+                break
+            t = t * 1.1 + np.sin(t)
+        finally:
+            n += 1
+    return np.sum(t)
+
+
+def return_inside_a_loop(x):
+    acc = 0.0
+    for k in range(5):
+        try:
+            if k == 3:
+                return acc + np.sum(x)
+            acc = acc + k * np.sum(x ** 2)
+        except ZeroDivisionError:
+            pass
+    return acc
+
+
+def finally_after_return(x):
+    out = x * 0.0
+    try:
+        out = x * 2.0
+        return np.sum(out ** 2)
+    finally:
+        out = out + 1.0
+
+
+def continue_in_a_try(x):
+    total = 0.0
+    for i in range(4):
+        try:
+            if i % 2:
+                continue
+            total = total + np.sum(x) * i
+        except TypeError:
+            break
+    return total
+
+
+def bare_except(x):
+    try:
+        v = 1.0 / (float(np.sum(x)) - 0.5)
+    except:     # noqa: E722
+        v = 0.0
+    return v * np.sum(x)
+
+
+class Scale:
+    def __init__(self, k):
+        self.k = k
+        self.entered = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self.k
+
+    def __exit__(self, *exc):
+        self.entered -= 1
+        return False
+
+
+SCALE = Scale(3.0)
+
+
+def with_a_user_manager(x):
+    with SCALE as k:
+        y = x * k
+    return np.sum(y ** 2)
+
+
+class Swallow:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        return kind is ValueError
+
+
+def with_a_suppressing_manager(x):
+    y = x * 2.0
+    with Swallow():
+        if np.sum(x) > 0.0:
+            raise ValueError('hidden')
+        y = y * 5.0
+    return np.sum(y)
+
+
+def with_errstate(x):
+    with np.errstate(divide='ignore', invalid='ignore'):
+        r = np.where(x > 0, np.log(np.abs(x) + 1e-300), 0.0)
+    return np.sum(r * x)
+
+
+def two_managers(x):
+    with np.errstate(over='ignore'), SCALE as k:
+        y = np.exp(x) * k
+    return np.sum(y)
+
+
+def a_library_error_caught(x):
+    a = np.diag(x) + 0.05
+    try:
+        return np.sum(np.linalg.inv(a))
+    except np.linalg.LinAlgError:
+        return np.sum(x ** 3)
+
+
+CASES = [with_else, a_call_that_raises, nested_and_raised_again, finally_in_a_while_with_break,
+         return_inside_a_loop, finally_after_return, continue_in_a_try, bare_except,
+         with_a_user_manager, with_a_suppressing_manager, with_errstate, two_managers,
+         a_library_error_caught]
+# each case at a point where its body completes and one where it raises (where it can)
+POINTS = [np.array([0.3, -0.4, 0.8]), np.array([0.1, 0.2, 0.1]), np.array([0.9, 0.9, 0.9])]
+
+
+@pytest.mark.parametrize('f', CASES, ids=lambda f: f.__name__)
+@pytest.mark.parametrize('point', range(len(POINTS)))
+def test_value_gradient_and_both_modes(f, point):
+    x = POINTS[point]
+    rng = np.random.default_rng(seed_of(f.__name__) + point)
+    checked_against_plain(f, [x.copy()], 0, rng)
+    check_grads(f, x.copy(), rng, order=1)
+    assert SCALE.entered == 0
+
+
+@pytest.mark.parametrize('f', CASES, ids=lambda f: f.__name__)
+def test_hessian_against_differences_of_the_gradient(f):
+    x, eps = POINTS[0], 1e-5
+    grad = tf.grad(f)
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_which_path_ran_is_the_one_differentiated():
+    """The handler's gradient where the helper raised, the body's where it did not."""
+    small, large = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.5, 0.5])
+    np.testing.assert_allclose(tf.grad(a_call_that_raises)(small), 6.0 * small)
+    np.testing.assert_allclose(tf.grad(a_call_that_raises)(large), np.full(3, 3.0))   # 'big'
+
+
+def test_an_error_not_caught_reaches_the_caller_at_its_raise():
+    def reraised(x):
+        try:
+            return np.sum(helper_raises(x))
+        except ValueError:
+            raise
+    with pytest.raises(ValueError, match='big') as info:
+        tf.grad(reraised)(np.array([0.9, 0.9, 0.9]))
+    assert f'{__file__}:{_line_of(helper_raises, "raise ValueError")}:' in str(info.value)
+    np.testing.assert_allclose(tf.grad(reraised)(np.array([0.1, 0.2, 0.1])),
+                               6.0 * np.array([0.1, 0.2, 0.1]))
+
+
+def test_the_reverse_sweep_runs_inside_errstate_again():
+    x = np.array([0.0, 1.0, 2.0])       # log(0) and 0 * inf inside the errstate
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        grads = tf.grad(with_errstate)(x)
+    assert np.all(np.isfinite(grads[1:]))
+
+
+def test_a_manager_is_entered_and_left_once_per_call():
+    calls = []
+
+    class Counting:
+        def __enter__(self):
+            calls.append('enter')
+            return 2.0
+
+        def __exit__(self, *exc):
+            calls.append('exit')
+
+    manager = Counting()
+
+    def f(x):
+        with manager as k:
+            y = x * k
+        return y * x
+    assert tf.grad(f)(1.5) == pytest.approx(6.0)
+    assert calls == ['enter', 'exit']
+
+
+def changed_then_raised(x):
+    y = x
+    with contextlib.suppress(KeyError):
+        y = y * 3.0
+        {}['missing']
+    return np.sum(y)
+
+
+def test_a_body_that_changed_a_value_and_raised_is_refused_at_its_statement():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(changed_then_raised)(np.array([1.0, 2.0]))
+    message = str(info.value)
+    assert message.startswith(f'{__file__}:{_line_of(changed_then_raised, "with contextlib")}:')
+    assert 'changed a value that carries a derivative' in message
+    assert 'compute it before the try, or after it' in message
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)
