@@ -87,7 +87,11 @@ class _ANF(Comprehensions):
             base = self.atom(target.value, pre, 'base')
             value = self.atom(stmt.value, pre, 'value')
             return pre + [nodes.assign(nodes.subscript(base, index, store=True), value)]
-        value = self.operation(stmt.value, pre, target.id)
+        # A value that reads its target is computed into a new name: written in place
+        # (a comprehension's list, a chained comparison) it would clobber what it reads.
+        reads_target = any(isinstance(n, ast.Name) and n.id == target.id
+                           for n in nodes.walk(stmt.value))
+        value = self.operation(stmt.value, pre, None if reads_target else target.id)
         if isinstance(value, ast.Name) and value.id == target.id and pre:
             return pre                              # the statements assigned it already
         return pre + [copyanno(stmt, nodes.assign(target.id, value), Key.IN_PLACE)]
