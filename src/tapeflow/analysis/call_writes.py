@@ -50,7 +50,8 @@ def writes_of_call(call, state, summary):
             return out + [('append' if name in ('append', 'extend') else form, receiver, added)]
         if kind in (DICT, None) and name in table.DICT_METHODS:
             form = table.DICT_METHODS[name].form if kind == DICT else 'opaque'
-            return out + [(form, receiver, everything_of(state, call.args))]
+            stored = list(call.args) + [k.value for k in call.keywords]    # update(k=v)
+            return out + [(form, receiver, everything_of(state, stored))]
         if kind in (ARRAY, NUMERIC, None) and name in table.ARRAY_METHODS:
             mutator = table.ARRAY_METHODS[name]
             if mutator.writes == 'receiver':

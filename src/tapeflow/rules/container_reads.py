@@ -170,7 +170,8 @@ def _refresh_vjp_item(g, ans, container, item, held=None):
     if g.__class__ is float and g == 0.0:
         return total
     for k in _slots(container, item if held is None else held):
-        total = total + g[k]
+        # a dict's cotangent has no entry where a later write cleared the slot: zero
+        total = total + (g.get(k, 0.0) if isinstance(g, dict) else g[k])
     return total
 
 
