@@ -57,7 +57,7 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                     places[child.name] = (block, hoisted)
     if not lifted:
         return
-    called_at = set()
+    called_at, direct = set(), {}
     inside = {id(n) for d in nodes.walk_terms(node) if isinstance(d, ast.FunctionDef)
               and d is not node for n in nodes.walk_terms(d) if n is not d}
     for call in nodes.walk_terms(node):
@@ -69,6 +69,7 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
             call.keywords = []
             setanno(call.func, Key.RESOLVED, inner_fn)
             called_at.add(id(call.func))
+            direct.setdefault(called, []).append(call)
     used = {}
     for n in nodes.walk_terms(node):
         if isinstance(n, ast.Name) and n.id in lifted and isinstance(n.ctx, ast.Load) \
@@ -76,7 +77,12 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
             used.setdefault(n.id, n)
     for name, use in used.items():
         block, hoisted = places[name]
-        _as_closure(node, name, lifted[name], block, hoisted, use, source, namer, bindings)
+        made = _as_closure(node, name, lifted[name], block, hoisted, use, source, namer,
+                           bindings)
+        for call in direct.get(name, ()):     # `name` is now the closure: they call the def
+            fn_ref = nodes.copy_location(nodes.name(made.args[0].id), call.func)
+            setanno(fn_ref, Key.RESOLVED, getanno(call.func, Key.RESOLVED))
+            call.func = fn_ref
 
 
 def _hoist_defaults(child, namer, outer_locals, bindings):
@@ -177,6 +183,7 @@ def _as_closure(node, name, lifted, block, hoisted, use, source, namer, bindings
     made = _closure_call(inner_fn, len(params), [nodes.name(h.targets[0].id) for h in hoisted],
                          _free_names(free, local_names(node), bindings), namer, bindings, name)
     block[block.index(child)] = nodes.located(nodes.assign(name, made), child)
+    return made
 
 
 def _bound_again(node, child, var):
