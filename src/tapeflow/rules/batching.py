@@ -23,12 +23,14 @@ leaf by leaf. A rule meets a batch in one of three ways:
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
 import numpy as np
 
 from tapeflow.rules import registry
+from tapeflow.rules.closures import Closure
 
 __all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows',
            'batch_kind', 'defjvp_batched', 'unbatched_as_batch', 'batch_last', 'rows_at',
@@ -37,8 +39,17 @@ __all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows',
 _CONTAINERS = (list, tuple)
 
 
+def _parts(x):
+    """What a tangent of `x` is structured as: of a partial, (its function, arguments,
+    keywords) (`tapeflow.call_plans`); of a closure, its values; else `x` itself."""
+    if isinstance(x, functools.partial):
+        return (x.func, x.args, x.keywords)
+    return x.values if isinstance(x, Closure) else x
+
+
 def is_batched(t, x) -> bool:
     """Whether `t`, a tangent of `x`, carries a batch axis (anywhere in its structure)."""
+    x = _parts(x)
     if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
         return any(is_batched(u, v) for u, v in zip(t, x))
     if isinstance(x, dict) and isinstance(t, dict):
@@ -47,6 +58,7 @@ def is_batched(t, x) -> bool:
 
 
 def batch_size(t, x) -> int:
+    x = _parts(x)
     if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
         return next(batch_size(u, v) for u, v in zip(t, x) if is_batched(u, v))
     if isinstance(x, dict) and isinstance(t, dict):
@@ -56,6 +68,7 @@ def batch_size(t, x) -> int:
 
 def row(t, x, k):
     """The tangent along direction `k` out of the batch `t` of tangents of `x`."""
+    x = _parts(x)
     if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
         return _rebuild(t, [row(u, v, k) for u, v in zip(t, x)])
     if isinstance(x, dict) and isinstance(t, dict):
@@ -79,6 +92,10 @@ def lift_tangent(t, x, ans):
 
 def batch_rows(rows, ans):
     """Stack per-direction tangents of `ans` into one batch (structure by structure)."""
+    ans = _parts(ans)
+    if isinstance(ans, dict) and any(isinstance(r, dict) for r in rows):
+        return {key: batch_rows([r.get(key, 0.0) if isinstance(r, dict) else r for r in rows], a)
+                for key, a in ans.items()}
     if isinstance(ans, _CONTAINERS):
         return _rebuild(ans, [batch_rows([r[i] if isinstance(r, _CONTAINERS) else r
                                           for r in rows], a) for i, a in enumerate(ans)])

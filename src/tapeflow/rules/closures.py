@@ -70,11 +70,18 @@ def closure(fn, nparams, ndefaults, *values):
 
 def _partial_vjp(i):
     """The cotangent of argument i of `functools.partial(f, *args)` from the partial's
-    (`tapeflow.call_plans`: (the function's, the arguments' tuple, the keywords' dict))."""
+    (`tapeflow.call_plans`: (the function's, the arguments' tuple, the keywords' dict)).
+    Of a partial `f`, Python makes one partial of its function (`_flattened`)."""
     def vjp(g, ans, *args, **keywords):
         if g.__class__ is float and g == 0.0:
             return 0.0
-        return g[0] if i == 0 else g[1][i - 1]
+        inner = _flattened(ans, args[0])
+        if inner is None:
+            return g[0] if i == 0 else g[1][i - 1]
+        if i > 0:
+            return g[1][len(inner.args) + i - 1]
+        kept = {k: g[2][k] for k in inner.keywords if k in g[2] and k not in keywords}
+        return (g[0], tuple(g[1][:len(inner.args)]), kept)
     return vjp
 
 
@@ -82,10 +89,25 @@ def _partial_jvp(i):
     def jvp(t, ans, *args, **keywords):
         if t.__class__ is float and t == 0.0:
             return 0.0
-        if i == 0:
+        inner = _flattened(ans, args[0])
+        before = len(inner.args) if inner is not None else 0
+        if i > 0:
+            return (0.0, tuple(t if k == before + i - 1 else 0.0
+                               for k in range(before + len(args) - 1)), {})
+        if inner is None:
             return (t, (0.0,) * (len(args) - 1), {})
-        return (0.0, tuple(t if k == i - 1 else 0.0 for k in range(len(args) - 1)), {})
+        kept = {k: v for k, v in t[2].items() if k not in keywords}
+        return (t[0], tuple(t[1]) + (0.0,) * (len(args) - 1), kept)
     return jvp
+
+
+def _flattened(ans, func):
+    """`func` where it is a partial that `functools.partial(func, ...)` merged into the
+    partial `ans` it made (`ans.func` is then `func.func`, its arguments first), else None."""
+    import functools
+    if isinstance(func, functools.partial) and ans.func is not func:
+        return func
+    return None
 
 
 def _register_partial():

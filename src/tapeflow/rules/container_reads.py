@@ -12,6 +12,8 @@ import numpy as np
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.indexing import untake
 from tapeflow.rules.entries import entry
+from tapeflow.rules.holders import (cleared, function_slots, holds_values, placed,
+                                    slot_cotangent, with_slots)
 from tapeflow.rules.registry import RULES_OF_RULES, linear_pair, nondifferentiable
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import zeros_like_value
@@ -125,6 +127,8 @@ def refresh_items(container, item, held=None):
     held = item if held is None else held
     if container is held:
         return item
+    if held is not item and holds_values(container):    # a partial, a closure
+        return with_slots(container, function_slots(container, held), item)
     if held is item or not _is_container(container):
         return container
     slots = _slots(container, held)
@@ -150,6 +154,9 @@ def _refresh_vjp_container(g, ans, container, item, held=None):
     held = item if held is None else held
     if container is held:
         return 0.0                                # the container was the item itself
+    if holds_values(container):
+        paths = function_slots(container, held)
+        return cleared(g, paths) if paths else g
     slots = _slots(container, held)
     if not slots or (g.__class__ is float and g == 0.0):
         return g
@@ -169,6 +176,10 @@ def _refresh_vjp_item(g, ans, container, item, held=None):
     total = zeros_like_value(item)
     if g.__class__ is float and g == 0.0:
         return total
+    if holds_values(container):
+        for path in function_slots(container, item if held is None else held):
+            total = total + slot_cotangent(g, path)
+        return total
     for k in _slots(container, item if held is None else held):
         # a dict's cotangent has no entry where a later write cleared the slot: zero
         total = total + (g.get(k, 0.0) if isinstance(g, dict) else g[k])
@@ -187,6 +198,10 @@ def _keys_of(container) -> list:
 def _refresh_jvp_item(t, ans, container, item, held=None):
     if container is (item if held is None else held):
         return t
+    if holds_values(container):
+        paths = function_slots(container, item if held is None else held)
+        return placed(container, paths, t) if paths and not (t.__class__ is float and t == 0.0) \
+            else 0.0
     if not _is_container(container):
         return zeros_like_value(container)
     slots = set(_slots(container, item if held is None else held))

@@ -19,6 +19,7 @@ from tapeflow.errors import UnsupportedError
 from tapeflow.rules.arrays import (is_api_only, is_foreign_array, is_lazy, library_of,
                                    numpy_dtype, same_library, shares_views, to_library,
                                    to_numpy_of)
+from tapeflow.rules.holders import function_leaves, holds_values
 from tapeflow.rules.indexing import def_gather
 from tapeflow.rules.registry import defjvp, defvjp, nondifferentiable, static
 
@@ -141,13 +142,28 @@ def check_refresh(container, written, holders, reason, filename, lineno, col):
     put there, unseen by the pass, would not be refreshed); else the located refusal `reason`."""
     if not shares_views(written):
         return
+    if holds_values(container):         # a partial, a closure: only its own slots refreshed
+        for part in function_leaves(container):
+            if not any(part is h for h in holders) and \
+                    any(overlap(a, written) for a in memory_parts(part, True)):
+                raise UnsupportedError(reason, filename, lineno, col)
+        return
     if isinstance(container, dict):
         parts = container.values()
     else:
         parts = container if isinstance(container, (list, tuple)) else (container,)
     for part in parts:
-        if shares_views(part) and not any(part is h for h in holders) and overlap(part, written):
+        if any(part is h for h in holders):
+            continue
+        if shares_views(part) and overlap(part, written) or _holds_unseen(part, written):
             raise UnsupportedError(reason, filename, lineno, col)
+
+
+def _holds_unseen(part, written) -> bool:
+    """Whether `part` is a function (a partial, a closure, a bound method) that holds
+    memory of `written`: the refresh of the container holding it does not reach there."""
+    return (holds_values(part) or isinstance(part, types.MethodType)) and \
+        any(overlap(a, written) for a in memory_parts(part, True))
 
 
 def memory_parts(value, deep) -> list:
@@ -164,6 +180,10 @@ def memory_parts(value, deep) -> list:
             out.append(v)
             if deep or v is value:
                 stack.extend(v.values() if isinstance(v, dict) else v)
+        elif (deep or v is value) and holds_values(v):
+            stack.extend(function_leaves(v))    # a partial's arguments, a closure's values
+        elif (deep or v is value) and isinstance(v, types.MethodType):
+            stack.append(v.__self__)            # a bound method's object
         elif (deep or v is value) and isinstance(getattr(v, '__dict__', None), dict) \
                 and not isinstance(v, (type, types.ModuleType, types.FunctionType,
                                        types.MethodType)):

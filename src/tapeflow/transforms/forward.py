@@ -384,9 +384,10 @@ class _Forward(DynamicCalls, Sweep):
 
 
 def _given_a_container(value, containers) -> bool:
-    """A call given a list, tuple or dict (`refresh_items(ys, x)`): its result may be one
-    too, whose tangents add item by item (`+` would concatenate them)."""
-    return isinstance(value, ast.Call) and any(
+    """A call given a list, tuple or dict (`refresh_items(ys, x)`), or a refresh of a value
+    of a kind not known (a partial, a closure a call made): its result may be one too,
+    whose tangents add item by item (`+` would concatenate them)."""
+    return _calls(value, 'refresh_items') or isinstance(value, ast.Call) and any(
         isinstance(a, ast.Name) and a.id in containers for a in value.args)
 
 
