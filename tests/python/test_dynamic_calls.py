@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 
 import numpy as np
 import pytest
@@ -274,3 +275,22 @@ def test_second_order_through_calls_resolved_at_run_time():
         np.testing.assert_allclose(tf.hvp(fn, (x,), (v,)), hessian @ v, rtol=1e-10)
     # reverse over reverse runs forward mode: the same second derivative
     assert np.isclose(tf.grad(tf.grad(lambda t: f(t, 1)))(0.4), -2 * np.sin(0.4))
+
+
+class Holder:
+    def __init__(self, v):
+        self.v = v
+
+
+def holds_a_value(x):
+    held = Holder(x * 2.0)
+    return held.v * x
+
+
+def test_an_object_made_from_a_differentiated_value_is_refused_by_name():
+    """Not 'no derivative rule for Holder': the object, not a missing NumPy rule."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(holds_a_value)(1.5)
+    line = inspect.getsourcelines(holds_a_value)[1] + 1
+    assert str(info.value).startswith(f'{__file__}:{line}:')
+    assert 'an instance of Holder made from a value that carries a derivative' in str(info.value)

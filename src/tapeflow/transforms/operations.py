@@ -307,6 +307,11 @@ def rules_for(op: Operation, is_active, mode: str, error, guard=None,
             check(value, message)
     if not active or (entry is not None and entry.nondiff):
         return []
+    if entry is None and isinstance(op.fn, type) and \
+            (op.fn.__module__ or '').split('.')[0] not in _LIBRARY_CODE + ('builtins',):
+        raise error(f'an instance of {op.fn.__name__} made from a value that carries a '
+                    f'derivative (argument {active[0]}) cannot be differentiated: keep the '
+                    f'value out of the object and pass it to the methods that use it')
     if entry is None:
         raise error(f'no derivative rule for {op.label} (argument {active[0]})')
     rules = entry.vjps if mode == 'vjp' else entry.jvps
