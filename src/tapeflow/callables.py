@@ -13,6 +13,7 @@ keyword arguments in their places, defaults filled in).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import types
@@ -62,6 +63,15 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     python_fn = python_function_of(f, kinds)
     if not kinds and python_fn.__code__.co_flags & inspect.CO_VARARGS:
         return python_fn    # (its signature, until a call says how many values `*args` gets)
+    # one caller per function read, whatever `grad(f)` object asks (tf.hvp(f, ...) makes a
+    # new one each call): the same caller is the same compiled derivative, not a new compile
+    key = (python_fn, kind, wrt, has_aux, kinds)
+    cached = _GRAD_CALLERS.get(key)
+    if _fits(cached) and cached.__tapeflow_defaults__ is python_fn.__defaults__:
+        _GRAD_CALLERS.pop(key, None)          # (most recently used last; no lock: a
+        _GRAD_CALLERS[key] = cached           # caller made twice is the same derivative)
+        callers[kinds] = cached
+        return cached
     from tapeflow import compilation      # (it reads callables through this module)
     compiled = compilation.compile(python_fn, compilation.Spec('reverse', wrt, kinds=kinds))
     params = ', '.join(compiled.params)
@@ -86,11 +96,20 @@ def _generated_caller(wrapper, kind, f, wrt, has_aux, kinds=()):
     text = (f'def {name}({signature}):\n'
             f'    _out = {compiled.combined.__name__}({params}{seed})\n'
             f'    return {result}\n')
-    caller = callers[kinds] = _make_caller(name, text, compiled, python_fn,
-                                           namespace={'as_argument': pytree.as_argument,
-                                                      'real_like': real_like,
-                                                      **{f'_default{k}': v for k, v in enumerate(defaults)}})
+    caller = callers[kinds] = _GRAD_CALLERS[key] = _make_caller(
+        name, text, compiled, python_fn,
+        namespace={'as_argument': pytree.as_argument, 'real_like': real_like,
+                   **{f'_default{k}': v for k, v in enumerate(defaults)}})
+    caller.__tapeflow_defaults__ = python_fn.__defaults__
+    while len(_GRAD_CALLERS) > GRAD_CALLERS_KEPT:
+        _GRAD_CALLERS.popitem(last=False)
     return caller
+
+
+# the callers `_generated_caller` made last, least recently used first (strong: a caller
+# holds the function it reads, which a weak key would never let go)
+_GRAD_CALLERS = collections.OrderedDict()
+GRAD_CALLERS_KEPT = 64
 
 
 _CALLERS = weakref.WeakKeyDictionary()     # python function -> {(kind, positions): caller}

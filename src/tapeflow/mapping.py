@@ -20,6 +20,7 @@ element: checked), or such a prefix of the output's structure.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 
@@ -214,7 +215,11 @@ def _positional_count(f, in_axes):
     return len(positional), all(p.default is p.empty for p in positional)
 
 
-_MAPPED = {}        # (f, in_axes, out_axes) -> the function vmap made (its rules are in the table)
+# (f, in_axes, out_axes) -> the function vmap made, the most recently made last (bounded:
+# `vmap(grad(f))` in a loop maps a new function each time; each made function carries its
+# own rule entry, so one dropped here and by its caller is freed)
+_MAPPED = collections.OrderedDict()
+MAPPED_KEPT = 64
 
 
 def vmap(f, in_axes=0, out_axes=0):
@@ -240,10 +245,11 @@ def vmap(f, in_axes=0, out_axes=0):
 
     try:
         key = (f, repr(in_axes), repr(out_axes))
-        made = _MAPPED.get(key)
+        made = _MAPPED.pop(key, None)
     except TypeError:           # an unhashable callable
         key = made = None
     if made is not None:
+        _MAPPED[key] = made     # (the most recently used last)
         return made
 
     def batched(*args):
@@ -253,16 +259,14 @@ def vmap(f, in_axes=0, out_axes=0):
     batched.__name__ = batched.__qualname__ = f'vmap_{name}' if name.isidentifier() else 'vmapped'
     batched.__doc__ = f'vmap of {name}: {f.__doc__ or ""}'
     count, fixed = _positional_count(f, in_axes)
+    entry = batched.__tapeflow_primitive__ = registry.Primitive(batched, batched.__name__)
+    rules = functools.partial(_batched_vjp, f, in_axes, out_axes), \
+        functools.partial(_batched_jvp, f, in_axes, out_axes)
     for argnum in range(count if count is not None else 16):
-        rules = functools.partial(_batched_vjp, f, in_axes, out_axes), \
-            functools.partial(_batched_jvp, f, in_axes, out_axes)
-        registry.defvjp(batched, Rule(rules[0], argnum, 'vjp', batched.__name__),
-                        argnums=[argnum], name=batched.__name__)
-        registry.defjvp(batched, Rule(rules[1], argnum, 'jvp', batched.__name__),
-                        argnums=[argnum])
+        entry.vjps[argnum] = Rule(rules[0], argnum, 'vjp', batched.__name__)
+        entry.jvps[argnum] = Rule(rules[1], argnum, 'jvp', batched.__name__)
     if not fixed:
-        if key is not None:
-            _MAPPED[key] = batched
+        _keep(key, batched)
         return batched
     # a def of fixed arity that calls the primitive: what the compiler reads when
     # the mapped function is itself differentiated (`jvp(vmap(f), ...)`)
@@ -274,9 +278,15 @@ def vmap(f, in_axes=0, out_axes=0):
     caller = namespace[batched.__name__]
     caller.__doc__ = batched.__doc__
     caller.__tapeflow_vmapped__ = (f, in_axes, out_axes)
-    if key is not None:
-        _MAPPED[key] = caller
+    _keep(key, caller)
     return caller
+
+
+def _keep(key, made):
+    if key is not None:
+        _MAPPED[key] = made
+        while len(_MAPPED) > MAPPED_KEPT:
+            _MAPPED.popitem(last=False)
 
 
 vmap.__tapeflow_fold__ = True      # `vmap(f)` inside compiled code is made while compiling

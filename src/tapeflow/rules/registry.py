@@ -168,6 +168,8 @@ def lookup(fn) -> Optional[Primitive]:
             entry = RULES.get(fn)
         elif _LAZY and load_lazily(fn):
             entry = RULES.get(fn)
+        if entry is None:       # a function made at run time (`vmap`) carries its own entry:
+            entry = getattr(fn, '__tapeflow_primitive__', None)     # it dies with the function
     return entry
 
 

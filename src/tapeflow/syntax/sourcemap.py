@@ -23,7 +23,7 @@ _MAPS: dict = {}
 _CLASSES: dict = {}
 _LOCK = threading.Lock()
 
-__all__ = ['register', 'lines_of', 'user_location', 'located', 'reraise', 'UserCodeError']
+__all__ = ['register', 'forget', 'lines_of', 'user_location', 'located', 'reraise', 'UserCodeError']
 
 
 class UserCodeError(TapeflowError):
@@ -42,6 +42,11 @@ def register(generated_filename: str, user_filename: str, lines: dict) -> None:
         lines = {n: outer[1][line] for n, (line, _) in lines.items() if line in outer[1]}
         user_filename = outer[0]
     _MAPS[generated_filename] = (user_filename, dict(lines))
+
+
+def forget(generated_filename: str) -> None:
+    """Drop the map of a generated module whose code is gone (`unparse.load_module`)."""
+    _MAPS.pop(generated_filename, None)
 
 
 def user_location(filename: str, line: int, col: int):

@@ -9,9 +9,12 @@ import itertools
 import linecache
 import math
 import os
+import types
+import weakref
 
 import gast
 
+from tapeflow.syntax import sourcemap
 from tapeflow.syntax.anno import Key, getanno
 
 _counter = itertools.count()
@@ -205,7 +208,27 @@ def load_module(text: str, namespace: dict, label: str, display: str | None = No
     code = compile(text, filename, 'exec') if code is None else _renamed(code, filename)
     exec(code, namespace)
     namespace['__tapeflow_filename__'] = filename
+    _Lines(filename, [v.__code__ for v in namespace.values() if isinstance(v, types.FunctionType)
+                      and v.__code__.co_filename == filename])
     return namespace
+
+
+class _Lines:
+    """A generated module's lines in `linecache` (and its source map), kept while a
+    function it defined lives: a module made for one call (`linearize`'s `f_jvp`, the
+    caller of a `grad(f)` made anew) leaves nothing behind."""
+    __slots__ = ('filename', 'alive', '__weakref__')
+
+    def __init__(self, filename, codes):
+        self.filename, self.alive = filename, len(codes)
+        for c in codes:
+            weakref.finalize(c, self.release)
+
+    def release(self):
+        self.alive -= 1
+        if self.alive == 0:
+            linecache.cache.pop(self.filename, None)
+            sourcemap.forget(self.filename)
 
 
 def label_of(filename: str) -> str:
