@@ -265,7 +265,9 @@ def test_second_order_through_calls_resolved_at_run_time():
         model = Model(np.array([0.5, -1.0, 2.0]), 0.2)
         return model.loss(x.reshape(3, 1) * np.ones((1, 3)))
 
-    for fn in [lambda x: f(x, 0), lambda x: f(x, 1), lambda x: f(x, 2), g]:
+    for fn in [lambda x: f(x, 0),         # (one lambda a line: Python 3.10 gives no column)
+               lambda x: f(x, 1),
+               lambda x: f(x, 2), g]:
         hessian = tf.hessian(fn)(x)
         eps = 1e-5
         numeric = np.array([(tf.grad(fn)(x + eps * e) - tf.grad(fn)(x - eps * e)) / (2 * eps)
