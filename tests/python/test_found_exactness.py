@@ -408,3 +408,16 @@ def test_a_function_holding_the_array_deeper_is_refused():
     _refused(list_holding_a_partial_of_the_array, [1.5], 'a[0] = y', 'a shares memory with ys')
     _refused(bound_method_whose_field_is_written, [Scaler(np.zeros(2)), 1.5], 'w[0] = y',
              'w shares memory with f', wrt=1)
+
+
+def dict_get_of_a_default_written(x, y):
+    d = {}
+    b = d.get('zz', y)          # the default: b is y
+    np.multiply(x, 0.5, out=b)
+    return np.sum(b * b) + np.sum(y * y)
+
+
+def test_a_dict_get_default_written_into_is_refused():
+    # the analysis took d.get(k, y) to hold d's items only: y's write was not seen (wrong)
+    _refused(dict_get_of_a_default_written, [1.5, np.array([1.0, 2.0])], 'out=b',
+             'b shares memory with y')

@@ -137,7 +137,11 @@ class CallFacts:
             return ARRAY, self.view(state, site, objects), [Eq(target, receiver.id, 'view', text(v), v, names_of(v),
                                               kind, view, not (view.always and kind == ARRAY))]
         if kind in (LIST, DICT) and name in ('pop', 'get', 'setdefault', 'popitem'):
-            return None, elements(state, objects), []
+            # a dict's get, pop and setdefault return their default where the key is absent
+            given = v.args[1:] if kind == DICT else []
+            defaults = frozenset().union(*(state.pts.get(a.id, frozenset()) for a in given
+                                           if isinstance(a, ast.Name)))
+            return None, elements(state, objects) | defaults, []
         if kind in (LIST, DICT) and name == 'copy':
             return kind, self.fresh(state, site, kind, elements(state, objects)), []
         if kind in (LIST, TUPLE) and name in ('index', 'count'):
