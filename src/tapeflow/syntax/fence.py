@@ -63,16 +63,6 @@ class _Fence(nodes.Visitor):
             self.reject(node, 'decorated nested functions are not supported')
         self.generic_visit(node)
 
-    def visit_For(self, node):
-        if node.orelse:
-            self.reject(node, 'for ... else is not supported')
-        self.generic_visit(node)
-
-    def visit_While(self, node):
-        if node.orelse:
-            self.reject(node, 'while ... else is not supported')
-        self.generic_visit(node)
-
     def visit_Assign(self, node):
         for target in node.targets:
             self._check_target(target)

@@ -28,6 +28,7 @@ from tapeflow.transforms.sugar.folding import FoldTransforms, PullbackCalls
 from tapeflow.transforms.sugar.generators import is_generator, lower_generator
 from tapeflow.transforms.sugar.iterators import IteratorValues
 from tapeflow.transforms.sugar.jumps import Jumps
+from tapeflow.transforms.sugar.loop_else import lower_loop_else
 from tapeflow.transforms.sugar.loops import Loops, ZipValues
 from tapeflow.transforms.sugar.named_ops import LowerNamedOps
 from tapeflow.transforms.sugar.operators import lower_operator_writes
@@ -36,6 +37,7 @@ from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
 
 def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> ast.FunctionDef:
+    lower_loop_else(node, namer)                                # for/while ... else -> flag
     if source is not None and is_generator(fn):
         lower_generator(node, namer, source)                    # yield -> _yielded.append
     if source is not None and bindings is not None:
