@@ -39,6 +39,152 @@ def _refused(f, args, marker, reason):
     return error
 
 
+# ------------------------------------------------------------------ 1. walrus (:=)
+
+def walrus_in_if(x):
+    if (y := x * 2.0) > 1.0:
+        return y * x
+    return x
+
+
+def walrus_in_while(x, n):
+    out = x
+    while (n := n - 1) > 0:
+        out = out * x
+    return out * (n + 2.0)
+
+
+def walrus_in_comprehension(x, xs):
+    ys = [(z := v * x) + 1.0 for v in xs if v > 0]
+    return sum(ys) * z            # z: the last item's, bound in the function
+
+
+def walrus_in_comprehension_condition(x, xs):
+    ys = [w for v in xs if (w := np.sin(v * x)) > 0.0]
+    return sum(ys) + w
+
+
+def walrus_in_dict_comprehension(x, keys):
+    d = {k: (last := x * k) for k in keys}
+    return d[keys[0]] * last
+
+
+def walrus_short_circuit_and(x, flag):
+    r = flag and (b := x * 3.0)
+    return (r * b) if flag else x
+
+
+def walrus_short_circuit_or(x, flag):
+    r = flag or (b := x * 3.0)
+    return x * 2.0 if flag else r * b
+
+
+def walrus_in_conditional_expression(x, pick):
+    z = (a := x * x) if pick else (a := np.cos(x))
+    return z * a
+
+
+def walrus_reads_before_rebinding(x):
+    y = x + (x := x * 2.0) * x      # the first x is the one passed
+    return y * x
+
+
+def walrus_twice_in_one_call(x):
+    return np.hypot((a := x * 2.0), (a := a + 1.0)) * a
+
+
+def walrus_in_array_code(x):
+    if (s := np.sum(x * x)) > 1.0:
+        x = x / np.sqrt(s)
+    return np.sum(np.tanh(x)) + s
+
+
+def walrus_loop_reads_it(x, n):
+    total = 0.0
+    for i in range(n):
+        if (t := x * i) > 1.0 and (u := t * t) < 50.0:
+            total = total + u
+        total = total + t
+    return total
+
+
+def walrus_in_nested_def(x):
+    def inner(v):
+        return (w := v * v) + w * v
+    return inner(x) * 2.0
+
+
+def walrus_in_elif(x):
+    if x > 10.0:
+        return x
+    elif (h := x * 3.0) > 2.0:
+        return h * h
+    return h
+
+
+@pytest.mark.parametrize('f, args', [
+    (walrus_in_if, (1.5,)), (walrus_in_if, (0.2,)),
+    (walrus_in_while, (1.3, 4)), (walrus_in_while, (1.3, 1)),
+    (walrus_in_comprehension, (1.5, [1.0, -2.0, 3.0])),
+    (walrus_in_comprehension_condition, (0.7, [1.0, 2.0, 3.0, 4.0])),
+    (walrus_in_dict_comprehension, (1.2, [1.0, 2.0, 3.0])),
+    (walrus_short_circuit_and, (1.5, True)), (walrus_short_circuit_and, (1.5, False)),
+    (walrus_short_circuit_or, (1.5, True)), (walrus_short_circuit_or, (1.5, False)),
+    (walrus_in_conditional_expression, (0.8, True)),
+    (walrus_in_conditional_expression, (0.8, False)),
+    (walrus_reads_before_rebinding, (1.5,)),
+    (walrus_twice_in_one_call, (0.9,)),
+    (walrus_in_array_code, (np.array([0.5, -1.0, 2.0]),)),
+    (walrus_in_array_code, (np.array([0.1, 0.2]),)),
+    (walrus_loop_reads_it, (1.1, 6)),
+    (walrus_in_nested_def, (1.3,)),
+    (walrus_in_elif, (1.5,)), (walrus_in_elif, (0.3,)),
+], ids=lambda v: getattr(v, '__name__', None))
+def test_walrus_is_exact(f, args):
+    _exact(f, args)
+
+
+def test_walrus_in_a_short_circuit_binds_only_when_evaluated():
+    def f(x, flag):
+        b = 1.0
+        r = flag and (b := x * 3.0)
+        return x * b
+    assert tf.grad(f)(2.0, False) == 1.0
+    assert tf.grad(f)(2.0, True) == 12.0
+
+
+def walrus_in_lambda(x):
+    g = lambda v: (w := v) * 2.0
+    return g(x)
+
+
+def walrus_in_generator_expression(x, xs):
+    return sum((w := v * x) for v in xs)
+
+
+def walrus_in_chained_comparison(x):
+    if 0.0 < x < (m := x * 2.0):
+        return m
+    return x
+
+
+def walrus_in_subscript_target(x):
+    ys = [x, x]
+    ys[(i := 1)] = x * 2.0
+    return ys[i]
+
+
+@pytest.mark.parametrize('f, args, marker, reason', [
+    (walrus_in_lambda, (1.0,), '(w := v)', 'inside a lambda is not supported; write a nested def'),
+    (walrus_in_generator_expression, (1.0, [1.0]), '(w := v * x)',
+     'inside a generator expression is not supported; write a list comprehension'),
+    (walrus_in_chained_comparison, (1.0,), '(m := x', "in a chained comparison's later"),
+    (walrus_in_subscript_target, (1.0,), '(i := 1)', 'in an assignment target'),
+], ids=lambda v: getattr(v, '__name__', None))
+def test_walrus_forms_refused_located(f, args, marker, reason):
+    _refused(f, args, marker, reason)
+
+
 # ------------------------------------------------------------------ 3. for ... else, while ... else
 
 def for_else_found(x, xs):
@@ -122,3 +268,18 @@ def for_else_with_continue(x, xs):
 ], ids=lambda v: getattr(v, '__name__', None))
 def test_loop_else_is_exact(f, args):
     _exact(f, args)
+
+
+def walrus_while_else(x, n):
+    while (n := n - 1) > 0:
+        x = x * 1.5
+        if x > 10.0:
+            break
+    else:
+        x = x + 1.0
+    return x
+
+
+@pytest.mark.parametrize('args', [(1.2, 3), (1.2, 30)])
+def test_walrus_in_a_while_with_else(args):
+    _exact(walrus_while_else, args)

@@ -63,12 +63,6 @@ def f_attribute_store(x):
     return x
 
 
-def f_walrus(x):
-    if (y := x * 2.0) > 1.0:
-        return y
-    return x
-
-
 REJECTED = [
     (f_global, 'global SOMETHING', 'global statements'),
     (f_nonlocal, 'nonlocal x', 'nonlocal'),
@@ -77,7 +71,6 @@ REJECTED = [
     (f_eval, "eval('x", 'eval()'),
     (f_exec, "exec('y", 'exec()'),
     (f_attribute_store, 'x.attr', 'attribute'),
-    (f_walrus, ':=', ':='),
 ]
 
 

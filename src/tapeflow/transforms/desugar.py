@@ -33,11 +33,14 @@ from tapeflow.transforms.sugar.loops import Loops, ZipValues
 from tapeflow.transforms.sugar.named_ops import LowerNamedOps
 from tapeflow.transforms.sugar.operators import lower_operator_writes
 from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
+from tapeflow.transforms.sugar.walrus import lower_walrus
 
 
 def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> ast.FunctionDef:
     lower_loop_else(node, namer)                                # for/while ... else -> flag
+    if source is not None:
+        lower_walrus(node, namer, source)                       # (y := v) -> y = v; y
     if source is not None and is_generator(fn):
         lower_generator(node, namer, source)                    # yield -> _yielded.append
     if source is not None and bindings is not None:
