@@ -283,3 +283,175 @@ def walrus_while_else(x, n):
 @pytest.mark.parametrize('args', [(1.2, 3), (1.2, 30)])
 def test_walrus_in_a_while_with_else(args):
     _exact(walrus_while_else, args)
+
+
+# ------------------------------------------------------------------ 2. match
+
+def match_values(x, kind):
+    match kind:
+        case 0:
+            y = x * 2.0
+        case 1 | 2:
+            y = x * x
+        case None:
+            y = -x
+        case 'sin':
+            y = np.sin(x)
+        case _:
+            y = x
+    return y * x
+
+
+def match_sequences(x, pair):
+    match (x, pair):
+        case (a, [b, c]) if b > 0:
+            return a * b * c
+        case (a, [b, *rest]):
+            return a + b * sum(rest)
+        case (a, _):
+            return a * a
+
+
+def match_star_in_the_middle(x, xs):
+    match [x] + xs:
+        case [first, *middle, last]:
+            return first * last + sum(middle) * x
+        case [only]:
+            return only * only
+
+
+def match_mapping_and_class(x, d):
+    match d:
+        case {'w': w, 'b': float(b)}:
+            return w * x + b
+        case int() | complex():
+            return x * 3.0
+        case float(v):
+            return v * x
+        case str():
+            return x
+    return x * 0.5
+
+
+def match_array_is_no_sequence(x):
+    match x:                          # an ndarray is no Sequence: the capture matches
+        case [a, b]:
+            return a * b
+        case whole:
+            return np.sum(whole * whole)
+
+
+def match_guard_with_walrus(x, n):
+    match n:
+        case int(k) if (y := x * k) > 2.0:
+            return y * y
+        case _:
+            return x
+
+
+def match_in_a_loop(x, kinds):
+    total = 0.0
+    for kind in kinds:
+        match kind:
+            case 'double':
+                total = total + 2.0 * x
+            case 'square':
+                total = total + x * x
+            case 'stop':
+                break
+            case _:
+                continue
+        total = total * 1.1
+    return total
+
+
+def match_binds_before_the_guard(x, v):
+    match v:
+        case [a] if a > 100.0:
+            return a
+        case _:
+            pass
+    return x * a                       # a bound by the first case, whose guard failed
+
+
+scale = 100.0                          # a global the capture below shadows
+
+
+def match_capture_shadows_a_global(x, v):
+    match v:
+        case [scale]:
+            return scale * x
+    return x
+
+
+@pytest.mark.parametrize('f, args', [
+    (match_capture_shadows_a_global, (1.5, [2.0])),
+    (match_values, (1.5, 0)), (match_values, (1.5, 2)), (match_values, (1.5, None)),
+    (match_values, (1.5, 'sin')), (match_values, (1.5, 7)),
+    (match_sequences, (1.5, [2.0, 3.0])), (match_sequences, (1.5, [-2.0, 3.0, 4.0])),
+    (match_sequences, (1.5, (2.0,))), (match_sequences, (1.5, 5.0)),
+    (match_star_in_the_middle, (1.5, [2.0, 3.0, 4.0])), (match_star_in_the_middle, (1.5, [])),
+    (match_mapping_and_class, (1.5, {'w': 2.0, 'b': 1.0})),
+    (match_mapping_and_class, (1.5, {'w': 2.0, 'b': 1})),
+    (match_mapping_and_class, (1.5, 2.5)), (match_mapping_and_class, (1.5, 'a')),
+    (match_mapping_and_class, (1.5, 4)),
+    (match_array_is_no_sequence, (np.array([1.0, 2.0]),)),
+    (match_guard_with_walrus, (1.5, 3)), (match_guard_with_walrus, (1.5, 1)),
+    (match_in_a_loop, (1.5, ['double', 'x', 'square', 'stop', 'double'])),
+    (match_binds_before_the_guard, (1.5, [2.0])),
+], ids=lambda v: getattr(v, '__name__', None))
+def test_match_is_exact(f, args):
+    _exact(f, args)
+
+
+def _subject(v):
+    return v * 1.0
+
+
+def test_match_evaluates_its_subject_once():
+    def f(x):
+        match _subject(x * 2.0):
+            case 1.0:
+                return x
+            case y:
+                return y * x
+    assert tf.grad(f)(1.5) == 6.0
+    assert tf.source(f).count('= _subject_forward(') == 1     # one call in the forward sweep
+
+
+def match_or_binding(x, v):
+    match v:
+        case [a] | (a, _):
+            return a * x
+    return x
+
+
+def match_mapping_rest(x, d):
+    match d:
+        case {'w': w, **others}:
+            return w * x
+    return x
+
+
+class Point:
+    __match_args__ = ('x', 'y')
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def match_class_attributes(x, p):
+    match p:
+        case Point(x=a):
+            return a * x
+    return x
+
+
+@pytest.mark.parametrize('f, args, marker, reason', [
+    (match_or_binding, (1.0, [1.0]), '(a, _)', 'an alternative (|) that binds names'),
+    (match_mapping_rest, (1.0, {'w': 1.0}), "{'w': w, **others}", 'a mapping pattern with **'),
+    (match_class_attributes, (1.0, Point(1.0, 2.0)), 'Point(x=a)',
+     'write case Point() and read the attributes in its body'),
+], ids=lambda v: getattr(v, '__name__', None))
+def test_match_forms_refused_located(f, args, marker, reason):
+    _refused(f, args, marker, reason)

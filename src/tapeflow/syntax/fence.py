@@ -26,7 +26,7 @@ _REJECTED = {
     gast.Import: 'import inside a differentiated function is not supported; import at module level',
     gast.ImportFrom: 'import inside a differentiated function is not supported; import at module level',
 }
-for _name in ('Match', 'TryStar'):
+for _name in ('TryStar',):
     if hasattr(gast, _name):
         _REJECTED[getattr(gast, _name)] = f'{_name.lower()} statements are not supported'
 

@@ -78,6 +78,9 @@ def bindings_of(fn) -> Bindings:
     return Bindings(fn.__globals__, closure, defaults=defaults)
 
 
+_CAPTURES = frozenset({'MatchAs', 'MatchStar', 'MatchMapping'})
+
+
 def local_names(node: gast.FunctionDef) -> set:
     """Parameters and every name the function body binds (not nested bodies)."""
     names = {a.id for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs}
@@ -93,6 +96,10 @@ def local_names(node: gast.FunctionDef) -> set:
             continue                    # its body is its own scope
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
             names.add(n.id)
+        capture = getattr(n, 'rest' if type(n).__name__ == 'MatchMapping' else 'name', None) \
+            if type(n).__name__ in _CAPTURES else None
+        if isinstance(capture, str):            # a match statement's capture pattern
+            names.add(capture)
         stack.extend(nodes.children(n))
     return names
 

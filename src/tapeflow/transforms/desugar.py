@@ -2,6 +2,8 @@
 
 Runs after `syntax.fence` and `syntax.resolve`. Guarantees on its output:
 
+- no `match` statement (an `if` chain on its subject), no `:=` (assignments where Python
+  evaluates them), no `else` block of a loop (a flag says whether it broke);
 - no augmented assignment (`x += y` is `x = x + y`, marked `Key.IN_PLACE`;
   `y[i] += v` is `t = y[i]; t = t + v` (marked); `y[i] = t`);
 - every `for` loop iterates `range(...)`: loops over sequences, `enumerate`
@@ -30,6 +32,7 @@ from tapeflow.transforms.sugar.iterators import IteratorValues
 from tapeflow.transforms.sugar.jumps import Jumps
 from tapeflow.transforms.sugar.loop_else import lower_loop_else
 from tapeflow.transforms.sugar.loops import Loops, ZipValues
+from tapeflow.transforms.sugar.match import lower_match
 from tapeflow.transforms.sugar.named_ops import LowerNamedOps
 from tapeflow.transforms.sugar.operators import lower_operator_writes
 from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
@@ -38,6 +41,8 @@ from tapeflow.transforms.sugar.walrus import lower_walrus
 
 def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> ast.FunctionDef:
+    if source is not None:
+        lower_match(node, namer, source, bindings)              # match -> if/elif on _subject
     lower_loop_else(node, namer)                                # for/while ... else -> flag
     if source is not None:
         lower_walrus(node, namer, source)                       # (y := v) -> y = v; y
