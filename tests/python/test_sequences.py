@@ -76,3 +76,46 @@ def test_map_and_filter_read_at_once():
         pairs = list(map(lambda a, b: a * b, [x, 2.0], [x, x]))
         return mapped + kept + sum(pairs)
     _check(f, [1.4])
+
+
+# Found by the fuzzer (seed 2901): crashes, now right.
+
+def worklist_then_repeated_from_the_left(x):
+    ys = [2.0]
+    s = 0.0
+    for t in ys:
+        s = s + t
+        if len(ys) < 2:
+            ys.append(t * x[0])
+    for _ in range(2):
+        ys = 2 * ys             # a list, not a number: n * ys as ys * n
+    return sum(ys) + s
+
+
+class _Gain:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, v):
+        return np.sin(v * self.k) + v
+
+
+GAIN = _Gain(1.5)
+
+
+def a_callable_object_and_a_closure_called_twice_each(x):
+    a = x
+    fns = [GAIN, lambda v: v * (2.0 + np.sum(x))]
+    for layer in fns:
+        a = layer(a)
+    for layer in fns:           # the object's cotangents (by attribute) added up
+        a = layer(a)
+    return np.sum(a * a)
+
+
+def test_a_list_repeated_from_the_left_after_a_worklist():
+    _check(worklist_then_repeated_from_the_left, [np.array([1.1, 0.7, 0.5])])
+
+
+def test_callable_objects_called_twice_from_a_list():
+    _check(a_callable_object_and_a_closure_called_twice_each, [np.array([0.4, -0.2, 0.3])])

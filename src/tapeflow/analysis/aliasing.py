@@ -229,7 +229,8 @@ class Aliasing(CallFacts):
             if _arithmetic(v, ka, kb):
                 return NUMERIC, self.fresh(state, site, NUMERIC), []
             kind = ka if ka == kb and ka in (LIST, TUPLE) else (
-                ka if ka in (LIST, TUPLE) and kb == SCALAR else None)
+                ka if ka in (LIST, TUPLE) and kb == SCALAR else (
+                    kb if kb in (LIST, TUPLE) and ka == SCALAR else None))   # (n * ys)
             inside = elements(state, oa | ob)
             return kind, self.fresh(state, site, kind or LIST, inside), []
         if isinstance(v, ast.UnaryOp):

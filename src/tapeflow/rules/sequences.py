@@ -183,8 +183,14 @@ class Items:
 def _add(a, b):
     if isinstance(a, Items) or isinstance(b, Items):
         return a + b
+    if _is_zero(a):
+        return b
+    if _is_zero(b):
+        return a
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return type(a)(_add(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):     # an object's, a dict's: by key
+        return {k: _add(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
     return a + b
 
 
