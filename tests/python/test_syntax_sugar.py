@@ -108,6 +108,12 @@ def walrus_loop_reads_it(x, n):
     return total
 
 
+def walrus_after_a_lambda_default(x):
+    k = 2.0
+    pair = (lambda v, c=k: v * c, (k := x * 3.0))     # c is the k before the walrus
+    return pair[0](x) * k
+
+
 def walrus_in_nested_def(x):
     def inner(v):
         return (w := v * v) + w * v
@@ -137,7 +143,7 @@ def walrus_in_elif(x):
     (walrus_in_array_code, (np.array([0.5, -1.0, 2.0]),)),
     (walrus_in_array_code, (np.array([0.1, 0.2]),)),
     (walrus_loop_reads_it, (1.1, 6)),
-    (walrus_in_nested_def, (1.3,)),
+    (walrus_in_nested_def, (1.3,)), (walrus_after_a_lambda_default, (1.3,)),
     (walrus_in_elif, (1.5,)), (walrus_in_elif, (0.3,)),
 ], ids=lambda v: getattr(v, '__name__', None))
 def test_walrus_is_exact(f, args):

@@ -27,7 +27,7 @@ from tapeflow.transforms import namespaces
 from tapeflow.transforms.sugar.assignments import AugAssign
 from tapeflow.transforms.sugar.exceptions import lower_guarded
 from tapeflow.transforms.sugar.folding import FoldTransforms, PullbackCalls
-from tapeflow.transforms.sugar.generators import is_generator, lower_generator
+from tapeflow.transforms.sugar.generators import check_reads, is_generator, lower_generator
 from tapeflow.transforms.sugar.iterators import IteratorValues
 from tapeflow.transforms.sugar.jumps import Jumps
 from tapeflow.transforms.sugar.loop_else import lower_loop_else
@@ -48,6 +48,8 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
         lower_walrus(node, namer, source)                       # (y := v) -> y = v; y
     if source is not None and is_generator(fn):
         lower_generator(node, namer, source)                    # yield -> _yielded.append
+    if source is not None:
+        check_reads(node, source, fn)                           # each read as Python reads it
     if source is not None and bindings is not None:
         namespaces.rewrite(node, namer, source, bindings)       # xp.exp(z) -> exp(xp, z)
     if source is not None and bindings is not None:

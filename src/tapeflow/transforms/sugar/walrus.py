@@ -242,8 +242,10 @@ def _set(slot, value):
 
 def _stable(e, bound) -> bool:
     """Whether evaluating `e` after statements that bind `bound` gives what it gave before."""
-    if isinstance(e, ast.Constant) or isinstance(e, ast.Lambda):
+    if isinstance(e, ast.Constant):
         return True
+    if isinstance(e, ast.Lambda):         # made later, the same (but its defaults)
+        return not e.args.defaults and not any(e.args.kw_defaults)
     if isinstance(e, ast.Name):
         return e.id not in bound
     return getanno(e, Key.RESOLVED) is not None
