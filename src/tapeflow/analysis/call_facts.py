@@ -93,6 +93,9 @@ class CallFacts:
             if len(arg_facts) != 1 or arg_facts[0][0] not in (LIST, TUPLE, DICT):
                 return None, everything, []          # of an array, maybe a view of a row
             return None, reach_objects(state, elements(state, arg_facts[0][1]) | kw_objects), []
+        if fn is iterators.iterated and arg_facts and arg_facts[0][0] in (LIST, TUPLE):
+            mine = arg_facts[0][1]              # itself, or a list of what it yields
+            return LIST, self.fresh(state, site, LIST, elements(state, mine)) | mine, []
         structured = _structured_kind(fn)
         if structured is not False:          # a rule's result that holds its arguments
             return structured, self.fresh(state, site, structured or LIST, everything) | everything, []

@@ -203,6 +203,8 @@ def zeros_like_value(x):
         return rebuild(x, [zeros_like_value(v) for v in x])
     if isinstance(x, np.ndarray):
         return np.zeros(x.shape, x.dtype if np.issubdtype(x.dtype, np.inexact) else float)
+    if isinstance(x, range):                # read by index (forward mode over a loop's tape)
+        return [0.0] * len(x)
     if is_api_only(x):
         return zeros_api(x)
     if is_foreign_array(x):                 # CuPy, Dask...: zeros in x's library

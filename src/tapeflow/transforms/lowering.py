@@ -23,6 +23,7 @@ from tapeflow.analysis import aliasing as al
 from tapeflow.rules import mutation as table
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.transforms.sugar.generators import is_generator
 
 
 # ---------------------------------------------------------------- helpers for emitted code
@@ -105,7 +106,8 @@ class Lowerings:
         origin = nodes.origin(loop)
         index = loop.target.id if isinstance(loop.target, ast.Name) else None
         for seq in getanno(loop, Key.ITERATED):
-            if kind_of(nodes.name(seq), state) in (al.LIST, al.TUPLE, al.ARRAY, al.NUMERIC):
+            if kind_of(nodes.name(seq), state) in (al.LIST, al.TUPLE, al.ARRAY, al.NUMERIC) \
+                    and seq not in self.generator_made():
                 continue
             items = self.new('_items')
             func = nodes.name(self.new('_iterated'))
@@ -124,6 +126,16 @@ class Lowerings:
                             n.slice.id == index:
                         n.value = nodes.name(items)
         return nodes.located(pre, loop) + [loop]
+
+    def generator_made(self) -> set:
+        """Names bound to a generator function's call: a list where it is compiled, a
+        generator where it runs as written (no derivative flows into it)."""
+        if getattr(self, '_generator_made', None) is None:
+            self._generator_made = {s.targets[0].id for s in nodes.statements(self.fdef.body)
+                                    if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
+                                    and isinstance(s.targets[0], ast.Name)
+                                    and is_generator(getanno(s.value.func, Key.RESOLVED))}
+        return self._generator_made
 
     def array_update(self, name, binop):
         tmp = self.new('_' + name)

@@ -47,6 +47,7 @@ from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.transforms.dict_lowering import DictLowerings
+from tapeflow.transforms.generator_reads import refuse_interleaved
 from tapeflow.transforms.lowering import Lowerings, runtime_ref
 from tapeflow.transforms.mutation_checks import Checks, Pending, refuse_detached_writers
 from tapeflow.transforms.operations import user_function
@@ -75,6 +76,7 @@ class Context:
 def transform(node: ast.FunctionDef, ctx: Context) -> Result:
     refuse_detached_writers(node, ctx.source)
     facts = al.Aliasing(node, ctx.param_kinds, ctx.summary)
+    refuse_interleaved(node, facts, ctx.summary, ctx.source)    # a loop over a generator
     live = Liveness(node.body)
     rewriter = _Rewriter(ctx, facts, live, node)
     node.body = rewriter.views_decided(rewriter.block(node.body))

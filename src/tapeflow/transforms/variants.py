@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import types
 import weakref
 
@@ -43,6 +44,12 @@ def variant(fn, positions, parse, derived=()):
     source = parse(fn)
     node = source.node
     params = [a.id for a in node.args.args]
+    if fn.__code__.co_flags & inspect.CO_GENERATOR:
+        raise source.error(node, f'{fn.__name__}() is a generator that writes into its '
+                                 f'argument{"s" if len(positions) > 1 else ""} '
+                                 f'{", ".join(params[i] for i in positions)}: tapeflow does not '
+                                 f'follow writes out of a generator; write into a copy, or '
+                                 f'yield the new value')
     namer = Namer.for_function(node)
     prologue = []
     for j, i, steps in derived:

@@ -8,13 +8,28 @@ generator reads between its items (it runs first, whole, here). `yield from it` 
 what `it` gives. A `yield` whose value is read (`x = yield v`: `send`) and a generator's
 `return v` are refused. Runs first among desugar's rewrites (the function's own body; a
 nested generator is compiled as its own function).
+
+Python makes a generator's items one at a time, as they are read; the list is made
+where the generator is called. `check_reads` (on every function compiled, after its own
+yields are lowered) keeps that the same numbers: a call of a generator function is read
+where it is made, to its end (`sum`, `list`, `for v in ...`, a comprehension), by a loop
+that cannot leave early, whose body binds no name a nested generator def reads and draws
+no random numbers where the generator does; `transforms.generator_reads` refuses the
+loops whose bodies write into what the generator reads (after the aliasing analysis).
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 
+from tapeflow.runtime import random_plans
 from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.anno import Key, getanno
 from tapeflow.syntax.parse import parse_function
+
+# What reads a generator to its end with none of the caller's code in between.
+_CONSUMERS = (builtins.sum, builtins.list, builtins.tuple, builtins.sorted, builtins.min,
+              builtins.max, builtins.set, builtins.frozenset, builtins.dict)
 
 
 def is_generator(fn) -> bool:
@@ -77,3 +92,112 @@ def _block(stmts, out, namer, source):
                                       'supported; yield as a statement')
         result.append(stmt)
     return result
+
+
+# ---------------------------------------------------------------- where its list is read
+
+def check_reads(node, source, fn=None):
+    """Refuse, located, a generator call whose list could be read otherwise than Python
+    reads the generator (see the module's docstring)."""
+    if source.filename.startswith('<tapeflow'):
+        return                  # generated code: its user's code was checked
+    local = {d.name: d for d in _own_nodes(node) if isinstance(d, ast.FunctionDef)
+             and d is not node and any(isinstance(n, (ast.Yield, ast.YieldFrom))
+                                       for n in _own_nodes(d))}
+    calls = [n for n in _own_nodes(node) if _generator_name(n, local)]
+    if not calls:
+        return
+    consumed, loops = set(), []
+    for n in _own_nodes(node):
+        if isinstance(n, ast.For):
+            it = n.iter
+            if _resolved(it, builtins.enumerate) and it.args:
+                it = it.args[0]
+            if _generator_name(it, local):
+                consumed.add(id(it))
+                loops.append((n, it))
+        elif isinstance(n, ast.comprehension) and _generator_name(n.iter, local):
+            consumed.add(id(n.iter))
+        elif isinstance(n, ast.Call) and n.args and any(_resolved(n, c) for c in _CONSUMERS) \
+                and not any(k.arg == 'key' for k in n.keywords):
+            consumed.add(id(n.args[0]))
+    for call in calls:
+        if id(call) not in consumed:
+            name = _generator_name(call, local)
+            raise source.error(call, f'{name}() is a generator: tapeflow makes all its items where '
+                                     f'it is called, which gives Python\'s numbers only where they '
+                                     f'are read there, to the end; read it there (for v in '
+                                     f'{name}(...), sum(...), list({name}(...)) to keep them)')
+    for loop, call in loops:
+        _check_loop(loop, call, _generator_name(call, local), local, source, fn)
+
+
+def _check_loop(loop, call, name, local, source, fn):
+    instead = f'loop over list({name}(...)) to make them all first'
+    why = f'tapeflow makes all the items of {name}() (a generator) when the loop starts, ' \
+          f'Python one at a time'
+    if _leaves_early(loop.body):
+        raise source.error(loop, f'this loop may stop before {name}() has made its last item '
+                                 f'(break, return): {why}, and would run it further; {instead}')
+    if name in local:
+        bound = nodes.store_names(loop.body) | {n.id for n in nodes.walk_terms(loop.target)
+                                                if isinstance(n, ast.Name)}
+        own = nodes.store_names(local[name].body) | {a.id for a in local[name].args.args}
+        for var in sorted(nodes.load_names(local[name]) - own):
+            if var in bound:
+                raise source.error(loop, f'this loop binds {var!r} again, which {name}() reads '
+                                         f'when it makes its next item: {why}; pass {var} as an '
+                                         f'argument, or {instead}')
+    if fn is not None and _draws(fn, call, local.get(name)) and _draws(fn, loop.body):
+        raise source.error(loop, f'{name}() and this loop both draw random numbers, which Python '
+                                 f'draws in turns: {why}; {instead}')
+
+
+def _draws(fn, what, body=None) -> bool:
+    """Whether the lines of `what` (a call: the function it calls; a block) may draw."""
+    if isinstance(what, ast.Call) and body is None:
+        return random_plans.plan_of(getanno(what.func, Key.RESOLVED)).draws
+    lines = [where[0] for s in ([body] if body is not None else what)
+             for n in nodes.walk_terms(s) for where in (getanno(n, Key.ORIGIN),) if where]
+    return bool(lines) and random_plans.plan_of(fn, (min(lines), max(lines)), True).draws
+
+
+def _leaves_early(body, nested=False) -> bool:
+    for stmt in body:
+        if isinstance(stmt, ast.Return) or isinstance(stmt, ast.Break) and not nested:
+            return True
+        if isinstance(stmt, ast.FunctionDef):
+            continue
+        inner = nested or isinstance(stmt, (ast.For, ast.While))
+        for field in ('body', 'orelse', 'finalbody'):
+            if _leaves_early(getattr(stmt, field, None) or [], inner):
+                return True
+        for handler in getattr(stmt, 'handlers', None) or ():
+            if _leaves_early(handler.body, inner):
+                return True
+    return False
+
+
+def _generator_name(node, local):
+    """The name of the generator function `node` calls, or None."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name) and node.func.id in local \
+            and getanno(node.func, Key.RESOLVED) is None:
+        return node.func.id
+    fn = getanno(node.func, Key.RESOLVED)
+    return getattr(fn, '__name__', 'it') if is_generator(fn) else None
+
+
+def _resolved(call, fn) -> bool:
+    return isinstance(call, ast.Call) and getanno(call.func, Key.RESOLVED) is fn
+
+
+def _own_nodes(node):
+    """The nodes of `node`'s body, not those of the defs in it (compiled on their own)."""
+    todo = list(node.body) if isinstance(node, ast.FunctionDef) else [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, ast.FunctionDef):
+            todo.extend(ast.iter_child_nodes(n))
