@@ -20,7 +20,7 @@ from tapeflow.analysis.call_writes import out_arguments, writes_of_call
 from tapeflow.analysis.memory import (ARRAY, DICT, LIST, NUMBERS, NUMERIC, SCALAR, TUPLE, Eq,
                                       elements, kill_items, names_of, reach_objects, text)
 from tapeflow.rules import mutation as table
-from tapeflow.rules import guards, iterators, registry, sequence_ops
+from tapeflow.rules import guards, iterators, objects, registry, sequence_ops
 from tapeflow.rules.math_rules import repeated
 from tapeflow.syntax import ast
 from tapeflow.syntax.anno import Key, getanno
@@ -175,7 +175,7 @@ class CallFacts:
 
 _STRUCTURED = {functools.partial: None, iterators.zipped: LIST, sequence_ops.concatenated: None,
                sequence_ops.add_any: None, sequence_ops.mul_any: None, repeated: None,
-               guards.attempt: TUPLE, guards.attempt_within: TUPLE}
+               guards.attempt: TUPLE, guards.attempt_within: TUPLE, objects.attributes_of: DICT}
 
 
 def _structured_kind(fn):

@@ -76,8 +76,6 @@ class _Fence(nodes.Visitor):
         self.generic_visit(node)
 
     def _check_target(self, target):
-        if isinstance(target, gast.Attribute):
-            self.reject(target, 'assignment to an attribute is not supported')
         if isinstance(target, gast.Starred):
             self.reject(target, 'starred assignment targets are not supported')
         if isinstance(target, (gast.Tuple, gast.List)):

@@ -34,6 +34,7 @@ from tapeflow.transforms.sugar.loop_else import lower_loop_else
 from tapeflow.transforms.sugar.loops import Loops, ZipValues
 from tapeflow.transforms.sugar.match import lower_match
 from tapeflow.transforms.sugar.named_ops import LowerNamedOps
+from tapeflow.transforms.sugar.attributes import lower_attribute_writes
 from tapeflow.transforms.sugar.operators import lower_operator_writes
 from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
 from tapeflow.transforms.sugar.walrus import lower_walrus
@@ -55,6 +56,7 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
     if source is not None and bindings is not None:
         lower_guarded(node, namer, source, bindings)            # try, with -> attempt(...)
         lower_operator_writes(node, namer, source)              # operator.iadd(a, b) -> a += b
+        lower_attribute_writes(node, namer, source, bindings)   # o.v = x -> _attrs_o['v'] = x
     if source is not None:
         lift_nested_defs(node, source, fn, namer, bindings)
         LowerNamedOps(source).visit(node)

@@ -1,0 +1,139 @@
+"""Attribute writes on an object the function makes (transforms/sugar/attributes.py): the
+object's attributes are a dict written and read by key. Values against the plain call,
+gradients against central differences in both modes; every other attribute write refused
+at the write, saying why."""
+from __future__ import annotations
+
+import inspect
+import types
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.gradcheck import check_grads, checked_against_plain, seed_of
+
+
+class State:
+    def __init__(self):
+        self.n = 0
+
+
+def written_and_read_back(x):
+    s = State()
+    s.v = x * 2.0
+    s.v = s.v + np.sin(x)
+    s.n += 1
+    return s.v * x + s.n
+
+
+def an_accumulator_in_a_loop(x):
+    acc = types.SimpleNamespace()
+    acc.total = 0.0
+    for k in range(3):
+        acc.total += x ** (k + 1.0)
+    return acc.total
+
+
+def deleted_and_written_again(x):
+    s = State()
+    s.w = x
+    del s.w
+    s.w = x * 3.0
+    return s.w
+
+
+def one_object_per_trip(x):
+    out = 0.0
+    for k in range(3):
+        s = State()
+        s.v = x * k
+        if k > 0:
+            s.v = s.v * s.v
+        out = out + np.sum(s.v)
+    return out
+
+
+def arrays_in_attributes(x):
+    s = State()
+    s.a = x * 2.0
+    s.b = np.cumsum(s.a)
+    s.a = s.a * s.b
+    return np.sum(s.a) + s.n
+
+
+CASES = [(written_and_read_back, 1.3), (an_accumulator_in_a_loop, 0.7),
+         (deleted_and_written_again, 1.3), (one_object_per_trip, np.array([0.5, -1.0])),
+         (arrays_in_attributes, np.array([0.3, 0.2, -0.4]))]
+
+
+@pytest.mark.parametrize('f, x', CASES, ids=lambda v: getattr(v, '__name__', ''))
+def test_value_and_gradient_in_both_modes(f, x):
+    rng = np.random.default_rng(seed_of(f.__name__))
+    checked_against_plain(f, [x], 0, rng)
+    check_grads(f, x, rng, order=1)
+
+
+def test_a_closed_form():
+    assert tf.grad(an_accumulator_in_a_loop)(0.7) == pytest.approx(1 + 2 * 0.7 + 3 * 0.7 ** 2)
+
+
+class Slotted:
+    __slots__ = ('v',)
+
+
+class WithProperty:
+    @property
+    def v(self):
+        return 1.0
+
+
+def _reader(s):
+    return s.v * 2.0
+
+
+def passed_on(x):
+    s = State()
+    s.v = x
+    return _reader(s)
+
+
+def slotted(x):
+    s = Slotted()
+    s.v = x
+    return s.v
+
+
+def over_a_property(x):
+    s = WithProperty()
+    s.v = x
+    return s.v
+
+
+def into_a_parameter(x, s):
+    s.v = x
+    return s.v
+
+
+def a_method_reads_it(x):
+    s = State()
+    s.v = x
+    return s.__repr__() and s.v
+
+
+@pytest.mark.parametrize('f, marker, why', [
+    (passed_on, '_reader(s)', 's is used as a value here'),
+    (slotted, 's.v = x', 'Slotted controls its attributes'),
+    (over_a_property, 's.v = x', "a class attribute, property or method named 'v'"),
+    (into_a_parameter, 's.v = x', 's is a parameter'),
+    (a_method_reads_it, 's.__repr__', 'a method of s is called'),
+], ids=lambda v: getattr(v, '__name__', None) or '')
+def test_other_attribute_writes_refused_where_they_are(f, marker, why):
+    args = (1.3, State()) if f is into_a_parameter else (1.3,)
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(f)(*args)
+    lines, first = inspect.getsourcelines(f)
+    line = first + next(k for k, text in enumerate(lines) if marker in text)
+    assert str(info.value).startswith(f'{__file__}:{line}:')
+    assert 'assignment to an attribute of s is not supported here' in str(info.value)
+    assert why in str(info.value)
