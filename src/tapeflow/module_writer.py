@@ -128,6 +128,10 @@ class ModuleWriter:
             self.definitions.append(f'class {name}(NotImplementedError):\n'
                                     f'    """tapeflow\'s refusal of a construct, raised by a helper."""')
             return
+        if 'tapeflow.rules.guards' in (getattr(obj, '__module__', None), type(obj).__module__):
+            raise ExportError(f'cannot export {user}: its try and with statements run through '
+                              f"tapeflow's dispatcher (tapeflow.calls), which an exported module "
+                              f'cannot import; call tapeflow.grad where tapeflow is installed')
         literal = self._literal(obj, user)
         if literal is not None:
             self.named.setdefault(id(obj), name)

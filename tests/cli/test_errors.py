@@ -35,9 +35,9 @@ def test_syntax_error_names_file_line_and_column(run):
 
 def test_unsupported_construct_names_file_line_and_column(run):
     path = fixture('unsupported.py')
-    line = line_of('unsupported.py', 'try:')
+    line = line_of('unsupported.py', 'global COUNT')
     assert error_of(run, 'show', f'{path}:f') == \
-        f'{path}:{line}:5: try/except is not supported in differentiated code'
+        f'{path}:{line}:5: global statements (writes to module globals) are not supported'
 
 
 def test_file_that_raises_when_run(run):
@@ -67,7 +67,7 @@ def test_every_subcommand_reports_bad_input_the_same_way(run, command):
     assert error_of(run, command, 'missing.py:f', *extra) == 'missing.py: no such file'
     path = fixture('unsupported.py')
     assert error_of(run, command, f'{path}:f', *extra).endswith(
-        'try/except is not supported in differentiated code')
+        'global statements (writes to module globals) are not supported')
 
 
 def test_usage_errors_exit_2_with_argparse_usage(run):
@@ -83,3 +83,13 @@ def test_no_command_prints_help_and_exits_2(run):
     status, out, err = run()
     assert status == 2 and out == ''
     assert 'usage: tapeflow' in err and 'show' in err and 'export' in err and 'check' in err
+
+
+def test_export_of_a_try_says_why(run):
+    """Its guarded bodies run through tapeflow's dispatcher: `show` prints it, `export`
+    refuses to write a module that would need tapeflow."""
+    path = fixture('guarded.py')
+    assert error_of(run, 'export', f'{path}:f') == (
+        "cannot export the generated code of f(): its try and with statements run through "
+        "tapeflow's dispatcher (tapeflow.calls), which an exported module cannot import; "
+        "call tapeflow.grad where tapeflow is installed")

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.rules import array_api, registry
+from tapeflow.rules import array_api, guards, objects, registry
 from tapeflow.rules import (array_ops, container_reads, dicts, indexing, math_rules, numpy_binary,
                             numpy_constructors, numpy_methods, numpy_norms, numpy_order,
                             numpy_reductions, numpy_statistics, shapes, write_checks)
@@ -285,6 +285,12 @@ PLUMBING = {
     helpers.restore_contents: 'puts a saved copy back in place; returns None',
     np.random.test: "runs NumPy's own tests",
     dicts.delete_item: 'removes a key (`del d[k]`): returns None; the reverse sweep puts it back',
+    guards.raised: 'the exception `raise E` raises (an exception object, no number)',
+    guards.exit_context: "a context manager's __exit__: whether it suppresses the error (a bool)",
+    guards.numerics: "np.geterr()'s settings read inside a `with np.errstate` (a dict of strings)",
+    guards.reentered: 'an np.errstate for those settings (a context manager)',
+    objects.attributes_of: "an object's own __dict__: written and read as a dict, its items by "
+                           "key (rules.dicts), itself no number",
 }
 
 
