@@ -133,3 +133,30 @@ def test_a_view_read_after_its_dict_changed_is_refused():
             as info:
         tf.grad(f)(1.0)
     assert info.value.lineno == f.__code__.co_firstlineno + 4
+
+
+# Found by the fuzzer (seed 2901, index 1583): WRONG gradient, half of it. The reverse sweep
+# put a deleted key back at the dict's end, so the cotangents of the values read before the
+# deletion went to the keys in the new order ('k0' got what 'w' should).
+
+def values_read_then_a_key_deleted(x):
+    d = {'b': x, 'w': x, 'k0': x * 2.0}
+    for e in d.values():
+        r = e * 3.0
+    del d['w']
+    return np.sum(r) + sum(np.sum(v * v) for v in d.values())
+
+
+def popped_in_the_middle_then_items(x):
+    d = {'a': x, 'b': x * 2.0, 'c': np.sin(x)}
+    pairs = list(d.items())
+    d.pop('b')
+    return sum(np.sum(v) * (k == 'c') for k, v in pairs) + np.sum(d['c'])
+
+
+def test_a_deleted_key_goes_back_to_its_place():
+    x = np.array([0.9, 0.8, 1.2, 1.3])
+    _check(values_read_then_a_key_deleted, [x])
+    np.testing.assert_allclose(tf.grad(values_read_then_a_key_deleted)(x),
+                               6.0 + 2 * x + 8 * x, rtol=1e-12)
+    _check(popped_in_the_middle_then_items, [x])

@@ -233,6 +233,21 @@ def restore_item(container, key, old):
         container[key] = old
 
 
+def old_entry(container, key):
+    """What `del d[key]` removes: (its value, its place in the dict's order)."""
+    return container[key], list(container).index(key)
+
+
+def restore_entry(container, key, entry):
+    """Undo `del d[key]`: the value back in its place, so the dict's order (what its views
+    and iteration read) is what it was."""
+    value, place = entry
+    items = list(container.items())
+    items.insert(place, (key, value))
+    container.clear()
+    container.update(items)
+
+
 # ---------------------------------------------------------------- writes to shared memory
 # The mutation pass (transforms/mutation.py) lowers writes into forms the
 # sweeps differentiate; these helpers are what those forms call.

@@ -19,7 +19,7 @@ from tapeflow.runtime.randomness import (capture_random, random_sources, replay_
 from tapeflow.runtime.helpers import (ABSENT, add_adjoint, append_tangent, densify, drop_last_adjoint,
                                       getitem_adjoint, insert_adjoint, insert_tangent, is_zero,
                                       last_adjoint, old_item, old_value, pop_index, remove_tangent,
-                                      restore_item,
+                                      restore_item, old_entry, restore_entry,
                                       restore_contents, saved_contents, setitem_batched,
                                       setitem_clear_adjoint, setitem_tangent, setitem_value_adjoint,
                                       snapshot, static_argument, zero_tangent,
@@ -35,7 +35,7 @@ from tapeflow.rules.shapes import broadcast_tangent, dense, shape_witness, unbro
 
 __all__ = ['adjoint_stack', 'add_adjoint', 'static_argument', 'keyword_argument', 'getitem_adjoint', 'setitem_tangent', 'setitem_batched', 'append_tangent', 'zero_tangent', 'is_zero', 'setitem_value_adjoint', 'setitem_clear_adjoint',
            'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'old_item', 'restore_item',
-           'densify',
+           'old_entry', 'restore_entry', 'densify',
            'unbroadcast', 'Tape', 'new_tape', 'is_array', 'is_list', 'shares', 'inplace_op', 'pop_index',
            'insert_adjoint', 'remove_tangent', 'insert_tangent', 'index_size', 'as_mask', 'saved_contents',
            'restore_contents', 'add_at', 'put_index', 'diagonal_index', 'refresh_items',
@@ -252,6 +252,20 @@ def _old_item_jvp(t, ans, container, key):
 registry.defvjp(old_item, _old_item_vjp)
 registry.defjvp(old_item, _old_item_jvp)
 registry.static(old_item, 1)
+
+
+def _old_entry_vjp(g, ans, container, key):
+    g = g[0] if isinstance(g, (tuple, list)) else g
+    return 0.0 if is_zero(g) else {key: g}
+
+
+def _old_entry_jvp(t, ans, container, key):
+    return (t.get(key, 0.0) if isinstance(t, dict) else 0.0), 0.0
+
+
+registry.defvjp(old_entry, _old_entry_vjp)
+registry.defjvp(old_entry, _old_entry_jvp)
+registry.static(old_entry, 1)
 
 
 # The helpers of forward mode's own code, for derivatives of it: each is

@@ -26,7 +26,7 @@ from tapeflow.transforms.inline import RuleEmitter
 # Names generated code uses besides the user's globals; the caller supplies
 # their values (`tapeflow.runtime.support`), so this layer does not import it.
 RUNTIME_NAMES = ('add_adjoint', 'static_argument', 'keyword_argument', 'setitem_value_adjoint', 'setitem_clear_adjoint',
-                 'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'old_item', 'restore_item',
+                 'last_adjoint', 'drop_last_adjoint', 'snapshot', 'old_value', 'old_item', 'restore_item', 'old_entry', 'restore_entry',
                  'getitem_adjoint', 'unbroadcast', 'np', 'math', 'range', 'slice', 'reversed', 'len', 'tuple',
                  'setitem_tangent', 'append_tangent', 'zero_tangent', 'adjoint_stack', 'new_tape',
                  'lift_tangent', 'jvp_over_batch', 'setitem_batched', 'dense',

@@ -87,11 +87,11 @@ class MemorySweep:
         return [stmt], []
 
     def deletion(self, stmt, call):
-        """`del d[k]` of a dict (`delete_item`): the value kept, put back by the reverse
-        sweep (the slot's cotangent is zero there: nothing read it after the removal)."""
+        """`del d[k]` of a dict (`delete_item`): the value and its place kept, put back
+        there by the reverse sweep (the slot's cotangent is zero there: nothing read it after the removal)."""
         container, key = call.args
-        push, pop = self.pair(nodes.call('old_item', container, key))
-        restore = nodes.expr_stmt(nodes.call('restore_item', container, key, pop.value))
+        push, pop = self.pair(nodes.call('old_entry', container, key))
+        restore = nodes.expr_stmt(nodes.call('restore_entry', container, key, pop.value))
         for anno in (Key.TAPE_PAIR, Key.SYNTHETIC):
             setanno(restore, anno, getanno(push, anno))
         setanno(restore, Key.RESTORES_IN_PLACE, True)
