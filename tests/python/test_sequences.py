@@ -119,3 +119,19 @@ def test_a_list_repeated_from_the_left_after_a_worklist():
 
 def test_callable_objects_called_twice_from_a_list():
     _check(a_callable_object_and_a_closure_called_twice_each, [np.array([0.4, -0.2, 0.3])])
+
+
+def a_list_argument_repeated_in_place(x, ys):
+    d = {i: 2.0 for i in range(1)}
+    s = 0.0
+    for key in d:
+        ys *= 2                 # no derivative through ys: run as Python does
+        a = x[1:]
+        x[1:] += 2.0
+        s = s + d[key]
+    return s + np.sum(x * x) + np.sum(a * a) + len(ys)
+
+
+def test_a_list_repeated_in_place_outside_the_derivative():
+    """The generated code was not Python (inplace_op(ys, 2, *)): fuzzer, seed 2901."""
+    _check(a_list_argument_repeated_in_place, [np.array([0.5, 0.6, 1.4, 1.0]), [1.0, 2.0]])

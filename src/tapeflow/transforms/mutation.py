@@ -259,7 +259,7 @@ class _Rewriter(Checks, DictLowerings, Lowerings):
                 return self.after_write(stmt, self.extend(name, binop.right), name, state, values,
                                         structural=True)
             run = nodes.assign(name, nodes.call(runtime_ref('inplace_op'), name, binop.right,
-                                                _symbol(binop.op)))
+                                                nodes.const(_symbol(binop.op))))
             return self.opaque(stmt, [run], name, state, values,
                                f'{name} {_symbol(binop.op)}= ... changes the list {name} in '
                                f'place and is not differentiated; build a new list instead')
