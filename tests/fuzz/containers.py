@@ -211,7 +211,8 @@ def sorted_list(g, scope, name, t):
         key = c.pick(('key=lambda v: -v', 'key=abs', 'key=lambda v: (v - 1.0) ** 2',
                       'key=np.sin, reverse=True', 'reverse=True'))
     else:
-        key = c.pick(('key=lambda r: r[0]', 'key=lambda r: -np.sum(r)', 'key=np.sum, reverse=True'))
+        first = 'r[0]' if len(t.shape) == 1 else 'r[0, 0]'     # a number to compare
+        key = c.pick((f'key=lambda r: {first}', 'key=lambda r: -np.sum(r)', 'key=np.sum, reverse=True'))
     target = list_target(g, scope, name, t)
     scope.bind(target, t)
     return [f'{target} = sorted({name}, {key})']

@@ -8,7 +8,7 @@ array together with the shape it selects, for reads and for writes.
 """
 from __future__ import annotations
 
-from .scope import Array, ArrayList, Dict, Float, FloatList, Fn, FnList, Index, Tuple
+from .scope import Array, ArrayList, Dict, Float, FloatList, Fn, FnList, Index, Namespace, Tuple
 
 CONSTANTS = ('2.0', '0.5', '1.5', '3.0', '0.25', '0.75')
 FLOAT_UNARY = ('np.sin({})', 'np.tanh({})', 'np.cos({})', '{} ** 2', 'np.exp(-{} ** 2)')
@@ -99,6 +99,8 @@ def array_terms(c, scope):
     for name in scope.of_type(Dict, lambda t: t.keys and isinstance(t.element, Array)):
         t = scope.vars[name]
         terms.append((f'{name}[{c.pick(sorted(t.keys, key=repr))!r}]', t.element.shape))
+    for name in scope.of_type(Namespace):
+        terms += [(f'{name}.{attr}', t.shape) for attr, t in scope.vars[name].attrs if isinstance(t, Array)]
     return terms
 
 
@@ -118,6 +120,8 @@ def container_reads(c, scope):
         keys = sorted(scope.vars[name].keys, key=repr)
         reads.append(c.pick((f'{name}[{c.pick(keys)!r}]', f'{name}.get({c.pick(keys)!r}, 0.5)'))
                      if keys else f"{name}.get('zz', 0.5)")
+    for name in scope.of_type(Namespace):
+        reads += [f'{name}.{attr}' for attr, t in scope.vars[name].attrs if isinstance(t, Float)]
     return reads
 
 
@@ -133,7 +137,7 @@ def float_leaf(c, scope) -> str:
     lists = scope.of_type(FloatList, lambda t: t.length > 0)
     if lists:
         forms.append((lambda: list_read(c, c.pick(lists), scope.vars), 3))
-    if scope.of_type((Tuple, Dict)):
+    if scope.of_type((Tuple, Dict, Namespace)):
         forms.append((lambda: c.pick(container_reads(c, scope) or ['1.0']), 3))
     if scope.of_type((Fn, FnList)):
         forms.append((lambda: f'{callee(c, scope)}({c.pick(floats) if floats else constant(c)})', 1))

@@ -16,7 +16,7 @@ import numpy as np
 from . import grammar
 from .choices import HypothesisChoices, RandomChoices
 from .grammar import Line
-from .scope import Array, ArrayList, Dict, Float, FloatList, Fn, FnList, Index, Scope, Tuple
+from .scope import Array, ArrayList, Dict, Float, FloatList, Fn, FnList, Index, Namespace, Scope, Tuple
 
 PARAMETER_TYPES = ((Array((3,)), 3), (Float(), 3), (Array((2, 3)), 2), (Array((4,)), 2),
                    (Array((3, 3)), 2), (FloatList(3), 1), (ArrayList((3,), 2), 1))
@@ -24,7 +24,7 @@ PARAMETER_NAMES = ('x', 'y', 'z', 'w')
 LOCAL_NAMES = {Array: 'abcdegh', Float: 'stu', Index: 'ijkl',
                FloatList: ('ys', 'zs', 'vs'), ArrayList: ('rows', 'cols', 'mats'),
                FnList: ('fns', 'ops', 'layers'), Tuple: ('state', 'tup', 'pair'),
-               Dict: ('d', 'memo', 'cache', 'params')}
+               Dict: ('d', 'memo', 'cache', 'params'), Namespace: ('st', 'ns', 'obj')}
 MODULE_CONSTRUCTS = ('shadow_range',)    # written at the module's top, not by the grammar
 LOW, HIGH = 0.5, 1.5        # every input in here: smooth, no division near 0, no ties
 # what the oracle checks beside the gradient: forward mode (jvp along a direction against
@@ -185,6 +185,9 @@ def term(c, name, t) -> str:
         return c.pick(('sum({0})', '{0}[-1]', 'max({0})', '{0}[0] * {0}[-1]')).format(name)
     if isinstance(t, Tuple) and isinstance(t.element, Float):
         return c.pick(('sum({0})', '{0}[-1]', '{0}[0] * {0}[-1]')).format(name)
+    if isinstance(t, Namespace):
+        attr, kind = c.pick(t.attrs)
+        return term(c, f'{name}.{attr}', kind)
     if isinstance(t, Dict):
         key = c.pick(sorted(t.keys, key=repr))
         if isinstance(t.element, Float):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, NamedTuple
 
-from . import arrays, calls, containers, dicts, dynamic, flow, lists
-from .scope import Array, ArrayList, Dict, FloatList
+from . import arrays, calls, containers, dicts, dynamic, flow, lists, objects, statements
+from .scope import Array, ArrayList, Dict, Float, FloatList, Namespace
 
 
 class Line(NamedTuple):
@@ -69,6 +69,18 @@ CONSTRUCTS = (
     Construct('worklist', containers.worklist, 1),
     Construct('rebind_iterated', containers.rebind_iterated, 1),
     Construct('delete', containers.delete, 1),
+    # the statements of issue 29: exceptions, managers, :=, loop else, match, writes
+    # through attributes and through the operator module
+    Construct('try_except', statements.try_except, 2.5),
+    Construct('try_reraise', statements.try_reraise, 1),
+    Construct('try_in_loop', statements.try_in_loop, 1.5),
+    Construct('with_block', statements.with_block, 2),
+    Construct('walrus', statements.walrus, 2),
+    Construct('loop_else', statements.loop_else, 1.5),
+    Construct('match', statements.match, 2),
+    Construct('attribute_state', objects.attribute_state, 1.5),
+    Construct('attribute_write', objects.attribute_write, 2, (Namespace,)),
+    Construct('operator_write', objects.operator_write, 2, (Array, FloatList, ArrayList, Dict, Float)),
 )
 NAMES = tuple(construct.name for construct in CONSTRUCTS)
 ISSUE_29 = NAMES[NAMES.index('function_table'):]     # the Python of issue 29

@@ -79,6 +79,13 @@ class Dict:
         return len(self.keys)
 
 
+@dataclasses.dataclass(frozen=True)
+class Namespace:
+    """An object the function made (`types.SimpleNamespace()`, a module class `State()`)
+    whose attributes were all set where it was made: (name, Float() or Array(shape)) pairs."""
+    attrs: tuple
+
+
 SEQUENCES = (FloatList, ArrayList, FnList, Tuple)    # types with a known minimal length
 
 
