@@ -135,3 +135,28 @@ def a_list_argument_repeated_in_place(x, ys):
 def test_a_list_repeated_in_place_outside_the_derivative():
     """The generated code was not Python (inplace_op(ys, 2, *)): fuzzer, seed 2901."""
     _check(a_list_argument_repeated_in_place, [np.array([0.5, 0.6, 1.4, 1.0]), [1.0, 2.0]])
+
+
+FNS = [lambda v: v * 2.0]
+
+
+def a_tuple_from_zip_extended_in_place(y):
+    a, tup = zip(*[(y[0], 1.5), (y[1], y[2])])
+    tup += (y[0] * 2.0,)        # a tuple, though nothing said so when compiling
+    return sum(tup) + sum(a)
+
+
+def an_array_of_unknown_kind_plus_a_tuple(x):
+    y = FNS[0](x)               # nothing tells y's kind when compiling: NumPy adds
+    s = x[0]
+    y = y + (s, 2.0 * s, 3.0 * s)
+    z = FNS[0](x)
+    z += (s, s, 2.0 * s)
+    return np.sum(y ** 2) + np.sum(z ** 3)
+
+
+def test_plus_of_a_tuple_decided_when_the_code_runs():
+    """Fuzzer, seed 2901 index 1724: a crash ('list' object has no attribute 'shape'); an
+    array of unknown kind plus a tuple of differentiated numbers: IndexError."""
+    _check(a_tuple_from_zip_extended_in_place, [np.array([0.3, 0.5, 0.7])])
+    _check(an_array_of_unknown_kind_plus_a_tuple, [np.array([0.3, 0.5, 0.7])])

@@ -61,8 +61,10 @@ class Lowerings:
         if isinstance(binop.op, ast.Add):
             if ka == kb == al.LIST:
                 return self.concatenation(name, binop)
-            if ka in sequences or kb in sequences:
+            if ka in sequences and kb in sequences:
                 fn = sequence_ops.concatenated
+            elif ka in sequences or kb in sequences:    # the other an array, maybe: NumPy adds
+                fn = sequence_ops.add_any
             elif ka is None and kb is None and self._opaque(binop):
                 fn = sequence_ops.add_any
             else:

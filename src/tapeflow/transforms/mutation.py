@@ -252,8 +252,11 @@ class _Rewriter(Checks, DictLowerings, Lowerings):
             # layout the write would have kept (a later reshape views it, or copies, as then)
             computed = self.new('_' + name)
             self.values_of.setdefault(name, set()).add(computed)
-            return [nodes.assign(computed, binop),
-                    nodes.assign(name, nodes.call(runtime_ref('like_layout'), computed, name))]
+            made = [nodes.assign(computed, binop)]
+            if kind is None:        # a tuple, maybe: `+` concatenates where one operand says so
+                made = self.sequence_op(made[0], computed, binop, state)
+            return made + [nodes.assign(name, nodes.call(runtime_ref('like_layout'), computed,
+                                                         name))]
         if kind == al.LIST:
             if adds:
                 return self.after_write(stmt, self.extend(name, binop.right), name, state, values,
