@@ -50,11 +50,17 @@ __all__ = ['Closure', 'closure', 'call_forward', 'call_backward', 'call_jvp', 'c
 
 # ---------------------------------------------------------------- writes into arguments
 
-def _check_writes(target, kinds):
+def check_writes(target, kinds):
     """Refuse a Python callee that writes into its arguments or the globals (the caller,
-    not knowing which function it calls, followed no write)."""
+    not knowing which function it calls, followed no write); a guarded body (`try`, `with`)
+    that writes into anything it did not make."""
     fn = python_function(target)
     summary = callees.Summaries(anf_of)(fn, compiler_kinds(kinds))
+    if getattr(fn, '__tapeflow_guarded_body__', False) and (summary.writes or summary.outer):
+        raise UnsupportedError('the guarded body (try, with) writes into a value it did not '
+                               'make (an argument, a name bound before it, a global): tapeflow '
+                               'follows such writes only outside try and with; write it '
+                               'before the try, or bind a new value (y = y * 2) inside')
     if summary.writes:
         names = fn.__code__.co_varnames
         which = ', '.join(repr(names[i]) if i < len(names) else str(i)
@@ -115,7 +121,7 @@ def resolved_call(fn, active, args, kwargs):
 
 def reverse_of(call, wrt):
     kinds = kinds_of(call.args, wrt)
-    _check_writes(call.plan.target, kinds)
+    check_writes(call.plan.target, kinds)
     return compilation.compile(call.plan.target, compilation.Spec('reverse', tuple(wrt),
                                                                   kinds=kinds))
 
@@ -157,7 +163,7 @@ def call_forward(tape, active, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     call, wrt = resolved
     if not wrt:
-        _check_writes(call.plan.target, kinds_of(call.args, wrt))
+        check_writes(call.plan.target, kinds_of(call.args, wrt))
         tape.append(Nothing(call))
         return call.plan.target(*call.args)
     compiled = reverse_of(call, wrt)
@@ -300,7 +306,7 @@ def call_jvp(active, batched, fn, args, kwargs, tangents):
         return fn(*args, **kwargs), 0.0
     call, wrt = resolved
     kinds = kinds_of(call.args, wrt)
-    _check_writes(call.plan.target, kinds)
+    check_writes(call.plan.target, kinds)
     if not wrt:
         return call.plan.target(*call.args), 0.0
     tangent = tangents_of(call, active, tangents)
@@ -314,10 +320,14 @@ def call_jvp(active, batched, fn, args, kwargs, tangents):
 def call_plain(fn, *args, **kwargs):
     """`fn(*args, **kwargs)` where no derivative flows through it, but an argument varies:
     a Python callee must not write into its arguments (see the module's docstring)."""
+    if getattr(fn, '__tapeflow_attempt__', False):
+        from tapeflow import guarded_calls
+        guarded_calls.check_plain(fn, args)
+        return fn(*args, **kwargs)
     plan = expand(fn) if not _plain_callable(fn) else None
     if plan is not None and plan.entry is None:
         call = bind(plan, args, kwargs)
-        _check_writes(plan.target, argument_kinds(call.args))
+        check_writes(plan.target, argument_kinds(call.args))
     return fn(*args, **kwargs)
 
 

@@ -12,7 +12,9 @@ was computed by code that stopped half way, which is refused. The reverse sweep 
 from __future__ import annotations
 
 from tapeflow.call_plans import carries_within
-from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp
+from tapeflow.call_plans import kinds_of
+from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp, check_writes
+from tapeflow.rules.closures import Closure
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules import guards
 from tapeflow.runtime.helpers import is_zero
@@ -90,9 +92,25 @@ def _left(error, kept, values, active, at):
     return left
 
 
+def _check_body(body, values):
+    """Refuse, before it runs, a body that writes into what it did not make: the caller,
+    which compiled `attempt(...)` as a call it does not know, followed no such write."""
+    if isinstance(body, Closure):
+        check_writes(body.fn, kinds_of(tuple(values) + body.values[body.ndefaults:], ()))
+    else:
+        check_writes(body, kinds_of(tuple(values), ()))
+
+
+def check_plain(fn, args):
+    """`call_plain(attempt, *args)`: its body must not write into what it did not make."""
+    at, _, _, body, values = _parts(fn, args)
+    _check_body(body, values)
+
+
 def forward(tape, active, fn, args):
     """`call_forward(tape, active, attempt, *args)`."""
     at, types, kept, body, values = _parts(fn, args)
+    _check_body(body, values)
     numerics = guards.numerics(args[0]) if at == 4 else None
     depth = len(tape)
     try:
@@ -114,6 +132,7 @@ def _value_tangents(active, tangents, at, n):
 def jvp(active, batched, fn, args, tangents):
     """`call_jvp(active, batched, attempt, args, {}, tangents)`."""
     at, types, kept, body, values = _parts(fn, args)
+    _check_body(body, values)
     inner = _inner(active, at)
     given = dict(zip(active, tangents))
     try:
@@ -127,6 +146,7 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
     """`call_forward_jvp(active2, batched, tape, active, attempt, args, {}, tangents)`."""
     from tapeflow.calls_higher import call_forward_jvp
     at, types, kept, body, values = _parts(fn, args)
+    _check_body(body, values)
     numerics = guards.numerics(args[0]) if at == 4 else None
     inner2 = _inner(active2, at)
     given = dict(zip(active2, tangents))

@@ -126,6 +126,8 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     load_module(unparse(child), namespace, child.name)
     inner_fn = namespace[child.name]            # (its own name, read in its namespace, is itself)
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
+    if getanno(child, Key.CALLED_AT_ONCE):          # a guarded body (`try`, `with`)
+        inner_fn.__tapeflow_guarded_body__ = True
     return inner_fn, params, defaults, free
 
 
