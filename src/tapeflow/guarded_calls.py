@@ -95,10 +95,15 @@ def _left(error, kept, values, active, at):
 def _check_body(body, values):
     """Refuse, before it runs, a body that writes into what it did not make: the caller,
     which compiled `attempt(...)` as a call it does not know, followed no such write."""
-    if isinstance(body, Closure):
-        check_writes(body.fn, kinds_of(tuple(values) + body.values[body.ndefaults:], ()))
-    else:
-        check_writes(body, kinds_of(tuple(values), ()))
+    fn = body.fn if isinstance(body, Closure) else body
+    given = tuple(values) + (body.values[body.ndefaults:] if isinstance(body, Closure) else ())
+    try:
+        check_writes(fn, kinds_of(given, ()))
+    except UnsupportedError as error:
+        source = getattr(fn, '__tapeflow_source__', None)
+        if source is None:
+            raise
+        raise source.error(source.node, error.reason) from None      # at the try, the with
 
 
 def check_plain(fn, args):

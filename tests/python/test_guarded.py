@@ -326,3 +326,57 @@ def a_value_bound_again_inside(x):
 def test_new_values_and_writes_into_what_the_body_made_are_exact():
     checked_against_plain(a_value_bound_again_inside, [np.array([0.5, -1.5])], 0,
                           np.random.default_rng(7))
+
+
+def a_def_inside_the_body(x):
+    try:
+        def twice(v):
+            return v * 2.0
+        y = twice(x)
+    except ValueError:
+        y = x
+    return np.sum(y)
+
+
+def test_a_def_inside_a_guarded_body_is_refused_at_it():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(a_def_inside_the_body)(np.array([1.0, 2.0]))
+    assert str(info.value).startswith(f'{__file__}:{_line_of(a_def_inside_the_body, "def twice")}:')
+    assert 'a def or lambda inside a try or with body is not supported' in str(info.value)
+
+
+def a_name_indexed_inside_the_body(x):
+    y = x * 1.0
+    i = 1
+    try:
+        z = y[i] * 2.0          # y and i are read, not bound, by the body
+    except IndexError:
+        z = 0.0
+    return z * np.sum(y)
+
+
+def test_names_a_body_only_reads_keep_their_values():
+    checked_against_plain(a_name_indexed_inside_the_body, [np.array([0.5, -1.5, 2.0])], 0,
+                          np.random.default_rng(3))
+
+
+class Tally:
+    pass
+
+
+def an_object_made_inside_the_body(x):
+    try:
+        st = Tally()
+        st.v = x * 2.0
+        out = st.v * x
+    except ValueError:
+        out = x
+    return np.sum(out)
+
+
+def test_attribute_writes_inside_a_body_are_refused_at_the_write():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(an_object_made_inside_the_body)(np.array([0.5, -1.5]))
+    line = _line_of(an_object_made_inside_the_body, 'st.v = x')
+    assert str(info.value).startswith(f'{__file__}:{line}:')
+    assert 'assignment to an attribute inside a try or with body' in str(info.value)

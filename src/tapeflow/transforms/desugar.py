@@ -54,9 +54,9 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
     if source is not None and bindings is not None:
         namespaces.rewrite(node, namer, source, bindings)       # xp.exp(z) -> exp(xp, z)
     if source is not None and bindings is not None:
-        lower_guarded(node, namer, source, bindings)            # try, with -> attempt(...)
         lower_operator_writes(node, namer, source)              # operator.iadd(a, b) -> a += b
         lower_attribute_writes(node, namer, source, bindings)   # o.v = x -> _attrs_o['v'] = x
+        lower_guarded(node, namer, source, bindings)            # try, with -> attempt(...)
     if source is not None:
         lift_nested_defs(node, source, fn, namer, bindings)
         LowerNamedOps(source).visit(node)

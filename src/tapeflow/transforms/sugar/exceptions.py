@@ -75,7 +75,8 @@ def _binds(stmts) -> set:
             if handler.name is not None:
                 out.add(handler.name.id if isinstance(handler.name, ast.Name) else handler.name)
         for target in targets:
-            out |= {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)}
+            out |= {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}       # (not x, i of x[i] = v)
         for n in nodes.walk_terms(stmt) if not isinstance(stmt, (ast.For, ast.While, ast.If,
                                                                   ast.Try, ast.With)) else ():
             if isinstance(n, ast.NamedExpr):
@@ -105,6 +106,19 @@ class _Lowering:
         if id(origin) in self.loops:
             read |= _read_before_bound(body)
         return [name for name in names if name in read and name not in self.made]
+
+    def _no_functions(self, body):
+        """Refuse, located, a def or lambda of the user's in a guarded body (the body is a
+        def itself: one nested in it is not lifted exactly yet)."""
+        todo = list(body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.FunctionDef) and n.name in self.made:
+                continue                # a guarded body lowered already (a nested try)
+            if isinstance(n, (ast.FunctionDef, ast.Lambda)):
+                raise self.source.error(n, 'a def or lambda inside a try or with body is not '
+                                           'supported; define it before the try or with')
+            todo.extend(nodes.children(n))
 
     def ref(self, name):
         """A name for the runtime's object `name` (`rules.guards`), resolved."""
@@ -170,6 +184,7 @@ class _Lowering:
                                                    'or else block of a try with finally is not '
                                                    'supported; set a flag and act on it after '
                                                    'the try')
+        self._no_functions(body)
         bound = _binds(body) - self.made
         self.bound |= bound
         kept = self.kept(origin or stmt, body, sorted(bound))
