@@ -3,7 +3,12 @@
 differences."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
+import pytest
+
+import tapeflow as tf
 
 from tests.gradcheck import checked_against_plain, seed_of
 
@@ -85,3 +90,26 @@ def test_del_of_a_name_and_of_items():
         del d['a'], y
         return ys[0] * ys[1] + d['b']
     _check(f, [1.2])
+
+
+# Fuzzer, seed 2901 index 2777: WRONG gradient. A helper tapeflow cannot read (a starred
+# assignment target) was taken to write into nothing; it wrote into its argument, and the
+# caller differentiated x as it was before the call.
+
+def _adds_and_unpacks(p, q):
+    p += q * 2.0
+    first, *rest = (p, p)
+    return first
+
+
+def calls_a_helper_it_cannot_read(x):
+    _adds_and_unpacks(x, x[1])
+    return np.sum(np.sin(x) * x)
+
+
+def test_a_helper_it_cannot_read_may_write_into_its_arguments():
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(calls_a_helper_it_cannot_read)(np.array([0.96, 1.06, 1.16]))
+    lines, first = inspect.getsourcelines(calls_a_helper_it_cannot_read)
+    assert str(info.value).startswith(f'{__file__}:{first + 1}:')
+    assert '_adds_and_unpacks()' in str(info.value)

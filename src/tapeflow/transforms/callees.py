@@ -12,6 +12,7 @@ own calls summarized in turn); recursion is solved by iterating to a fixpoint.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 import weakref
 
@@ -93,7 +94,14 @@ class Summaries:
         try:
             node, bindings = self.front(fn)
         except (TapeflowError, SyntaxError, OSError, TypeError):
-            return al.Summary(), None   # not compilable: called as plain Python
+            # not compilable: called as plain Python; the user's may write into any argument
+            # and outside (a caller that follows writes then compiles it, and says why not)
+            code = getattr(fn, '__code__', None)
+            if _is_own(fn) or code is None or code.co_flags & (inspect.CO_VARARGS |
+                                                                inspect.CO_VARKEYWORDS):
+                return al.Summary(), None   # (star parameters: read for each arity instead)
+            count = code.co_argcount if code is not None else 0
+            return al.Summary(writes=frozenset(range(count)), outer=True), None
         params = [a.id for a in node.args.args]
         param_kinds = {p: k for p, k in zip(params, kinds) if k is not None}
         facts = al.Aliasing(node, param_kinds, self)
