@@ -11,6 +11,8 @@ was computed by code that stopped half way, which is refused. The reverse sweep 
 """
 from __future__ import annotations
 
+import weakref
+
 from tapeflow.call_plans import carries_within
 from tapeflow.call_plans import kinds_of
 from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp, check_writes
@@ -99,11 +101,39 @@ def _check_body(body, values):
     given = tuple(values) + (body.values[body.ndefaults:] if isinstance(body, Closure) else ())
     try:
         check_writes(fn, kinds_of(given, ()))
+        for inner in _nested_bodies(fn, set()):     # run as plain Python inside this one
+            check_writes(inner, (None,) * inner.__code__.co_argcount)
     except UnsupportedError as error:
         source = getattr(fn, '__tapeflow_source__', None)
         if source is None:
             raise
         raise source.error(source.node, error.reason) from None      # at the try, the with
+
+
+_NESTED = weakref.WeakKeyDictionary()     # a body -> the bodies of the try/with inside it
+
+
+def _nested_bodies(fn, seen):
+    """The guarded bodies of the try and with statements inside the body `fn`, at any depth:
+    where `fn` runs as Python, they run as Python too, the dispatcher checking none."""
+    found = _NESTED.get(fn)
+    if found is None:
+        from tapeflow.syntax import nodes
+        from tapeflow.syntax.anno import Key, getanno
+        from tapeflow.transforms.pipeline import anf_of
+        try:
+            node, _ = anf_of(fn)
+        except Exception:           # noqa: BLE001  (checked when compiled, located)
+            node = None
+        found = [] if node is None else [
+            v for v in (getanno(n, Key.RESOLVED) for n in nodes.walk_terms(node))
+            if getattr(v, '__tapeflow_guarded_body__', False) and v is not fn]
+        _NESTED[fn] = found
+    for inner in found:
+        if id(inner) not in seen:
+            seen.add(id(inner))
+            yield inner
+            yield from _nested_bodies(inner, seen)
 
 
 def check_plain(fn, args):

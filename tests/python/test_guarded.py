@@ -380,3 +380,34 @@ def test_attribute_writes_inside_a_body_are_refused_at_the_write():
     line = _line_of(an_object_made_inside_the_body, 'st.v = x')
     assert str(info.value).startswith(f'{__file__}:{line}:')
     assert 'assignment to an attribute inside a try or with body' in str(info.value)
+
+
+def written_in_a_nested_body(x):
+    a = x * 1.0
+    try:
+        try:
+            a[0] = x[1] * 3.0
+        except KeyError:
+            pass
+    except ValueError:
+        pass
+    return np.sum(a * a)
+
+
+def written_under_two_managers(x):
+    a = x * 1.0
+    with np.errstate(divide='ignore'), SCALE as k:
+        a[1:] += x[:-1] * k
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize('f, marker', [(written_in_a_nested_body, 'try:'),
+                                       (written_under_two_managers, 'with np.errstate')],
+                         ids=lambda v: getattr(v, '__name__', ''))
+def test_a_write_in_a_nested_body_is_refused(f, marker):
+    """The outer body ran as Python (nothing flowed through attempt's value): the inner
+    body's write was not checked (WRONG gradient, fuzzer seed 3001 index 1065)."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(f)(np.array([0.5, -1.5, 2.0]))
+    assert str(info.value).startswith(f'{__file__}:{_line_of(f, marker)}:')
+    assert SCALE.entered == 0
