@@ -94,6 +94,16 @@ def _left(error, kept, values, active, at):
     return left
 
 
+def _checked(args, at, body, values):
+    """`_check_body`, leaving a `with`'s manager (entered already) where it refuses."""
+    try:
+        _check_body(body, values)
+    except UnsupportedError as error:
+        if at == 4:
+            guards.exit_context(args[0], error)
+        raise
+
+
 def _check_body(body, values):
     """Refuse, before it runs, a body that writes into what it did not make: the caller,
     which compiled `attempt(...)` as a call it does not know, followed no such write."""
@@ -139,13 +149,13 @@ def _nested_bodies(fn, seen):
 def check_plain(fn, args):
     """`call_plain(attempt, *args)`: its body must not write into what it did not make."""
     at, _, _, body, values = _parts(fn, args)
-    _check_body(body, values)
+    _checked(args, at, body, values)
 
 
 def forward(tape, active, fn, args):
     """`call_forward(tape, active, attempt, *args)`."""
     at, types, kept, body, values = _parts(fn, args)
-    _check_body(body, values)
+    _checked(args, at, body, values)
     numerics = guards.numerics(args[0]) if at == 4 else None
     depth = len(tape)
     try:
@@ -167,7 +177,7 @@ def _value_tangents(active, tangents, at, n):
 def jvp(active, batched, fn, args, tangents):
     """`call_jvp(active, batched, attempt, args, {}, tangents)`."""
     at, types, kept, body, values = _parts(fn, args)
-    _check_body(body, values)
+    _checked(args, at, body, values)
     inner = _inner(active, at)
     given = dict(zip(active, tangents))
     try:
@@ -181,7 +191,7 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
     """`call_forward_jvp(active2, batched, tape, active, attempt, args, {}, tangents)`."""
     from tapeflow.calls_higher import call_forward_jvp
     at, types, kept, body, values = _parts(fn, args)
-    _check_body(body, values)
+    _checked(args, at, body, values)
     numerics = guards.numerics(args[0]) if at == 4 else None
     inner2 = _inner(active2, at)
     given = dict(zip(active2, tangents))

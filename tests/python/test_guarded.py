@@ -411,3 +411,34 @@ def test_a_write_in_a_nested_body_is_refused(f, marker):
         tf.grad(f)(np.array([0.5, -1.5, 2.0]))
     assert str(info.value).startswith(f'{__file__}:{_line_of(f, marker)}:')
     assert SCALE.entered == 0
+
+
+def _fills_under_a_manager(p):
+    with SCALE as k:
+        np.fill_diagonal(p, k)
+
+
+def a_helper_whose_with_body_writes(x, y):
+    _fills_under_a_manager(y)           # the caller took the helper to write nothing
+    return x + np.sum(y * y)
+
+
+def deletes_inside(x):
+    ys = [x * 2.0]
+    try:
+        del ys
+    except ValueError:
+        pass
+    return x * 3.0
+
+
+def test_a_helper_with_a_guarded_write_and_del_inside_a_body_are_refused():
+    """Fuzzer, seed 3002: index 500 (WRONG gradient: the helper ran as Python, its write
+    into y not followed), index 523 (UnboundLocalError)."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(a_helper_whose_with_body_writes, argnums=(0, 1))(1.0, np.ones((3, 3)) * 0.5)
+    assert str(info.value).startswith(f'{__file__}:{_line_of(_fills_under_a_manager, "with")}:')
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(deletes_inside)(1.5)
+    assert str(info.value).startswith(f'{__file__}:{_line_of(deletes_inside, "del ys")}:')
+    assert SCALE.entered == 0

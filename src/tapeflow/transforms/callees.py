@@ -115,7 +115,20 @@ class Summaries:
         writes = frozenset(i for i, p in enumerate(params)
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
         outer = outer or any(o[0] == al.OUTER for o in written)
+        if self._guarded_writes(node, fn):  # a try/with body run by the dispatcher: what it
+            writes = frozenset(range(len(params)))      # writes is not seen here
         return dataclasses.replace(_result(node, facts, params, writes), outer=outer), bindings
+
+
+    def _guarded_writes(self, node, fn) -> bool:
+        """Whether a guarded body (`try`, `with`) of `fn` may write into anything."""
+        for n in nodes.walk_terms(node):
+            body = getanno(n, Key.RESOLVED) if isinstance(n, ast.Name) else None
+            if getattr(body, '__tapeflow_guarded_body__', False) and body is not fn:
+                inner = self(body, (None,) * body.__code__.co_argcount)
+                if inner.writes or inner.outer:
+                    return True
+        return False
 
 
 @dataclasses.dataclass

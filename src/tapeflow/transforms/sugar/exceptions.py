@@ -118,6 +118,9 @@ class _Lowering:
             if isinstance(n, (ast.FunctionDef, ast.Lambda)):
                 raise self.source.error(n, 'a def or lambda inside a try or with body is not '
                                            'supported; define it before the try or with')
+            if isinstance(n, ast.Delete) and any(isinstance(t, ast.Name) for t in n.targets):
+                raise self.source.error(n, 'del of a name inside a try or with body is not '
+                                           'supported; del it after the try or with')
             todo.extend(nodes.children(n))
 
     def ref(self, name):
