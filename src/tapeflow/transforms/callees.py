@@ -97,9 +97,12 @@ class Summaries:
             # not compilable: called as plain Python; the user's may write into any argument
             # and outside (a caller that follows writes then compiles it, and says why not)
             code = getattr(fn, '__code__', None)
-            if _is_own(fn) or code is None or code.co_flags & (inspect.CO_VARARGS |
-                                                                inspect.CO_VARKEYWORDS):
-                return al.Summary(), None   # (star parameters: read for each arity instead)
+            from tapeflow.transforms.operations import is_library_code
+            if _is_own(fn) or is_library_code(fn) or code is None or code.co_freevars or \
+                    code.co_name == '<lambda>' \
+                    or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+                return al.Summary(), None   # (star parameters: read for each arity instead;
+                #                              closures and lambdas: read where they are made)
             count = code.co_argcount if code is not None else 0
             return al.Summary(writes=frozenset(range(count)), outer=True), None
         params = [a.id for a in node.args.args]

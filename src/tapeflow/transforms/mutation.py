@@ -314,12 +314,13 @@ class _Rewriter(Checks, DictLowerings, Lowerings):
 
     def user_call(self, stmt, call, target, state, writes):
         fn = user_function(call)
+        label = getattr(fn, '__name__', 'the callee')
         positions = [i for i, a in enumerate(call.args) if any(a is w for _, w, _ in writes)]
         for i in positions:
             arg = call.args[i]
             if not isinstance(arg, ast.Name) or arg.id not in state.kinds:
                 return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
-                                   f'{fn.__name__}() writes into its argument {i} '
+                                   f'{label}() writes into its argument {i} '
                                    f'({al.text(arg)}), which is not a local variable; '
                                    f'pass a local copy')
         derived, unrelated = derivations(state, call.args, positions)
