@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from tapeflow.call_plans import carries_within
 from tapeflow.call_plans import kinds_of
 from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp, check_writes
@@ -166,7 +168,37 @@ def forward(tape, active, fn, args):
         tape.append(Guarded(False, at, len(values), None))
         return 2, error, left
     tape.append(Guarded(True, at, len(values), numerics))
+    _check_aliases(out, kept, values, body)
     return out
+
+
+def _mutable(v):
+    return isinstance(v, (list, dict, np.ndarray))
+
+
+def _check_aliases(out, kept, values, body):
+    """Refuse, located at the try/with, a value the body gives back that is, or shares
+    memory with, another value it was given (`rows = ys` inside: an alias made in the body,
+    which the code after it does not know of)."""
+    if not isinstance(out, tuple) or len(out) < 2 or out[0] != 0:
+        return
+    given = list(values) + (list(body.values) if isinstance(body, Closure) else [])
+    for j, v in enumerate(out[1][:len(kept)]):
+        if not _mutable(v):
+            continue
+        for k, u in enumerate(given):
+            if k == j or not _mutable(u) or u is values[j]:     # (its own value, kept)
+                continue
+            if v is u or (isinstance(v, np.ndarray) and isinstance(u, np.ndarray) and
+                          np.shares_memory(v, u)):
+                fn = body.fn if isinstance(body, Closure) else body
+                source = getattr(fn, '__tapeflow_source__', None)
+                reason = (f'{kept[j]}, bound inside a try or with body, is (or shares memory '
+                          f'with) a value the body did not make: tapeflow does not follow an '
+                          f'alias made inside the body; bind {kept[j]} before or after it')
+                if source is None:
+                    raise UnsupportedError(reason)
+                raise source.error(source.node, reason)
 
 
 def _value_tangents(active, tangents, at, n):

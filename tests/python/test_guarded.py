@@ -442,3 +442,21 @@ def test_a_helper_with_a_guarded_write_and_del_inside_a_body_are_refused():
         tf.grad(deletes_inside)(1.5)
     assert str(info.value).startswith(f'{__file__}:{_line_of(deletes_inside, "del ys")}:')
     assert SCALE.entered == 0
+
+
+def an_alias_made_inside(x, ys):
+    ys.append(ys[0])
+    with np.errstate(divide='ignore'):
+        rows = ys               # rows is ys: made inside the body
+    b = rows[0]
+    b *= 2.0                    # writes into ys[0], which rows[-1] is too
+    return np.sum(rows[0] * rows[-1]) + np.sum(b * b) + x
+
+
+def test_an_alias_a_body_gives_back_is_refused():
+    """Fuzzer, seed 3003 index 75: WRONG gradient (3.59 for 4.78)."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(an_alias_made_inside, argnums=(0, 1))(1.0, [np.array([0.7, 0.5]),
+                                                            np.array([1.3, 1.4])])
+    assert str(info.value).startswith(f'{__file__}:{_line_of(an_alias_made_inside, "with")}:')
+    assert 'rows, bound inside a try or with body' in str(info.value)

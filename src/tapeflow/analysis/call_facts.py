@@ -96,6 +96,10 @@ class CallFacts:
         if fn is iterators.iterated and arg_facts and arg_facts[0][0] in (LIST, TUPLE):
             mine = arg_facts[0][1]              # itself, or a list of what it yields
             return LIST, self.fresh(state, site, LIST, elements(state, mine)) | mine, []
+        if fn is guards.attempt or fn is guards.attempt_within:
+            # (code, the body's values as a tuple): what it gives back is a tuple of them
+            kept = self.fresh(state, site + ('kept',), LIST, everything)
+            return TUPLE, self.fresh(state, site, LIST, kept | everything), []
         structured = _structured_kind(fn)
         if structured is not False:          # a rule's result that holds its arguments
             return structured, self.fresh(state, site, structured or LIST, everything) | everything, []
@@ -153,8 +157,11 @@ class CallFacts:
             return kind, self.fresh(state, site, kind or LIST, elements(state, objects)), []
         if kind in (ARRAY, NUMERIC, None) and (name in registry.METHODS or name in table.ARRAY_METHODS):
             return NUMERIC, self.fresh(state, site, NUMERIC), []
-        if kind == DICT and name in ('keys', 'values', 'items'):
-            return None, self.fresh(state, site, None, elements(state, objects)), []
+        if kind == DICT and name in ('keys', 'values', 'items'):    # read at once: a list
+            inside = elements(state, objects)
+            if name == 'items':                                     # of (key, value) pairs
+                inside = self.fresh(state, site + ('pairs',), LIST, inside)
+            return LIST, self.fresh(state, site, LIST, inside), []
         refs = everything | reach_objects(state, objects)
         return None, self.fresh(state, site, None, refs) | refs, []
 
