@@ -460,3 +460,21 @@ def test_an_alias_a_body_gives_back_is_refused():
                                                             np.array([1.3, 1.4])])
     assert str(info.value).startswith(f'{__file__}:{_line_of(an_alias_made_inside, "with")}:')
     assert 'rows, bound inside a try or with body' in str(info.value)
+
+
+def augmented_inside(x):
+    t = np.sum(x * x)
+    try:
+        t -= np.exp(-t ** 2)
+    except ValueError:
+        t = 0.0
+    return t * np.sum(x)
+
+
+def test_second_order_where_the_body_binds_a_name_again():
+    """Fuzzer, seed 3003 index 804: jvp of grad refused in generated code (its caller took
+    the reverse sweep's guarded body to write into its arguments)."""
+    x, v, eps = np.array([0.3, -0.2, 0.5]), np.array([1.0, 0.5, -1.0]), 1e-5
+    grad = tf.grad(augmented_inside)
+    numeric = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(tf.jvp(grad, (x,), (v,))[1], numeric, rtol=1e-5, atol=1e-7)

@@ -99,7 +99,7 @@ class Summaries:
             code = getattr(fn, '__code__', None)
             from tapeflow.transforms.operations import is_library_code
             if _is_own(fn) or is_library_code(fn) or code is None or code.co_freevars or \
-                    code.co_name == '<lambda>' \
+                    code.co_name == '<lambda>' or code.co_filename.startswith('<tapeflow') \
                     or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
                 return al.Summary(), None   # (star parameters: read for each arity instead;
                 #                              closures and lambdas: read where they are made)
@@ -124,7 +124,10 @@ class Summaries:
 
 
     def _guarded_writes(self, node, fn) -> bool:
-        """Whether a guarded body (`try`, `with`) of `fn` may write into anything."""
+        """Whether a guarded body (`try`, `with`) of `fn` may write into anything (generated
+        code runs its bodies through the dispatcher, which checks them with their values)."""
+        if fn.__code__.co_filename.startswith('<tapeflow'):
+            return False
         for n in nodes.walk_terms(node):
             body = getanno(n, Key.RESOLVED) if isinstance(n, ast.Name) else None
             if getattr(body, '__tapeflow_guarded_body__', False) and body is not fn:
