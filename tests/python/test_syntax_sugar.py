@@ -340,7 +340,7 @@ def match_mapping_and_class(x, d):
 
 
 def match_array_is_no_sequence(x):
-    match x:                          # an ndarray is no Sequence: the capture matches
+    match x:                # a sequence for Python's match from NumPy 2.5 on, not before
         case [a, b]:
             return a * b
         case whole:

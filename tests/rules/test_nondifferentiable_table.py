@@ -291,6 +291,7 @@ PLUMBING = {
     guards.reentered: 'an np.errstate for those settings (a context manager)',
     objects.attributes_of: "an object's own __dict__: written and read as a dict, its items by "
                            "key (rules.dicts), itself no number",
+    objects.matches_sequence: 'whether a sequence pattern can match a value (a bool)',
 }
 
 

@@ -2,9 +2,9 @@
 of it and the captures it binds, the cases an `if`/`elif` chain:
 
     match p:                              _subject = p
-        case [x, 0.0]:                    if isinstance(_subject, _Sequence) and not
-            B1                                    isinstance(_subject, (str, bytes, bytearray))
-        case float(v) if v > 1.0:                 and len(_subject) == 2 and _subject[1] == 0.0:
+        case [x, 0.0]:                    if _is_sequence(_subject) and len(_subject) == 2
+            B1                                    and _subject[1] == 0.0:
+        case float(v) if v > 1.0:
             B2                                x = _subject[0]
         case _:                               B1
             B3                            else:
@@ -18,8 +18,10 @@ of it and the captures it binds, the cases an `if`/`elif` chain:
                                                   B3
 
 Python's semantics: a value pattern compares with `==`, `None`/`True`/`False` with `is`;
-a sequence pattern matches a `collections.abc.Sequence` that is not a string, bytes or
-bytearray (a NumPy array is none), of its length, item by item (`*rest` binds a list); a
+a sequence pattern matches what CPython's match calls a sequence (its type's sequence
+flag: a `collections.abc.Sequence`, and NumPy 2.5's ndarray, not earlier NumPy's) that is
+no string, bytes or bytearray (`rules.objects.matches_sequence`), of its length, item by
+item (`*rest` binds a list); a
 mapping pattern a `collections.abc.Mapping` holding its keys; a class pattern an instance
 (`float(v)`: the value itself, for the builtins that match themselves); `|` any
 alternative; captures are bound once the pattern matched, before its guard. Refused,
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import collections.abc
 
+from tapeflow.rules import objects
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 
@@ -153,11 +156,7 @@ class _Lowering:
     def sequence(self, p, subject):
         stars = [k for k, sub in enumerate(p.patterns) if type(sub).__name__ == 'MatchStar']
         count = len(p.patterns)
-        strings = nodes.tuple_(*(nodes.builtin(n) for n in ('str', 'bytes', 'bytearray')))
-        tests = [nodes.call(nodes.builtin('isinstance'), subject,
-                            self.ref(collections.abc.Sequence, '_Sequence')),
-                 nodes.not_(nodes.call(nodes.builtin('isinstance'), nodes.clone(subject),
-                                       strings))]
+        tests = [nodes.call(self.ref(objects.matches_sequence, '_is_sequence'), subject)]
         length = nodes.call(nodes.builtin('len'), nodes.clone(subject))
         if stars:
             tests.append(nodes.compare(length, ast.GtE(), nodes.const(count - 1)))
