@@ -164,7 +164,7 @@ def forward(tape, active, fn, args):
         out = call_forward(tape, _inner(active, at), body, *values)
     except types as error:
         del tape[depth:]
-        left = _left(error, kept, values, active, at)
+        left = _left_at(body, error, kept, values, active, at)
         tape.append(Guarded(False, at, len(values), None))
         return 2, error, left
     tape.append(Guarded(True, at, len(values), numerics))
@@ -176,6 +176,29 @@ def _mutable(v):
     return isinstance(v, (list, dict, np.ndarray))
 
 
+def _left_at(body, error, kept, values, active, at):
+    """`_left`, its refusal located at the try/with where nothing located it."""
+    try:
+        return _left(error, kept, values, active, at)
+    except UnsupportedError as refusal:
+        if refusal.lineno:
+            raise
+        _refuse_kept(body, refusal.reason)
+
+
+def _holds_arrays(v):
+    items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
+    return any(isinstance(item, np.ndarray) or _holds_arrays(item) for item in items)
+
+
+def _refuse_kept(body, reason):
+    fn = body.fn if isinstance(body, Closure) else body
+    source = getattr(fn, '__tapeflow_source__', None)
+    if source is None:
+        raise UnsupportedError(reason)
+    raise source.error(source.node, reason)
+
+
 def _check_aliases(out, kept, values, body):
     """Refuse, located at the try/with, a value the body gives back that is, or shares
     memory with, another value it was given (`rows = ys` inside: an alias made in the body,
@@ -184,6 +207,10 @@ def _check_aliases(out, kept, values, body):
         return
     given = list(values) + (list(body.values) if isinstance(body, Closure) else [])
     for j, v in enumerate(out[1][:len(kept)]):
+        if _holds_arrays(v):
+            _refuse_kept(body, f'{kept[j]}, bound inside a try or with body, holds arrays: '
+                               f'tapeflow does not follow writes into them after the body; '
+                               f'bind {kept[j]} before or after the try or with')
         if not _mutable(v):
             continue
         for k, u in enumerate(given):
@@ -215,7 +242,7 @@ def jvp(active, batched, fn, args, tangents):
     try:
         return call_jvp(inner, batched, body, values, {}, tuple(given[k + at] for k in inner))
     except types as error:
-        left = _left(error, kept, values, active, at)
+        left = _left_at(body, error, kept, values, active, at)
         return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
 
 
@@ -233,7 +260,7 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
                                tuple(given[k + at] for k in inner2))
     except types as error:
         del tape[depth:]
-        left = _left(error, kept, values, tuple(active) + tuple(active2), at)
+        left = _left_at(body, error, kept, values, tuple(active) + tuple(active2), at)
         tape.append(Guarded(False, at, len(values), None))
         tape.append(0.0)
         return (2, error, left), (0.0, 0.0, _value_tangents(active2, tangents, at, len(left)))

@@ -478,3 +478,22 @@ def test_second_order_where_the_body_binds_a_name_again():
     grad = tf.grad(augmented_inside)
     numeric = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
     np.testing.assert_allclose(tf.jvp(grad, (x,), (v,))[1], numeric, rtol=1e-5, atol=1e-7)
+
+
+def a_list_of_arrays_made_inside(z):
+    try:
+        rows = [0.75 + z]
+    except ValueError:
+        rows = [z]
+    c = rows[0]
+    c *= 2.0                    # writes into the array rows holds
+    return np.sum(rows[0] * rows[-1]) + np.sum(c * c)
+
+
+def test_a_container_of_arrays_a_body_gives_back_is_refused():
+    """Fuzzer, seed 3005 index 140: WRONG gradient (9.24 for 12.32): the code after the
+    body did not know rows holds c."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(a_list_of_arrays_made_inside)(np.array([0.6, 1.4, 0.85]))
+    assert str(info.value).startswith(f'{__file__}:{_line_of(a_list_of_arrays_made_inside, "try:")}:')
+    assert 'rows, bound inside a try or with body, holds arrays' in str(info.value)
