@@ -116,10 +116,7 @@ def _check_body(body, values):
         for inner in _nested_bodies(fn, set()):     # run as plain Python inside this one
             check_writes(inner, (None,) * inner.__code__.co_argcount)
     except UnsupportedError as error:
-        source = getattr(fn, '__tapeflow_source__', None)
-        if source is None:
-            raise
-        raise source.error(source.node, error.reason) from None      # at the try, the with
+        _refuse_at(body, error.reason)
 
 
 _NESTED = weakref.WeakKeyDictionary()     # a body -> the bodies of the try/with inside it
@@ -183,7 +180,7 @@ def _left_at(body, error, kept, values, active, at):
     except UnsupportedError as refusal:
         if refusal.lineno:
             raise
-        _refuse_kept(body, refusal.reason)
+        _refuse_at(body, refusal.reason)
 
 
 def _holds_arrays(v):
@@ -191,12 +188,13 @@ def _holds_arrays(v):
     return any(isinstance(item, np.ndarray) or _holds_arrays(item) for item in items)
 
 
-def _refuse_kept(body, reason):
+def _refuse_at(body, reason):
+    """Refuse, located at the try or with whose body `body` is (its lifted def's place)."""
     fn = body.fn if isinstance(body, Closure) else body
     source = getattr(fn, '__tapeflow_source__', None)
     if source is None:
         raise UnsupportedError(reason)
-    raise source.error(source.node, reason)
+    raise source.error(source.node, reason) from None
 
 
 def _check_aliases(out, kept, values, body):
@@ -208,7 +206,7 @@ def _check_aliases(out, kept, values, body):
     given = list(values) + (list(body.values) if isinstance(body, Closure) else [])
     for j, v in enumerate(out[1][:len(kept)]):
         if _holds_arrays(v):
-            _refuse_kept(body, f'{kept[j]}, bound inside a try or with body, holds arrays: '
+            _refuse_at(body, f'{kept[j]}, bound inside a try or with body, holds arrays: '
                                f'tapeflow does not follow writes into them after the body; '
                                f'bind {kept[j]} before or after the try or with')
         if not _mutable(v):
@@ -218,14 +216,10 @@ def _check_aliases(out, kept, values, body):
                 continue
             if v is u or (isinstance(v, np.ndarray) and isinstance(u, np.ndarray) and
                           np.shares_memory(v, u)):
-                fn = body.fn if isinstance(body, Closure) else body
-                source = getattr(fn, '__tapeflow_source__', None)
-                reason = (f'{kept[j]}, bound inside a try or with body, is (or shares memory '
-                          f'with) a value the body did not make: tapeflow does not follow an '
-                          f'alias made inside the body; bind {kept[j]} before or after it')
-                if source is None:
-                    raise UnsupportedError(reason)
-                raise source.error(source.node, reason)
+                _refuse_at(body, f'{kept[j]}, bound inside a try or with body, is (or shares '
+                                 f'memory with) a value the body did not make: tapeflow does '
+                                 f'not follow an alias made inside the body; bind {kept[j]} '
+                                 f'before or after it')
 
 
 def _value_tangents(active, tangents, at, n):
@@ -240,10 +234,12 @@ def jvp(active, batched, fn, args, tangents):
     inner = _inner(active, at)
     given = dict(zip(active, tangents))
     try:
-        return call_jvp(inner, batched, body, values, {}, tuple(given[k + at] for k in inner))
+        out = call_jvp(inner, batched, body, values, {}, tuple(given[k + at] for k in inner))
     except types as error:
         left = _left_at(body, error, kept, values, active, at)
         return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
+    _check_aliases(out[0], kept, values, body)
+    return out
 
 
 def forward_jvp(active2, batched, tape, active, fn, args, tangents):
@@ -266,4 +262,5 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
         return (2, error, left), (0.0, 0.0, _value_tangents(active2, tangents, at, len(left)))
     tape.append(Guarded(True, at, len(values), numerics))
     tape.append(0.0)
+    _check_aliases(out[0], kept, values, body)
     return out

@@ -497,3 +497,12 @@ def test_a_container_of_arrays_a_body_gives_back_is_refused():
         tf.grad(a_list_of_arrays_made_inside)(np.array([0.6, 1.4, 0.85]))
     assert str(info.value).startswith(f'{__file__}:{_line_of(a_list_of_arrays_made_inside, "try:")}:')
     assert 'rows, bound inside a try or with body, holds arrays' in str(info.value)
+
+
+def test_a_container_of_arrays_a_body_gives_back_is_refused_in_forward_mode_too():
+    """Forward mode gave 9.24 for 12.32 as reverse mode did."""
+    x = np.array([0.6, 1.4, 0.85])
+    with pytest.raises(tf.UnsupportedError, match='rows, bound inside a try or with body'):
+        tf.jvp(a_list_of_arrays_made_inside, (x,), (np.ones(3),))
+    with pytest.raises(tf.UnsupportedError, match='rows, bound inside a try or with body'):
+        tf.jvp(lambda v: an_alias_made_inside(1.0, [v, v * 2.0]), (x,), (np.ones(3),))
