@@ -331,14 +331,17 @@ def star_and_keywords(*xs, **options):
     return xs[0] * xs[1]
 
 
-def test_star_signatures_differentiate_and_keyword_ones_say_what_to_write():
+def test_star_and_keyword_signatures_differentiate_at_every_entry_point():
     assert tf.grad(star, argnums=(0, 1))(2.0, 3.0) == (3.0, 2.0)      # made for two values
-    with pytest.raises(tf.UnsupportedError, match=r'test_pytrees\.py:\d+:\d+: star-arguments .* '
-                                                  r'name each parameter'):
-        tf.grad(star_and_keywords)(2.0, 3.0)
-    with pytest.raises(tf.UnsupportedError, match=r'keyword-only arguments .* ordinary '
-                                                  r'parameters with defaults'):
-        tf.grad(keyword_only)(2.0)
+    assert tf.grad(star_and_keywords, argnums=(0, 1))(2.0, 3.0, w=1.0) == (3.0, 2.0)
+    assert tf.grad(keyword_only)(2.0) == pytest.approx(4.0)
+    assert tf.grad(keyword_only)(2.0, n=3) == pytest.approx(12.0)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(tf.jacfwd(keyword_only)(x, n=3), np.diag(3 * x ** 2))
+    np.testing.assert_allclose(tf.jacrev(keyword_only)(x, n=3), np.diag(3 * x ** 2))
+    assert tf.hessian(keyword_only)(2.0, n=3) == pytest.approx(12.0)
+    with pytest.raises(TypeError, match=r"keyword_only\(\) too many positional arguments"):
+        tf.grad(keyword_only)(2.0, 3)          # as Python: n is keyword-only
 
 
 # ------------------------------------------------------------------ 5/6. argnums and Jacobians

@@ -154,3 +154,72 @@ def test_a_function_computed_at_run_time_is_read_when_it_runs():
         tf.grad(calls_a_computed_function)(0.5, [float.hex])
     assert f':{line_of(calls_a_computed_function, "fns[0](x)")}:' in str(error.value)
     assert 'no derivative rule and no Python source' in str(error.value)
+
+
+# ------------------------------------------------------------------ keyword-only and ** parameters
+
+def powered(x, *, k=2.0, p):
+    return np.sum(x ** p) * k
+
+
+def with_options(x, **options):
+    s = np.sum(x)
+    for name in options:                # in the order the call passed them
+        s = s * options[name]
+    return s + options.get('b', 0.0) * np.sum(x * x)
+
+
+def every_kind(x, *rest, scale=1.5, **weights):
+    t = scale * np.sum(x)
+    for r in rest:
+        t = t + np.sum(r * x)
+    return t * weights['w']
+
+
+def calls_them(x):
+    a = powered(x, p=3)
+    b = powered(x * 2.0, k=np.sum(x), p=2)          # a keyword argument that moves
+    c = with_options(x, a=np.sin(x[0]), b=3.0)
+    d = with_options(x)
+    e = every_kind(x, x * 2.0, x[0] * x, w=np.cos(x[1]))
+    return a + b + c + d + e
+
+
+X = np.array([0.3, -0.4, 0.8])
+
+
+@pytest.mark.parametrize('f, kwargs', [
+    (powered, {'p': 3}), (powered, {'k': 0.5, 'p': 2}),
+    (with_options, {'a': 2.0, 'b': 3.0}), (with_options, {}),
+], ids=lambda v: getattr(v, '__name__', str(v)))
+def test_keyword_only_and_double_star_parameters_of_the_function(f, kwargs):
+    rng = np.random.default_rng(seed_of(f.__name__))
+    value, grad = tf.value_and_grad(f)(X, **kwargs)
+    np.testing.assert_allclose(value, f(X, **kwargs), rtol=1e-12)
+    check_gradient(lambda x: f(x, **kwargs), [grad], [X], [0], rng)
+
+
+def test_every_kind_of_parameter_at_once():
+    value, grads = tf.value_and_grad(every_kind, argnums=(0, 1))(X, X * 2.0, X * 3.0, w=2.0)
+    np.testing.assert_allclose(value, every_kind(X, X * 2.0, X * 3.0, w=2.0), rtol=1e-12)
+    check_gradient(lambda x, r: every_kind(x, r, X * 3.0, w=2.0), list(grads), [X, X * 2.0],
+                   [0, 1], np.random.default_rng(4))
+
+
+def test_helpers_called_with_keyword_only_and_double_star_arguments():
+    checked(calls_them, [X], (0,))
+    check_grads(calls_them, X, np.random.default_rng(5), order=2)
+
+
+def test_a_call_python_would_refuse_is_refused_as_python_says():
+    with pytest.raises(TypeError, match=r"powered\(\) missing a required argument: 'p'"):
+        tf.grad(powered)(X)
+    with pytest.raises(TypeError, match=r"powered\(\) got an unexpected keyword argument 'q'"):
+        tf.grad(powered)(X, p=2, q=1)
+
+    def leaves_p_out(x):
+        return powered(x, k=2.0)
+    with pytest.raises(UnsupportedError) as error:
+        tf.grad(leaves_p_out)(X)
+    assert f':{line_of(leaves_p_out, "return powered")}:' in str(error.value)
+    assert "powered() missing a required argument: 'p'" in str(error.value)

@@ -73,17 +73,19 @@ def binder(python_fn, fname):
     """`bind(args, kwargs)`: all of `python_fn`'s positional parameters, keyword arguments
     put in their places and defaults filled in (generated code takes them by position)."""
     code = python_fn.__code__
+    if code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS:
+        return _keyword_binder(python_fn, fname)
     names = code.co_varnames[:code.co_argcount]
     defaults = python_fn.__defaults__ or ()
     nparams, first_default = len(names), len(names) - len(defaults)
-    star = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    star = code.co_flags & inspect.CO_VARARGS
 
     def bind(args, kwargs):
         if star:
             if kwargs:
-                raise TypeError(f'{fname}() takes *args or **kwargs, which tapeflow does not '
-                                f'compile: name each parameter')
-            return args             # compiling says where: the fence rejects *args
+                raise TypeError(f'{fname}() takes *args and keyword arguments, which tapeflow '
+                                f'does not compile together: pass them by position')
+            return args             # (`variants.arity_variant` names the star's values)
         if not kwargs:
             if len(args) == nparams:
                 return args
@@ -109,6 +111,48 @@ def binder(python_fn, fname):
                 out[i] = defaults[i - first_default]
         return tuple(out)
     return bind
+
+
+def _keyword_binder(python_fn, fname):
+    """`bind` for a function with keyword-only parameters or a `**` parameter, as Python
+    binds a call (its TypeErrors too): the positional parameters, the star's values, the
+    keyword-only parameters, then the `**` dict (`variants.keyword_variant`'s order)."""
+    signature = inspect.signature(python_fn)
+    kinds = inspect.Parameter
+
+    def bind(args, kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f'{fname}() {error}') from None
+        bound.apply_defaults()
+        out = []
+        for name, p in signature.parameters.items():
+            value = bound.arguments[name]
+            if p.kind == kinds.VAR_POSITIONAL:
+                out.extend(value)
+            elif p.kind == kinds.VAR_KEYWORD:
+                out.append(dict(value))
+            else:
+                out.append(value)
+        return tuple(out)
+    return bind
+
+
+def call_flat(f, args):
+    """`f` called with `args` as `binder` laid them out (keyword-only values, then the
+    `**` dict, last), as Python takes them: for the entry points that run `f` itself."""
+    from tapeflow.callables import signature_function      # (callables reads this module)
+    code = getattr(signature_function(f), '__code__', None)
+    if code is None or not (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS):
+        return f(*args)
+    double = bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    tail = code.co_kwonlyargcount + double
+    names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    kwargs = dict(zip(names, args[len(args) - tail:]))
+    if double:
+        kwargs.update(args[-1])
+    return f(*args[:len(args) - tail], **kwargs)
 
 # ------------------------------------------------------------------ checks and conversions
 

@@ -221,9 +221,12 @@ def _made_for(fn, kinds, arity=None):
     arity = len(kinds) if kinds else arity
     if arity is None or not isinstance(fn, types.FunctionType):
         return fn
-    if fn.__code__.co_flags & inspect.CO_VARARGS:
-        fn = variants.arity_variant(fn, max(arity - fn.__code__.co_argcount, 0),
-                                   parse.parse_function)
+    code = fn.__code__
+    if variants.keyword_parameters(fn):       # (`arguments.binder` passed them last)
+        named = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        fn = variants.keyword_variant(fn, max(arity - named, 0), parse.parse_function)
+    elif code.co_flags & inspect.CO_VARARGS:
+        fn = variants.arity_variant(fn, max(arity - code.co_argcount, 0), parse.parse_function)
     bound = {i: k.fn for i, k in enumerate(kinds) if k.__class__ is FunctionArgument}
     return variants.bound_variant(fn, bound, parse.parse_function) if bound else fn
 
@@ -363,8 +366,9 @@ def with_defaults(f, args):
     parameter by position)."""
     python_fn = signature_function(f)
     code = python_fn.__code__
-    if len(args) >= code.co_argcount or code.co_flags & (inspect.CO_VARARGS |
-                                                        inspect.CO_VARKEYWORDS):
+    if variants.keyword_parameters(python_fn):
+        return binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), {})
+    if len(args) >= code.co_argcount or code.co_flags & inspect.CO_VARARGS:
         return tuple(args)
     return binder(python_fn, getattr(f, '__name__', 'f'))(tuple(args), {})
 

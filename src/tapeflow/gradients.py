@@ -179,8 +179,10 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
     bind = binder(python_fn, fname)
     ndarray, float64 = np.ndarray, np.float64
     nparams = python_fn.__code__.co_argcount
-    if python_fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        nparams = None              # compiling says where: the fence rejects *args
+    if python_fn.__code__.co_flags & inspect.CO_VARARGS:
+        nparams = None              # (`variants.arity_variant` names the star's values)
+    if python_fn.__code__.co_kwonlyargcount or python_fn.__code__.co_flags & inspect.CO_VARKEYWORDS:
+        nparams = -1                # every call bound: keyword-only parameters, a ** dict
 
     @functools.wraps(f)
     def differentiated(*args, **kwargs):

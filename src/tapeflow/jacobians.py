@@ -14,7 +14,7 @@ import numpy as np
 
 import tapeflow.runtime.pytree as pytree
 import tapeflow.wrappers as wrappers
-from tapeflow.arguments import (argument_kinds, array_shapes, check_differentiable,
+from tapeflow.arguments import (argument_kinds, call_flat, array_shapes, check_differentiable,
                                 check_holomorphic_input, check_not_structured, check_scalar,
                                 dtype_of, parameter_name, parse_argnums, scalar_positions,
                                 split_aux)
@@ -285,7 +285,7 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
                 # the Jacobian of a gradient: forward over reverse, as `hessian`
                 return jacobian_of_jacobian(inner_f, inner_wrt[0], wrt[0], args)
         drawn = function_sources(f, args)     # the sweeps below run `f` again: its draws
-        value = f(*args)
+        value = call_flat(f, args)
         out, aux = split_aux(value, has_aux, fname)
         out_leaves, out_def = pytree.flatten(out)
         _check_outputs(out_leaves, fname, holomorphic, 'jacrev')
@@ -358,7 +358,7 @@ def jacobian_of_jacobian(f, inner, outer, args):
     agree): forward over reverse, one sweep per element of `f`'s output, each
     carrying every direction of `args[outer]` at once."""
     drawn = function_sources(f, args)         # each row runs `f` again: its draws
-    out = f(*args)
+    out = call_flat(f, args)
     if isinstance(out, (tuple, list, dict)):
         raise TypeError('a Jacobian of a Jacobian: the function must return one array or scalar')
     for position in (inner, outer):

@@ -6,6 +6,8 @@
   with `_entry_v = v` first and every `return r` as `return (r, _entry_v)`.
 - `arity_variant(h, n)`: `def h(x, *rest)` made for n values in `rest`, a
   function of named parameters (`g(*rest)` inside passes them one by one).
+- `keyword_variant(h, n)`: `def h(x, *rest, k=1, **kw)` as a function of named
+  parameters only, `k` and `kw` last (`arguments.binder` passes them so);
 - `bound_variant(h, {i: fn})`: `h` reading its parameter i as the function `fn`
   it was passed (a closure cell), so that its calls are resolved while compiling.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 import types
 import weakref
 
@@ -109,10 +112,26 @@ def arity_variant(fn, count, parse):
     source = parse(fn)
     node = source.node
     star = node.args.vararg
-    if star is None or node.args.kwarg is not None or node.args.kwonlyargs or any(
-            isinstance(n, ast.Name) and n.id == star.id and not isinstance(n.ctx, ast.Load)
-            for n in nodes.walk(node) if n is not star):
+    if star is None or node.args.kwarg is not None or node.args.kwonlyargs or _rebound(node, star):
         return fn
+    _expand_star(node, count)
+    if count:                  # every named parameter is passed: their defaults never apply
+        node.args.defaults = []
+    node.name = f'{_id(fn)}_{count}'
+    made = _function(fn, node, defaults=None if count else fn.__defaults__)
+    made.__tapeflow_source__ = dataclasses.replace(source, node=node)
+    _keep(table, count, made, fn)
+    return made
+
+
+def _rebound(node, star) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == star.id and not isinstance(n.ctx, ast.Load)
+               for n in nodes.walk(node) if n is not star)
+
+
+def _expand_star(node, count):
+    """`def fn(a, *rest)` as `def fn(a, rest_0, ..., rest_{count-1})`, `rest` packed first."""
+    star = node.args.vararg
     namer = Namer.for_function(node)
     names = [namer.new(f'{star.id}_{k}') for k in range(count)]
     _ExpandStar(star.id, names).visit(node)
@@ -121,14 +140,64 @@ def arity_variant(fn, count, parse):
         param.ctx = ast.Param()
         node.args.args.append(param)
     node.args.vararg = None
-    if count:                  # every named parameter is passed: their defaults never apply
-        node.args.defaults = []
     pack = nodes.located(nodes.assign(star.id, nodes.tuple_(*map(nodes.name, names))), node)
     node.body = [pack] + node.body
-    node.name = f'{_id(fn)}_{count}'
-    made = _function(fn, node, defaults=None if count else fn.__defaults__)
+
+
+_KEYWORD_VARIANTS = weakref.WeakKeyDictionary()   # fn -> {number of star arguments: variant}
+
+
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # tapeflow's own files
+
+
+def keyword_parameters(fn) -> bool:
+    """Whether `fn`, a user's function, has keyword-only parameters or a `**` parameter
+    (tapeflow's own wrappers, `grad(f)`'s `def differentiated(*args, **kwargs)`, are read
+    as what they stand for)."""
+    code = getattr(fn, '__code__', None)
+    return code is not None and bool(code.co_kwonlyargcount or
+                                     code.co_flags & inspect.CO_VARKEYWORDS) \
+        and not code.co_filename.startswith((_OWN, '<tapeflow'))
+
+
+def keyword_variant(fn, count, parse):
+    """`def fn(a, *rest, k=1, **kw)` called with `count` values in `rest`, as a function
+    of named parameters: `def fn(a, rest_0, k=1, kw=None)`. Its keyword-only parameters
+    and its `**` dict come last, in that order (`arguments.binder` passes them so), each
+    with a default (its own, or None where it has none: a call that leaves a required one
+    out is refused where it is compiled, and one to a `**` parameter always passes the
+    dict). A function whose star parameter is rebound is returned as it is (the fence
+    refuses its signature, located)."""
+    table = _KEYWORD_VARIANTS.setdefault(fn, {})
+    kept = table.get(count)
+    if kept is not None and kept[0] is fn.__code__ and kept[1] is fn.__defaults__ \
+            and kept[2] is fn.__kwdefaults__:
+        return kept[3]
+    source = parse(fn)
+    node = source.node
+    args = node.args
+    if args.vararg is not None and _rebound(node, args.vararg) or args.kwarg is not None and (
+            _rebound(node, args.kwarg) or any(
+                isinstance(n, ast.keyword) and n.arg is None and isinstance(n.value, ast.Name)
+                and n.value.id == args.kwarg.id for n in nodes.walk(node))):
+        return fn               # (a wrapper passing its `**kwargs` on: read as it is written)
+    if args.vararg is not None:
+        _expand_star(node, count)
+    head = () if count else tuple(fn.__defaults__ or ())
+    given = fn.__kwdefaults__ or {}
+    tail = [given.get(a.id) for a in args.kwonlyargs] + ([None] if args.kwarg else [])
+    for param in args.kwonlyargs + ([args.kwarg] if args.kwarg else []):
+        param.ctx = ast.Param()
+        args.args.append(param)
+    args.kwonlyargs, args.kw_defaults, args.kwarg = [], [], None
+    args.defaults = [nodes.const(None)] * (len(head) + len(tail))   # (the values: `made`'s)
+    node.name = f'{_id(fn)}_kw{count}'
+    made = _function(fn, node, defaults=head + tuple(tail))
+    made.__kwdefaults__ = None
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
-    _keep(table, count, made, fn)
+    if len(table) >= _VARIANTS_KEPT:
+        table.pop(next(iter(table)))
+    table[count] = (fn.__code__, fn.__defaults__, fn.__kwdefaults__, made)
     return made
 
 

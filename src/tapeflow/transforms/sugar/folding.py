@@ -101,7 +101,11 @@ class FoldTransforms(nodes.Transformer):
         arguments, and the functions it is passed."""
         if (getattr(fn, '__module__', None) or '').startswith('tapeflow.'):
             return node                 # tapeflow's own helpers: read as they are
-        if fn.__code__.co_flags & inspect.CO_VARARGS:
+        from tapeflow.transforms.variants import keyword_parameters
+        if keyword_parameters(fn):
+            node = self.keyword_call(fn, node)
+            fn = getanno(node.func, Key.RESOLVED)
+        elif fn.__code__.co_flags & inspect.CO_VARARGS:
             node = self.star_call(fn, node)
             fn = getanno(node.func, Key.RESOLVED)
         bound = self._function_arguments(fn, node)
@@ -117,6 +121,67 @@ class FoldTransforms(nodes.Transformer):
         count = max(len(node.args) - fn.__code__.co_argcount, 0)
         made = arity_variant(fn, count, parse_function)
         return node if made is fn else self._call_made(made, node)
+
+    def keyword_call(self, fn, node):
+        """`g(a, b, k=v, w=u)` of `def g(x, *rest, k=1, **kw)`: a call of `g` made with named
+        parameters only (`variants.keyword_variant`), `rest`'s values by position, `k` by
+        keyword and the `**` dict written out, `kw={'w': u}`, as Python binds them."""
+        from tapeflow.syntax.parse import parse_function
+        from tapeflow.transforms.variants import keyword_variant
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            return node                      # the fence has said where
+        code = fn.__code__
+        star = code.co_flags & inspect.CO_VARARGS
+        count = max(len(node.args) - code.co_argcount, 0) if star else 0
+        made = keyword_variant(fn, count, parse_function)
+        if made is fn:                       # (a wrapper passing its `**kwargs` on)
+            return node
+        names = code.co_varnames[:code.co_argcount]
+        kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+        extra = code.co_varnames[code.co_argcount + code.co_kwonlyargcount + bool(star)] \
+            if code.co_flags & inspect.CO_VARKEYWORDS else None
+        if len(node.args) > len(names) and not star:
+            raise self.source.error(node, f'{fn.__name__}() takes {len(names)} positional '
+                                          f'arguments but {len(node.args)} were given')
+        given, packed = {}, []
+        for k in node.keywords:
+            if k.arg in names[:len(node.args)] or k.arg in given:
+                raise self.source.error(node, f'{fn.__name__}() got multiple values for '
+                                              f'argument {k.arg!r}')
+            if k.arg in names or k.arg in kwonly:
+                given[k.arg] = k.value
+            elif extra is not None:
+                packed.append(k)
+            else:
+                raise self.source.error(node, f'{fn.__name__}() got an unexpected keyword '
+                                              f'argument {k.arg!r}')
+        defaults = dict(zip(names[len(names) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()))
+        defaults.update(fn.__kwdefaults__ or {})
+        args = list(node.args[:len(names)])
+        for name in names[len(node.args):] + kwonly:
+            if name in given:
+                args.append(given[name])
+            elif name in defaults:
+                args.append(self._constant(name, defaults[name], node))
+            else:
+                raise self.source.error(node, f'{fn.__name__}() missing a required argument: '
+                                              f'{name!r}')
+        rest = list(node.args[len(names):])
+        args = args[:len(names)] + rest + args[len(names):]
+        if extra is not None:
+            table = ast.Dict(keys=[nodes.const(k.arg) for k in packed],
+                             values=[k.value for k in packed])
+            args.append(nodes.copy_location(table, node))
+        node.args, node.keywords = args, []       # every one by position, in the variant's order
+        return self._call_made(made, node)
+
+    def _constant(self, name, value, node):
+        """A name for `value` (a parameter's default), resolved to it."""
+        ref = nodes.copy_location(nodes.name(self.namer.new(f'_default_{name}')), node)
+        self.bindings.computed[ref.id] = value
+        setanno(ref, Key.RESOLVED, value)
+        return ref
 
     @staticmethod
     def _function_arguments(fn, node):
