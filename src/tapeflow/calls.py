@@ -38,7 +38,7 @@ from tapeflow.arguments import argument_kinds, compiler_kinds
 from tapeflow.call_plans import (Call, bind, carries_within, expand, kinds_of, name_of, on,
                                  positions, python_function)
 from tapeflow.errors import UnsupportedError
-from tapeflow.rules import registry
+from tapeflow.rules import guards, registry
 from tapeflow.rules.closures import Closure, closure
 from tapeflow.rules.shapes import dense
 from tapeflow.runtime.helpers import add_adjoint, is_zero
@@ -53,14 +53,19 @@ __all__ = ['Closure', 'closure', 'call_forward', 'call_backward', 'call_jvp', 'c
 def check_writes(target, kinds):
     """Refuse a Python callee that writes into its arguments or the globals (the caller,
     not knowing which function it calls, followed no write); a guarded body (`try`, `with`)
-    that writes into anything it did not make."""
+    that writes into anything it did not make but the values its caller reads as written
+    (`rules.guards.WRITTEN`)."""
     fn = python_function(target)
     summary = callees.Summaries(anf_of)(fn, compiler_kinds(kinds))
-    if getattr(fn, '__tapeflow_guarded_body__', False) and (summary.writes or summary.outer):
+    if getattr(fn, '__tapeflow_guarded_body__', False):
+        allowed = guards.written_positions(getattr(fn, '__tapeflow_kept__', None) or ())
+        if not (summary.writes - allowed or summary.outer):
+            return
         raise UnsupportedError('the guarded body (try, with) writes into a value it did not '
-                               'make (an argument, a name bound before it, a global): tapeflow '
-                               'follows such writes only outside try and with; write it '
-                               'before the try, or bind a new value (y = y * 2) inside')
+                               'make and that tapeflow did not see written there (a global, '
+                               'a closure value, a name reached through another): write it '
+                               'before or after the try or with, or bind a new value '
+                               '(y = y * 2) inside')
     if summary.writes:
         names = fn.__code__.co_varnames
         which = ', '.join(repr(names[i]) if i < len(names) else str(i)

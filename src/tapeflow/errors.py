@@ -8,6 +8,13 @@ from __future__ import annotations
 
 class TapeflowError(Exception):
     """Base class of tapeflow's own errors."""
+    users = False           # an error of the user's code, told at its line (`sourcemap`)
+
+
+def is_tapeflows(error) -> bool:
+    """Whether `error` is tapeflow's own (a refusal, an internal error), which no handler
+    of the user's code may catch: a `try` around a refused statement is still refused."""
+    return isinstance(error, TapeflowError) and not error.users
 
 
 class UnsupportedError(TapeflowError, SyntaxError):

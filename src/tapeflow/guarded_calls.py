@@ -19,7 +19,7 @@ from tapeflow.call_plans import carries_within
 from tapeflow.call_plans import kinds_of
 from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp, check_writes
 from tapeflow.rules.closures import Closure
-from tapeflow.errors import UnsupportedError
+from tapeflow.errors import UnsupportedError, is_tapeflows
 from tapeflow.rules import guards
 from tapeflow.runtime.helpers import is_zero
 
@@ -96,27 +96,109 @@ def _left(error, kept, values, active, at):
     return left
 
 
-def _checked(args, at, body, values):
+def _checked(args, at, body, values, kept):
     """`_check_body`, leaving a `with`'s manager (entered already) where it refuses."""
     try:
-        _check_body(body, values)
+        _check_body(body, values, kept)
     except UnsupportedError as error:
         if at == 4:
             guards.exit_context(args[0], error)
         raise
 
 
-def _check_body(body, values):
-    """Refuse, before it runs, a body that writes into what it did not make: the caller,
-    which compiled `attempt(...)` as a call it does not know, followed no such write."""
+def _check_body(body, values, kept):
+    """Refuse, before it runs, a body that writes into what it did not make, but for the
+    values marked written in `kept` (the caller follows those writes as a call's); and one
+    whose written value shares memory with another value it reads (it would not see the
+    write as a write into that one)."""
     fn = body.fn if isinstance(body, Closure) else body
     given = tuple(values) + (body.values[body.ndefaults:] if isinstance(body, Closure) else ())
+    written = guards.written_positions(kept)
     try:
         check_writes(fn, kinds_of(given, ()))
         for inner in _nested_bodies(fn, set()):     # run as plain Python inside this one
             check_writes(inner, (None,) * inner.__code__.co_argcount)
     except UnsupportedError as error:
         _refuse_at(body, error.reason)
+    names = guards.kept_names(kept)
+    for k in written:
+        if not _mutable(given[k]):
+            continue
+        for j, other in enumerate(given):
+            if j != k and _reaches(other, given[k]):
+                what = repr(names[j]) if j < len(names) else 'a value it reads'
+                _refuse_at(body, f'the guarded body (try, with) writes into {names[k]}, '
+                                 f'and {what} shares its memory: tapeflow does not follow '
+                                 f'that write into it inside the body; copy one of them '
+                                 f'before the try or with ({names[k]} = {names[k]}.copy())')
+
+
+def _reaches(value, target, depth=0) -> bool:
+    """Whether `value` is `target`, shares its memory, or holds one that does."""
+    if value is target:
+        return True
+    if isinstance(value, np.ndarray):
+        return isinstance(target, np.ndarray) and np.shares_memory(value, target)
+    if depth > 8 or not isinstance(value, (list, tuple, dict)):
+        return False
+    items = value.values() if isinstance(value, dict) else value
+    return any(_reaches(item, target, depth + 1) for item in items)
+
+
+def _snapshot(kept, values):
+    """What the values `kept` marks written hold before the body runs (None: none)."""
+    written = guards.written_positions(kept)
+    if not written:
+        return None
+    return {k: _contents(values[k]) for k in written}
+
+
+def _contents(v, depth=0):
+    """What `v` holds, to the arrays its lists and dicts hold (their slots by identity)."""
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if depth > 8:
+        return None
+    if isinstance(v, list):
+        return [(item, _contents(item, depth + 1)) for item in v]
+    if isinstance(v, dict):
+        return [((key, item), _contents(item, depth + 1)) for key, item in v.items()]
+    return None
+
+
+def _unchanged(before, now) -> bool:
+    if before is None:
+        return True
+    if isinstance(before, np.ndarray):
+        return isinstance(now, np.ndarray) and before.shape == now.shape and \
+            np.array_equal(before, now, equal_nan=before.dtype.kind in 'fc')
+    items = list(now.items()) if isinstance(now, dict) else now
+    if not isinstance(items, list) or len(items) != len(before):
+        return False
+    for (slot, held), item in zip(before, items):
+        if isinstance(now, dict):
+            if slot[0] is not item[0] and slot[0] != item[0] or slot[1] is not item[1]:
+                return False
+            item = item[1]
+        elif slot is not item:
+            return False
+        if not _unchanged(held, item):
+            return False
+    return True
+
+
+def _check_unwritten(body, kept, values, snapshot):
+    """Refuse a body that raised after it wrote into a value it was given: its record,
+    which would give that memory back in the reverse sweep, is gone."""
+    if snapshot is None:
+        return
+    names = guards.kept_names(kept)
+    for k, before in snapshot.items():
+        if not _unchanged(before, values[k]):
+            _refuse_at(body, f'the guarded body (try, with) wrote into {names[k]}, then '
+                             f'raised: tapeflow cannot differentiate a write that stopped '
+                             f'half way; write into {names[k]} after the try, or raise '
+                             f'before writing')
 
 
 _NESTED = weakref.WeakKeyDictionary()     # a body -> the bodies of the try/with inside it
@@ -147,20 +229,24 @@ def _nested_bodies(fn, seen):
 
 def check_plain(fn, args):
     """`call_plain(attempt, *args)`: its body must not write into what it did not make."""
-    at, _, _, body, values = _parts(fn, args)
-    _checked(args, at, body, values)
+    at, _, kept, body, values = _parts(fn, args)
+    _checked(args, at, body, values, kept)
 
 
 def forward(tape, active, fn, args):
     """`call_forward(tape, active, attempt, *args)`."""
     at, types, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values)
+    _checked(args, at, body, values, kept)
     numerics = guards.numerics(args[0]) if at == 4 else None
     depth = len(tape)
+    snapshot = _snapshot(kept, values)
     try:
         out = call_forward(tape, _inner(active, at), body, *values)
     except types as error:
+        if is_tapeflows(error):
+            raise
         del tape[depth:]
+        _check_unwritten(body, kept, values, snapshot)
         left = _left_at(body, error, kept, values, active, at)
         tape.append(Guarded(False, at, len(values), None))
         return 2, error, left
@@ -197,29 +283,26 @@ def _refuse_at(body, reason):
     raise source.error(source.node, reason) from None
 
 
+def _users_name(name):
+    """`_attrs_o` (`sugar.attributes`) as the user wrote it: the attributes of o."""
+    return f'the object {name[len("_attrs_"):]}' if name.startswith('_attrs_') else name
+
+
 def _check_aliases(out, kept, values, body):
-    """Refuse, located at the try/with, a value the body gives back that is, or shares
-    memory with, another value it was given (`rows = ys` inside: an alias made in the body,
-    which the code after it does not know of)."""
-    if not isinstance(out, tuple) or len(out) < 2 or out[0] != 0:
+    """Refuse, located at the try/with, a new list, tuple or dict holding arrays that the
+    body gives back: the code after it does not know which arrays it holds, and a write
+    through one of them would not reach the others' readers. (A name the body binds to a
+    value it was given, or to a view of one, is `kept_value`'s: taken for any of them,
+    related in ways not known, so a write through it is checked where it is written.)"""
+    if not isinstance(out, tuple) or len(out) < 3:
         return
-    given = list(values) + (list(body.values) if isinstance(body, Closure) else [])
-    for j, v in enumerate(out[1][:len(kept)]):
-        if _holds_arrays(v):
-            _refuse_at(body, f'{kept[j]}, bound inside a try or with body, holds arrays: '
+    kept = guards.kept_names(kept)
+    for j, v in enumerate(out[2][:len(kept)]):
+        if _holds_arrays(v) and v is not values[j]:     # (one it was given: its caller's)
+            what = _users_name(kept[j])
+            _refuse_at(body, f'{what}, bound inside a try or with body, holds arrays: '
                                f'tapeflow does not follow writes into them after the body; '
-                               f'bind {kept[j]} before or after the try or with')
-        if not _mutable(v):
-            continue
-        for k, u in enumerate(given):
-            if k == j or not _mutable(u) or u is values[j]:     # (its own value, kept)
-                continue
-            if v is u or (isinstance(v, np.ndarray) and isinstance(u, np.ndarray) and
-                          np.shares_memory(v, u)):
-                _refuse_at(body, f'{kept[j]}, bound inside a try or with body, is (or shares '
-                                 f'memory with) a value the body did not make: tapeflow does '
-                                 f'not follow an alias made inside the body; bind {kept[j]} '
-                                 f'before or after it')
+                               f'make it before the try or with, or after it')
 
 
 def _value_tangents(active, tangents, at, n):
@@ -230,12 +313,16 @@ def _value_tangents(active, tangents, at, n):
 def jvp(active, batched, fn, args, tangents):
     """`call_jvp(active, batched, attempt, args, {}, tangents)`."""
     at, types, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values)
+    _checked(args, at, body, values, kept)
     inner = _inner(active, at)
     given = dict(zip(active, tangents))
+    snapshot = _snapshot(kept, values)
     try:
         out = call_jvp(inner, batched, body, values, {}, tuple(given[k + at] for k in inner))
     except types as error:
+        if is_tapeflows(error):
+            raise
+        _check_unwritten(body, kept, values, snapshot)
         left = _left_at(body, error, kept, values, active, at)
         return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
     _check_aliases(out[0], kept, values, body)
@@ -246,16 +333,20 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
     """`call_forward_jvp(active2, batched, tape, active, attempt, args, {}, tangents)`."""
     from tapeflow.calls_higher import call_forward_jvp
     at, types, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values)
+    _checked(args, at, body, values, kept)
     numerics = guards.numerics(args[0]) if at == 4 else None
     inner2 = _inner(active2, at)
     given = dict(zip(active2, tangents))
     depth = len(tape)
+    snapshot = _snapshot(kept, values)
     try:
         out = call_forward_jvp(inner2, batched, tape, _inner(active, at), body, values, {},
                                tuple(given[k + at] for k in inner2))
     except types as error:
+        if is_tapeflows(error):
+            raise
         del tape[depth:]
+        _check_unwritten(body, kept, values, snapshot)
         left = _left_at(body, error, kept, values, tuple(active) + tuple(active2), at)
         tape.append(Guarded(False, at, len(values), None))
         tape.append(0.0)

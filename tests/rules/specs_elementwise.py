@@ -9,6 +9,7 @@ from rulecheck import A, F, L, Spec
 from tapeflow.rules import powers
 from tapeflow.rules.iterators import iterated, zipped
 from tapeflow.rules.math_rules import repeated
+from tapeflow.rules.guards import kept_value
 from tapeflow.rules.sequence_ops import add_any, concatenated, mul_any
 from tapeflow.rules.registry import available
 
@@ -181,6 +182,8 @@ SPECS += [
 
     Spec(builtins.sorted, (L(A((2,)), A((2,)), A((2,))),), dict(key=np.sum, reverse=True),
          name='sorted(rows, key, reverse)', f32=False, tensor=False),
+    Spec(kept_value, (L(0, 0, L(F(), A((2,)), tuple_=True), tuple_=True), 1),
+         name='kept_value(run, k)', f32=False, tensor=False),
 ]
 
 

@@ -383,6 +383,15 @@ def writes_global(x):
     return np.sum(GLOBAL * x)
 
 
+def _into_global(x):
+    GLOBAL[0] = x[0]
+
+
+def a_helper_writes_global(x):
+    _into_global(x)             # WRONG before: the helper's summary missed the global write
+    return np.sum(GLOBAL * x)
+
+
 def sorts_active_list(x):
     ys = [x[0], x[1], x[2]]
     ys.sort()
@@ -402,6 +411,8 @@ def test_refusals_name_the_alias_and_the_place():
     refused(real_view, X3, match='r shares memory with z',
             line=line_of(real_view, 'r[0] = 1.0'))
     refused(writes_global, X3, match='GLOBAL is a global', line=line_of(writes_global, 'GLOBAL[0]'))
+    refused(a_helper_writes_global, X3, match='writes into a global or closure value',
+            line=line_of(a_helper_writes_global, '_into_global(x)'))
     refused(sorts_active_list, X3, match='.sort() changes ys in place',
             line=line_of(sorts_active_list, 'ys.sort()'))
 

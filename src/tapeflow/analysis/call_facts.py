@@ -182,7 +182,8 @@ class CallFacts:
 
 _STRUCTURED = {functools.partial: None, iterators.zipped: LIST, sequence_ops.concatenated: None,
                sequence_ops.add_any: None, sequence_ops.mul_any: None, repeated: None,
-               guards.attempt: TUPLE, guards.attempt_within: TUPLE, objects.attributes_of: DICT}
+               guards.attempt: TUPLE, guards.attempt_within: TUPLE, guards.kept_value: None,
+               objects.attributes_of: DICT}
 
 
 def _structured_kind(fn):

@@ -58,12 +58,29 @@ def writes_of_call(call, state, summary):
                 return out + [(mutator.form, receiver, frozenset())]
             if call.args:
                 return out + [(mutator.form, call.args[mutator.writes], frozenset())]
+    if getattr(fn, '__tapeflow_attempt__', False):
+        return out + guarded_writes(call, fn, state)
     if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
         kinds = tuple(state.kinds.get(a.id) if isinstance(a, ast.Name) else None for a in call.args)
         written = summary(fn, kinds).writes
         everything = everything_of(state, call.args)
         out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
     return out
+
+
+def guarded_writes(call, fn, state) -> list:
+    """The writes of `attempt(types, kept, body, *values)` (a `try`/`with` body,
+    `transforms.sugar.exceptions`): into the values its `kept` marks written, each as a
+    'guarded' write (the body, compiled on its own, gives back their memory)."""
+    from tapeflow.rules import guards
+    at = 2 if fn is guards.attempt_within else 1
+    kept = call.args[at] if len(call.args) > at else None
+    if not isinstance(kept, ast.Tuple):
+        return []
+    marked = tuple(getattr(k, 'value', '') for k in kept.elts)
+    everything = everything_of(state, call.args[at + 2:])
+    return [('guarded', call.args[at + 2 + k], everything)
+            for k in sorted(guards.written_positions(marked)) if at + 2 + k < len(call.args)]
 
 
 def out_arguments(call) -> list:

@@ -44,8 +44,13 @@ OUTER = 'outer'
 PARAM, PARAM_ITEMS = 'param', 'param-items'
 
 
+UNBOUND = 'unbound'       # a guarded body's parameter for a name not bound yet (`rules.guards`)
+
+
 def kind_of_value(value):
     """The kind of a Python object known while compiling (a constant, a global)."""
+    if value.__class__.__name__ == '_Unbound' and value.__class__.__module__ == 'tapeflow.rules.guards':
+        return UNBOUND
     if isinstance(value, (bool, int, float, complex, str, bytes, np.generic)) or value is None:
         return SCALAR
     if isinstance(value, np.ndarray) or is_foreign_array(value):
@@ -57,8 +62,10 @@ def kind_of_value(value):
 
 
 def join_kinds(a, b):
-    if a == b:
+    if a == b or b == UNBOUND:      # (a name not bound yet takes the kind it is bound to)
         return a
+    if a == UNBOUND:
+        return b
     if a in NUMBERS and b in NUMBERS:
         return NUMERIC
     return None

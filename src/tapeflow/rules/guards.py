@@ -2,11 +2,12 @@
 body, `enter_context`/`exit_context` a context manager's two halves, `UNBOUND` what a name
 a guarded body binds holds before it is bound.
 
-`attempt(types, kept, body, *values)` calls `body(*values)`, which returns `(0, values)`
-when it completes, the values of its parameters named `kept` (the first ones: those the
-code after it reads; 1: it returned a value; 3, 4: a break, a continue); where it raises
-one of `types` it gives `(2, error, values)`, those values as the body left them (read
-from its frame). Differentiated (`tapeflow.calls`), a body that raised leaves nothing on the tape.
+`attempt(types, kept, body, *values)` calls `body(*values)`, which returns `(code, value,
+state)`: `state` the values of its parameters named `kept` (the first ones: those the code
+after it reads), `code` 0 where it completed, 1 where it returned `value`, 3, 4 where it
+broke out of the loop or continued it; where it raises one of `types` it gives `(2, error,
+state)`, those values as the body left them (read from its frame). A name in `kept`
+marked `WRITTEN` (`'*y'`) is one the body may write into in place. Differentiated (`tapeflow.calls`), a body that raised leaves nothing on the tape.
 `attempt_within(manager, ...)` is `attempt` for the body of `with manager`: the reverse
 sweep runs inside the manager again where it governs numerics (`np.errstate`).
 """
@@ -16,9 +17,11 @@ import traceback
 
 import numpy as np
 
-from tapeflow.rules.registry import nondifferentiable
+from tapeflow.errors import is_tapeflows
+from tapeflow.rules.entries import entry
+from tapeflow.rules.registry import linear_pair, nondifferentiable
 
-__all__ = ['UNBOUND', 'attempt', 'attempt_within', 'enter_context', 'exit_context',
+__all__ = ['UNBOUND', 'WRITTEN', 'attempt', 'kept_names', 'kept_value', 'written_positions', 'attempt_within', 'enter_context', 'exit_context',
            'left_values', 'numerics', 'raised', 'reentered']
 
 
@@ -35,12 +38,25 @@ class _Unbound:
 
 UNBOUND = _Unbound()
 
+WRITTEN = '*'           # marks a name in `kept` that the body may write into in place
+
+
+def kept_names(kept) -> tuple:
+    """The names of `kept`, unmarked."""
+    return tuple(name.lstrip(WRITTEN) for name in kept)
+
+
+def written_positions(kept) -> frozenset:
+    """The positions of the names in `kept` the body may write into in place."""
+    return frozenset(k for k, name in enumerate(kept) if name.startswith(WRITTEN))
+
 
 def left_values(error, kept, values):
     """The values of the body's parameters named `kept` (the first of `values`) as it left
     them when it raised `error`: read from its frame, the outermost frame below the one
     that caught `error` whose parameters include them all."""
     values = tuple(values[:len(kept)])
+    kept = kept_names(kept)
     if not kept:
         return values
     for frame, _ in list(traceback.walk_tb(error.__traceback__))[1:]:
@@ -55,7 +71,39 @@ def attempt(types, kept, body, *values):
     try:
         return body(*values)
     except types as error:
+        if is_tapeflows(error):
+            raise
         return 2, error, left_values(error, kept, values)
+
+
+def kept_value(run, k):
+    """The `k`-th value of the state `attempt` gives back, `run[2][k]`: what the code after
+    the body binds the name to. One call, not two subscripts, so that the alias analysis
+    takes it for any of what the body was given, related in ways it does not know (the
+    body may have made a view of one, or bound one name to another's value)."""
+    return run[2][k]
+
+
+def _zero(g) -> bool:
+    return g.__class__ is float and g == 0.0
+
+
+def kept_value_vjp(g, ans, run, k):
+    if _zero(g):
+        return 0.0
+    state = [0.0] * len(run[2])
+    state[k] = g
+    return (0.0, 0.0, tuple(state))
+
+
+def kept_value_jvp(t, ans, run, k):
+    if _zero(t) or _zero(t[2]):
+        return 0.0
+    return t[2][k]
+
+
+entry(kept_value, kept_value_vjp, kept_value_jvp, static=(1,), forms=None)
+linear_pair(kept_value_vjp, kept_value_jvp)
 
 
 def attempt_within(manager, types, kept, body, *values):

@@ -253,7 +253,13 @@ def restore_entry(container, key, entry):
 # sweeps differentiate; these helpers are what those forms call.
 
 def pop_index(container, index=-1) -> int:
-    """The position `container.pop(index)` removes, counted from the start."""
+    """The position `container.pop(index)` removes, counted from the start (a list's:
+    the compiler took `container` for one)."""
+    if not isinstance(container, list):
+        raise UnsupportedError(f'.pop() of a {type(container).__name__} tapeflow did not know '
+                               f'was one here (a value a try or with body, or a call, gave '
+                               f'back): make it where the function can see it, or pop it '
+                               f'inside that body')
     size = len(container)
     if not -size <= index < size:
         raise IndexError('pop index out of range')

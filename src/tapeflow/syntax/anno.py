@@ -62,6 +62,9 @@ class Key(enum.Enum):
     # On a nested def that `desugar` made of a guarded body (`try`, `with`): True; it is
     # called where it is made, so its closure reads each free name's value there.
     CALLED_AT_ONCE = 'called_at_once'
+    # On such a def: the names of the state it gives back, those it may write into marked
+    # (`rules.guards.WRITTEN`).
+    KEPT = 'kept'
 
 
 _ATTR = '_tapeflow_anno'

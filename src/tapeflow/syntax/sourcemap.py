@@ -29,6 +29,7 @@ __all__ = ['register', 'forget', 'lines_of', 'user_location', 'located', 'rerais
 class UserCodeError(TapeflowError):
     """Base of the errors `located` makes: the user's code raised (its `__cause__`),
     not tapeflow; each is also of the original error's kind."""
+    users = True
 
 
 def register(generated_filename: str, user_filename: str, lines: dict) -> None:

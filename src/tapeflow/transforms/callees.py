@@ -16,6 +16,7 @@ import inspect
 import types
 import weakref
 
+from tapeflow.rules import guards
 from tapeflow.syntax import ast
 
 from tapeflow.analysis import aliasing as al
@@ -114,6 +115,7 @@ class Summaries:
             if state is not None:
                 for name in written_names(stmt, state, self):
                     written |= al.overlapping(state, state.pts.get(name, frozenset()))
+                    outer = outer or name not in state.kinds    # a global's memory
                 outer = outer or _calls_writing_outer(stmt, state, self)
         writes = frozenset(i for i, p in enumerate(params)
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
@@ -132,7 +134,8 @@ class Summaries:
             body = getanno(n, Key.RESOLVED) if isinstance(n, ast.Name) else None
             if getattr(body, '__tapeflow_guarded_body__', False) and body is not fn:
                 inner = self(body, (None,) * body.__code__.co_argcount)
-                if inner.writes or inner.outer:
+                seen = guards.written_positions(getattr(body, '__tapeflow_kept__', None) or ())
+                if inner.writes - seen or inner.outer:      # (those seen: `guarded_writes`)
                     return True
         return False
 

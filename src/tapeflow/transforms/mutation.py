@@ -41,17 +41,17 @@ import dataclasses
 
 from tapeflow.syntax import ast
 
-from tapeflow.syntax.naming import identifier as _id
 from tapeflow.analysis import aliasing as al
 from tapeflow.analysis.liveness import Liveness
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.transforms.call_rewrites import CallWrites
 from tapeflow.transforms.dict_lowering import DictLowerings
 from tapeflow.transforms.generator_reads import refuse_interleaved
 from tapeflow.transforms.lowering import Lowerings, runtime_ref
 from tapeflow.transforms.mutation_checks import Checks, Pending, refuse_detached_writers
 from tapeflow.transforms.operations import user_function
-from tapeflow.transforms.propagation import Propagation, derivations
+from tapeflow.transforms.propagation import Propagation
 
 
 @dataclasses.dataclass
@@ -97,7 +97,7 @@ def _kinds(facts) -> dict:
 
 # ---------------------------------------------------------------- the rewriter
 
-class _Rewriter(Checks, DictLowerings, Lowerings):
+class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
     def __init__(self, ctx, facts, live, fdef):
         self.ctx = ctx
         self.facts = facts
@@ -289,6 +289,8 @@ class _Rewriter(Checks, DictLowerings, Lowerings):
         form, written, _ = writes[0]
         if form == 'call':
             return self.user_call(stmt, call, target, state, writes)
+        if form == 'guarded':
+            return self.guarded_call(stmt, call, target, state, writes)
         if not isinstance(written, ast.Name):
             return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
                                'this call writes into a value that is not a variable; '
@@ -309,44 +311,6 @@ class _Rewriter(Checks, DictLowerings, Lowerings):
                 f'{name} = da.where(...) or {name}[...] = ... instead'))] + lowered
         return self.after_write(stmt, lowered, name, state, values,
                                 structural=form in ('append', 'extend', 'insert', 'pop'))
-
-    # ---------------------------------------------------------------- calls of user functions
-
-    def user_call(self, stmt, call, target, state, writes):
-        fn = user_function(call)
-        label = getattr(fn, '__name__', 'the callee')
-        positions = [i for i, a in enumerate(call.args) if any(a is w for _, w, _ in writes)]
-        for i in positions:
-            arg = call.args[i]
-            if not isinstance(arg, ast.Name) or arg.id not in state.kinds:
-                return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
-                                   f'{label}() writes into its argument {i} '
-                                   f'({al.text(arg)}), which is not a local variable; '
-                                   f'pass a local copy')
-        derived, unrelated = derivations(state, call.args, positions)
-        checks = [self.apart(stmt, first, other,      # compiled as apart: checked when it runs
-                             f'{fn.__name__}() writes into its arguments, and its argument '
-                             f'{first} shares memory with its argument {other} in a way not '
-                             f'known here; pass a copy of one of them', deep=True)
-                  for first, other in unrelated]
-        variant = self.ctx.variant(fn, tuple(positions), derived)
-        result = self.new('_' + _id(fn))
-        func = nodes.name(self.new(variant.__name__))
-        self.ctx.bind(func.id, variant)
-        setanno(func, Key.RESOLVED, variant)
-        new_call = nodes.copy_location(nodes.call(func, *call.args, keywords=call.keywords), call)
-        setanno(new_call, Key.ARG_KINDS, getanno(call, Key.ARG_KINDS))
-        before, after = [], []      # (what runs before a write runs before the call making it)
-        if target is not None:
-            after.append(nodes.assign(target, nodes.subscript(result, nodes.const(0))))
-        for k, i in enumerate(positions):
-            name = call.args[i].id
-            rebind = [nodes.assign(name, nodes.subscript(result, nodes.const(k + 1)))]
-            first, then = self.after_write(stmt, rebind, name, state, frozenset(),
-                                           exclude={target}, deep=True, split=True)
-            before += first
-            after += then
-        return checks + before + [nodes.assign(result, new_call)] + after
 
     # ---------------------------------------------------------------- bringing the others up to date
 

@@ -25,13 +25,8 @@ def lower_attribute_writes(node, namer, source, bindings):
               and isinstance(n.ctx, (ast.Store, ast.Del))]
     if not stores:
         return
-    guarded = {id(n) for t in nodes.walk_terms(node) if isinstance(t, (ast.Try, ast.With))
-               for stmt in t.body for n in nodes.walk_terms(stmt)}
     names, first = {}, {}
     for n in stores:
-        if id(n) in guarded:
-            raise source.error(n, 'assignment to an attribute inside a try or with body is not '
-                                  'supported; make and fill the object before the try or with')
         if not isinstance(n.value, ast.Name):
             raise source.error(n, 'assignment to an attribute is supported on a name bound to '
                                   'an object the function makes (o = C(...); o.v = ...); '

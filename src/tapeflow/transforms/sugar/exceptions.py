@@ -1,17 +1,24 @@
 """Desugar, `try` and `with`: the guarded body a function of its own, called by `attempt`.
 
     try:                              def _try(a, b):           # the names BODY binds
-        BODY                              BODY                  # return v -> return (1, v)
-    except E as e:                        return (0, (a, b))    # break, continue -> (3,), (4,)
-        H                             _run = attempt((E,), _try, a, b)
-    else:                             if _run[0] == 0: a, b = _run[1]; O
-        O                             elif _run[0] == 2:        # (2, error, a and b as the
-    finally:                              a, b = _run[2]        #  body left them)
+        BODY                              BODY                  # return v -> return (1, v, (a,))
+    except E as e:                        return (0, None, (a,))  # break, continue: codes 3, 4
+        H                             _run = attempt((E,), ('a',), _try, a, b)
+    else:                             a = _run[2][0]            # (2, error, a as the body
+        O                             if _run[0] == 0: O        #  left it)
+    finally:                          elif _run[0] == 2:
         F                                 if isinstance(_run[1], E): e = _run[1]; H
                                           else: _unhandled = _run[1]
                                       F
                                       if _run[0] == 1: return _run[1]   (3: break, 4: continue)
                                       if _unhandled is not None: raise _unhandled
+
+Whatever the body did (completed, raised, returned, broke out of the loop), the names the
+code after it reads (`a`) are bound again from the state it gives back, its third item.
+A name the body may write into without binding it (`y[0] = v`, `y.append(v)`, `fill(y)`,
+`y += v`) is one of its parameters and of that state, marked `'*y'` in `attempt`'s names:
+the caller's mutation pass reads the call as a write into `y` (`analysis.call_writes`), and
+the dispatcher lets the body write into such values only (`tapeflow.calls.check_writes`).
 
 `attempt` (`tapeflow.calls`) runs the body; where it raises one of the caught types it
 returns the error, and the compiled call takes back what the body pushed on the tape:
@@ -27,8 +34,11 @@ Runs before nested defs are lifted (the body's def is one).
 """
 from __future__ import annotations
 
+from tapeflow.rules import guards
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.resolve import local_names
+from tapeflow.transforms.sugar.written import own_statements, written_in_place
 
 def lower_guarded(node, namer, source, bindings):
     """Every `try` and `with` of `node`'s own body (not nested defs'), innermost first."""
@@ -44,17 +54,8 @@ def lower_guarded(node, namer, source, bindings):
         node.body = start + node.body
 
 
-def _own(body):
-    out = []
-    for stmt in body:
-        out.append(stmt)
-        if isinstance(stmt, ast.FunctionDef):
-            continue
-        for field in ('body', 'orelse', 'finalbody'):
-            out.extend(_own(getattr(stmt, field, None) or []))
-        for handler in getattr(stmt, 'handlers', None) or ():
-            out.extend(_own(handler.body))
-    return out
+_own = own_statements
+
 
 
 def _binds(stmts) -> set:
@@ -90,6 +91,8 @@ class _Lowering:
         self.bound = set()              # the names guarded bodies bind (UNBOUND at entry)
         self.made = set()               # the names the lowering made
         self.loops = _in_loops(root)    # the ids of the statements inside a loop
+        self.locals = local_names(root)     # (a name written in place that is not one:
+                                            #  a global or closure value, which is refused)
 
     def new(self, name):
         made = self.namer.new(name)
@@ -103,21 +106,21 @@ class _Lowering:
         read = {n.id for n in nodes.walk(self.root)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                 and id(n) not in inside}
+        read |= {n.target.id for n in nodes.walk(self.root)      # (`u += 1` reads u)
+                 if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                 and id(n) not in inside}
         if id(origin) in self.loops:
             read |= _read_before_bound(body)
         return [name for name in names if name in read and name not in self.made]
 
-    def _no_functions(self, body):
-        """Refuse, located, a def or lambda of the user's in a guarded body (the body is a
-        def itself: one nested in it is not lifted exactly yet)."""
+    def _no_del(self, body):
+        """Refuse, located, `del name` in a guarded body (the body is a def: the name would
+        be unbound in it, not in the function)."""
         todo = list(body)
         while todo:
             n = todo.pop()
-            if isinstance(n, ast.FunctionDef) and n.name in self.made:
-                continue                # a guarded body lowered already (a nested try)
-            if isinstance(n, (ast.FunctionDef, ast.Lambda)):
-                raise self.source.error(n, 'a def or lambda inside a try or with body is not '
-                                           'supported; define it before the try or with')
+            if isinstance(n, ast.FunctionDef) and n.name not in self.made:
+                continue                # (a def of the user's: its own body, its own names)
             if isinstance(n, ast.Delete) and any(isinstance(t, ast.Name) for t in n.targets):
                 raise self.source.error(n, 'del of a name inside a try or with body is not '
                                            'supported; del it after the try or with')
@@ -187,35 +190,40 @@ class _Lowering:
                                                    'or else block of a try with finally is not '
                                                    'supported; set a flag and act on it after '
                                                    'the try')
-        self._no_functions(body)
+        self._no_del(body)
         bound = _binds(body) - self.made
+        written = written_in_place(body) & self.locals - self.made
         self.bound |= bound
-        kept = self.kept(origin or stmt, body, sorted(bound))
+        kept = sorted(set(self.kept(origin or stmt, body, sorted(bound))) | written)
         params = kept + sorted(bound - set(kept))
-        names = kept
         fn_name = self.new('_try')
         run, code = self.new('_run'), self.new('_code')
         state = nodes.tuple_(*[nodes.name(n) for n in kept])
         jumps = set()
         raised = self.ref('raised')
         body_def = nodes.function_def(fn_name, params, _jumps_out(body, jumps, state, raised) + [
-            nodes.return_(nodes.tuple_(nodes.const(0), state))])
+            nodes.return_(nodes.tuple_(nodes.const(0), nodes.const(None), nodes.clone(state)))])
         nodes.located(body_def, stmt)
         setanno(body_def, Key.CALLED_AT_ONCE, True)
+        marked = [guards.WRITTEN + n if n in written else n for n in kept]
+        setanno(body_def, Key.KEPT, tuple(marked))
         caught = self._caught(handlers, bool(final))
         attempt = self.ref('attempt') if manager is None else self.ref('attempt_within')
         head = [manager] if manager is not None else []
-        call = nodes.call(attempt, *head, caught, nodes.tuple_(*map(nodes.const, kept)),
+        call = nodes.call(attempt, *head, caught, nodes.tuple_(*map(nodes.const, marked)),
                           nodes.name(fn_name),
                           *[nodes.name(n) for n in params])
         out = [body_def, nodes.assign(run, call),
                nodes.assign(code, nodes.subscript(run, nodes.const(0)))]
+        out += [nodes.assign(name, nodes.call(self.ref('kept_value'), nodes.name(run),
+                                              nodes.const(k)))
+                for k, name in enumerate(kept) if name not in written]
+        # (those it writes into: the mutation pass binds them, as after a call's write)
         unhandled = self.new('_unhandled') if final else None
         if unhandled:
             out.append(nodes.assign(unhandled, nodes.const(None)))
-        done = self._unpack(names, nodes.subscript(run, nodes.const(1))) + orelse
-        raised = self._unpack(names, nodes.subscript(run, nodes.const(2))) + \
-            self._handlers(handlers, nodes.subscript(run, nodes.const(1)), unhandled)
+        done = orelse
+        raised = self._handlers(handlers, nodes.subscript(run, nodes.const(1)), unhandled)
         out.append(nodes.if_(nodes.compare(nodes.name(code), ast.Eq(), nodes.const(0)),
                              done or [nodes.pass_()],
                              [nodes.if_(nodes.compare(nodes.name(code), ast.Eq(), nodes.const(2)),
@@ -254,11 +262,6 @@ class _Lowering:
             chain = [nodes.if_(test, body, chain)]
         return chain
 
-    @staticmethod
-    def _unpack(names, values):
-        return [nodes.assign(name, nodes.subscript(nodes.clone(values), nodes.const(k)))
-                for k, name in enumerate(names)]
-
     # ---------------------------------------------------------------- with
 
     def with_(self, stmt):
@@ -293,8 +296,9 @@ class _Lowering:
 
 def _jumps_out(body, jumps, state, raised):
     """The body's own `return v`, `break` and `continue` (not inside its loops, for the
-    last two) as returns of what happened, for the code after `attempt` to act on; the
-    codes used go to `jumps`. Its own `raise E` returns `(2, E, state)`, as `attempt`
+    last two) as returns of what happened and of the state it leaves (`(1, v, state)`,
+    `(3, None, state)`), for the code after `attempt` to act on; the codes used go to
+    `jumps`. Its own `raise E` returns `(2, E, state)`, as `attempt`
     does where the body raises: the body completed, so what it computed until then is
     differentiated."""
     def rewrite(stmts, in_loop):
@@ -310,13 +314,13 @@ def _jumps_out(body, jumps, state, raised):
                 value = stmt.value if stmt.value is not None else nodes.const(None)
                 jumps.add(1)
                 out.append(nodes.copy_location(nodes.return_(
-                    nodes.tuple_(nodes.const(1), value)), stmt))
+                    nodes.tuple_(nodes.const(1), value, nodes.clone(state))), stmt))
                 continue
             if isinstance(stmt, (ast.Break, ast.Continue)) and not in_loop:
                 code = 3 if isinstance(stmt, ast.Break) else 4
                 jumps.add(code)
                 out.append(nodes.copy_location(nodes.return_(
-                    nodes.tuple_(nodes.const(code), nodes.const(None))), stmt))
+                    nodes.tuple_(nodes.const(code), nodes.const(None), nodes.clone(state))), stmt))
                 continue
             if not isinstance(stmt, ast.FunctionDef):
                 loop = in_loop or isinstance(stmt, (ast.For, ast.While))

@@ -40,7 +40,9 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
     outer_locals = None             # the function's locals, read before any def is lifted
     lifted = {}
     places = {}                     # def name -> (its block, its hoisted defaults)
-    for stmt in list(nodes.walk_terms(node)):
+    for stmt in [node] + _own_statements(node.body):    # (a def's own defs: lifted with it)
+        if isinstance(stmt, ast.FunctionDef) and stmt is not node:
+            continue
         for field in ('body', 'orelse'):
             block = getattr(stmt, field, None)
             if not isinstance(block, list):
@@ -111,8 +113,7 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     inner_locals = local_names(child)
     # the enclosing function's locals it reads, and its closure's names (two scopes up)
     enclosing = outer_locals | set(getattr(getattr(fn, '__code__', None), 'co_freevars', ()))
-    free = sorted({n.id for n in nodes.walk_terms(child) if isinstance(n, ast.Name)
-                   and isinstance(n.ctx, ast.Load)} - inner_locals - {child.name} & enclosing)
+    free = sorted(_loads(child) - inner_locals - {child.name} & enclosing)
     for name in free:
         child.args.args.append(nodes.param(nodes.name(name)))
     for call in nodes.walk_terms(child):            # it calls itself: its free names passed on
@@ -128,7 +129,30 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
     if getanno(child, Key.CALLED_AT_ONCE):          # a guarded body (`try`, `with`)
         inner_fn.__tapeflow_guarded_body__ = True
+        inner_fn.__tapeflow_kept__ = getanno(child, Key.KEPT)
     return inner_fn, params, defaults, free
+
+
+def _loads(node, bound=frozenset()) -> set:
+    """The names `node` reads, but a nested lambda's or def's reads of its own parameters
+    (`lambda v, c=k: v + c` reads k here, not c)."""
+    out = set()
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Lambda, ast.FunctionDef)):
+            args = child.args
+            out |= set().union(*(_loads(d, bound) for d in args.defaults + [
+                d for d in args.kw_defaults if d is not None])) if args.defaults or \
+                any(d is not None for d in args.kw_defaults) else set()
+            own = {a.id for a in args.args + args.kwonlyargs + args.posonlyargs} | \
+                {a.id for a in (args.vararg, args.kwarg) if a is not None}
+            for part in ([child.body] if isinstance(child, ast.Lambda) else child.body):
+                out |= _loads(part, bound | own)
+            continue
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and \
+                child.id not in bound:
+            out.add(child.id)
+        out |= _loads(child, bound)
+    return out
 
 
 def _free_names(free, outer_locals, bindings):

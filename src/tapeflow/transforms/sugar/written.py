@@ -1,0 +1,119 @@
+"""Desugar, what a `try`/`with` body may write into without binding it (`sugar.exceptions`):
+the names its state gives back marked written, which the caller reads as written by the
+call (`analysis.call_writes.guarded_writes`) and the dispatcher lets the body write.
+Read from the syntax, and from the summaries of the user's functions it calls; a function
+known only when the call runs is checked then (`tapeflow.calls.check_writes`).
+"""
+from __future__ import annotations
+
+import types
+
+from tapeflow.rules import guards, mutation, registry
+from tapeflow.syntax import ast, nodes
+from tapeflow.syntax.anno import Key, getanno
+
+
+def own_statements(body):
+    """The statements of `body` and of its blocks, handlers too; a nested def, not its body."""
+    out = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.FunctionDef):
+            continue
+        for field in ('body', 'orelse', 'finalbody'):
+            out.extend(own_statements(getattr(stmt, field, None) or []))
+        for handler in getattr(stmt, 'handlers', None) or ():
+            out.extend(own_statements(handler.body))
+    return out
+
+
+def written_in_place(stmts) -> set:
+    """The names a block may write into without binding them: `y[i] = v`, `del y[i]`,
+    `y += v`, a method call `y.m(...)` but of a method known to read only, and a name
+    passed to a call that may write into it (`_arguments_written`)."""
+    out = set()
+    for stmt in own_statements(stmts):
+        if isinstance(stmt, ast.FunctionDef):
+            continue
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else \
+            [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            for t in nodes.walk_terms(target):
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    out.add(t.value.id)
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+        if isinstance(stmt, (ast.For, ast.While, ast.If, ast.Try, ast.With)):
+            parts = [stmt.iter, stmt.target] if isinstance(stmt, ast.For) else \
+                [stmt.test] if isinstance(stmt, (ast.While, ast.If)) else \
+                [item.context_expr for item in stmt.items] if isinstance(stmt, ast.With) else []
+        else:
+            parts = [stmt]
+        for call in (n for part in parts for n in nodes.walk_terms(part)):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                    getanno(func, Key.RESOLVED) is None and _may_write(func.attr):
+                out.add(func.value.id)
+            out |= _arguments_written(call)
+    return out
+
+
+def _arguments_written(call) -> set:
+    """The names passed to `call` that it may write into: a nested body's marked ones, a
+    NumPy writer's (`np.copyto(y, v)`, `out=y`), a user function's by its summary (every
+    one where it cannot be read). A function known only when the call runs is checked
+    then, and refused if it writes (`tapeflow.calls.check_writes`)."""
+    fn = getanno(call.func, Key.RESOLVED)
+    values = list(call.args) + [k.value for k in call.keywords]
+    named = [v.value if isinstance(v, ast.Starred) else v for v in values]
+    if getattr(fn, '__tapeflow_attempt__', False):
+        at = 2 if fn is guards.attempt_within else 1
+        marked = guards.written_positions([k.value for k in call.args[at].elts])
+        return {call.args[at + 2 + k].id for k in marked}
+    if fn is None or isinstance(call.func, ast.Attribute) and \
+            getanno(call.func, Key.RESOLVED) is None:
+        return set()
+    out = {k.value.id for k in call.keywords if k.arg == 'out' and isinstance(k.value, ast.Name)}
+    nin = getattr(fn, 'nin', None)
+    if nin is not None:
+        out |= {a.id for a in call.args[nin:] if isinstance(a, ast.Name)}
+    mutator = mutation.mutator_of_function(fn)
+    if mutator is not None and isinstance(mutator.writes, int) and \
+            mutator.writes < len(call.args) and isinstance(call.args[mutator.writes], ast.Name):
+        out.add(call.args[mutator.writes].id)
+    if registry.lookup(fn) is not None or not isinstance(fn, types.FunctionType):
+        return out
+    positions = _written_parameters(fn, len(call.args))
+    if positions is None:
+        return out | {v.id for v in named if isinstance(v, ast.Name)}
+    params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+    for k, a in enumerate(call.args):
+        if k in positions and isinstance(a, ast.Name):
+            out.add(a.id)
+    for k in call.keywords:
+        if k.arg in params and params.index(k.arg) in positions and \
+                isinstance(k.value, ast.Name):
+            out.add(k.value.id)
+    return out
+
+
+def _written_parameters(fn, count):
+    """The positions of the parameters the user function `fn` may write into (None: not
+    known: every one)."""
+    from tapeflow.transforms.callees import Summaries
+    from tapeflow.transforms.pipeline import anf_of
+    if fn.__code__.co_flags & 0x0C:             # (*args, **kwargs: read per call)
+        return None
+    try:
+        summary = Summaries(anf_of)(fn, (None,) * fn.__code__.co_argcount)
+    except Exception:           # noqa: BLE001  (compiled where it is called, located)
+        return None
+    return summary.writes
+
+
+def _may_write(method) -> bool:
+    """Whether a method call of this name may write into its object."""
+    return method in mutation.ARRAY_METHODS or method in mutation.LIST_METHODS or \
+        method in mutation.DICT_METHODS or method not in registry.METHODS
