@@ -10,7 +10,7 @@ from tapeflow.rules import powers
 from tapeflow.rules.iterators import iterated, zipped
 from tapeflow.rules.math_rules import repeated
 from tapeflow.rules.guards import kept_value
-from tapeflow.rules.sequence_ops import add_any, concatenated, mul_any
+from tapeflow.rules.sequence_ops import add_any, concatenated, mul_any, star_items
 from tapeflow.rules.registry import available
 
 SHAPES = [(), (3,), (2, 3)]
@@ -182,6 +182,10 @@ SPECS += [
 
     Spec(builtins.sorted, (L(A((2,)), A((2,)), A((2,))),), dict(key=np.sum, reverse=True),
          name='sorted(rows, key, reverse)', f32=False, tensor=False),
+    Spec(star_items, (L(F(), A((2,)), F()), 2), name='a, *b, c = list', f32=False, tensor=False),
+    Spec(star_items, (L(F(), F(), tuple_=True), 1), name='a, *b = tuple', f32=False,
+         tensor=False),
+    Spec(star_items, (A((3, 2)), 1), name='a, *b = rows', f32=False, tensor=False),
     Spec(kept_value, (L(0, 0, L(F(), A((2,)), tuple_=True), tuple_=True), 1),
          name='kept_value(run, k)', f32=False, tensor=False),
 ]

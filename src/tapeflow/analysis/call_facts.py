@@ -182,6 +182,7 @@ class CallFacts:
 
 _STRUCTURED = {functools.partial: None, iterators.zipped: LIST, sequence_ops.concatenated: None,
                sequence_ops.add_any: None, sequence_ops.mul_any: None, repeated: None,
+               sequence_ops.star_items: None,
                guards.attempt: TUPLE, guards.attempt_within: TUPLE, guards.kept_value: None,
                objects.attributes_of: DICT}
 

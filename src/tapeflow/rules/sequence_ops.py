@@ -18,7 +18,7 @@ from tapeflow.rules.operators import (add_jvp, add_vjp_x, add_vjp_y, mul_jvp_x, 
 from tapeflow.rules.registry import linear_pair
 from tapeflow.rules.shapes import zeros_like_value
 
-__all__ = ['concatenated', 'add_any', 'mul_any']
+__all__ = ['concatenated', 'add_any', 'mul_any', 'star_items']
 
 _SEQUENCES = (list, tuple)
 
@@ -127,3 +127,42 @@ entry(mul_any, (_mul_any_vjp_a, _mul_any_vjp_b), (_mul_any_jvp_a, _mul_any_jvp_b
       forms='numbers, arrays, or a list or tuple and an int')
 
 REPEATED = repeated
+
+
+# ---------------------------------------------------------------- a starred target
+
+def star_items(seq, least):
+    """What `a, *b, c = seq` reads its values from (`transforms.sugar.unpacking`): `seq`
+    itself, a list or a tuple, or the list of what it yields (an array's rows); Python's
+    ValueError where it holds fewer than `least` values."""
+    if not isinstance(seq, _SEQUENCES + (dict, range, str)) and not hasattr(seq, 'shape'):
+        from tapeflow.errors import UnsupportedError
+        raise UnsupportedError(f'a starred target unpacking a {type(seq).__name__}: its values '
+                               f'are differentiated only from a list, a tuple or an array; '
+                               f'write list(...) around it')
+    items = seq if isinstance(seq, _SEQUENCES) else list(seq)
+    if len(items) < least:
+        raise ValueError(f'not enough values to unpack (expected at least {least}, '
+                         f'got {len(items)})')
+    return items
+
+
+def star_items_vjp(g, ans, seq, least):
+    if _is_zero(g) or isinstance(seq, _SEQUENCES):
+        return g
+    if not hasattr(seq, 'shape'):          # a dict's keys, a range, a string: no derivative
+        return 0.0
+    import numpy as np
+    return np.stack([np.zeros(np.shape(row)) if _is_zero(part) else part
+                     for row, part in zip(seq, g)]) if len(g) else np.zeros(np.shape(seq))
+
+
+def star_items_jvp(t, ans, seq, least):
+    if _is_zero(t) or isinstance(seq, _SEQUENCES):
+        return t
+    return list(t) if hasattr(seq, 'shape') else 0.0
+
+
+entry(star_items, star_items_vjp, star_items_jvp, static=(1,),
+      forms='a list, a tuple or an array (its rows) unpacked into names and a starred one')
+linear_pair(star_items_vjp, star_items_jvp)

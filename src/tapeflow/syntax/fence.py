@@ -64,24 +64,27 @@ class _Fence(nodes.Visitor):
 
     def visit_Assign(self, node):
         for target in node.targets:
-            self._check_target(target)
+            self._check_target(target, single=len(node.targets) == 1)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node):
-        self._check_target(node.target)
+        self._check_target(node.target, single=True)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node):
         self._check_target(node.target)
         self.generic_visit(node)
 
-    def _check_target(self, target):
-        if isinstance(target, gast.Starred):
+    def _check_target(self, target, single=False, inside=False):
+        """`single`: the one target of an assignment, which desugar writes Python's way
+        (`transforms.sugar.unpacking`): a starred name in a tuple, `x[i][j]`, `o.w[j]`."""
+        if isinstance(target, gast.Starred) and not (single and inside):
             self.reject(target, 'starred assignment targets are not supported')
         if isinstance(target, (gast.Tuple, gast.List)):
             for elt in target.elts:
-                self._check_target(elt)
-        if isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name):
+                self._check_target(elt, single, inside=True)
+        if isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name) and \
+                not (single and not inside):
             self.reject(target, 'assignment into a nested subscript or attribute is not supported; '
                                 'assign to a name first')
 

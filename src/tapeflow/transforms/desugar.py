@@ -37,11 +37,14 @@ from tapeflow.transforms.sugar.named_ops import LowerNamedOps
 from tapeflow.transforms.sugar.attributes import lower_attribute_writes
 from tapeflow.transforms.sugar.operators import lower_operator_writes
 from tapeflow.transforms.sugar.nested_defs import lift_nested_defs
+from tapeflow.transforms.sugar.unpacking import lower_targets
 from tapeflow.transforms.sugar.walrus import lower_walrus
 
 
 def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
               bindings=None) -> ast.FunctionDef:
+    if bindings is not None:
+        lower_targets(node, namer, bindings)                    # a, *b = v; x[i][j] = v
     if source is not None:
         lower_match(node, namer, source, bindings)              # match -> if/elif on _subject
     lower_loop_else(node, namer)                                # for/while ... else -> flag
