@@ -146,10 +146,39 @@ def list_ops(g, scope):
         return None
     name = c.pick(lists)
     t = scope.vars[name]
-    forms = [(repeated_list, 3), (comprehension, 3), (sorted_list, 2), (mapped_list, 2)]
+    forms = [(repeated_list, 3), (comprehension, 3), (sorted_list, 2), (mapped_list, 2),
+             (starred_target, 2 if t.length >= 2 else 0)]
     if isinstance(t, FloatList):
         forms += [(zipped_star, 2), (filtered_list, 1)]
     return c.weighted(forms)(g, scope, name, t)
+
+
+def starred_target(g, scope, name, t):
+    """`a, *rest = ys`, `*rest, b = ys`, `a, *mid, b = ys`; or a loop over rows with a
+    starred target, `for a, *rest in [ys, ys[::-1]]`."""
+    c = g.c
+    item = item_of(t)
+    rest_type = FloatList(t.length - 1) if isinstance(t, FloatList) else ArrayList(t.shape, t.length - 1)
+    a, rest = g.fresh(item), g.fresh(rest_type)
+    if c.chance(0.3) and scope.depth < 2:
+        acc = g.fresh(item)
+        lines = [f'{acc} = {name}[0] * 0.0', f'for {a}, *{rest} in [{name}, {name}[::-1]]:',
+                 f'    {acc} = {acc} + {a} * {rest}[-1]']
+        scope.bind(acc, item)
+        return lines
+    form = c.pick(('head', 'tail', 'both' if t.length >= 3 else 'head'))
+    if form == 'head':
+        line = f'{a}, *{rest} = {name}'
+    elif form == 'tail':
+        line = f'*{rest}, {a} = {name}'
+    else:
+        rest_type = FloatList(t.length - 2) if isinstance(t, FloatList) else ArrayList(t.shape, t.length - 2)
+        rest, b = g.fresh(rest_type), g.fresh(item)
+        line = f'{a}, *{rest}, {b} = {name}'
+        scope.bind(b, item)
+    scope.bind(a, item)
+    scope.bind(rest, rest_type)
+    return [line]
 
 
 def list_target(g, scope, name, t):

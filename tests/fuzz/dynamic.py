@@ -64,6 +64,9 @@ HELPERS = {
               '    return out'],
     'first_plus': ['def first_plus(a, *rest):', '    for r in rest:', '        a = a + r * 0.5',
                    '    return a'],
+    'with_options': ['def with_options(v, *, scale=1.5, **opts):', '    out = v * scale',
+                     '    for k in opts:', '        out = out + opts[k] * v', '    return out'],
+    'shifted': ['def shifted(v, *, by):', '    return v + by * np.sin(v)'],
     'pieces': ['def pieces(v, n):', '    for k in range(n):', '        yield v * (k + 1.0)'],
     'each': ['def each(vs):', '    yield from vs'],
     'running': ['def running(vs):', '    acc = 0.0', '    for v in vs:', '        acc = acc + v',
@@ -331,6 +334,21 @@ def star_call(g, scope):
     else:
         line = f'{pair} = ({float_expr(c, scope, 1)}, {expr_of(c, scope, t, 1)})'
     return [line] + bound_call(g, scope, callee, t, f'*{pair}')
+
+
+def keyword_call(g, scope):
+    """Helpers with keyword-only and `**` parameters: `with_options(v, scale=s, a=u)`,
+    `with_options(v)`, `shifted(v, by=s)`."""
+    c = g.c
+    t = value_type(c, scope)
+    v = expr_of(c, scope, t, 1)
+    form = c.pick(('scale', 'opts', 'none', 'by'))
+    if form == 'by':
+        return bound_call(g, scope, define(g, 'shifted'), t, f'{v}, by={float_expr(c, scope, 1)}')
+    keywords = {'scale': f', scale={float_expr(c, scope, 1)}',
+                'opts': f', a={float_expr(c, scope, 1)}, b={float_expr(c, scope, 1)}',
+                'none': ''}[form]
+    return bound_call(g, scope, define(g, 'with_options'), t, f'{v}{keywords}')
 
 
 def generator_call(g, scope):

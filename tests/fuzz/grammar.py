@@ -60,6 +60,7 @@ CONSTRUCTS = (
     Construct('function_value', dynamic.function_value, 2),
     Construct('call_value', dynamic.call_value, 4),
     Construct('star_call', dynamic.star_call, 1.5),
+    Construct('keyword_call', dynamic.keyword_call, 1.5),
     Construct('generator_call', dynamic.generator_call, 1.5),
     Construct('dict_build', dicts.dict_build, 2.5),
     Construct('dict_mutation', dicts.dict_mutation, 5, (Dict,)),
