@@ -93,3 +93,37 @@ def test_linearize_keeps_its_point_for_lists_and_several_arrays():
     xs[1][:] = 0.0
     t = [np.array([1.0, 1.0]), np.array([0.0, 0.0])]
     assert np.isclose(g_jvp(t), np.sum(np.cos([1.0, 2.0]) * [3.0, 4.0]), rtol=1e-15)
+
+
+# WRONG before (-1.492 for -1.588 along a direction): the pullback's reverse sweep ran on a
+# copy of the tape, and a callee that gives memory back in place (it writes into arrays it
+# made) gave back the originals', not the copy's. A function whose callee does, or may (a
+# function called through a value), now runs its forward again for each pullback.
+
+def _scales_a_local(x):
+    y = x * 1.0
+    y[1:] *= x[1] + 2.0
+    return np.sum(y * x)
+
+
+_SCALERS = [_scales_a_local]
+
+
+def calls_it_by_name(v):
+    return _scales_a_local(v.copy())
+
+
+def calls_it_through_a_value(v):
+    return _SCALERS[0](v.copy())
+
+
+def test_a_callee_restoring_memory_in_place_under_a_pullback():
+    x = np.array([0.3, -0.4, 0.8])
+    expected = 2.0 * x + np.array([0.0, np.sum(x[1:] ** 2), 0.0])
+    expected[1:] += 2.0 * x[1:] * (x[1] + 2.0) - 2.0 * x[1:]
+    for f in (calls_it_by_name, calls_it_through_a_value):
+        out, pullback = tf.vjp(f, x.copy())
+        assert np.isclose(out, f(x.copy()))
+        np.testing.assert_allclose(tf.grad(f)(x.copy()), expected, rtol=1e-12)
+        for seed in (1.0, 2.0):
+            np.testing.assert_allclose(pullback(seed)[0], seed * expected, rtol=1e-12)

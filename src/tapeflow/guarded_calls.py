@@ -17,7 +17,10 @@ import numpy as np
 
 from tapeflow.call_plans import carries_within
 from tapeflow.call_plans import kinds_of
+from tapeflow.arguments import compiler_kinds
 from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp, check_writes
+from tapeflow.transforms import callees
+from tapeflow.transforms.pipeline import anf_of
 from tapeflow.rules.closures import Closure
 from tapeflow.errors import UnsupportedError, is_tapeflows
 from tapeflow.rules import guards
@@ -121,11 +124,13 @@ def _check_body(body, values, kept):
     except UnsupportedError as error:
         _refuse_at(body, error.reason)
     names = guards.kept_names(kept)
+    deep = callees.Summaries(anf_of)(fn, compiler_kinds(kinds_of(given, ()))).deep
     for k in written:
         if not _mutable(given[k]):
             continue
         for j, other in enumerate(given):
-            if j != k and _reaches(other, given[k]):
+            if j != k and (_reaches(other, given[k]) or k in deep and _mutable(other) and
+                           _reaches(given[k], other)):     # (it writes into another's memory)
                 what = repr(names[j]) if j < len(names) else 'a value it reads'
                 _refuse_at(body, f'the guarded body (try, with) writes into {names[k]}, '
                                  f'and {what} shares its memory: tapeflow does not follow '

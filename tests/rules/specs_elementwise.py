@@ -9,7 +9,7 @@ from rulecheck import A, F, L, Spec
 from tapeflow.rules import powers
 from tapeflow.rules.iterators import iterated, zipped
 from tapeflow.rules.math_rules import repeated
-from tapeflow.rules.guards import kept_value
+from tapeflow.rules.guards import kept_value, written_value
 from tapeflow.rules.sequence_ops import add_any, concatenated, mul_any, star_items
 from tapeflow.rules.registry import available
 
@@ -188,6 +188,8 @@ SPECS += [
     Spec(star_items, (A((3, 2)), 1), name='a, *b = rows', f32=False, tensor=False),
     Spec(kept_value, (L(0, 0, L(F(), A((2,)), tuple_=True), tuple_=True), 1),
          name='kept_value(run, k)', f32=False, tensor=False),
+    Spec(written_value, (L(0, 0, L(F(), A((2,)), tuple_=True), tuple_=True), 1, A((2,))),
+         name='written_value(run, k, given)', f32=False, tensor=False),
 ]
 
 

@@ -289,6 +289,7 @@ PLUMBING = {
     guards.exit_context: "a context manager's __exit__: whether it suppresses the error (a bool)",
     guards.numerics: "np.geterr()'s settings read inside a `with np.errstate` (a dict of strings)",
     guards.reentered: 'an np.errstate for those settings (a context manager)',
+    guards.written_in_place: 'whether a try/with body wrote a name in place (a bool)',
     objects.attributes_of: "an object's own __dict__: written and read as a dict, its items by "
                            "key (rules.dicts), itself no number",
     objects.matches_sequence: 'whether a sequence pattern can match a value (a bool)',

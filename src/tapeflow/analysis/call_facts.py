@@ -57,6 +57,11 @@ class CallFacts:
             return self.method(v, target, site, state, everything)
         if fn is None:
             return None, self.fresh(state, site, None, everything) | everything, []
+        if fn is guards.written_value and len(args) == 3 and isinstance(args[2], ast.Name) \
+                and args[2].id in state.kinds:      # a try/with body wrote into it: itself
+            given = args[2].id
+            return state.kinds.get(given), state.pts.get(given, frozenset()), [
+                Eq(target, given, 'ident', given, args[2], frozenset({given}))]
         outs = out_arguments(v)
         if len(outs) == 1 and isinstance(outs[0], ast.Name) and outs[0].id in state.kinds:
             written = outs[0].id                     # `r = np.f(..., out=y)` is `y`

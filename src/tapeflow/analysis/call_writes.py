@@ -83,6 +83,19 @@ def guarded_writes(call, fn, state) -> list:
             for k in sorted(guards.written_positions(marked)) if at + 2 + k < len(call.args)]
 
 
+def writes_given_values(call) -> bool:
+    """Whether `call` runs a try/with body that writes into what it is given (its reverse
+    sweep gives that memory back in place)."""
+    from tapeflow.rules import guards
+    fn = getanno(call.func, Key.RESOLVED) if isinstance(call, ast.Call) else None
+    if not getattr(fn, '__tapeflow_attempt__', False):
+        return False
+    at = 2 if fn is guards.attempt_within else 1
+    kept = call.args[at] if len(call.args) > at else None
+    return isinstance(kept, ast.Tuple) and bool(guards.written_positions(
+        [getattr(k, 'value', '') for k in kept.elts]))
+
+
 def out_arguments(call) -> list:
     """The arrays a call writes its result into: `out=` (or a ufunc's extra positional arguments)."""
     out = []

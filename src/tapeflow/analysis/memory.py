@@ -218,6 +218,7 @@ class Summary:
     result_is: object = None                   # position the result is (`return v`), or None
     result_kind: object = None
     outer: bool = False                        # it may write into globals or closure values
+    deep: frozenset = frozenset()              # of `writes`, those whose items it may write
 
 
 OPAQUE_SUMMARY = Summary(frozenset(), None, None, None)

@@ -20,8 +20,10 @@ import numpy as np
 from tapeflow.errors import is_tapeflows
 from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import linear_pair, nondifferentiable
+from tapeflow.rules.shapes import zeros_like_value
 
-__all__ = ['UNBOUND', 'WRITTEN', 'attempt', 'kept_names', 'kept_value', 'written_positions', 'attempt_within', 'enter_context', 'exit_context',
+__all__ = ['UNBOUND', 'WRITTEN', 'attempt', 'kept_names', 'kept_value', 'written_positions',
+           'written_value', 'attempt_within', 'enter_context', 'exit_context',
            'left_values', 'numerics', 'raised', 'reentered']
 
 
@@ -84,11 +86,35 @@ def kept_value(run, k):
     return run[2][k]
 
 
+def written_in_place(given) -> bool:
+    """Whether a name the body may write into, given `given`, was written in place: an
+    array, a list or a dict (its other readers see the write); a number or a tuple the
+    body's `y += v` bound the name to another value."""
+    return isinstance(given, (np.ndarray, list, dict))
+
+
+def written_value(run, k, given):
+    """`kept_value(run, k)` of a name the body wrote into in place, `given` its value before
+    the body: to the alias analysis `given` itself (the same memory, written), to the
+    derivative the body's state (`given`'s own cotangent flows through the body)."""
+    return run[2][k]
+
+
 def _zero(g) -> bool:
     return g.__class__ is float and g == 0.0
 
 
-def kept_value_vjp(g, ans, run, k):
+def _nothing_vjp(g, ans, run, k, given):
+    # (its cotangent flows through the body: `run`'s; a list the body appended to no
+    #  longer has the length it had)
+    return zeros_like_value(given) if hasattr(given, 'shape') else 0.0
+
+
+def _nothing_jvp(t, ans, run, k, given):
+    return zeros_like_value(ans)
+
+
+def kept_value_vjp(g, ans, run, k, given=None):
     if _zero(g):
         return 0.0
     state = [0.0] * len(run[2])
@@ -96,13 +122,15 @@ def kept_value_vjp(g, ans, run, k):
     return (0.0, 0.0, tuple(state))
 
 
-def kept_value_jvp(t, ans, run, k):
+def kept_value_jvp(t, ans, run, k, given=None):
     if _zero(t) or _zero(t[2]):
         return 0.0
     return t[2][k]
 
 
 entry(kept_value, kept_value_vjp, kept_value_jvp, static=(1,), forms=None)
+entry(written_value, (kept_value_vjp, None, _nothing_vjp), (kept_value_jvp, None, _nothing_jvp),
+      static=(1,), forms=None)
 linear_pair(kept_value_vjp, kept_value_jvp)
 
 
@@ -152,4 +180,4 @@ def reentered(settings):
     return np.errstate(**settings)
 
 
-nondifferentiable(raised, exit_context, numerics, reentered)
+nondifferentiable(raised, exit_context, numerics, reentered, written_in_place)

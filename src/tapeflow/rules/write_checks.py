@@ -82,6 +82,15 @@ def shares(part, whole) -> bool:
         return True
     if part.__class__ is np.ndarray and isinstance(whole, np.ndarray):
         return np.may_share_memory(part, whole)
+    if isinstance(whole, (list, dict, tuple)):      # `part = whole[k]` of a container the
+        items = whole.values() if isinstance(whole, dict) else whole   # compiler did not
+        if any(item is part for item in items):    # know for one: its slot holds `part`
+            if isinstance(whole, tuple):
+                raise UnsupportedError('a write into an item of a tuple read here, which '
+                                       'tapeflow did not know was one: the tuple cannot be '
+                                       'brought up to date -- copy the item first')
+            return True
+        return False
     if is_api_only(part) or is_api_only(whole):
         raise UnsupportedError(f'whether this is a view of the array it is made from is not '
                                f'known for {library_of(part)} arrays, and a write follows -- '

@@ -31,6 +31,14 @@ ROLES = ('forward', 'backward', 'combined')
 REDUCTIONS = {'grad_of_sum': grad_of_sum, 'grad_of_mean': grad_of_mean}
 
 
+def _dispatched(stmt) -> bool:
+    """`call_backward(...)`: the reverse sweep of a call resolved when it ran, whose callee
+    may give memory back in place (it is not known here)."""
+    value = getattr(stmt, 'value', None)
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+        value.func.id == 'call_backward'
+
+
 @dataclasses.dataclass(eq=False)
 class ReverseCompile(CompileContext):
     """What the reverse passes add to the context: the tape's names, the seed, the sweeps."""
@@ -112,8 +120,9 @@ class ReverseCompile(CompileContext):
         else:
             self.reverse = rev
             self.undefined = optimize.undefined_at_push(self.forward, set(self.params))
-        self.compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE)
-                                     for s in nodes.statements(self.reverse))
+        self.compiled.in_place = any(getanno(s, Key.RESTORES_IN_PLACE) or _dispatched(s)
+                                     for s in nodes.statements(self.reverse)) or any(
+            getattr(c, 'in_place', False) for c in self.compiled.callees)  # (their records)
         return nodes.function_def(self.name, self.params, self.forward + self.reverse)
 
     @property

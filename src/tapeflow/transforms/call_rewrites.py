@@ -17,6 +17,19 @@ from tapeflow.transforms.propagation import derivations
 class CallWrites:
     """Mixed into the mutation pass's rewriter (its `new`, `opaque`, `apart`, `after_write`)."""
 
+    def bound_again(self, stmt) -> bool:
+        """Whether `stmt` is desugar's `y = written_value(_run, k, y)` of a name
+        `guarded_call` bound at the call already (dropped: it is bound there)."""
+        from tapeflow.rules import guards
+        value = getattr(stmt, 'value', None)
+        if not isinstance(stmt, ast.Assign) or not isinstance(value, ast.Call) or \
+                getanno(value.func, Key.RESOLVED) not in (guards.kept_value,
+                                                         guards.written_value) or \
+                len(value.args) < 2 or not isinstance(value.args[0], ast.Name) or \
+                not isinstance(value.args[1], ast.Constant):
+            return False
+        return (value.args[0].id, value.args[1].value) in self.bound_by_body
+
     def user_call(self, stmt, call, target, state, writes):
         fn = user_function(call)
         label = getattr(fn, '__name__', 'the callee')
@@ -56,16 +69,20 @@ class CallWrites:
     def guarded_call(self, stmt, call, target, state, writes):
         """`_run = attempt(kept, body, ..., y, ...)` whose body may write into `y` (a `try`
         or `with`, `transforms.sugar.exceptions`): `y` bound at once to the value the body
-        gives back (`_run[2][k]`: the same memory, written), and every other name that
-        holds that memory brought up to date, as after a user function's write."""
+        gives back (`kept_value(_run, k)`); where that is the object it was given (written
+        in place), every other name that holds its memory brought up to date, as after a
+        user function's write."""
         from tapeflow.rules import guards
         values = [i for i, a in enumerate(call.args) if any(a is w for _, w, _ in writes)]
         start = 4 if getanno(call.func, Key.RESOLVED) is guards.attempt_within else 3
         if target is None:
             return self.opaque(stmt, [stmt], None, state, nodes.load_names(call),
                                'a guarded body whose state is not kept')
-        kept_value = self.new('_kept_value')
+        kept_value, written_in_place = self.new('_kept_value'), self.new('_written_in_place')
+        written_value = self.new('_written_value')
         self.ctx.bind(kept_value, guards.kept_value)
+        self.ctx.bind(written_in_place, guards.written_in_place)
+        self.ctx.bind(written_value, guards.written_value)
         before, after = [], []
         for i in values:
             arg = call.args[i]
@@ -76,9 +93,26 @@ class CallWrites:
                                    f'it into one before the try or with')
             func = nodes.name(kept_value)
             setanno(func, Key.RESOLVED, guards.kept_value)
-            rebind = [nodes.assign(arg.id, nodes.call(func, target, nodes.const(i - start)))]
+            plain = [nodes.assign(arg.id, nodes.call(func, target, nodes.const(i - start)))]
+            same = nodes.name(written_value)
+            setanno(same, Key.RESOLVED, guards.written_value)
+            rebind = [nodes.assign(arg.id, nodes.call(same, target, nodes.const(i - start),
+                                                      arg.id))]
+            self.bound_by_body.add((target, i - start))
+            kind = state.kinds.get(arg.id)
+            if kind in (al.SCALAR, al.TUPLE):    # `s += 1.0` bound s to another value
+                after += plain
+                continue
             first, then = self.after_write(stmt, rebind, arg.id, state, frozenset(),
                                            exclude={target}, deep=True, split=True)
             before += first
-            after += then
+            if kind in (al.ARRAY, al.LIST, al.DICT):
+                after += then               # written in place: its other readers updated
+                continue
+            # either, known when it runs (`rules.guards.written_in_place`)
+            test = nodes.name(written_in_place)
+            setanno(test, Key.RESOLVED, guards.written_in_place)
+            flag = self.new('_in_place')
+            after += [nodes.assign(flag, nodes.call(test, arg.id)),
+                      nodes.if_(nodes.name(flag), then, plain)]
         return before + [stmt] + after

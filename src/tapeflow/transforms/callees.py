@@ -119,10 +119,12 @@ class Summaries:
                 outer = outer or _calls_writing_outer(stmt, state, self)
         writes = frozenset(i for i, p in enumerate(params)
                            if written & {(al.PARAM, p), (al.PARAM_ITEMS, p)})
+        deep = frozenset(i for i, p in enumerate(params) if (al.PARAM_ITEMS, p) in written)
         outer = outer or any(o[0] == al.OUTER for o in written)
         if self._guarded_writes(node, fn):  # a try/with body run by the dispatcher: what it
             writes = frozenset(range(len(params)))      # writes is not seen here
-        return dataclasses.replace(_result(node, facts, params, writes), outer=outer), bindings
+        return dataclasses.replace(_result(node, facts, params, writes), outer=outer,
+                                   deep=deep), bindings
 
 
     def _guarded_writes(self, node, fn) -> bool:

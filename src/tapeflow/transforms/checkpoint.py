@@ -27,7 +27,7 @@ refused, as are loops that exit early and loops over anything but `range`.
 """
 from __future__ import annotations
 
-from tapeflow.rules import guards
+from tapeflow.analysis.call_writes import writes_given_values
 from tapeflow.syntax import ast
 
 from tapeflow.syntax import nodes
@@ -222,7 +222,7 @@ def _check(loop, rev_loop, ctx) -> set:
                 getanno(called.value.func, Key.RESOLVED), '__tapeflow_variant_of__', None):
             refuse(stmt, 'the function it calls writes into its arguments, and snapshots '
                          'hold references, not copies')
-        if isinstance(called, ast.Assign) and _writing_body(called.value):
+        if isinstance(called, ast.Assign) and writes_given_values(called.value):
             refuse(stmt, 'a try or with body in it writes into memory in place, and '
                          'snapshots hold references, not copies')
     for stmt in nodes.statements(loop.body):          # a name appended to, rebound in the
@@ -236,19 +236,6 @@ def _check(loop, rev_loop, ctx) -> set:
         if getanno(stmt, Key.RESTORES_IN_PLACE) and not undoes_append:
             refuse(loop, 'it writes into memory in place, and snapshots hold references, not copies')
     return lists
-
-
-def _writing_body(call) -> bool:
-    """Whether `call` runs a try/with body that writes into what it is given."""
-    if not isinstance(call, ast.Call):
-        return False
-    fn = getanno(call.func, Key.RESOLVED)
-    if not getattr(fn, '__tapeflow_attempt__', False):
-        return False
-    kept = next((a for a in call.args if isinstance(a, ast.Tuple)
-                 and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in a.elts)
-                 and a.elts), None)
-    return kept is not None and bool(guards.written_positions([e.value for e in kept.elts]))
 
 
 def _fresh_list(value) -> bool:

@@ -113,6 +113,7 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
         self.passed = self._passed_to_callees(fdef)
         self.values_of = {}       # name -> the temporaries an in-place op made it (`in_place`)
         self.writes = []          # (lowered statements, name) of each write into memory
+        self.bound_by_body = set()  # (attempt's result, k): names `guarded_call` bound
 
     def _passed_to_callees(self, fdef) -> set:
         """Objects the arguments of a user call may reach: its forward may keep them on the
@@ -171,6 +172,8 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
                                         f'value instead'))
 
     def write(self, stmt, state):
+        if self.bound_again(stmt):
+            return []
         if isinstance(stmt, ast.For) and getanno(stmt, Key.ITERATED):
             return self.iterated_loop(stmt, state)
         if isinstance(stmt, ast.Assign):

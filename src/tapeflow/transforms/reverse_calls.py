@@ -6,8 +6,9 @@ A part of `reverse._Reverse` (a mixin): it uses its `pair`, `accumulate`,
 """
 from __future__ import annotations
 
+from tapeflow.analysis.call_writes import writes_given_values
 from tapeflow.syntax import ast, nodes
-from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.naming import identifier as _id
 from tapeflow.transforms import draws, tape_ops
 from tapeflow.transforms.operations import dynamic_active, index_value, plain_dynamic, user_function
@@ -71,6 +72,24 @@ class CallsSweep:
 
     # ---------------------------------------------------------------- calls resolved at run time
 
+    def saved_by_body(self, call):
+        """A try/with body run as written (nothing flows through it) that writes into what
+        it is given: their contents saved before it and put back in the reverse sweep, as
+        a user function's (`saved_arguments`)."""
+        from tapeflow.rules import guards
+        if not writes_given_values(call):
+            return [], []
+        at = 2 if getanno(call.func, Key.RESOLVED) is guards.attempt_within else 1
+        marked = guards.written_positions([k.value for k in call.args[at].elts])
+        saves, restores = [], []
+        for k in sorted(marked):
+            arg = call.args[at + 2 + k]
+            if isinstance(arg, ast.Name):
+                push, restore = self.contents_pair(arg.id)
+                saves.append(push)
+                restores.insert(0, restore)
+        return saves, restores
+
     def dynamic_call(self, stmt, y, call, op, push, pop):
         """`y = f(x)` with `f` known only when it runs (`tapeflow.calls`): the dispatcher's
         forward sweep pushes on the tape, its backward gives the cotangents of what is
@@ -78,7 +97,9 @@ class CallsSweep:
         active = dynamic_active(op, self.is_active)
         if y not in self.ctx.active or not active:
             kill = [nodes.assign(self.adj[y], 0.0)] if y in self.ctx.active else []
-            return [push, plain_dynamic(stmt, call, op, self.ctx.varied)], kill + [pop]
+            saves, restores = self.saved_by_body(call)
+            return [push] + saves + [plain_dynamic(stmt, call, op, self.ctx.varied)], \
+                kill + restores + [pop]
         tape = self.ctx.names.tape
         forward_call = nodes.call('call_forward', tape, nodes.const(tuple(active)), call.func,
                                   *call.args, keywords=call.keywords)
@@ -87,6 +108,8 @@ class CallsSweep:
         grads = self.ctx.namer.new('_bcall')
         rev = [nodes.assign(grads, nodes.call('call_backward', tape, by)),
                nodes.assign(by, 0.0), pop]
+        if writes_given_values(call):     # a try/with body's: it gives that memory back
+            setanno(rev[0], Key.RESTORES_IN_PLACE, True)
         keywords = {name: value for name, value in op.keywords}
         for key in active:
             if key == 0:

@@ -38,7 +38,7 @@ from tapeflow.rules import guards
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.resolve import local_names
-from tapeflow.transforms.sugar.written import own_statements, written_in_place
+from tapeflow.transforms.sugar.written import bound_plainly, own_statements, written_in_place
 
 def lower_guarded(node, namer, source, bindings):
     """Every `try` and `with` of `node`'s own body (not nested defs'), innermost first."""
@@ -192,7 +192,8 @@ class _Lowering:
                                                    'the try')
         self._no_del(body)
         bound = _binds(body) - self.made
-        written = written_in_place(body) & self.locals - self.made
+        written = written_in_place(body) & self.locals - self.made - bound_plainly(body)
+        # (a name the body binds to another value is one of its own: bound again after it)
         self.bound |= bound
         kept = sorted(set(self.kept(origin or stmt, body, sorted(bound))) | written)
         params = kept + sorted(bound - set(kept))
@@ -215,10 +216,13 @@ class _Lowering:
                           *[nodes.name(n) for n in params])
         out = [body_def, nodes.assign(run, call),
                nodes.assign(code, nodes.subscript(run, nodes.const(0)))]
-        out += [nodes.assign(name, nodes.call(self.ref('kept_value'), nodes.name(run),
-                                              nodes.const(k)))
-                for k, name in enumerate(kept) if name not in written]
-        # (those it writes into: the mutation pass binds them, as after a call's write)
+        out += [nodes.assign(name, nodes.call(self.ref('written_value'), nodes.name(run),
+                                              nodes.const(k), nodes.name(name))
+                             if name in written else
+                             nodes.call(self.ref('kept_value'), nodes.name(run), nodes.const(k)))
+                for k, name in enumerate(kept)]
+        # (those it writes into the mutation pass binds at the call, as after a call's
+        #  write, and drops these: they bind them where the body runs as Python)
         unhandled = self.new('_unhandled') if final else None
         if unhandled:
             out.append(nodes.assign(unhandled, nodes.const(None)))

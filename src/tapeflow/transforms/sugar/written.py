@@ -29,8 +29,9 @@ def own_statements(body):
 
 def written_in_place(stmts) -> set:
     """The names a block may write into without binding them: `y[i] = v`, `del y[i]`,
-    `y += v`, a method call `y.m(...)` but of a method known to read only, and a name
-    passed to a call that may write into it (`_arguments_written`)."""
+    `y += v`, a method call `y.m(...)` but of a method known to read only, a name passed
+    to a call that may write into it (`_arguments_written`), and what a written name was
+    bound to in the block read from (`_through_bindings`)."""
     out = set()
     for stmt in own_statements(stmts):
         if isinstance(stmt, ast.FunctionDef):
@@ -57,6 +58,23 @@ def written_in_place(stmts) -> set:
                     getanno(func, Key.RESOLVED) is None and _may_write(func.attr):
                 out.add(func.value.id)
             out |= _arguments_written(call)
+    return _through_bindings(stmts, out)
+
+
+def _through_bindings(stmts, written) -> set:
+    """`written` and every name read where a written name is bound in the block (`c = y[1:]`
+    then `c[0] = v` may write into y; `a = rows[0]`, `b = y` alike), to a fixed point."""
+    binds = [(t.id, {n.id for n in nodes.walk_terms(stmt.value) if isinstance(n, ast.Name)
+                     and isinstance(n.ctx, ast.Load)})
+             for stmt in own_statements(stmts) if isinstance(stmt, ast.Assign)
+             for t in stmt.targets if isinstance(t, ast.Name)]
+    out, grown = set(written), True
+    while grown:
+        grown = False
+        for name, read in binds:
+            if name in out and not read <= out:
+                out |= read
+                grown = True
     return out
 
 
@@ -117,3 +135,44 @@ def _may_write(method) -> bool:
     """Whether a method call of this name may write into its object."""
     return method in mutation.ARRAY_METHODS or method in mutation.LIST_METHODS or \
         method in mutation.DICT_METHODS or method not in registry.METHODS
+
+
+def bound_plainly(body) -> set:
+    """The names `body` binds to another value somewhere (`y = ...`, a loop's or a
+    manager's target, `:=`), but for a nested body's giving back a name it writes into
+    (`y = kept_value(_run, k)` of a marked `y`: the same value, written)."""
+    out = set()
+    for stmt in own_statements(body):
+        if isinstance(stmt, ast.FunctionDef):
+            out.add(stmt.name)
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, (ast.For, ast.AnnAssign)) else \
+            [item.optional_vars for item in stmt.items if item.optional_vars] \
+            if isinstance(stmt, ast.With) else []
+        if isinstance(stmt, ast.Assign) and _gives_back_written(stmt.value, body):
+            continue
+        for target in targets:
+            out |= {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
+        for n in nodes.walk_terms(stmt) if not isinstance(stmt, (ast.For, ast.While, ast.If,
+                                                                  ast.Try, ast.With)) else ():
+            if isinstance(n, ast.NamedExpr):
+                out.add(n.target.id)
+    return out
+
+
+def _gives_back_written(value, body) -> bool:
+    """`kept_value(_run, k)` where `_run`'s attempt marks its k-th name written."""
+    if not isinstance(value, ast.Call) or \
+            getanno(value.func, Key.RESOLVED) not in (guards.kept_value, guards.written_value):
+        return False
+    run, k = value.args[0].id, value.args[1].value
+    for stmt in own_statements(body):
+        call = getattr(stmt, 'value', None)
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name) and \
+                stmt.targets[0].id == run and isinstance(call, ast.Call) and \
+                getattr(getanno(call.func, Key.RESOLVED), '__tapeflow_attempt__', False):
+            at = 2 if getanno(call.func, Key.RESOLVED) is guards.attempt_within else 1
+            return k in guards.written_positions([e.value for e in call.args[at].elts])
+    return False
