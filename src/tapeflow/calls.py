@@ -66,6 +66,10 @@ def check_writes(target, kinds):
                                'a closure value, a name reached through another): write it '
                                'before or after the try or with, or bind a new value '
                                '(y = y * 2) inside')
+    if summary.outer:
+        raise UnsupportedError(f'{name_of(target)}, called here through a value, writes into a '
+                               f'global or closure value: a derivative through it is not '
+                               f'followed; return the new value instead')
     if summary.writes:
         names = fn.__code__.co_varnames
         which = ', '.join(repr(names[i]) if i < len(names) else str(i)

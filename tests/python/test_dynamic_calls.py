@@ -296,3 +296,45 @@ def test_an_object_made_from_a_differentiated_value_is_refused_by_name():
     line = inspect.getsourcelines(holds_a_value)[1] + 1
     assert str(info.value).startswith(f'{__file__}:{line}:')
     assert 'an instance of Holder made from a value that carries a derivative' in str(info.value)
+
+
+# A function from a table, mapped; a function through a value that writes a global.
+
+def _tanh_times(v):
+    return np.tanh(v) * v
+
+
+_MAPPED = {'tanh': _tanh_times}
+
+
+def maps_a_function_from_a_table(xs):
+    return sum(map(_MAPPED['tanh'], xs)) + sum(list(map(_MAPPED['tanh'], xs[::-1])))
+
+
+def test_map_of_a_function_read_from_a_table():
+    """Fuzzer (seed 4006): refused as 'no derivative rule for builtins.map' before."""
+    _check(maps_a_function_from_a_table, [np.array([0.5, -0.25, 1.5])])
+
+
+_WRITTEN = np.ones(3)
+
+
+def _writes_the_global(x):
+    _WRITTEN[0] = x[0]
+    return x * 1.0
+
+
+_WRITERS = [_writes_the_global]
+
+
+def calls_a_writer_through_a_value(x):
+    y = _WRITERS[0](x)
+    return np.sum(_WRITTEN * y)
+
+
+def test_a_function_through_a_value_writing_a_global_is_refused():
+    """WRONG before (0.5 for 1.0): the global's new value carried x, not followed."""
+    with pytest.raises(tf.UnsupportedError, match='writes into a global or closure value') as info:
+        tf.grad(calls_a_writer_through_a_value)(np.array([0.5, 0.4, 0.3]))
+    lines, first = inspect.getsourcelines(calls_a_writer_through_a_value)
+    assert str(info.value).startswith(f'{__file__}:{first + 1}:')

@@ -135,6 +135,9 @@ def _simple_function(node) -> bool:
         return True
     if isinstance(node, ast.Attribute):
         return _simple_function(node.value)
+    if isinstance(node, ast.Subscript):         # `TABLE['tanh']`: a function the mapped
+        return isinstance(node.slice, ast.Constant) and _simple_function(node.value)
+        # function could rebind there only by writing a global or closure value (refused)
     if isinstance(node, ast.Call):
         fn = getanno(node.func, Key.RESOLVED)
         return (fn is functools.partial or getattr(fn, '__tapeflow_closure__', False)) and \
