@@ -338,7 +338,8 @@ def plain_value(f, args):
             value = f(*args)
     except Exception as error:  # noqa: BLE001 -- a program that does not run is discarded
         return f'plain call raised {summary(error)}'
-    if np.ndim(value) != 0 or not np.isfinite(value) or abs(float(value)) > 1e8:
+    if not isinstance(value, (int, float, np.number, np.ndarray)) or np.ndim(value) != 0 \
+            or not np.isfinite(value) or abs(float(value)) > 1e8:
         return f'plain value {value!r} is not a finite scalar of moderate size'
     return float(value)
 
