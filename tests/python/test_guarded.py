@@ -453,7 +453,16 @@ def an_item_read_in_the_body_written(x):
     return np.sum(rows[0] * rows[1])
 
 
-WRITES = [a_view_made_in_the_body_written, an_item_read_in_the_body_written, written_with_out, a_helper_writes_under_with, a_view_of_what_the_body_writes,
+def accumulated_at_indices(x):
+    a = x * 1.0
+    try:
+        np.add.at(a, [1, 1, 0], x[:3] * 2.0)     # ufunc.at writes a (refused before)
+    except ValueError:
+        pass
+    return np.sum(a * a)
+
+
+WRITES = [accumulated_at_indices, a_view_made_in_the_body_written, an_item_read_in_the_body_written, written_with_out, a_helper_writes_under_with, a_view_of_what_the_body_writes,
           written_after_a_raise_point, an_argument_written, accumulated_under_errstate_in_a_loop,
           appended_in_a_loop, an_item_appended_twice_then_written, a_dict_slot_shared_then_written,
           popped_and_inserted, written_in_a_nested_body, written_under_two_managers,

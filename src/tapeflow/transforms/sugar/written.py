@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
+
 from tapeflow.rules import guards, mutation, registry
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno
@@ -84,6 +86,9 @@ def _arguments_written(call) -> set:
     one where it cannot be read). A function known only when the call runs is checked
     then, and refused if it writes (`tapeflow.calls.check_writes`)."""
     fn = getanno(call.func, Key.RESOLVED)
+    if isinstance(call.func, ast.Attribute) and call.func.attr == 'at' and \
+            isinstance(getanno(call.func.value, Key.RESOLVED), np.ufunc):
+        return {call.args[0].id} if call.args and isinstance(call.args[0], ast.Name) else set()
     values = list(call.args) + [k.value for k in call.keywords]
     named = [v.value if isinstance(v, ast.Starred) else v for v in values]
     if getattr(fn, '__tapeflow_attempt__', False):
