@@ -57,7 +57,7 @@ def check_writes(target, kinds):
     (`rules.guards.WRITTEN`)."""
     fn = python_function(target)
     summary = callees.Summaries(anf_of)(fn, compiler_kinds(kinds))
-    if getattr(fn, '__tapeflow_guarded_body__', False):
+    if callees.is_guarded_body(fn):
         allowed = guards.written_positions(getattr(fn, '__tapeflow_kept__', None) or ())
         if not (summary.writes - allowed or summary.outer):
             return

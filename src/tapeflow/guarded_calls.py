@@ -223,7 +223,7 @@ def _nested_bodies(fn, seen):
             node = None
         found = [] if node is None else [
             v for v in (getanno(n, Key.RESOLVED) for n in nodes.walk_terms(node))
-            if getattr(v, '__tapeflow_guarded_body__', False) and v is not fn]
+            if callees.is_guarded_body(v) and v is not fn]
         _NESTED[fn] = found
     for inner in found:
         if id(inner) not in seen:

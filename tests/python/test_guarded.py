@@ -974,3 +974,36 @@ def test_a_write_into_items_the_body_also_reads_by_another_name_is_refused():
         tf.grad(an_item_aliasing_a_read_value_written)(1.3)
     assert str(info.value).startswith(
         f'{__file__}:{_line_of(an_item_aliasing_a_read_value_written, "try:")}:')
+
+
+class _AnswersEverything:
+    """A stand-in that answers every attribute (a mock, a stub module's object)."""
+
+    def __getattr__(self, name):
+        return _AnswersEverything()
+
+    def __call__(self, *args, **kwargs):
+        return _AnswersEverything()
+
+
+_PLOTTER = _AnswersEverything()
+
+
+def _shows_after_a_try(x):
+    try:
+        y = x * 2.0
+    except ValueError:
+        y = x
+    _PLOTTER.show()
+    return y
+
+
+def a_stand_in_beside_a_body(x):
+    return np.sum(_shows_after_a_try(x) * x)
+
+
+def test_an_object_answering_every_attribute_is_not_taken_for_a_body():
+    """autograd's fluidsim examples (matplotlib stubbed): a TypeError inside tapeflow, the
+    stand-in taken for a lifted try body because it answered `__tapeflow_guarded_body__`."""
+    checked_against_plain(a_stand_in_beside_a_body, [np.array([0.5, -1.5])], 0,
+                          np.random.default_rng(61))

@@ -58,7 +58,7 @@ def writes_of_call(call, state, summary):
                 return out + [(mutator.form, receiver, frozenset())]
             if call.args:
                 return out + [(mutator.form, call.args[mutator.writes], frozenset())]
-    if getattr(fn, '__tapeflow_attempt__', False):
+    if _is_attempt(fn):
         return out + guarded_writes(call, fn, state)
     if isinstance(fn, types.FunctionType) and registry.lookup(fn) is None:
         kinds = tuple(state.kinds.get(a.id) if isinstance(a, ast.Name) else None for a in call.args)
@@ -66,6 +66,11 @@ def writes_of_call(call, state, summary):
         everything = everything_of(state, call.args)
         out += [('call', call.args[i], everything) for i in sorted(written) if i < len(call.args)]
     return out
+
+
+def _is_attempt(fn) -> bool:
+    from tapeflow.rules import guards
+    return fn is guards.attempt or fn is guards.attempt_within
 
 
 def guarded_writes(call, fn, state) -> list:
@@ -88,7 +93,7 @@ def writes_given_values(call) -> bool:
     sweep gives that memory back in place)."""
     from tapeflow.rules import guards
     fn = getanno(call.func, Key.RESOLVED) if isinstance(call, ast.Call) else None
-    if not getattr(fn, '__tapeflow_attempt__', False):
+    if not _is_attempt(fn):
         return False
     at = 2 if fn is guards.attempt_within else 1
     kept = call.args[at] if len(call.args) > at else None

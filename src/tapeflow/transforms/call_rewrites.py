@@ -23,8 +23,8 @@ class CallWrites:
         from tapeflow.rules import guards
         value = getattr(stmt, 'value', None)
         if not isinstance(stmt, ast.Assign) or not isinstance(value, ast.Call) or \
-                getanno(value.func, Key.RESOLVED) not in (guards.kept_value,
-                                                         guards.written_value) or \
+                not any(getanno(value.func, Key.RESOLVED) is f
+                        for f in (guards.kept_value, guards.written_value)) or \
                 len(value.args) < 2 or not isinstance(value.args[0], ast.Name) or \
                 not isinstance(value.args[1], ast.Constant):
             return False

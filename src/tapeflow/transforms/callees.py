@@ -134,7 +134,7 @@ class Summaries:
             return False
         for n in nodes.walk_terms(node):
             body = getanno(n, Key.RESOLVED) if isinstance(n, ast.Name) else None
-            if getattr(body, '__tapeflow_guarded_body__', False) and body is not fn:
+            if _is_guarded_body(body) and body is not fn:
                 inner = self(body, (None,) * body.__code__.co_argcount)
                 seen = guards.written_positions(getattr(body, '__tapeflow_kept__', None) or ())
                 if inner.writes - seen or inner.outer:      # (those seen: `guarded_writes`)
@@ -187,6 +187,16 @@ _OWN_SUMMARIES: dict = {}       # (tapeflow's own function, kinds) -> its final 
 # A function tapeflow made (`vjp`'s pullback, a `grad`-made function): the compiler reads
 # the generated code it stands for, never the function's own source.
 _MADE_BY_TAPEFLOW = ('__tapeflow_pullback__', '__tapeflow_transform__', '__tapeflow_opaque__')
+
+
+def is_guarded_body(value) -> bool:
+    """Whether `value` is a try/with body desugar lifted (a function marked so: not any
+    object that answers every attribute, as a stand-in module's may)."""
+    return isinstance(value, types.FunctionType) and \
+        value.__dict__.get('__tapeflow_guarded_body__') is True
+
+
+_is_guarded_body = is_guarded_body
 
 
 def _is_own(fn) -> bool:

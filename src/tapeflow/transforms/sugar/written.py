@@ -91,7 +91,7 @@ def _arguments_written(call) -> set:
         return {call.args[0].id} if call.args and isinstance(call.args[0], ast.Name) else set()
     values = list(call.args) + [k.value for k in call.keywords]
     named = [v.value if isinstance(v, ast.Starred) else v for v in values]
-    if getattr(fn, '__tapeflow_attempt__', False):
+    if fn is guards.attempt or fn is guards.attempt_within:
         at = 2 if fn is guards.attempt_within else 1
         marked = guards.written_positions([k.value for k in call.args[at].elts])
         return {call.args[at + 2 + k].id for k in marked}
@@ -170,14 +170,19 @@ def bound_plainly(body) -> set:
 def _gives_back_written(value, body) -> bool:
     """`kept_value(_run, k)` where `_run`'s attempt marks its k-th name written."""
     if not isinstance(value, ast.Call) or \
-            getanno(value.func, Key.RESOLVED) not in (guards.kept_value, guards.written_value):
+            not _one_of(getanno(value.func, Key.RESOLVED), guards.kept_value, guards.written_value):
         return False
     run, k = value.args[0].id, value.args[1].value
     for stmt in own_statements(body):
         call = getattr(stmt, 'value', None)
         if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name) and \
                 stmt.targets[0].id == run and isinstance(call, ast.Call) and \
-                getattr(getanno(call.func, Key.RESOLVED), '__tapeflow_attempt__', False):
+                _one_of(getanno(call.func, Key.RESOLVED), guards.attempt, guards.attempt_within):
             at = 2 if getanno(call.func, Key.RESOLVED) is guards.attempt_within else 1
             return k in guards.written_positions([e.value for e in call.args[at].elts])
     return False
+
+
+def _one_of(value, *functions) -> bool:
+    """`value` is one of `functions` (by identity: a resolved name may be an array)."""
+    return any(value is f for f in functions)
