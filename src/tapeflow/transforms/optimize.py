@@ -125,7 +125,8 @@ def _zero_of(value, state):
     return MAYBE if any(state.get(n) is not None for n in read) else None
 
 
-_ITEM_OF_CONTAINER = frozenset({'getitem_adjoint', 'last_adjoint', 'setitem_value_adjoint'})
+_ITEM_OF_CONTAINER = frozenset({'getitem_adjoint', 'last_adjoint', 'setitem_value_adjoint',
+                                'cotangent_of', 'receiver_cotangent'})   # (a dispatched call's)
 
 
 def _summands(value):
