@@ -1050,3 +1050,25 @@ def test_a_partial_read_inside_a_body_first_order_exact_second_order_refused():
     with pytest.raises(tf.UnsupportedError, match='functools.partial') as info:
         tf.hessian(a_partial_read_inside_a_body)(x)
     assert str(info.value).startswith(f'{__file__}:{_line_of(a_partial_read_inside_a_body, "try:")}:')
+
+
+def a_closure_reading_what_a_body_writes(xs, y):
+    a = np.zeros((3,)) + y
+
+    def scaled(v):
+        return v * a[0]
+
+    def record(p):
+        xs.append(p)
+        return scaled(a + 2.0)
+    b = record(2.0)
+    with np.errstate(divide='ignore'):
+        a[0] = 2.0 * y          # written in place: not bound again, for the closures too
+    return np.sum(a * a) + sum(xs) + np.sum(b)
+
+
+def test_a_closure_reading_a_name_a_body_writes_into():
+    """Fuzzer, seed 4015 index 1462: refused, unlocated, as if the body bound a again after
+    the closure was made (desugar's written_value is the same object)."""
+    checked_against_plain(a_closure_reading_what_a_body_writes, [[1.1, 0.7], 0.5], (0, 1),
+                          np.random.default_rng(81))

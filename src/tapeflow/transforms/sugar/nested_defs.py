@@ -230,7 +230,7 @@ def _bound_again(node, child, var):
     walk(node.body, ())
     at, around = order[id(child)], set(loops[id(child)])
     for stmt in _own_statements(node.body):
-        if id(stmt) not in order or stmt is child:
+        if id(stmt) not in order or stmt is child or _gives_back_written(stmt):
             continue
         if var in _binds(stmt) and (order[id(stmt)] > at or around & set(loops[id(stmt)])
                                     or id(stmt) in around):
@@ -275,6 +275,15 @@ def hoist_lambdas(node, source, namer):
             if isinstance(block, list) and not isinstance(stmt, ast.FunctionDef):
                 _defs_of_lambdas(block, counts)
     _defs_of_lambdas(node.body, counts)
+
+
+def _gives_back_written(stmt) -> bool:
+    """`y = written_value(_run, k, y)` after a try/with body (`sugar.exceptions`): y is the
+    object it was, written in place, not bound to another value."""
+    from tapeflow.rules import guards
+    value = getattr(stmt, 'value', None)
+    return isinstance(stmt, ast.Assign) and isinstance(value, ast.Call) and \
+        getanno(value.func, Key.RESOLVED) is guards.written_value
 
 
 def _own_statements(body):
