@@ -127,3 +127,77 @@ def test_an_error_in_second_order_is_told_at_the_users_line():
                 lambda: tf.hessian(square_root_of_a_negative)(0.5)):
         with pytest.raises(ValueError, match=f'{__file__}:{line}:'):
             run()
+
+
+# Batched tangents (tf.jacrev, tf.hessian: every direction in one sweep) of a list's
+# cotangent (`Items`, the sparse form) were taken for unbatched: a slot's batch of
+# rows was summed into one (jacrev of `two_names_of_x` gave [[1, 1.5], [0, 1.5]] for
+# [[1, 0], [0, 1.5]]; the Hessian of `appended_twice` had off-diagonals 4.5 for 0).
+
+def two_names_of_x(x):
+    ys = [x, x]
+    ys[1] = ys[1] * 1.5
+    return np.stack([ys[0][0], ys[1][1]])
+
+
+def appended_twice(x):
+    ys = [x]
+    for i in range(2):
+        ys.append(x)
+        ys[-1] = ys[-1] * 1.5
+    return np.sum(np.stack(ys) ** 2)
+
+
+def appended_into_a_nested_list(x):
+    rows = [[x], [x * 2]]
+    r = rows[0]
+    r.append(x)
+    return np.sum(rows[0][1] * rows[1][0]) + np.sum(rows[0][0] * r[1] ** 2)
+
+
+def test_jacrev_through_a_list_with_an_item_written():
+    x = np.array([0.5, -0.2])
+    columns = [tf.jvp(two_names_of_x, (x,), (e,))[1] for e in np.eye(2)]
+    rows = [tf.vjp(two_names_of_x, x)[1](e)[0] for e in np.eye(2)]
+    np.testing.assert_allclose(np.stack(columns, axis=1), [[1.0, 0.0], [0.0, 1.5]])
+    np.testing.assert_allclose(np.stack(rows), [[1.0, 0.0], [0.0, 1.5]])
+    np.testing.assert_allclose(tf.jacrev(two_names_of_x)(x), [[1.0, 0.0], [0.0, 1.5]])
+    np.testing.assert_allclose(tf.jacfwd(two_names_of_x)(x), [[1.0, 0.0], [0.0, 1.5]])
+
+
+@pytest.mark.parametrize('f', [appended_twice, appended_into_a_nested_list],
+                         ids=lambda f: f.__name__)
+def test_hessian_through_a_list_of_arrays_written(f):
+    x = np.array([0.5, -0.2, 0.8])
+    expected = np.stack([numeric_hvp(f, x, e) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(tf.hessian(f)(x), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tf.jacrev(tf.grad(f))(x), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tf.jacfwd(tf.grad(f))(x), expected, rtol=1e-6, atol=1e-8)
+
+
+def a_key_deleted_inside_a_try(x):
+    d = {'w': x, 'b': x * 2.0}
+    try:
+        del d['b']
+    except KeyError:
+        pass
+    return np.sum(x * x * d['w'])
+
+
+def rows_of_a_matrix_and_its_transpose(x):
+    s = 2.0 / (1.0 + x[0][0] ** 2)
+    rows = [x.T, np.sum(x.T, axis=0, keepdims=True) * x, x]
+    return np.sum(rows[0] * rows[-1]) + s
+
+
+@pytest.mark.parametrize('f, x', [
+    (a_key_deleted_inside_a_try, np.array([0.5, -0.2, 0.8])),
+    (rows_of_a_matrix_and_its_transpose, np.array([[1.1, 0.8, 0.5], [0.5, 1.3, 1.4], [1.1, 1.2, 1.0]])),
+], ids=['a_key_deleted_inside_a_try', 'rows_of_a_matrix_and_its_transpose'])
+def test_hessian_where_a_batched_cotangent_meets_a_dict_or_a_number(f, x):
+    """Fuzzer, seed 5001 (tf.hessian against tf.jvp(tf.grad(f))): a dict's cotangent with
+    no entry for a deleted key (KeyError), and the tangent of add_adjoint's second operand
+    lifted against the first's shape (a broadcasting ValueError)."""
+    directions = np.eye(x.size).reshape((x.size,) + x.shape)
+    expected = np.stack([numeric_hvp(f, x, e) for e in directions], axis=-1).reshape(x.shape * 2)
+    np.testing.assert_allclose(tf.hessian(f)(x), expected, rtol=1e-6, atol=1e-8)

@@ -31,6 +31,7 @@ import numpy as np
 
 from tapeflow.rules import registry
 from tapeflow.rules.closures import Closure
+from tapeflow.rules.sequences import Items
 
 __all__ = ['is_batched', 'lift_tangent', 'jvp_over_batch', 'batch_rows',
            'batch_kind', 'defjvp_batched', 'unbatched_as_batch', 'batch_last', 'rows_at',
@@ -41,15 +42,23 @@ _CONTAINERS = (list, tuple)
 
 def _parts(x):
     """What a tangent of `x` is structured as: of a partial, (its function, arguments,
-    keywords) (`tapeflow.call_plans`); of a closure, its values; else `x` itself."""
+    keywords) (`tapeflow.call_plans`); of a closure, its values; of a list's cotangent
+    (`Items`, second order), its slots as a list; else `x` itself."""
     if isinstance(x, functools.partial):
         return (x.func, x.args, x.keywords)
+    if x.__class__ is Items:
+        return list(x)
     return x.values if isinstance(x, Closure) else x
+
+
+def _items(t):
+    """A list cotangent's slots as a list (the tangent of an `Items`); else `t`."""
+    return list(t) if t.__class__ is Items else t
 
 
 def is_batched(t, x) -> bool:
     """Whether `t`, a tangent of `x`, carries a batch axis (anywhere in its structure)."""
-    x = _parts(x)
+    x, t = _parts(x), _items(t)
     if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
         return any(is_batched(u, v) for u, v in zip(t, x))
     if isinstance(x, dict) and isinstance(t, dict):
@@ -58,7 +67,7 @@ def is_batched(t, x) -> bool:
 
 
 def batch_size(t, x) -> int:
-    x = _parts(x)
+    x, t = _parts(x), _items(t)
     if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
         return next(batch_size(u, v) for u, v in zip(t, x) if is_batched(u, v))
     if isinstance(x, dict) and isinstance(t, dict):
@@ -68,9 +77,9 @@ def batch_size(t, x) -> int:
 
 def row(t, x, k):
     """The tangent along direction `k` out of the batch `t` of tangents of `x`."""
-    x = _parts(x)
+    x, like, t = _parts(x), t, _items(t)
     if isinstance(x, _CONTAINERS) and isinstance(t, _CONTAINERS):
-        return _rebuild(t, [row(u, v, k) for u, v in zip(t, x)])
+        return _rebuild(like, [row(u, v, k) for u, v in zip(t, x)])
     if isinstance(x, dict) and isinstance(t, dict):
         return {key: row(u, x.get(key), k) if key in x else u for key, u in t.items()}
     return t[k] if is_batched(t, x) else t
@@ -92,12 +101,13 @@ def lift_tangent(t, x, ans):
 
 def batch_rows(rows, ans):
     """Stack per-direction tangents of `ans` into one batch (structure by structure)."""
+    like = ans if ans.__class__ is Items else _parts(ans)
     ans = _parts(ans)
     if isinstance(ans, dict) and any(isinstance(r, dict) for r in rows):
         return {key: batch_rows([r.get(key, 0.0) if isinstance(r, dict) else r for r in rows], a)
                 for key, a in ans.items()}
     if isinstance(ans, _CONTAINERS):
-        return _rebuild(ans, [batch_rows([r[i] if isinstance(r, _CONTAINERS) else r
+        return _rebuild(like, [batch_rows([r[i] if isinstance(r, (*_CONTAINERS, Items)) else r
                                           for r in rows], a) for i, a in enumerate(ans)])
     if all(r.__class__ is float and r == 0.0 for r in rows):
         return 0.0
@@ -106,7 +116,11 @@ def batch_rows(rows, ans):
 
 
 def _rebuild(like, items):
-    """A list or tuple of the type of `like` (namedtuples too) holding `items`."""
+    """A list or tuple of the type of `like` (namedtuples too, a list's cotangent `Items`)
+    holding `items`."""
+    if like.__class__ is Items:
+        return Items(len(items), {i: v for i, v in enumerate(items)
+                                  if not (v.__class__ is float and v == 0.0)})
     return type(like)._make(items) if hasattr(like, '_fields') else type(like)(items)
 
 

@@ -147,8 +147,12 @@ def _part(t, index):
     return rows_at(t, index) if t.__class__ is np.ndarray else t[index]
 
 
-def _add_adjoint_jvp_batched(t, ans, a, b):
+def _add_adjoint_jvp_batched_a(t, ans, a, b):
     return lift_tangent(t, a, ans)
+
+
+def _add_adjoint_jvp_batched_b(t, ans, a, b):
+    return lift_tangent(t, b, ans)          # (b's tangent, in b's shape: a number's, say)
 
 
 def _getitem_adjoint_jvp_batched(t, ans, adjoint, k):
@@ -156,6 +160,8 @@ def _getitem_adjoint_jvp_batched(t, ans, adjoint, k):
 
 
 def _setitem_value_adjoint_jvp_batched(t, ans, adjoint, index, value):
+    if isinstance(t, dict):             # (no entry: a slot cleared since, or never written)
+        return t.get(index, 0.0)
     part = _part(t, index)
     return unbroadcast_batch(part, ans) if is_batched(part, adjoint[index]) \
         else unbroadcast(part, value)
@@ -310,7 +316,7 @@ registry.static(setitem_tangent, 1, 3)
 registry.defjvp(append_tangent, _append_tangent_jvp_ys, _append_tangent_jvp_v)
 registry.defvjp(append_tangent, _append_tangent_vjp_ys, _append_tangent_vjp_v)
 registry.static(append_tangent, 2)
-defjvp_batched(add_adjoint, _add_adjoint_jvp_batched, _add_adjoint_jvp_batched)
+defjvp_batched(add_adjoint, _add_adjoint_jvp_batched_a, _add_adjoint_jvp_batched_b)
 for _helper, _batched in ((getitem_adjoint, _getitem_adjoint_jvp_batched),
                           (setitem_value_adjoint, _setitem_value_adjoint_jvp_batched),
                           (setitem_clear_adjoint, _setitem_clear_adjoint_jvp_batched),
