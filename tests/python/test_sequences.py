@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytest
 
-from tests.gradcheck import checked_against_plain, seed_of
+from tests.gradcheck import check_grads, checked_against_plain, seed_of
 
 
 def _check(f, args, wrt=0):
@@ -160,3 +161,66 @@ def test_plus_of_a_tuple_decided_when_the_code_runs():
     array of unknown kind plus a tuple of differentiated numbers: IndexError."""
     _check(a_tuple_from_zip_extended_in_place, [np.array([0.3, 0.5, 0.7])])
     _check(an_array_of_unknown_kind_plus_a_tuple, [np.array([0.3, 0.5, 0.7])])
+
+
+# `ys *= n` of a list that carries derivatives: the same list object made n times as
+# long, seen by every other name holding it (refused before: "changes the list ys in
+# place and is not differentiated").
+
+def repeated_in_place_seen_through_an_alias(x):
+    ys = [x, 2.0 * x]
+    zs = ys
+    ys *= 3
+    return np.sum(zs[5] * ys[0]) + len(zs)
+
+
+def repeated_in_place_by_zero_then_appended(x):
+    ys = [x * x, np.sin(x)]
+    k = 0
+    ys *= k
+    ys.append(x ** 3)
+    return np.sum(ys[0]) + len(ys)
+
+
+def repeated_in_place_in_a_loop(x):
+    ys = [x]
+    for i in range(2):
+        ys *= 2
+        ys[-1] = ys[-1] * 1.5
+    return np.sum(np.stack(ys) ** 2)
+
+
+def repeated_in_place_inside_a_nested_list(x):
+    rows = [[x], [x * 2.0]]
+    r = rows[0]
+    r *= 2
+    return np.sum(rows[0][1] * rows[1][0])
+
+
+@pytest.mark.parametrize('f', [repeated_in_place_seen_through_an_alias,
+                               repeated_in_place_by_zero_then_appended,
+                               repeated_in_place_in_a_loop,
+                               repeated_in_place_inside_a_nested_list], ids=lambda f: f.__name__)
+def test_a_list_repeated_in_place(f):
+    x = np.array([0.3, -0.7, 1.1])
+    _check(f, [x.copy()])
+    check_grads(lambda v: f(v.copy()), x.copy(), np.random.default_rng(seed_of(f.__name__)),
+                order=2)
+
+
+def copied_after_a_closure_appended(xs):
+    def record(p):
+        xs.append(p)
+    record(xs[0] + xs[0])
+    record(np.ones(3) * 2.0)          # no derivative: its tangent is the symbolic zero
+    rows = xs.copy()
+    return np.sum(rows[0] * rows[-1]) + np.sum(rows[2] * xs[1])
+
+
+def test_a_list_copied_in_forward_mode():
+    """Fuzzer, seed 5000 index 1068: ys.copy() of a list was NumPy's copy in forward mode
+    (a ValueError: an inhomogeneous array of tangents)."""
+    xs = [np.array([0.5, 0.2, 0.9]), np.array([1.5, -0.3, 0.4])]
+    _check(copied_after_a_closure_appended, [[a.copy() for a in xs]])
+    check_grads(lambda v: copied_after_a_closure_appended([a.copy() for a in v]),
+                [a.copy() for a in xs], np.random.default_rng(5), order=1)

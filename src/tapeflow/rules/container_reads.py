@@ -15,7 +15,7 @@ from tapeflow.rules.entries import entry
 from tapeflow.rules.holders import (cleared, function_slots, holds_values, placed,
                                     slot_cotangent, with_slots)
 from tapeflow.rules.registry import RULES_OF_RULES, linear_pair, nondifferentiable
-from tapeflow.rules.sequences import Items
+from tapeflow.rules.sequences import Items, add_cotangents
 from tapeflow.rules.shapes import zeros_like_value
 from tapeflow.rules.write_checks import is_array, memory_parts, overlap
 
@@ -182,7 +182,8 @@ def _refresh_vjp_item(g, ans, container, item, held=None):
         return total
     for k in _slots(container, item if held is None else held):
         # a dict's cotangent has no entry where a later write cleared the slot: zero
-        total = total + (g.get(k, 0.0) if isinstance(g, dict) else g[k])
+        # (an item that is a list or dict itself: its cotangent is one, slot by slot)
+        total = add_cotangents(total, g.get(k, 0.0) if isinstance(g, dict) else g[k])
     return total
 
 

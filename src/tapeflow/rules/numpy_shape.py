@@ -172,8 +172,16 @@ def _ndmin(t, ndmin):
     return np.reshape(t, (1,) * (ndmin - np.ndim(t)) + np.shape(t)) if ndmin > np.ndim(t) else t
 
 
-def copy_vjp(g, ans, a, order='K', subok=False): return fit(g, a)
-def copy_jvp(t, ans, a, order='K', subok=False): return np.copy(t)
+def copy_vjp(g, ans, a, order='K', subok=False):
+    # `ys.copy()`, `d.copy()` of a list or dict (the method's name is NumPy's): the same slots
+    return g if ans.__class__ in (list, dict) else fit(g, a)
+
+
+def copy_jvp(t, ans, a, order='K', subok=False):
+    return t.copy() if ans.__class__ in (list, dict) and t.__class__ in (list, dict) \
+        else np.copy(t)
+
+
 def astype_vjp(g, ans, x, dtype, order='K', casting='unsafe', subok=True, copy=True, device=None):
     return fit(_cast_back(g, x, dtype), x)
 

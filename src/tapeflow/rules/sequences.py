@@ -132,7 +132,7 @@ class Items:
         position = self._position(index)
         current = self._data().get(position, _ABSENT)
         return self._with(position, cotangent if current is _ABSENT or _is_zero(current)
-                          else _add(current, cotangent))
+                          else add_cotangents(current, cotangent))
 
     def cleared(self, index) -> 'Items':
         """Zero at `index` (what a write there overwrote gets no cotangent)."""
@@ -180,7 +180,9 @@ class Items:
     __radd__ = __add__
 
 
-def _add(a, b):
+def add_cotangents(a, b):
+    """a + b of two cotangents of one value of any structure (lists, tuples, dicts,
+    `Items`); the float 0.0 is the symbolic zero."""
     if isinstance(a, Items) or isinstance(b, Items):
         return a + b
     if _is_zero(a):
@@ -188,9 +190,9 @@ def _add(a, b):
     if _is_zero(b):
         return a
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a)(_add(x, y) for x, y in zip(a, b))
+        return type(a)(add_cotangents(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):     # an object's, a dict's: by key
-        return {k: _add(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
+        return {k: add_cotangents(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
     return a + b
 
 

@@ -158,6 +158,25 @@ class Lowerings:
                            nodes.expr_stmt(nodes.call(nodes.attribute(name, 'append'), item))])
         return head + [loop]
 
+    def repeat(self, stmt, name, binop, state):
+        """`ys *= n` of a list: its first `len(ys)` slots appended `n - 1` times more (the
+        same objects, as Python repeats them), or every slot popped where `n <= 0` -- the
+        same list object, as Python keeps it."""
+        length, times = self.new('_length'), self.new('_times')
+        rnd, index, item = self.new('_round'), self.new('_i'), self.new('_item')
+
+        def loop(target, count, body):
+            return nodes.for_(target, nodes.call(nodes.builtin('range'), count), body)
+        again = loop(rnd, nodes.binop(nodes.name(times), ast.Sub(), nodes.const(1)), [
+            loop(index, nodes.name(length), [
+                nodes.assign(item, nodes.subscript(name, index)),
+                nodes.expr_stmt(nodes.call(nodes.attribute(name, 'append'), item))])])
+        cleared = nodes.if_(nodes.compare(nodes.name(times), ast.LtE(), nodes.const(0)), [
+            loop(self.new('_'), nodes.name(length), [
+                nodes.expr_stmt(nodes.call(nodes.attribute(name, 'pop')))])])
+        return [nodes.assign(length, nodes.call(nodes.builtin('len'), name)),
+                nodes.assign(times, binop.right), again, cleared]
+
     def lowering(self, form, call, name, target, state):
         """The statements of a known write, as subscript writes and appends; None: run as written."""
         build = getattr(self, 'lower_' + form, None)

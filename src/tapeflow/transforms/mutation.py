@@ -264,6 +264,9 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
             if adds:
                 return self.after_write(stmt, self.extend(name, binop.right), name, state, values,
                                         structural=True)
+            if isinstance(binop.op, ast.Mult):
+                return self.after_write(stmt, self.repeat(stmt, name, binop, state), name, state,
+                                        values, structural=True)
             run = nodes.assign(name, nodes.call(runtime_ref('inplace_op'), name, binop.right,
                                                 nodes.const(_symbol(binop.op))))
             return self.opaque(stmt, [run], name, state, values,
