@@ -20,7 +20,7 @@ import numpy as np
 
 from tapeflow.arguments import FunctionArgument, argument_kinds
 from tapeflow.errors import UnsupportedError
-from tapeflow.rules import registry
+from tapeflow.rules import dicts, registry
 from tapeflow.rules.closures import MISSING, Closure
 from tapeflow.runtime.helpers import is_zero
 
@@ -80,6 +80,9 @@ def expand(callee) -> Plan:
                     parts=tuple, split=tuple)
     if isinstance(callee, types.MethodType):
         return _bound(expand(callee.__func__), callee.__self__)
+    if isinstance(callee, types.BuiltinMethodType) and type(callee.__self__) is dict and \
+            callee.__name__ in dicts.READS:        # `d.values()` of a dict known as it runs
+        return _bound(expand(dicts.READS[callee.__name__]), callee.__self__)
     if isinstance(callee, functools.partial):
         inner = expand(callee.func)
         n, args = len(inner.leaves), tuple(callee.args)

@@ -278,7 +278,8 @@ def receiver_tangent(t, obj, name):
     if is_zero(t):
         return 0.0
     method = getattr(obj, name, None)
-    if isinstance(method, types.MethodType) and method.__self__ is obj:
+    if isinstance(method, (types.MethodType, types.BuiltinMethodType)) and \
+            method.__self__ is obj:     # (a dict's own, `d.values`, too)
         return t
     if isinstance(t, dict):
         return t.get(name, 0.0)

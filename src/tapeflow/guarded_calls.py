@@ -275,9 +275,33 @@ def _left_at(body, error, kept, values, active, at):
         _refuse_at(body, refusal.reason)
 
 
-def _holds_arrays(v):
-    items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
-    return any(isinstance(item, np.ndarray) or _holds_arrays(item) for item in items)
+def _parts_of(v):
+    """The items of a list, tuple or dict (an object's attributes are one: `_attrs_o`)."""
+    return v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
+
+
+def _holds_given(v, given, arrays) -> bool:
+    """Whether `v` is, or holds at any depth, an object of `given` (ids), or an array that
+    shares memory with one of `arrays`."""
+    if id(v) in given:
+        return True
+    if isinstance(v, np.ndarray):
+        return any(np.may_share_memory(v, a) for a in arrays)
+    return any(_holds_given(item, given, arrays) for item in _parts_of(v))
+
+
+def _given(values):
+    """(the ids of everything the body was given, at any depth; the arrays among them)."""
+    ids, arrays, stack = set(), [], list(values)
+    while stack:
+        v = stack.pop()
+        if id(v) in ids or v is guards.UNBOUND:
+            continue
+        ids.add(id(v))
+        if isinstance(v, np.ndarray):
+            arrays.append(v)
+        stack.extend(_parts_of(v))
+    return ids, arrays
 
 
 def _refuse_at(body, reason):
@@ -295,20 +319,26 @@ def _users_name(name):
 
 
 def _check_aliases(out, kept, values, body):
-    """Refuse, located at the try/with, a new list, tuple or dict holding arrays that the
-    body gives back: the code after it does not know which arrays it holds, and a write
-    through one of them would not reach the others' readers. (A name the body binds to a
-    value it was given, or to a view of one, is `kept_value`'s: taken for any of them,
-    related in ways not known, so a write through it is checked where it is written.)"""
+    """Refuse, located at the try/with, a value the body binds a name to that is, or holds,
+    what the body was given or reads from outside (`rows = ys`, `d = {'a': x}`): the code after the body takes
+    what it binds for new memory, and a write through it would not reach the given
+    value's other readers. New containers of new arrays pass. (A name the body writes
+    into is `written_value`'s: known to be what it was.)"""
     if not isinstance(out, tuple) or len(out) < 3:
         return
     kept = guards.kept_names(kept)
+    given = None
     for j, v in enumerate(out[2][:len(kept)]):
-        if _holds_arrays(v) and v is not values[j]:     # (one it was given: its caller's)
+        if v is values[j] or not isinstance(v, (list, tuple, dict)):
+            continue                    # (one it was given under its own name: its caller's)
+        given = given or _given(list(values) + list(body.values if isinstance(body, Closure)
+                                                    else ()))
+        if _holds_given(v, *given):
             what = _users_name(kept[j])
-            _refuse_at(body, f'{what}, bound inside a try or with body, holds arrays: '
-                               f'tapeflow does not follow writes into them after the body; '
-                               f'make it before the try or with, or after it')
+            _refuse_at(body, f'{what}, bound inside a try or with body, is or holds a value '
+                             f'the body was given: tapeflow does not follow writes through '
+                             f'it after the body; make it before the try or with, or after '
+                             f'it, or bind a copy')
 
 
 def _value_tangents(active, tangents, at, n):

@@ -61,6 +61,10 @@ def dict_pairs(m):
     return [tuple(pair) for pair in m]
 
 
+# the reading methods of a dict, as the functions above (a dict's views read at once)
+READS = {'keys': dict_keys, 'values': dict_values, 'items': dict_items, 'copy': dict_copy}
+
+
 def delete_item(container, key):
     """`del container[key]` (`desugar`): what the reverse sweep undoes (`transforms.mutation`
     makes a list's a `pop`)."""

@@ -60,7 +60,8 @@ def field_tangent(t, obj, name):
 
 def _bound_to(ans, obj) -> bool:
     """`obj.name` is a method bound to `obj` (its cotangent is the object's own)."""
-    return isinstance(ans, types.MethodType) and ans.__self__ is obj
+    return isinstance(ans, (types.MethodType, types.BuiltinMethodType)) and \
+        ans.__self__ is obj
 
 
 def _field_vjp(g, ans, obj, name):

@@ -100,6 +100,11 @@ DICT_METHODS = {
     'clear': Mutator('receiver', 'opaque'),
 }
 
+# Methods that read their object only, whatever it is (a list's, a dict's, an array's;
+# those with derivative rules are pure too).
+READING_METHODS = frozenset({'index', 'count', 'get', 'keys', 'values', 'items', 'copy',
+                             'tolist', 'item', 'astype'})
+
 
 def mutator_of_function(fn):
     """The `Mutator` of a resolved callable, or None (unhashable callables too)."""

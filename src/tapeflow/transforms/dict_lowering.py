@@ -18,8 +18,7 @@ from tapeflow.rules import dicts
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
 
-VIEWS = {'keys': dicts.dict_keys, 'values': dicts.dict_values, 'items': dicts.dict_items,
-         'copy': dicts.dict_copy}
+VIEWS = dicts.READS
 
 
 class DictLowerings:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from tapeflow.syntax import ast
 from tapeflow.syntax import nodes
+from tapeflow.syntax.anno import Key, getanno
 from tapeflow.transforms import purity
 
 def transform(fdef: ast.FunctionDef, push=(), pop=(), keep=(), temporary=None,
@@ -70,6 +71,11 @@ def _counts(fdef):
     """Reads and bindings of each name; a parameter counts as bound twice (never once:
     it is never fused away)."""
     loads, stores = nodes.name_counts(fdef)
+    for stmt in nodes.statements(fdef.body):
+        primal = getanno(stmt, Key.PRIMAL)          # the user's call, run again by a
+        if primal is not None:                      # checkpointed loop (`checkpoint`)
+            for name, count in nodes.name_counts(primal)[0].items():
+                loads[name] = loads.get(name, 0) + count
     for arg in fdef.args.args:
         stores[arg.id] = stores.get(arg.id, 0) + 2
     return loads, stores

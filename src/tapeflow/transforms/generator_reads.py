@@ -24,10 +24,6 @@ from tapeflow.transforms.callees import written_names
 from tapeflow.transforms.operations import user_function
 from tapeflow.transforms.sugar.generators import is_generator
 
-# Methods that read their object only (those with derivative rules are pure too).
-_READING_METHODS = frozenset({'index', 'count', 'get', 'keys', 'values', 'items', 'copy',
-                              'tolist', 'item', 'astype'})
-
 
 def refuse_interleaved(fdef, facts, summary, source):
     made = {}           # name -> (statement, call, function) of `name = gen(...)`
@@ -93,7 +89,7 @@ def _writes(stmt, state, summary):
             and isinstance(call.func.value, ast.Name):
         method = call.func.attr
         if method not in registry.METHODS and method not in table.VIEW_METHODS \
-                and method not in _READING_METHODS:
+                and method not in table.READING_METHODS:
             out.append((call.func.value.id, False))     # a method tapeflow does not know
     return out
 

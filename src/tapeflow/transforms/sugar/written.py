@@ -66,8 +66,7 @@ def written_in_place(stmts) -> set:
 def _through_bindings(stmts, written) -> set:
     """`written` and every name read where a written name is bound in the block (`c = y[1:]`
     then `c[0] = v` may write into y; `a = rows[0]`, `b = y` alike), to a fixed point."""
-    binds = [(t.id, {n.id for n in nodes.walk_terms(stmt.value) if isinstance(n, ast.Name)
-                     and isinstance(n.ctx, ast.Load)})
+    binds = [(t.id, _outer_reads(stmt.value))
              for stmt in own_statements(stmts) if isinstance(stmt, ast.Assign)
              for t in stmt.targets if isinstance(t, ast.Name)]
     out, grown = set(written), True
@@ -78,6 +77,15 @@ def _through_bindings(stmts, written) -> set:
                 out |= read
                 grown = True
     return out
+
+
+def _outer_reads(value) -> set:
+    """The names `value` reads, but a comprehension's own (`i` of `{i: v for i in r}`)."""
+    terms = list(nodes.walk_terms(value))
+    own = {n.id for c in terms if isinstance(c, ast.comprehension)
+           for n in nodes.walk_terms(c.target) if isinstance(n, ast.Name)}
+    return {n.id for n in terms if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.id not in own}
 
 
 def _arguments_written(call) -> set:
@@ -139,7 +147,8 @@ def _written_parameters(fn, count):
 def _may_write(method) -> bool:
     """Whether a method call of this name may write into its object."""
     return method in mutation.ARRAY_METHODS or method in mutation.LIST_METHODS or \
-        method in mutation.DICT_METHODS or method not in registry.METHODS
+        method in mutation.DICT_METHODS or (method not in registry.METHODS and
+                                            method not in mutation.READING_METHODS)
 
 
 def bound_plainly(body) -> set:
