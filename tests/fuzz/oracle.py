@@ -307,7 +307,24 @@ def second_check(outcome, program, f, args, plain):
     if not np.isfinite(analytic) or not close(analytic, numeric[1], 100 * atol):
         return 'wrong', (f'u.H.v {analytic!r}, central differences of the gradient give {numeric[1]!r} '
                          f'(h={SECOND_STEPS[1]}), {numeric[0]!r} (h={SECOND_STEPS[0]})')
-    return 'ok', ''
+    return batched_problem(program, f, args, v[0]) or ('ok', '')
+
+
+def batched_problem(program, f, args, v):
+    """`tf.hessian` (every direction at once: batched tangents) against `tf.jvp(tf.grad(f))`
+    along `v` (one direction), in the first argument differentiated where it is an array
+    or a number; ('wrong', reason) where they differ."""
+    at = program.wrt[0]
+    if not isinstance(args[at], (float, np.ndarray)):
+        return None
+    hessian = tf.hessian(f, argnums=at)(*copy.deepcopy(args))
+    _, hv = tf.jvp(tf.grad(f, argnums=at), copy.deepcopy(tuple(args)),
+                   tangents_for(args, (at,), (v,)))
+    batched = np.tensordot(np.asarray(hessian), np.asarray(v), axes=np.ndim(v))
+    if np.allclose(batched, np.asarray(hv), rtol=1e-7, atol=1e-9 * max(1.0, np.abs(hv).max())):
+        return None
+    return 'wrong', (f'tf.hessian (batched tangents) along direction 0 gives {batched!r}, '
+                     f'tf.jvp(tf.grad(f)) along it {hv!r}')
 
 
 def gradient_difference(f, args, wrt, v, u, h):

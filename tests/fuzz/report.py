@@ -17,6 +17,7 @@ class Tally:
         self.classes = collections.Counter()
         self.refusals = collections.Counter()
         self.refused_at = collections.Counter()
+        self.refused_29 = collections.Counter()      # reasons, at issue 29's constructs
         self.crashes = collections.Counter()
         self.discards = collections.Counter()
         self.by_construct = collections.defaultdict(collections.Counter)
@@ -33,6 +34,8 @@ class Tally:
         if outcome.kind == 'refused':
             self.refusals[outcome.reason] += 1
             self.refused_at[outcome.construct] += 1
+            if issue_29(outcome.construct):
+                self.refused_29[f'{outcome.construct}: {outcome.reason}'[:160]] += 1
         elif outcome.kind == 'crash':
             self.crashes[outcome.reason.split(' (at ')[0][:100]] += 1
         elif outcome.kind == 'discarded':
@@ -70,6 +73,7 @@ class Tally:
                 f'{kind} {counts[kind]}' for kind in CLASSES if counts[kind]) if checked else
                 f'{mode + " checked":16}      0')
         for title, counter in (('refusals', self.refusals), ('refused at construct', self.refused_at),
+                               ("refused at issue 29's constructs", self.refused_29),
                                ('crashes', self.crashes), ('discards', self.discards),
                                ('refusals in forward mode and second order', self.mode_refusals)):
             if counter:
