@@ -7,6 +7,8 @@ import functools
 import numpy as np
 import pytest
 
+import tapeflow as tf
+
 from tests.gradcheck import check_grads, checked_against_plain, seed_of
 
 
@@ -224,3 +226,44 @@ def test_a_list_copied_in_forward_mode():
     _check(copied_after_a_closure_appended, [[a.copy() for a in xs]])
     check_grads(lambda v: copied_after_a_closure_appended([a.copy() for a in v]),
                 [a.copy() for a in xs], np.random.default_rng(5), order=1)
+
+
+def an_item_read_before_a_deletion(xs):
+    a = np.ones(3) * 2.0
+    try:
+        a = (xs[-1] + a) / 5.0
+    except ValueError:
+        pass
+    a[1:] += a[1:]
+    del xs[0]
+    s = xs[-1]
+    del xs[1]                   # s still binds what it read: xs[-1] is another item now
+    return s + np.sum(a * a)
+
+
+def items_read_before_pops_and_updates(x):
+    ys = [x[0], x[1] * 2.0, x[2] * 3.0]
+    d = {'a': x[0] * x[1], 'b': x[2]}
+    first, last, a = ys[0], ys[-1], d['a']
+    ys.pop(0)
+    ys.insert(0, x[1])
+    del ys[-1]
+    d.update({'a': x[2] * 5.0})
+    d.pop('b')
+    return first * last + a * ys[-1] + d['a'] * len(ys)
+
+
+def test_a_name_bound_to_an_item_keeps_it_when_slots_are_removed():
+    """SILENT WRONG (fuzzer, seed 5010 index 113): after del xs[1], s = xs[-1] (read
+    before) was read again from the slot -1 (value 2.95 for 2.75): a deletion, pop or dict
+    update moves or replaces slots, never what a name read from one binds."""
+    _check(an_item_read_before_a_deletion, [[1.1, 0.7, 0.5]])
+    _check(items_read_before_pops_and_updates, [np.array([0.3, 0.8, 1.3])])
+    x = np.array([0.3, 0.8, 1.3])
+    check_grads(lambda v: items_read_before_pops_and_updates(v.copy()), x.copy(),
+                np.random.default_rng(8), order=1)
+    grad, v, eps = tf.grad(items_read_before_pops_and_updates), np.array([0.5, -1.0, 0.3]), 1e-5
+    numeric = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(tf.jvp(grad, (x.copy(),), (v,))[1], numeric, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tf.hessian(items_read_before_pops_and_updates)(x.copy()) @ v,
+                               numeric, rtol=1e-6, atol=1e-8)

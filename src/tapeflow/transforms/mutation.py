@@ -316,7 +316,7 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
                 f'writes into a NumPy copy and leaves {name} as it was -- write '
                 f'{name} = da.where(...) or {name}[...] = ... instead'))] + lowered
         return self.after_write(stmt, lowered, name, state, values,
-                                structural=form in ('append', 'extend', 'insert', 'pop'))
+                                structural=form in _STRUCTURAL)
 
     # ---------------------------------------------------------------- bringing the others up to date
 
@@ -384,6 +384,12 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
 # ---------------------------------------------------------------- reading calls
 
 # NumPy functions that write in place, which Dask runs on a NumPy copy of its array
+# Writes that add, remove or replace a list's or dict's slots, not the memory the slots
+# hold: a name bound to an item read before still binds that object (`s = xs[-1]` then
+# `del xs[1]` leaves s as it was).
+_STRUCTURAL = frozenset({'append', 'extend', 'insert', 'pop', 'delete', 'dict_update',
+                         'dict_pop', 'dict_setdefault'})
+
 _COPYING_ON_DASK = ('copyto', 'put', 'place', 'putmask', 'fill_diagonal')
 
 
