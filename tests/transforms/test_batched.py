@@ -106,3 +106,46 @@ def test_jacrev_falls_back_to_one_sweep_per_output_when_the_adjoint_cannot_be_sw
                                             r'scalar-output functions. Output of '
                                             r'through_a_lambda_rule\(\) had shape: \(3,\)'):
             transform(through_a_lambda_rule)(x)
+
+
+# Found by the fuzzer's batched check (seeds 5010, 5011: tf.hessian against jvp of grad):
+# a write through a repeated index kept every position's cotangent in the batched sweep,
+# where NumPy keeps the last write (SILENT WRONG Hessians), and np.place's values given
+# as a list had their batch of tangents read as an array (AttributeError).
+
+def written_through_a_repeated_index(x):
+    x[[0, 0, 0]] = np.sum(x)
+    return np.sum(x * x)
+
+
+def augmented_through_a_repeated_index(x):
+    x[[0, 0]] += np.sin(x[1])
+    return np.sum(x * x)
+
+
+def a_copy_written_through_repeated_pairs(x):
+    y = np.zeros((3, 3))
+    y[[0, 0], [1, 1]] = x[:2] ** 2
+    y[:, [2, 2]] += x[1:] * 3.0
+    z = x * 1.0
+    z[[0, 2, 0]] = x[[1, 1, 2]] ** 2
+    return np.sum(y * y) + np.sum(z * x)
+
+
+def placed_from_a_list(x):
+    a = x * x * 3.0
+    np.place(a, a < 1.2, [np.tanh(np.sum(x))])
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize('f', [written_through_a_repeated_index, augmented_through_a_repeated_index,
+                               a_copy_written_through_repeated_pairs, placed_from_a_list],
+                         ids=lambda f: f.__name__)
+def test_batched_hessian_of_writes_through_repeated_indices(f):
+    x = np.array([1.1, 0.7, 0.5])
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.stack([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)],
+                       axis=1)
+    columns = np.stack([tf.jvp(grad, (x.copy(),), (e,))[1] for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(columns, numeric, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-6, atol=1e-7)

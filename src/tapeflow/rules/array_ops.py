@@ -263,11 +263,16 @@ def written(g, shape, idx):
         return picked
     if is_foreign_array(picked) and not is_lazy(picked):
         return _written_foreign(picked, shape, idx)
-    order = positions(np.shape(picked))
+    return np.where(stayed(shape, idx, np.shape(picked)), picked, 0.0)   # (Dask: a NumPy mask)
+
+
+def stayed(shape, idx, picked_shape):
+    """Of the elements `y[idx]` writes (an array of `shape`), those no later one in the
+    same write overwrote (NumPy keeps the last write of a repeated index)."""
+    order = positions(picked_shape)
     last = np.full(shape, -1)
     last[idx] = order
-    stayed = last[idx] == order
-    return np.where(stayed, picked, 0.0)           # (Dask takes a NumPy condition)
+    return last[idx] == order
 
 
 def _written_foreign(picked, shape, idx):

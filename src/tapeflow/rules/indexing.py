@@ -24,7 +24,7 @@ from tapeflow.rules.array_ops import (gather, gather_batch, is_basic_index, posi
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.arrays import is_api_only, is_foreign_array, library_of, to_library
 from tapeflow.rules.array_api import zeros_api
-from tapeflow.rules.batching import defjvp_batched, rows_at, set_rows_at
+from tapeflow.rules.batching import batch_size, defjvp_batched, is_batched, rows_at, set_rows_at
 from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import defjvp, defvjp, describe, linear_pair, nondifferentiable, static
 from tapeflow.rules.sequences import Items
@@ -34,6 +34,18 @@ __all__ = ['untake', 'def_gather', 'untake_batch']
 
 
 # ---------------------------------------------------------------- x[idx]
+
+
+def _batch_array(t, x):
+    """A batch of tangents of `x` as one array `(B,) + shape(x)`: of a list (`np.place`'s
+    values given as `[v]`), its items' stacked, the unbatched ones (zeros) broadcast."""
+    if not isinstance(t, (list, tuple)):
+        return t
+    size = batch_size(t, x)
+    shape = structure_shape(x)
+    return np.stack([_batch_array(u, v) if is_batched(u, v) else
+                     np.broadcast_to(np.asarray(u, float), (size,) + shape[1:])
+                     for u, v in zip(t, x)], axis=1)
 
 def untake(g, x, idx):
     """The cotangent of `x` from the cotangent `g` of `x[idx]`.
@@ -181,7 +193,8 @@ def def_gather(fn, argnum=0, prepare=None, forms=''):
         return gather(t, where_from(args[argnum], args, kwargs))
 
     def jvp_batched(t, ans, *args, **kwargs):
-        return gather_batch(t, where_from(args[argnum], args, kwargs))
+        x = args[argnum]
+        return gather_batch(_batch_array(t, x), where_from(x, args, kwargs))
 
     defvjp(fn, vjp, argnums=[argnum])
     defjvp(fn, jvp, argnums=[argnum])

@@ -11,7 +11,7 @@ import numpy as np
 from tapeflow.rules import registry
 from tapeflow.rules.batching import (defjvp_batched, is_batched, jvp_over_batch, lift_tangent,
                                      rows_at, set_rows_at)
-from tapeflow.rules.array_ops import add_at
+from tapeflow.rules.array_ops import add_at, is_basic_index, stayed
 from tapeflow.rules.indexing import untake
 from tapeflow.runtime.checkpoint import checkpoints
 from tapeflow.runtime.randomness import (capture_random, random_sources, replay_random,
@@ -163,6 +163,9 @@ def _setitem_value_adjoint_jvp_batched(t, ans, adjoint, index, value):
     if isinstance(t, dict):             # (no entry: a slot cleared since, or never written)
         return t.get(index, 0.0)
     part = _part(t, index)
+    if t.__class__ is np.ndarray and not is_basic_index(index):   # a repeated index: the
+        # last write of it stayed (as `written` reads it unbatched)
+        part = np.where(stayed(np.shape(adjoint), index, np.shape(part)[1:]), part, 0.0)
     return unbroadcast_batch(part, ans) if is_batched(part, adjoint[index]) \
         else unbroadcast(part, value)
 
