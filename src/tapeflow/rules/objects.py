@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tapeflow.rules.registry import nondifferentiable
 
-__all__ = ['attributes_of', 'matches_sequence']
+__all__ = ['attributes_of', 'matches_sequence', 'Fields', 'register_construction']
 
 
 def attributes_of(obj):
@@ -26,3 +26,68 @@ def matches_sequence(value) -> bool:
 
 
 nondifferentiable(attributes_of, matches_sequence)
+
+
+# ------------------------------------------------------------------ objects made here
+
+class Fields(dict):
+    """The tangent of an object made from values that carry derivatives (`C(x, 2.0)`):
+    its attributes' tangents by name (what `rules.fields` reads a field's from); `+` adds
+    two by name, as the tangents of several arguments of the call add."""
+
+    def __add__(self, other):
+        if other.__class__ is float and other == 0.0:
+            return self
+        out = Fields(self)
+        for name, value in other.items():
+            out[name] = out[name] + value if name in out else value
+        return out
+
+    __radd__ = __add__
+
+
+def _is_zero(value) -> bool:
+    return value.__class__ is float and value == 0.0
+
+
+def _attribute_part(g, cls, name):
+    """The cotangent of the attribute `name` out of `g`, an object of `cls`'s (a dict by
+    attribute name, as `rules.fields` makes it, or an object of `cls`)."""
+    if isinstance(g, dict):
+        return g.get(name, 0.0)
+    if isinstance(g, cls):
+        return getattr(g, name)
+    raise TypeError(f'tapeflow internal error: a cotangent {type(g).__name__} of a '
+                    f'{cls.__name__} object')
+
+
+def register_construction(cls, stored):
+    """The rules of `cls(a0, a1, ...)` where `cls.__init__` only stores its parameters:
+    `stored[i]`, (the name of parameter i, the attributes it is stored in), from
+    `transforms.constructors`; a keyword argument is differentiated as its position.
+    Each argument's pair is a gather and its scatter (`registry.linear_pair`)."""
+    from tapeflow.rules.batching import defjvp_batched
+    from tapeflow.rules.registry import defjvp, defvjp, linear_pair, positional_keywords
+    entry = positional_keywords(cls, **{param: i for i, (param, _) in enumerate(stored)})
+    for i, (_, names) in enumerate(stored):
+        if not names:
+            continue
+
+        def vjp(g, ans, *args, _names=names):
+            if _is_zero(g):
+                return 0.0
+            total = 0.0
+            for name in _names:
+                part = _attribute_part(g, cls, name)
+                total = part if _is_zero(total) else total if _is_zero(part) else total + part
+            return total
+
+        def jvp(t, ans, *args, _names=names):
+            return 0.0 if _is_zero(t) else Fields({name: t for name in _names})
+        vjp.__name__ = f'{cls.__name__}_vjp_{i}'
+        jvp.__name__ = f'{cls.__name__}_jvp_{i}'
+        defvjp(cls, vjp, argnums=[i])
+        defjvp(cls, jvp, argnums=[i])
+        defjvp_batched(cls, jvp, argnums=[i])        # (a batch stays whole in the slot)
+        linear_pair(vjp, jvp)
+    return entry

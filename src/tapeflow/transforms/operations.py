@@ -25,6 +25,7 @@ from tapeflow.rules import fields, registry
 from tapeflow.rules import mutation as mutators
 from tapeflow.syntax import nodes
 from tapeflow.syntax.anno import Key, getanno
+from tapeflow.transforms import constructors
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.MatMult: operator.matmul,
@@ -150,12 +151,20 @@ def _call(call, error) -> Operation:
     if getattr(fn, '__tapeflow_attempt__', False):
         return dynamic(call, keywords, 'a guarded body (try)')
     entry = registry.lookup(fn)
+    if entry is None and _users_class(fn):
+        entry = constructors.construction_entry(fn)    # `__init__` only stores its arguments
     if entry is None and is_dynamic_callee(fn):
         return dynamic(call, keywords, callable_name(fn))
     args = list(call.args)
     if entry is not None and entry.keyword_argnums:
         args, keywords = _in_position(entry.keyword_argnums, args, keywords)
     return Operation('primitive', fn, args, keywords, callable_name(fn))
+
+
+def _users_class(fn) -> bool:
+    """A class of the user's (not a library's, not a builtin type)."""
+    return isinstance(fn, type) and \
+        (fn.__module__ or '').split('.')[0] not in _LIBRARY_CODE + ('builtins',)
 
 
 def _in_position(positions, args, keywords):
@@ -307,10 +316,10 @@ def rules_for(op: Operation, is_active, mode: str, error, guard=None,
             check(value, message)
     if not active or (entry is not None and entry.nondiff):
         return []
-    if entry is None and isinstance(op.fn, type) and \
-            (op.fn.__module__ or '').split('.')[0] not in _LIBRARY_CODE + ('builtins',):
+    if entry is None and _users_class(op.fn):
         raise error(f'an instance of {op.fn.__name__} made from a value that carries a '
-                    f'derivative (argument {active[0]}) cannot be differentiated: keep the '
+                    f'derivative (argument {active[0]}) cannot be differentiated: its '
+                    f'__init__ does more than store its arguments as attributes; keep the '
                     f'value out of the object and pass it to the methods that use it')
     if entry is None:
         raise error(f'no derivative rule for {op.label} (argument {active[0]})')
