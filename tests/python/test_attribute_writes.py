@@ -121,12 +121,31 @@ def a_method_reads_it(x):
     return s.__repr__() and s.v
 
 
+def a_closure_sets_it(x):
+    s = State()
+    s.v = x * 2.0
+
+    def setter(p):
+        s.v = p * 3.0
+    setter(x)
+    return s.v
+
+
+def a_lambda_gives_it_back(x):
+    s = State()
+    s.v = x * 2.0
+    back = lambda: s            # noqa: E731
+    return back().v
+
+
 @pytest.mark.parametrize('f, marker, why', [
     (passed_on, '_reader(s)', 's is used as a value here'),
     (slotted, 's.v = x', 'Slotted controls its attributes'),
     (over_a_property, 's.v = x', "a class attribute, property or method named 'v'"),
     (into_a_parameter, 's.v = x', 's is a parameter'),
     (a_method_reads_it, 's.__repr__', 'a method of s is called'),
+    (a_closure_sets_it, 's.v = p', 'a nested function uses s other than by reading'),
+    (a_lambda_gives_it_back, 'lambda: s', 'a nested function uses s other than by reading'),
 ], ids=lambda v: getattr(v, '__name__', None) or '')
 def test_other_attribute_writes_refused_where_they_are(f, marker, why):
     args = (1.3, State()) if f is into_a_parameter else (1.3,)
@@ -137,3 +156,49 @@ def test_other_attribute_writes_refused_where_they_are(f, marker, why):
     assert str(info.value).startswith(f'{__file__}:{line}:')
     assert 'assignment to an attribute of s is not supported here' in str(info.value)
     assert why in str(info.value)
+
+
+# A nested def or lambda reading the object's attributes reads the closure's `_attrs`:
+# what they hold when it runs (fuzzer: 'a nested function reads st' was refused).
+
+def read_by_a_nested_def(x):
+    st = types.SimpleNamespace()
+    st.v = x * 2.0
+    st.w = 1.5
+
+    def scaled(p):
+        return p * st.v + st.w
+    st.v = st.v * 0.5 + np.sin(x)
+    return np.sum(scaled(x) * x)
+
+
+def read_by_a_lambda_between_writes(x):
+    st = State()
+    st.v = x * 2.0
+    f = lambda p: p * st.v      # noqa: E731
+    a = f(x)
+    st.v += x
+    return np.sum(a * f(x))
+
+
+def read_by_a_def_in_a_loop(x):
+    out = 0.0
+    for i in range(2):
+        st = types.SimpleNamespace()
+        st.v = x * (i + 1.0)
+        g = lambda p: p * st.v  # noqa: E731
+        st.v = st.v * x
+        out = out + np.sum(g(x))
+    return out
+
+
+@pytest.mark.parametrize('f', [read_by_a_nested_def, read_by_a_lambda_between_writes,
+                               read_by_a_def_in_a_loop], ids=lambda f: f.__name__)
+def test_attributes_read_by_a_nested_function(f):
+    x = np.array([0.3, 0.5, 0.7])
+    rng = np.random.default_rng(seed_of(f.__name__))
+    checked_against_plain(f, [x.copy()], 0, rng)
+    check_grads(f, x.copy(), rng, order=1)
+    grad, v, eps = tf.grad(f), np.array([0.5, -1.0, 0.3]), 1e-5
+    numeric = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(tf.hessian(f)(x) @ v, numeric, rtol=1e-5, atol=1e-7)

@@ -6,7 +6,8 @@ Exact where the object is seen only through these attributes, so every write and
 them is the dict's: `o` is bound only by calls of one plain class (no `__slots__`,
 `__setattr__`, `__getattr__`, `__getattribute__`, and no class attribute, property or
 method named like an attribute written), and read only as `o.attr`, never passed, returned,
-aliased, called (`o.method()` could read what was written) or read by a nested function.
+aliased, called (`o.method()` could read what was written) or used by a nested function
+but for reading its attributes (`o.v` there is the closure's `_attrs['v']`, read as it runs).
 Any other attribute write is refused, located, as before. Runs after `syntax.resolve`.
 """
 from __future__ import annotations
@@ -59,14 +60,18 @@ def _check(node, name, attrs, source, write):
              and d is not node for n in nodes.walk_terms(d) if n is not d}
     used_as_value = {id(a.value) for a in nodes.walk_terms(node) if isinstance(a, ast.Attribute)
                      and isinstance(a.value, ast.Name) and a.value.id == name}
+    read = {id(a.value) for a in nodes.walk_terms(node) if isinstance(a, ast.Attribute)
+            and isinstance(a.value, ast.Name) and a.value.id == name
+            and isinstance(a.ctx, ast.Load)}       # (a nested function may read `o.v`)
     method_calls = {id(c.func.value) for c in nodes.walk_terms(node) if isinstance(c, ast.Call)
                     and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
                     and c.func.value.id == name}
     classes = set()
     for n in nodes.walk_terms(node):
         if isinstance(n, ast.Name) and n.id == name:
-            if id(n) in inner:
-                refuse(n, f'a nested function reads {name}')
+            if id(n) in inner and id(n) not in read:
+                refuse(n, f'a nested function uses {name} other than by reading its '
+                          f'attributes')
             if isinstance(n.ctx, ast.Store):
                 continue
             if id(n) in method_calls:
