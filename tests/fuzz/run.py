@@ -1,6 +1,6 @@
 """The mutation fuzzer from the command line (`make fuzz SEED=0 COUNT=2000`).
 
-    python -m tests.fuzz.run --seed S --count N [--out DIR] [--shrink K]
+    python -m tests.fuzz.run --seed S --count N [--minutes M] [--out DIR] [--shrink K]
     python -m tests.fuzz.run --seed S --index I          # one program, printed with its outcome
 
 Program I of seed S is `generator.seeded(S, I)`, so a run and
@@ -32,6 +32,8 @@ def parse(argv):
     parser.add_argument('--refused', type=int, default=0, metavar='K',
                         help='also write the first K refused programs (refused-SEED-INDEX.py)')
     parser.add_argument('--index', type=int, help='run only this program of the seed and print it')
+    parser.add_argument('--minutes', type=float, default=None,
+                        help='stop after this long (the programs run so far are reported)')
     parser.add_argument('--weights', default='', metavar='NAME=W,...',
                         help='override construct weights, e.g. view=0,closure=5')
     return parser.parse_args(argv)
@@ -61,7 +63,11 @@ def main(argv=None) -> int:
 def fuzz(options, weights, loader) -> int:
     tally, shrunk, written = Tally(), 0, []
     start = time.perf_counter()
+    ran = 0
     for index in range(options.count):
+        if options.minutes is not None and time.perf_counter() - start > 60 * options.minutes:
+            break
+        ran = index + 1
         program = seeded(options.seed, index, weights)
         outcome = check(program, loader)
         tally.add(program, outcome)
@@ -77,8 +83,8 @@ def fuzz(options, weights, loader) -> int:
         if (index + 1) % 1000 == 0:
             print(f'... {index + 1} programs, {tally.failures} failures', file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
-    print(f'tapeflow mutation fuzz: seed {options.seed}, {options.count} programs in {elapsed:.1f} s '
-          f'({60 * options.count / max(elapsed, 1e-9):.0f} per minute)')
+    print(f'tapeflow mutation fuzz: seed {options.seed}, {ran} programs in {elapsed:.1f} s '
+          f'({60 * ran / max(elapsed, 1e-9):.0f} per minute)')
     print(tally.summary())
     if written:
         print(f'wrote {len(written)} reproducers of wrong or crashing programs to {options.out}/')
