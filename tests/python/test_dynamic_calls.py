@@ -284,18 +284,30 @@ class Holder:
         self.v = v
 
 
+class Scaler:
+    def __init__(self, v):
+        self.v = v * 2.0
+
+
 def holds_a_value(x):
     held = Holder(x * 2.0)
     return held.v * x
 
 
-def test_an_object_made_from_a_differentiated_value_is_refused_by_name():
-    """Not 'no derivative rule for Holder': the object, not a missing NumPy rule."""
+def scales_a_value(x):
+    held = Scaler(x * 2.0)
+    return held.v * x
+
+
+def test_an_object_made_from_a_differentiated_value():
+    """Holder's __init__ only stores: differentiated (tests/python/test_constructors.py).
+    Scaler's computes: refused by name -- the object, not a missing NumPy rule."""
+    assert tf.value_and_grad(holds_a_value)(1.5) == (holds_a_value(1.5), 4.0 * 1.5)
     with pytest.raises(tf.UnsupportedError) as info:
-        tf.grad(holds_a_value)(1.5)
-    line = inspect.getsourcelines(holds_a_value)[1] + 1
+        tf.grad(scales_a_value)(1.5)
+    line = inspect.getsourcelines(scales_a_value)[1] + 1
     assert str(info.value).startswith(f'{__file__}:{line}:')
-    assert 'an instance of Holder made from a value that carries a derivative' in str(info.value)
+    assert 'an instance of Scaler made from a value that carries a derivative' in str(info.value)
 
 
 # A function from a table, mapped; a function through a value that writes a global.
