@@ -202,3 +202,32 @@ def test_attributes_read_by_a_nested_function(f):
     grad, v, eps = tf.grad(f), np.array([0.5, -1.0, 0.3]), 1e-5
     numeric = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
     np.testing.assert_allclose(tf.hessian(f)(x) @ v, numeric, rtol=1e-5, atol=1e-7)
+
+
+def _augmented_attribute(r):
+    ns = State()
+    ns.v = r ** 2
+    ns.v += 4.0
+    return ns.v * 2.0
+
+
+def _augmented_dict_item(r):
+    d = {}
+    d['v'] = r ** 2
+    d['v'] += 4.0
+    return d['v'] * r
+
+
+def calls_helpers_on_numbers(x):
+    return _augmented_attribute(np.sin(x)) + _augmented_dict_item(x * 1.5)
+
+
+def test_a_helper_augmenting_an_attribute_in_forward_mode():
+    """Fuzzer, seed 5030 index 504: forward mode compiled the helper for an argument of
+    shape () as an array (x[...] = v into a float: TypeError)."""
+    for x in (1.3, np.float64(0.4)):
+        checked_against_plain(calls_helpers_on_numbers, [x], 0, np.random.default_rng(10))
+        check_grads(calls_helpers_on_numbers, x, np.random.default_rng(11), order=1)
+        grad, eps = tf.grad(calls_helpers_on_numbers), 1e-5
+        numeric = (grad(x + eps) - grad(x - eps)) / (2 * eps)
+        assert np.isclose(tf.jvp(grad, (x,), (1.0,))[1], numeric, rtol=1e-6, atol=1e-8)

@@ -267,3 +267,23 @@ def test_a_name_bound_to_an_item_keeps_it_when_slots_are_removed():
     np.testing.assert_allclose(tf.jvp(grad, (x.copy(),), (v,))[1], numeric, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(tf.hessian(items_read_before_pops_and_updates)(x.copy()) @ v,
                                numeric, rtol=1e-6, atol=1e-8)
+
+
+def a_comprehension_over_the_name_it_binds(x):
+    s = 0.0
+    q = [x, 2.0 * x]
+    for t in q:
+        q = [q * 0.5 for q in q]        # the first iterable is the function's q
+        s = s + t
+    return s + sum(q) + sum({k: k * x for k in q}.values())
+
+
+def test_a_comprehension_whose_variable_shadows_its_iterable():
+    """Fuzzer, seed 5030 index 153: [q * 0.5 for q in q] read the comprehension's own q
+    for the iterable (UnboundLocalError)."""
+    f = a_comprehension_over_the_name_it_binds
+    _check(f, [1.5])
+    check_grads(f, 1.5, np.random.default_rng(9), order=1)
+    grad, eps = tf.grad(f), 1e-5
+    assert np.isclose(tf.jvp(grad, (1.5,), (1.0,))[1], (grad(1.5 + eps) - grad(1.5 - eps)) / (2 * eps),
+                      rtol=1e-6, atol=1e-8)

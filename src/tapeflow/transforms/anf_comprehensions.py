@@ -35,7 +35,7 @@ class Comprehensions:
             for n in nodes.walk(gen.target):
                 if isinstance(n, ast.Name):
                     renames[n.id] = self.namer.new(n.id)
-        e = nodes.substitute(e, renames)
+        e = _renamed(e, renames)
         inner = [nodes.assign(nodes.subscript(result, e.key, store=True), e.value)]
         for gen in reversed(e.generators):
             for cond in reversed(gen.ifs):
@@ -59,7 +59,7 @@ class Comprehensions:
             for n in nodes.walk(gen.target):
                 if isinstance(n, ast.Name):
                     renames[n.id] = self.namer.new(n.id)
-        e = nodes.substitute(e, renames)
+        e = _renamed(e, renames)
         append = nodes.expr_stmt(nodes.call(nodes.attribute(result, 'append'), e.elt))
         inner = [append]
         for gen in reversed(e.generators):
@@ -74,3 +74,13 @@ class Comprehensions:
         return nodes.name(result)
 
     expr_GeneratorExp = expr_ListComp
+
+
+def _renamed(e, renames):
+    """The comprehension `e` with its own variables renamed: but for its first iterable,
+    which Python evaluates in the enclosing scope (`[q * 0.5 for q in q]` reads the
+    function's q there)."""
+    first = e.generators[0].iter
+    e = nodes.substitute(e, renames)
+    e.generators[0].iter = first
+    return e

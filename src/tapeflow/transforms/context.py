@@ -134,7 +134,15 @@ class CompileContext:
         params = self.params
         kinds = {params[i]: k for i, k in enumerate(self.kinds) if k is not None and i < len(params)}
         kinds.update({params[i]: aliasing.SCALAR for i in self.scalar_args if i < len(params)})
-        kinds.update({params[i]: aliasing.ARRAY for i, _ in self.arg_shapes if i < len(params)})
+        for i, shape in self.arg_shapes:
+            if i >= len(params):
+                continue
+            if tuple(shape) == () and kinds.get(params[i]) != aliasing.ARRAY:
+                # shape () is a number's too (forward mode's callees are specialised to
+                # their arguments' shapes): which it is shows when the code runs
+                kinds[params[i]] = kinds.get(params[i]) or aliasing.NUMERIC
+            else:
+                kinds[params[i]] = aliasing.ARRAY
         return kinds
 
     def parameter_shapes(self) -> dict:
