@@ -93,8 +93,21 @@ def frozen_by_keyword_in_a_dict(x):
     return sum(np.sum(o.at(x)) for o in made.values()) + np.sum(first.at(x)) + first.b
 
 
+def _apply(fn, v):
+    return fn(v) * 2.0
+
+
+def called_through_a_helper_in_a_loop(x):
+    g = Gain(x[0])
+    out = 0.0
+    for v in x:
+        out = out + _apply(g, v) + g(out * 0.1)     # (fuzzer, seed 5031 index 2400:
+    return out                                      # dict + dict, a TypeError)
+
+
 CASES = [a_gain_from_a_sum, layers_from_values_in_a_list, an_array_attribute_read_directly,
-         objects_made_from_objects, frozen_by_keyword_in_a_dict]
+         objects_made_from_objects, frozen_by_keyword_in_a_dict,
+         called_through_a_helper_in_a_loop]
 
 
 @pytest.mark.parametrize('f', CASES, ids=lambda f: f.__name__)

@@ -16,6 +16,7 @@ import numpy as np
 
 from tapeflow.rules.entries import entry
 from tapeflow.rules.indexing import untake
+from tapeflow.rules.objects import Fields
 
 __all__ = ['field', 'field_cotangent', 'field_tangent']
 
@@ -43,7 +44,7 @@ def field_cotangent(g, obj, name):
         return 0.0
     if _is_namedtuple(obj):
         return untake(g, obj, type(obj)._fields.index(name))
-    return {name: g}
+    return Fields({name: g})            # (`+` adds two by name: a loop's trips add them)
 
 
 def field_tangent(t, obj, name):

@@ -31,16 +31,17 @@ nondifferentiable(attributes_of, matches_sequence)
 # ------------------------------------------------------------------ objects made here
 
 class Fields(dict):
-    """The tangent of an object made from values that carry derivatives (`C(x, 2.0)`):
-    its attributes' tangents by name (what `rules.fields` reads a field's from); `+` adds
-    two by name, as the tangents of several arguments of the call add."""
+    """The tangent or cotangent of an object: its attributes' by name (what `rules.fields`
+    reads a field's from and makes); `+` adds two by name, as the tangents of several
+    arguments of a call add, and the cotangents of a loop's trips."""
 
     def __add__(self, other):
+        from tapeflow.rules.sequences import add_cotangents
         if other.__class__ is float and other == 0.0:
             return self
         out = Fields(self)
         for name, value in other.items():
-            out[name] = out[name] + value if name in out else value
+            out[name] = add_cotangents(out[name], value) if name in out else value
         return out
 
     __radd__ = __add__

@@ -192,7 +192,8 @@ def add_cotangents(a, b):
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return type(a)(add_cotangents(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):     # an object's, a dict's: by key
-        return {k: add_cotangents(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
+        out = {k: add_cotangents(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
+        return type(b)(out) if type(b) is not dict else type(a)(out)   # (an object's `Fields`)
     return a + b
 
 
