@@ -633,3 +633,13 @@ def test_second_derivative_of_complex_abs(f, how):
         got = second_orders(f)[how](v)
         expected = fd_jacobian(tf.grad(f), v)
     np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_the_cotangent_of_a_range_is_zero():
+    """Fuzzer, seed 5041 index 181: a loop variable a try body read gave its cotangent back
+    into the range the loop iterates (`untake(0.0, range(3), j)`: AttributeError). A
+    range's items are integers: no derivative reaches it."""
+    from tapeflow.rules.indexing import untake
+    for g in (0.0, np.float64(0.0), np.array(0.0)):
+        assert untake(g, range(3), 1) == 0.0
+    np.testing.assert_array_equal(untake(np.array(2.0), np.arange(3.0), 1), [0.0, 2.0, 0.0])

@@ -47,6 +47,7 @@ def _batch_array(t, x):
                      np.broadcast_to(np.asarray(u, float), (size,) + shape[1:])
                      for u, v in zip(t, x)], axis=1)
 
+
 def untake(g, x, idx):
     """The cotangent of `x` from the cotangent `g` of `x[idx]`.
 
@@ -57,6 +58,8 @@ def untake(g, x, idx):
         out = zeros_like_value(x)
         out[idx] = g
         return out
+    if isinstance(x, range):
+        return 0.0                      # (its items are integers: no derivative)
     if isinstance(x, (list, Items)) and isinstance(idx, (int, np.integer)) \
             and not isinstance(idx, bool):
         return Items(len(x)).added(int(idx), g)
