@@ -14,7 +14,6 @@ from tapeflow.errors import UnsupportedError
 from tapeflow.rules.array_ops import written
 from tapeflow.rules.arrays import copy_of, is_foreign_array
 from tapeflow.rules.batching import is_batched, set_rows_at
-from tapeflow.rules.objects import Fields
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import carries_float, unbroadcast, zeros_like_value
 
@@ -50,7 +49,8 @@ def add_adjoint(a, b):
         return a + b
     if isinstance(a, dict):
         out = {k: add_adjoint(a.get(k, 0.0), b.get(k, 0.0)) for k in {**a, **b}}
-        return Fields(out) if a.__class__ is Fields or b.__class__ is Fields else out
+        kind = b.__class__ if a.__class__ is dict else a.__class__     # (an object's `Fields`)
+        return out if kind is dict else kind(out)
     if isinstance(a, (list, tuple)):
         parts = [add_adjoint(x, y) for x, y in zip(a, b)]
         return type(a)._make(parts) if hasattr(type(a), '_make') else type(a)(parts)
