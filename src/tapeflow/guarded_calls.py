@@ -320,25 +320,50 @@ def _users_name(name):
 
 def _check_aliases(out, kept, values, body):
     """Refuse, located at the try/with, a value the body binds a name to that is, or holds,
-    what the body was given or reads from outside (`rows = ys`, `d = {'a': x}`): the code after the body takes
-    what it binds for new memory, and a write through it would not reach the given
-    value's other readers. New containers of new arrays pass. (A name the body writes
-    into is `written_value`'s: known to be what it was.)"""
+    what the body was given or reads from outside (`rows = ys`, `d = {'a': x}`), or a list,
+    tuple or dict holding an array that another of its slots or another name the body
+    binds holds too (`memo['k0'] = a; memo['k1'] = a`): the code after the body takes the
+    arrays a new container holds for distinct new memory, and a write through one would
+    not reach its other readers. New containers of distinct new arrays pass. (A name the
+    body writes into is `written_value`'s: known to be what it was.)"""
     if not isinstance(out, tuple) or len(out) < 3:
         return
     kept = guards.kept_names(kept)
-    given = None
+    given, held, loose = None, [], []
     for j, v in enumerate(out[2][:len(kept)]):
-        if v is values[j] or not isinstance(v, (list, tuple, dict)):
+        if v is values[j]:
             continue                    # (one it was given under its own name: its caller's)
+        if isinstance(v, np.ndarray):
+            loose.append(v)
+        if not isinstance(v, (list, tuple, dict)):
+            continue
         given = given or _given(list(values) + list(body.values if isinstance(body, Closure)
                                                     else ()))
+        what = _users_name(kept[j])
         if _holds_given(v, *given):
-            what = _users_name(kept[j])
             _refuse_at(body, f'{what}, bound inside a try or with body, is or holds a value '
                              f'the body was given: tapeflow does not follow writes through '
                              f'it after the body; make it before the try or with, or after '
                              f'it, or bind a copy')
+        held.extend((what, a) for a in _arrays_in(v))
+    for k, (what, a) in enumerate(held):
+        others = [b for _, b in held[k + 1:]] + loose
+        if any(b is a or np.may_share_memory(a, b) for b in others):
+            _refuse_at(body, f'{what}, bound inside a try or with body, holds an array that '
+                             f'another of its slots or another name the body binds holds '
+                             f'too: tapeflow does not follow writes through it after the '
+                             f'body; bind copies, or make it before the try or with')
+
+
+def _arrays_in(v):
+    """The arrays a list, tuple or dict holds, at any depth, as often as it holds them."""
+    out = []
+    for item in _parts_of(v):
+        if isinstance(item, np.ndarray):
+            out.append(item)
+        else:
+            out.extend(_arrays_in(item))
+    return out
 
 
 def _value_tangents(active, tangents, at, n):

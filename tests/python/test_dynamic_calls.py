@@ -350,3 +350,38 @@ def test_a_function_through_a_value_writing_a_global_is_refused():
         tf.grad(calls_a_writer_through_a_value)(np.array([0.5, 0.4, 0.3]))
     lines, first = inspect.getsourcelines(calls_a_writer_through_a_value)
     assert str(info.value).startswith(f'{__file__}:{first + 1}:')
+
+
+def _apply_twice(fn, v):
+    return fn(v) * 2.0
+
+
+def a_closure_over_a_list_holding_an_item_twice(x, ys):
+    def g1(v):
+        return v * (ys[0][0] + x)
+    ys.append(ys[0])
+    ys.append(ys[0] + ys[0])
+    s = 0.0
+    for _ in range(2):
+        s = s + _apply_twice(g1, 2.0)
+    return s + np.sum(ys[0] * ys[-1])
+
+
+def test_a_closure_over_a_list_that_holds_one_array_twice():
+    """Fuzzer, seed 5051 index 2251: the closure's cotangent for the list was summed with +
+    (list + float: TypeError) where one array is two of its slots."""
+    ys = [np.array([0.77, 0.54, 0.52]), np.array([1.31, 1.41, 1.11])]
+    f = a_closure_over_a_list_holding_an_item_twice
+    grads = tf.grad(f, argnums=(0, 1))(1.1, [y.copy() for y in ys])
+    assert tf.value_and_grad(f, argnums=(0, 1))(1.1, [y.copy() for y in ys])[0] == \
+        f(1.1, [y.copy() for y in ys])
+    eps, rng = 1e-6, np.random.default_rng(12)
+    for k in range(2):
+        d = rng.normal(size=3)
+        moved = [[y.copy() for y in ys] for _ in range(2)]
+        moved[0][k] += eps * d
+        moved[1][k] -= eps * d
+        numeric = (f(1.1, moved[0]) - f(1.1, moved[1])) / (2 * eps)
+        assert np.isclose(np.dot(grads[1][k], d), numeric, rtol=1e-6, atol=1e-8)
+    numeric = (f(1.1 + eps, [y.copy() for y in ys]) - f(1.1 - eps, [y.copy() for y in ys])) / (2 * eps)
+    assert np.isclose(grads[0], numeric, rtol=1e-6, atol=1e-8)

@@ -588,9 +588,29 @@ def a_comprehension_inside_a_with(x):
         d = {i: 2.0 * x * (i + 1.0) for i in range(2)}
         d[5] = x * 3.0
         s = 0.0
-        for key, t in d.items():
-            s = s + t
-    return np.sum(s * t) + np.sum(sum(d.values()))
+        for key in d.keys():
+            s = s + d[key]
+        n = len(d.items())
+    return np.sum(s * d[5]) + np.sum(sum(d.values())) + n
+
+
+def one_array_in_two_slots_made_inside(x):
+    with np.errstate(divide='ignore'):
+        a = x * 2.0
+        memo = {'k0': a, 'k1': a}
+    memo['k0'] += x                 # writes into memo['k1'] (and a) too
+    return np.sum(memo['k1'] * a)
+
+
+def test_a_container_whose_slots_share_an_array_made_inside_is_refused():
+    """Fuzzer, seed 5051 index 2753: WRONG gradient (0.818 for 10.44) once containers of
+    new arrays a body makes were let through: the code after it took memo's two slots for
+    two arrays."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(one_array_in_two_slots_made_inside)(np.array([0.5, 0.4, 0.3]))
+    assert str(info.value).startswith(
+        f'{__file__}:{_line_of(one_array_in_two_slots_made_inside, "with")}:')
+    assert 'memo, bound inside a try or with body, holds an array that another' in str(info.value)
 
 
 def a_dicts_values_after_a_body(x):

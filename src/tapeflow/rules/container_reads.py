@@ -178,7 +178,7 @@ def _refresh_vjp_item(g, ans, container, item, held=None):
         return total
     if holds_values(container):
         for path in function_slots(container, item if held is None else held):
-            total = total + slot_cotangent(g, path)
+            total = add_cotangents(total, slot_cotangent(g, path))
         return total
     for k in _slots(container, item if held is None else held):
         # a dict's cotangent has no entry where a later write cleared the slot: zero
