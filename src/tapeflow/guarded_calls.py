@@ -275,33 +275,9 @@ def _left_at(body, error, kept, values, active, at):
         _refuse_at(body, refusal.reason)
 
 
-def _parts_of(v):
-    """The items of a list, tuple or dict (an object's attributes are one: `_attrs_o`)."""
-    return v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
-
-
-def _holds_given(v, given, arrays) -> bool:
-    """Whether `v` is, or holds at any depth, an object of `given` (ids), or an array that
-    shares memory with one of `arrays`."""
-    if id(v) in given:
-        return True
-    if isinstance(v, np.ndarray):
-        return any(np.may_share_memory(v, a) for a in arrays)
-    return any(_holds_given(item, given, arrays) for item in _parts_of(v))
-
-
-def _given(values):
-    """(the ids of everything the body was given, at any depth; the arrays among them)."""
-    ids, arrays, stack = set(), [], list(values)
-    while stack:
-        v = stack.pop()
-        if id(v) in ids or v is guards.UNBOUND:
-            continue
-        ids.add(id(v))
-        if isinstance(v, np.ndarray):
-            arrays.append(v)
-        stack.extend(_parts_of(v))
-    return ids, arrays
+def _holds_arrays(v):
+    items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
+    return any(isinstance(item, np.ndarray) or _holds_arrays(item) for item in items)
 
 
 def _refuse_at(body, reason):
@@ -319,51 +295,20 @@ def _users_name(name):
 
 
 def _check_aliases(out, kept, values, body):
-    """Refuse, located at the try/with, a value the body binds a name to that is, or holds,
-    what the body was given or reads from outside (`rows = ys`, `d = {'a': x}`), or a list,
-    tuple or dict holding an array that another of its slots or another name the body
-    binds holds too (`memo['k0'] = a; memo['k1'] = a`): the code after the body takes the
-    arrays a new container holds for distinct new memory, and a write through one would
-    not reach its other readers. New containers of distinct new arrays pass. (A name the
-    body writes into is `written_value`'s: known to be what it was.)"""
+    """Refuse, located at the try/with, a new list, tuple or dict holding arrays that the
+    body gives back: the code after it does not know which arrays it holds, and a write
+    through one of them would not reach the others' readers. (A name the body binds to a
+    value it was given, or to a view of one, is `kept_value`'s: taken for any of them,
+    related in ways not known, so a write through it is checked where it is written.)"""
     if not isinstance(out, tuple) or len(out) < 3:
         return
     kept = guards.kept_names(kept)
-    given, held, loose = None, [], []
     for j, v in enumerate(out[2][:len(kept)]):
-        if v is values[j]:
-            continue                    # (one it was given under its own name: its caller's)
-        if isinstance(v, np.ndarray):
-            loose.append(v)
-        if not isinstance(v, (list, tuple, dict)):
-            continue
-        given = given or _given(list(values) + list(body.values if isinstance(body, Closure)
-                                                    else ()))
-        what = _users_name(kept[j])
-        if _holds_given(v, *given):
-            _refuse_at(body, f'{what}, bound inside a try or with body, is or holds a value '
-                             f'the body was given: tapeflow does not follow writes through '
-                             f'it after the body; make it before the try or with, or after '
-                             f'it, or bind a copy')
-        held.extend((what, a) for a in _arrays_in(v))
-    for k, (what, a) in enumerate(held):
-        others = [b for _, b in held[k + 1:]] + loose
-        if any(b is a or np.may_share_memory(a, b) for b in others):
-            _refuse_at(body, f'{what}, bound inside a try or with body, holds an array that '
-                             f'another of its slots or another name the body binds holds '
-                             f'too: tapeflow does not follow writes through it after the '
-                             f'body; bind copies, or make it before the try or with')
-
-
-def _arrays_in(v):
-    """The arrays a list, tuple or dict holds, at any depth, as often as it holds them."""
-    out = []
-    for item in _parts_of(v):
-        if isinstance(item, np.ndarray):
-            out.append(item)
-        else:
-            out.extend(_arrays_in(item))
-    return out
+        if _holds_arrays(v) and v is not values[j]:     # (one it was given: its caller's)
+            what = _users_name(kept[j])
+            _refuse_at(body, f'{what}, bound inside a try or with body, holds arrays: '
+                               f'tapeflow does not follow writes into them after the body; '
+                               f'make it before the try or with, or after it')
 
 
 def _value_tangents(active, tangents, at, n):

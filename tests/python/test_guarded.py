@@ -585,13 +585,12 @@ def test_a_checkpointed_loop_whose_body_writes_in_place_is_refused():
 
 def a_comprehension_inside_a_with(x):
     with np.errstate(divide='ignore'):
-        d = {i: 2.0 * x * (i + 1.0) for i in range(2)}
-        d[5] = x * 3.0
+        d = {i: 2.0 * float(np.sum(x)) * (i + 1.0) for i in range(2)}
+        d[5] = float(x[0]) * 3.0
         s = 0.0
-        for key in d.keys():
-            s = s + d[key]
-        n = len(d.items())
-    return np.sum(s * d[5]) + np.sum(sum(d.values())) + n
+        for key, t in d.items():
+            s = s + t
+    return np.sum(s * t * x) + sum(d.values())
 
 
 def one_array_in_two_slots_made_inside(x):
@@ -603,20 +602,20 @@ def one_array_in_two_slots_made_inside(x):
 
 
 def test_a_container_whose_slots_share_an_array_made_inside_is_refused():
-    """Fuzzer, seed 5051 index 2753: WRONG gradient (0.818 for 10.44) once containers of
-    new arrays a body makes were let through: the code after it took memo's two slots for
-    two arrays."""
+    """Fuzzer, seed 5051 index 2753: WRONG gradient (0.818 for 10.44) while containers of
+    new arrays a body makes were let through (this stop, reverted): the code after it took
+    memo's two slots for two arrays."""
     with pytest.raises(tf.UnsupportedError) as info:
         tf.grad(one_array_in_two_slots_made_inside)(np.array([0.5, 0.4, 0.3]))
     assert str(info.value).startswith(
         f'{__file__}:{_line_of(one_array_in_two_slots_made_inside, "with")}:')
-    assert 'memo, bound inside a try or with body, holds an array that another' in str(info.value)
+    assert 'memo, bound inside a try or with body, holds arrays' in str(info.value)
 
 
 def a_dicts_values_after_a_body(x):
     with np.errstate(divide='ignore'):
-        d = {0: 2.0 * x, 1: np.sin(x)}
-    return np.sum(sum(d.values()) * x) + np.sum(d.copy()[1]) + len(d.keys())
+        d = {0: 2.0 * float(x[1]), 1: np.sin(float(x[2]))}
+    return np.sum(sum(d.values()) * x) + d.copy()[1] + len(d.keys())
 
 
 @pytest.mark.parametrize('f', [a_comprehension_inside_a_with, a_dicts_values_after_a_body],
@@ -809,7 +808,7 @@ def test_an_alias_a_body_gives_back_is_refused():
         tf.grad(an_alias_made_inside, argnums=(0, 1))(1.0, [np.array([0.7, 0.5]),
                                                             np.array([1.3, 1.4])])
     assert str(info.value).startswith(f'{__file__}:{_line_of(an_alias_made_inside, "with")}:')
-    assert 'rows, bound inside a try or with body, is or holds a value' in str(info.value)
+    assert 'rows, bound inside a try or with body' in str(info.value)
 
 
 def augmented_inside(x):
@@ -840,26 +839,22 @@ def a_list_of_arrays_made_inside(z):
     return np.sum(rows[0] * rows[-1]) + np.sum(c * c)
 
 
-def test_a_container_of_arrays_a_body_gives_back():
-    """Fuzzer, seed 3005 index 140: WRONG gradient once (9.24 for 12.32), then refused at
-    the try: the code after the body follows the write through the list's item (c is
-    rows[0], checked where it is written), in both modes."""
-    x = np.array([0.6, 1.4, 0.85])
-    checked_against_plain(a_list_of_arrays_made_inside, [x.copy()], 0, np.random.default_rng(6))
-    check_grads(lambda v: a_list_of_arrays_made_inside(v.copy()), x.copy(),
-                np.random.default_rng(7), order=1)
-    grad = tf.grad(a_list_of_arrays_made_inside)
-    v, eps = np.array([0.3, -1.0, 0.5]), 1e-5
-    numeric = (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)
-    np.testing.assert_allclose(tf.jvp(grad, (x,), (v,))[1], numeric, rtol=1e-5, atol=1e-7)
+def test_a_container_of_arrays_a_body_gives_back_is_refused():
+    """Fuzzer, seed 3005 index 140: WRONG gradient (9.24 for 12.32): the code after the
+    body did not know rows holds c."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(a_list_of_arrays_made_inside)(np.array([0.6, 1.4, 0.85]))
+    assert str(info.value).startswith(f'{__file__}:{_line_of(a_list_of_arrays_made_inside, "try:")}:')
+    assert 'rows, bound inside a try or with body, holds arrays' in str(info.value)
 
 
-def test_an_alias_a_body_gives_back_is_refused_in_forward_mode_too():
-    """Forward mode gave 9.24 for 12.32 as reverse mode did (fuzzer, seed 3003)."""
+def test_a_container_of_arrays_a_body_gives_back_is_refused_in_forward_mode_too():
+    """Forward mode gave 9.24 for 12.32 as reverse mode did."""
     x = np.array([0.6, 1.4, 0.85])
-    with pytest.raises(tf.UnsupportedError, match='rows, bound inside a try or with body') as info:
+    with pytest.raises(tf.UnsupportedError, match='rows, bound inside a try or with body'):
+        tf.jvp(a_list_of_arrays_made_inside, (x,), (np.ones(3),))
+    with pytest.raises(tf.UnsupportedError, match='rows, bound inside a try or with body'):
         tf.jvp(lambda v: an_alias_made_inside(1.0, [v, v * 2.0]), (x,), (np.ones(3),))
-    assert str(info.value).startswith(f'{__file__}:{_line_of(an_alias_made_inside, "with")}:')
 
 
 def _keyed(x, d):
