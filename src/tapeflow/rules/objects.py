@@ -47,10 +47,6 @@ class Fields(dict):
     __radd__ = __add__
 
 
-def _is_zero(value) -> bool:
-    return value.__class__ is float and value == 0.0
-
-
 def _attribute_part(g, cls, name):
     """The cotangent of the attribute `name` out of `g`, an object of `cls`'s (a dict by
     attribute name, as `rules.fields` makes it, or an object of `cls`)."""
@@ -69,22 +65,21 @@ def register_construction(cls, stored):
     Each argument's pair is a gather and its scatter (`registry.linear_pair`)."""
     from tapeflow.rules.batching import defjvp_batched
     from tapeflow.rules.registry import defjvp, defvjp, linear_pair, positional_keywords
+    from tapeflow.rules.sequences import add_cotangents
+    from tapeflow.rules.shapes import is_symbolic_zero
     entry = positional_keywords(cls, **{param: i for i, (param, _) in enumerate(stored)})
     for i, (_, names) in enumerate(stored):
         if not names:
             continue
 
         def vjp(g, ans, *args, _names=names):
-            if _is_zero(g):
-                return 0.0
             total = 0.0
-            for name in _names:
-                part = _attribute_part(g, cls, name)
-                total = part if _is_zero(total) else total if _is_zero(part) else total + part
+            for name in _names if not is_symbolic_zero(g) else ():
+                total = add_cotangents(total, _attribute_part(g, cls, name))
             return total
 
         def jvp(t, ans, *args, _names=names):
-            return 0.0 if _is_zero(t) else Fields({name: t for name in _names})
+            return 0.0 if is_symbolic_zero(t) else Fields({name: t for name in _names})
         vjp.__name__ = f'{cls.__name__}_vjp_{i}'
         jvp.__name__ = f'{cls.__name__}_jvp_{i}'
         defvjp(cls, vjp, argnums=[i])
