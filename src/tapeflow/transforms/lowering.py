@@ -158,7 +158,7 @@ class Lowerings:
                            nodes.expr_stmt(nodes.call(nodes.attribute(name, 'append'), item))])
         return head + [loop]
 
-    def repeat(self, stmt, name, binop, state):
+    def repeat(self, name, binop):
         """`ys *= n` of a list: its first `len(ys)` slots appended `n - 1` times more (the
         same objects, as Python repeats them), or every slot popped where `n <= 0` -- the
         same list object, as Python keeps it."""

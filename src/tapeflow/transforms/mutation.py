@@ -265,7 +265,7 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
                 return self.after_write(stmt, self.extend(name, binop.right), name, state, values,
                                         structural=True)
             if isinstance(binop.op, ast.Mult):
-                return self.after_write(stmt, self.repeat(stmt, name, binop, state), name, state,
+                return self.after_write(stmt, self.repeat(name, binop), name, state,
                                         values, structural=True)
             run = nodes.assign(name, nodes.call(runtime_ref('inplace_op'), name, binop.right,
                                                 nodes.const(_symbol(binop.op))))
