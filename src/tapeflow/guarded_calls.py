@@ -34,16 +34,19 @@ class Guarded:
     """The tape's record of `attempt(...)`: whether the body completed (its record is
     below this one) or raised (it left nothing: the values it gives back are those it was
     given), the body's position in `attempt`'s arguments (its values follow it), how many
-    values, and the numerics to run its reverse sweep in (`guards.numerics`)."""
-    __slots__ = ('completed', 'at', 'nvalues', 'numerics')
+    values, the numerics to run its reverse sweep in (`guards.numerics`), and the arrays
+    the body wrote into with what they held before it (`_kept_identity`)."""
+    __slots__ = ('completed', 'at', 'nvalues', 'numerics', 'before')
     guarded = True                  # (what tapeflow.calls tells it by)
 
-    def __init__(self, completed, at, nvalues, numerics):
+    def __init__(self, completed, at, nvalues, numerics, before=()):
         self.completed, self.at, self.nvalues, self.numerics = completed, at, nvalues, numerics
+        self.before = before
 
     def backward(self, tape, g):
         if not self.completed:
             return self._through(g)
+        self._give_back()
         if self.numerics is not None:
             with guards.reentered(self.numerics):
                 return self._shifted(call_backward(tape, g))
@@ -54,12 +57,19 @@ class Guarded:
         from tapeflow.calls_higher import call_backward_jvp
         if not self.completed:
             return self._through(g), self._through(dg)
+        self._give_back()
         if self.numerics is not None:
             with guards.reentered(self.numerics):
                 inner, dinner = call_backward_jvp(batched, tape, g, dg)
         else:
             inner, dinner = call_backward_jvp(batched, tape, g, dg)
         return self._shifted(inner), self._shifted(dinner)
+
+    def _give_back(self):
+        """The arrays the body wrote into, as they were before it: what its own record
+        (below this one) holds of them, read by its reverse sweep."""
+        for given, before in self.before:
+            given[...] = before
 
     def _through(self, g):
         """The cotangents of `attempt`'s values from that `g` of `(2, error, values)`."""
@@ -256,9 +266,36 @@ def forward(tape, active, fn, args):
         left = _left_at(body, error, kept, values, active, at)
         tape.append(Guarded(False, at, len(values), None))
         return 2, error, left
-    tape.append(Guarded(True, at, len(values), numerics))
+    out, before = _kept_identity(out, kept, values, body)
+    tape.append(Guarded(True, at, len(values), numerics, before))
     _check_aliases(out, kept, values, body)
     return out
+
+
+def _kept_identity(out, kept, values, body):
+    """`out` with each array the body wrote into in place (a name `kept` marks written) the
+    array it was given, as in Python: the compiled body gives back a new array of what it
+    computed, which is written into the one given (a view's base and other views see it,
+    as the alias analysis takes them to). With the arrays so written and copies of what
+    they held before, for the reverse sweep to give back to the body's record."""
+    written = guards.written_positions(kept)
+    if not written or not isinstance(out, tuple) or len(out) < 3:
+        return out, ()
+    state, before = list(out[2]), []
+    for k in sorted(written):
+        given, now = values[k], state[k] if k < len(state) else None
+        if not isinstance(given, np.ndarray) or now is given or not isinstance(now, np.ndarray):
+            continue
+        if now.shape != given.shape:
+            _refuse_at(body, f'the guarded body (try, with) wrote into '
+                             f'{guards.kept_names(kept)[k]} and gave back an array of '
+                             f'another shape: bind a new name instead')
+        before.append((given, given.copy()))
+        given[...] = now
+        state[k] = given
+    if not before:
+        return out, ()
+    return out[:2] + (tuple(state),) + out[3:], tuple(before)
 
 
 def _mutable(v):
@@ -331,8 +368,9 @@ def jvp(active, batched, fn, args, tangents):
         _check_unwritten(body, kept, values, snapshot)
         left = _left_at(body, error, kept, values, active, at)
         return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
-    _check_aliases(out[0], kept, values, body)
-    return out
+    primal, _ = _kept_identity(out[0], kept, values, body)
+    _check_aliases(primal, kept, values, body)
+    return (primal,) + tuple(out[1:])
 
 
 def forward_jvp(active2, batched, tape, active, fn, args, tangents):
@@ -364,7 +402,8 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
         tape.append(Guarded(False, at, len(values), None))
         tape.append(0.0)
         return (2, error, left), (0.0, 0.0, _value_tangents(active2, tangents, at, len(left)))
-    tape.append(Guarded(True, at, len(values), numerics))
+    primal, before = _kept_identity(out[0], kept, values, body)
+    tape.append(Guarded(True, at, len(values), numerics, before))
     tape.append(0.0)
-    _check_aliases(out[0], kept, values, body)
-    return out
+    _check_aliases(primal, kept, values, body)
+    return (primal,) + tuple(out[1:])

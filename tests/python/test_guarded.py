@@ -1175,3 +1175,72 @@ def test_a_global_array_in_a_container_a_body_makes_is_refused():
         f'{__file__}:{_line_of(a_global_array_in_a_list_made_inside, "with")}:')
     assert 'rows, bound inside a try or with body, holds arrays' in str(info.value)
     np.testing.assert_array_equal(GLOBAL_ROW, [1.0, 2.0, 3.0])
+
+
+class _Gain:
+    def __init__(self, k):
+        self.k = k
+
+    def __enter__(self):
+        return self.k
+
+    def __exit__(self, kind, error, tb):
+        return False
+
+
+def a_view_squared_in_a_try_then_its_base_written(x):
+    x = x * 1.0
+    y = x.reshape(2, 2)
+    a = y.ravel()
+    ys = [x[0]]
+    try:
+        a *= a                  # the body's record keeps a as it was: given back to it
+        ys.append(ys[-1])
+    except ValueError:
+        pass
+    y[0, 0] = 2.0 * x[3]        # reaches a: a is still the view of y
+    return np.sum(y * x.reshape(2, 2)) + np.sum(a * a) + ys[0] * ys[-1]
+
+
+def a_view_written_under_two_managers_then_its_base(x):
+    x = x * 1.0
+    a = x[1:]
+    a[-1] *= 1.5
+    with np.errstate(over='ignore'):
+        with _Gain(1.5) as s:
+            a -= s * a * a
+        b = a * 1.0
+    x[1] = np.sin(x[0])
+    return np.sum(x * x) + np.sum(a * b)
+
+
+def a_base_written_in_a_try_then_its_view(x):
+    x = x * 1.0
+    a = x[:2]
+    try:
+        x *= x
+    except ValueError:
+        pass
+    a[0] = 3.0 * a[1]
+    return np.sum(x ** 3) + np.sum(a)
+
+
+@pytest.mark.parametrize('f', [a_view_squared_in_a_try_then_its_base_written,
+                               a_view_written_under_two_managers_then_its_base,
+                               a_base_written_in_a_try_then_its_view],
+                         ids=lambda f: f.__name__)
+def test_an_array_a_body_writes_into_stays_the_array_it_was(f):
+    """Fuzzer, seed 5060 index 5442 (WRONG value 37.41 for 39.64): the compiled body gave
+    back a new array for a view it wrote into, so a later write into the base no longer
+    reached it (and a write into the view no longer reached the base: refused before).
+    The body's new values are written into the array it was given; its reverse sweep gets
+    back what that array held before."""
+    x = np.array([0.7, 1.3, -0.4, 0.9])
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-5)
+    direction = np.array([0.3, -0.2, 0.5, 0.1])
+    np.testing.assert_allclose(tf.jvp(tf.grad(f), (x.copy(),), (direction,))[1],
+                               numeric @ direction, rtol=1e-4, atol=1e-5)

@@ -287,3 +287,31 @@ def test_a_comprehension_whose_variable_shadows_its_iterable():
     grad, eps = tf.grad(f), 1e-5
     assert np.isclose(tf.jvp(grad, (1.5,), (1.0,))[1], (grad(1.5 + eps) - grad(1.5 - eps)) / (2 * eps),
                       rtol=1e-6, atol=1e-8)
+
+
+def sorted_rows_of_a_worklist(x):
+    s = 0.0
+    rows = [x]
+    for a in rows:
+        s = s + np.sum(a)
+        if len(rows) < 3:
+            rows.append(np.tanh(a) * 2.0)
+    cols = sorted(rows, key=lambda r: r[0])
+    return np.sum(cols[0] * cols[-1]) + s
+
+
+def sorted_pair(x):
+    cols = sorted([x, 2.0 * x[::-1]], key=lambda r: r[0], reverse=True)
+    return np.sum(cols[0] * np.sin(cols[-1]))
+
+
+@pytest.mark.parametrize('f', [sorted_rows_of_a_worklist, sorted_pair], ids=lambda f: f.__name__)
+def test_the_hessian_through_sorted(f):
+    """Fuzzer, seed 5060 index 5000: tf.hessian (every direction at once) through
+    sorted(key=) crashed in the batched sweep of its rule's own source; the rule and its
+    transpose are one linear pair now, against central differences of the gradient."""
+    x = np.array([1.1, 0.7, 0.5])
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__)), order=1)

@@ -168,6 +168,8 @@ class Aliasing(CallFacts):
     def assign(self, stmt, target, value, state):
         if isinstance(value, ast.Name) and value.id == target and target in state.kinds:
             return                            # `p = p`: the same object, every fact still holds
+        if self.written_back(value, target, state):
+            return                            # `y = written_value(_run, k, y)`: y, written
         site = ('site', id(stmt))
         if isinstance(value, ast.Call):
             self.call_effects(value, state, stmt)

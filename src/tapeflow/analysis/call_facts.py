@@ -45,6 +45,15 @@ _LIST_OF_VIEWS = frozenset(f for f in (np.split, np.array_split, np.hsplit, np.v
 class CallFacts:
     """The facts of calls (a mixin of `Aliasing`)."""
 
+    @staticmethod
+    def written_back(v, target, state) -> bool:
+        """`target = written_value(_run, k, target)` after a try/with body that wrote into
+        the array, list or dict `target` in place: the same object (the dispatcher gives
+        it back, `guarded_calls`), so every fact of it still holds."""
+        return isinstance(v, ast.Call) and getanno(v.func, Key.RESOLVED) is guards.written_value \
+            and len(v.args) == 3 and isinstance(v.args[2], ast.Name) and \
+            v.args[2].id == target and target in state.kinds
+
     def call(self, v, target, site, state):
         fn = getanno(v.func, Key.RESOLVED)
         args = v.args

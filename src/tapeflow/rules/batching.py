@@ -82,7 +82,14 @@ def row(t, x, k):
         return _rebuild(like, [row(u, v, k) for u, v in zip(t, x)])
     if isinstance(x, dict) and isinstance(t, dict):
         return {key: row(u, x.get(key), k) if key in x else u for key, u in t.items()}
-    return t[k] if is_batched(t, x) else t
+    if is_batched(t, x):
+        return t[k]
+    if t.__class__ is np.ndarray and t.ndim > np.ndim(x) + 1:
+        # (a tangent of more axes than a batch of `x`'s: a slot's symbolic zero whose
+        #  tangent is not, read out of place; never guessed at)
+        raise AssertionError(f'tapeflow internal error: a batch of tangents of shape '
+                             f'{t.shape} for a value of shape {np.shape(x)}')
+    return t
 
 
 def lift_tangent(t, x, ans):

@@ -96,6 +96,7 @@ def _sorted_jvp(t, ans, xs, key=None, reverse=False):
 
 entry(builtins.sorted, _sorted_vjp, _sorted_jvp,
       forms='a list, tuple or array (its rows) sorted, with key= and reverse= known there')
+linear_pair(_sorted_vjp, _sorted_jvp)       # (the order is the keys': it carries none)
 
 
 # ---------------------------------------------------------------- what a for loop iterates

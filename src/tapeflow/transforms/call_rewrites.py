@@ -55,6 +55,7 @@ class CallWrites:
         new_call = nodes.copy_location(nodes.call(func, *call.args, keywords=call.keywords), call)
         setanno(new_call, Key.ARG_KINDS, getanno(call, Key.ARG_KINDS))
         before, after = [], []      # (what runs before a write runs before the call making it)
+        updates = []                # (after every written name is bound again: `guarded_call`)
         if target is not None:
             after.append(nodes.assign(target, nodes.subscript(result, nodes.const(0))))
         for k, i in enumerate(positions):
@@ -63,8 +64,9 @@ class CallWrites:
             first, then = self.after_write(stmt, rebind, name, state, frozenset(),
                                            exclude={target}, deep=True, split=True)
             before += first
-            after += then
-        return checks + before + [nodes.assign(result, new_call)] + after
+            after += rebind
+            updates += _updates(then, rebind)
+        return checks + before + [nodes.assign(result, new_call)] + after + updates
 
     def guarded_call(self, stmt, call, target, state, writes):
         """`_run = attempt(kept, body, ..., y, ...)` whose body may write into `y` (a `try`
@@ -83,7 +85,9 @@ class CallWrites:
         self.ctx.bind(kept_value, guards.kept_value)
         self.ctx.bind(written_in_place, guards.written_in_place)
         self.ctx.bind(written_value, guards.written_value)
-        before, after = [], []
+        before, after, updates = [], [], []
+        # (every name bound again before any is brought up to date: the body wrote them all
+        #  at once, and an update reads the others as it left them, their tangents too)
         for i in values:
             arg = call.args[i]
             if not isinstance(arg, ast.Name) or arg.id not in state.kinds:
@@ -107,12 +111,23 @@ class CallWrites:
                                            exclude={target}, deep=True, split=True)
             before += first
             if kind in (al.ARRAY, al.LIST, al.DICT):
-                after += then               # written in place: its other readers updated
+                after += rebind             # written in place: its other readers updated
+                updates += _updates(then, rebind)
                 continue
             # either, known when it runs (`rules.guards.written_in_place`)
             test = nodes.name(written_in_place)
             setanno(test, Key.RESOLVED, guards.written_in_place)
             flag = self.new('_in_place')
             after += [nodes.assign(flag, nodes.call(test, arg.id)),
-                      nodes.if_(nodes.name(flag), then, plain)]
-        return before + [stmt] + after
+                      nodes.if_(nodes.name(flag), rebind, plain)]
+            if _updates(then, rebind):
+                updates.append(nodes.if_(nodes.name(flag), _updates(then, rebind), []))
+        return before + [stmt] + after + updates
+
+
+def _updates(then, rebind) -> list:
+    """What `after_write` brings the other readers up to date with, after `rebind` in `then`:
+    a call writing several names binds each again before any update reads them (an update
+    reads a name written too, its tangent as well, as the call left it)."""
+    assert then[:len(rebind)] == rebind
+    return then[len(rebind):]
