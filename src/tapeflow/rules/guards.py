@@ -24,7 +24,7 @@ from tapeflow.rules.shapes import zeros_like_value
 
 __all__ = ['UNBOUND', 'WRITTEN', 'attempt', 'kept_names', 'kept_value', 'written_positions',
            'written_value', 'attempt_within', 'enter_context', 'exit_context',
-           'left_values', 'numerics', 'raised', 'reentered']
+           'left_values', 'numerics', 'raised', 'reentered', 'deleted']
 
 
 class _Unbound:
@@ -144,6 +144,14 @@ attempt.__tapeflow_attempt__ = attempt_within.__tapeflow_attempt__ = True
 _NO_CAUSE = object()
 
 
+def deleted(value):
+    """What `del x` leaves in `x` inside a guarded body (`sugar.exceptions`): `UNBOUND`;
+    where `x` was not bound, Python's error."""
+    if value is UNBOUND:
+        raise UnboundLocalError('cannot delete a local variable that is not bound')
+    return UNBOUND
+
+
 def raised(error, cause=_NO_CAUSE):
     """What `raise error [from cause]` raises (a class: an instance of it)."""
     if isinstance(error, type) and issubclass(error, BaseException):
@@ -180,4 +188,4 @@ def reentered(settings):
     return np.errstate(**settings)
 
 
-nondifferentiable(raised, exit_context, numerics, reentered, written_in_place)
+nondifferentiable(raised, deleted, exit_context, numerics, reentered, written_in_place)

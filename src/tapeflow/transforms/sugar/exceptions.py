@@ -113,18 +113,30 @@ class _Lowering:
             read |= _read_before_bound(body)
         return [name for name in names if name in read and name not in self.made]
 
-    def _no_del(self, body):
-        """Refuse, located, `del name` in a guarded body (the body is a def: the name would
-        be unbound in it, not in the function)."""
-        todo = list(body)
-        while todo:
-            n = todo.pop()
-            if isinstance(n, ast.FunctionDef) and n.name not in self.made:
-                continue                # (a def of the user's: its own body, its own names)
-            if isinstance(n, ast.Delete) and any(isinstance(t, ast.Name) for t in n.targets):
-                raise self.source.error(n, 'del of a name inside a try or with body is not '
-                                           'supported; del it after the try or with')
-            todo.extend(nodes.children(n))
+    def unbind_deleted(self, body) -> list:
+        """`body` with each `del name` in it `name = deleted(name)` (`rules.guards`): the
+        body is a def, where `del` would unbind the name in it, not in the function; bound
+        to `UNBOUND`, the name is given back unbound, as Python leaves it (and `del` of a
+        name not bound raises, as in Python). Other targets stay `del`'s."""
+        out = []
+        for stmt in body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name not in self.made:
+                out.append(stmt)        # (a def of the user's: its own body, its own names)
+                continue
+            if isinstance(stmt, ast.Delete):
+                out += [nodes.located(nodes.assign(t.id, nodes.call(self.ref('deleted'),
+                                                                     nodes.name(t.id))), stmt)
+                        if isinstance(t, ast.Name) else
+                        nodes.located(ast.Delete(targets=[t]), stmt) for t in stmt.targets]
+                continue
+            for field in ('body', 'orelse', 'finalbody'):
+                block = getattr(stmt, field, None)
+                if isinstance(block, list):
+                    setattr(stmt, field, self.unbind_deleted(block))
+            for handler in getattr(stmt, 'handlers', None) or ():
+                handler.body = self.unbind_deleted(handler.body)
+            out.append(stmt)
+        return out
 
     def ref(self, name):
         """A name for the runtime's object `name` (`rules.guards`), resolved."""
@@ -190,7 +202,7 @@ class _Lowering:
                                                    'or else block of a try with finally is not '
                                                    'supported; set a flag and act on it after '
                                                    'the try')
-        self._no_del(body)
+        stmt.body = body = self.unbind_deleted(body)
         bound = _binds(body) - self.made
         written = written_in_place(body) & self.locals - self.made - bound_plainly(body)
         # (a name the body binds to another value is one of its own: bound again after it)
