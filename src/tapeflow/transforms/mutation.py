@@ -341,13 +341,22 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
                                                     deep, structural).run()
         self.aliased.append(stmt)
         checks = [self.memory_model(stmt, name)] if captures or updates else []
-        for alias in sorted(unresolved):      # apart when it runs: nothing to bring up to date
+        for alias in sorted(unresolved):
+            # apart when it runs: nothing to bring up to date; the same object (the two
+            # names joined from paths where one was bound to the other, and to another
+            # value: `_entry_v = v` before `v *= c` of a number or an array in a loop):
+            # `alias = name` after the write, as where the two are known to be one
             reason = (f'{name} shares memory with {alias}{self.made_at(alias, stmt)} in a way '
                       f'not known here; writing into {name} changes {alias} -- write '
                       f'{name} = {name}.copy() before writing, or avoid the in-place write')
-            checks.append(self.apart(stmt, name, alias, reason, deep))
+            same = self.new('_same')
+            checks.append(nodes.located(nodes.assign(same, nodes.compare(
+                nodes.name(name), ast.Is(), nodes.name(alias))), stmt))
+            checks.append(self.apart(stmt, name, alias, reason, deep, unless=nodes.name(same)))
             self.pending.append(Pending(stmt, frozenset({name}) | frozenset(values)
                                         | frozenset(unresolved), reason, checks[-1]))
+            updates = updates + [nodes.located(nodes.if_(nodes.name(same), [
+                nodes.assign(alias, nodes.name(name))], []), stmt)]
         if split:
             return checks + captures, lowered + updates
         return checks + captures + lowered + updates
