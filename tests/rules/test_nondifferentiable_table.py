@@ -286,6 +286,7 @@ PLUMBING = {
     np.random.test: "runs NumPy's own tests",
     dicts.delete_item: 'removes a key (`del d[k]`): returns None; the reverse sweep puts it back',
     guards.raised: 'the exception `raise E` raises (an exception object, no number)',
+    guards.deleted: 'what `del x` leaves in x inside a try/with body: the unbound marker, no number',
     guards.exit_context: "a context manager's __exit__: whether it suppresses the error (a bool)",
     guards.numerics: "np.geterr()'s settings read inside a `with np.errstate` (a dict of strings)",
     guards.reentered: 'an np.errstate for those settings (a context manager)',
