@@ -1275,3 +1275,23 @@ def test_an_array_a_body_writes_into_stays_the_array_it_was(f):
     direction = np.array([0.3, -0.2, 0.5, 0.1])
     np.testing.assert_allclose(tf.jvp(tf.grad(f), (x.copy(),), (direction,))[1],
                                numeric @ direction, rtol=1e-4, atol=1e-5)
+
+
+def a_generator_def_in_a_body_reading_a_name_bound_after(x):
+    for _ in range(1):
+        with SCALE as t:
+            def gen():
+                yield 2.0
+                yield np.sum(x[:2])
+            u = sum(gen())
+            x = x * 2.0
+    return np.sum(x * x) + u + t
+
+
+def test_a_refusal_about_a_def_in_a_body_is_located():
+    """Fuzzer, seed 5081 index 1293: the refusal had no line (0:1), its use being one
+    desugar made; it is located at the def."""
+    with pytest.raises(tf.UnsupportedError, match=r"gen\(\) is used as a value") as info:
+        tf.grad(a_generator_def_in_a_body_reading_a_name_bound_after)(np.ones(3))
+    line = _line_of(a_generator_def_in_a_body_reading_a_name_bound_after, 'def gen')
+    assert str(info.value).startswith(f'{__file__}:{line}:')

@@ -202,7 +202,8 @@ def _as_closure(node, name, lifted, block, hoisted, use, source, namer, bindings
     for var in () if getanno(child, Key.CALLED_AT_ONCE) else free:
         line = _bound_again(node, child, var)
         if line is not None:
-            raise source.error(use, f'the function {name}() is used as a value here and reads '
+            where = use if getattr(use, 'lineno', None) else child   # (a use desugar made)
+            raise source.error(where, f'the function {name}() is used as a value here and reads '
                                     f'{var!r}, which line {line} binds again after {name}() is '
                                     f'made: Python would read its later value; pass {var} as an '
                                     f'argument, or as a default ({var}={var})')
