@@ -149,3 +149,28 @@ def test_batched_hessian_of_writes_through_repeated_indices(f):
     columns = np.stack([tf.jvp(grad, (x.copy(),), (e,))[1] for e in np.eye(3)], axis=1)
     np.testing.assert_allclose(columns, numeric, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-6, atol=1e-7)
+
+
+def a_branch_never_taken_reads_a_broadcast_product(y):
+    a = y * 0.25
+    d = np.sum(a, axis=1, keepdims=True) * y
+    j = 0
+    while j < 3:
+        e = np.sin(2.0 - a[1])
+        if j < 5:
+            break
+        e += d[0]               # never runs: d's cotangent stays the symbolic zero
+    return np.sum(e * e) + np.sum(a * y)
+
+
+def test_the_hessian_where_a_symbolic_zero_meets_a_smaller_operand():
+    """Fuzzer, seed 5060 index 285: the batched sweep crashed (shapes (6,) and (6, 2, 3))
+    where the symbolic zero cotangent of d times the (2, 1) sum was unbroadcast to y:
+    the primal gives the symbolic zero, the batch of tangents now does too."""
+    y = np.array([[1.2, 0.66, 1.35], [1.42, 0.74, 1.27]])
+    f = a_branch_never_taken_reads_a_broadcast_product
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(y + eps * e.reshape(2, 3)) - grad(y - eps * e.reshape(2, 3)))
+                        / (2 * eps) for e in np.eye(6)]).reshape(2, 3, 2, 3)
+    np.testing.assert_allclose(tf.hessian(f)(y.copy()), numeric.transpose(2, 3, 0, 1),
+                               rtol=1e-5, atol=1e-7)

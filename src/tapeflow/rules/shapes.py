@@ -354,6 +354,9 @@ def _unbroadcast_jvp(t, ans, g, x):
 
 
 def _unbroadcast_jvp_batched(t, ans, g, x):
+    if ans.__class__ is float and ans == 0.0 and t.__class__ is np.ndarray and \
+            not _sums_to(t.shape[1:], np.shape(x)):
+        return 0.0      # (the primal's symbolic zero of a smaller shape: none flows, as there)
     return unbroadcast_batch(t, ans)
 
 
