@@ -101,6 +101,9 @@ def _left(error, kept, values, active, at):
     """The kept values as the body left them when it raised `error`; one it changed that
     carries a derivative refused."""
     left = guards.left_values(error, kept, values)
+    completed = guards.completed_positions(kept)
+    if completed:                       # (never read after a raise: as they were given)
+        left = tuple(values[k] if k in completed else v for k, v in enumerate(left))
     for k, (before, after) in enumerate(zip(values, left), at + 1):
         if after is not before and k in active and carries_within(after):
             raise UnsupportedError(

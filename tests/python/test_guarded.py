@@ -1295,3 +1295,76 @@ def test_a_refusal_about_a_def_in_a_body_is_located():
         tf.grad(a_generator_def_in_a_body_reading_a_name_bound_after)(np.ones(3))
     line = _line_of(a_generator_def_in_a_body_reading_a_name_bound_after, 'def gen')
     assert str(info.value).startswith(f'{__file__}:{line}:')
+
+
+def _checked_below(v, c):
+    if np.mean(v) > c:
+        raise ValueError('over the limit')
+    return v * 1.5
+
+
+def a_name_only_the_else_block_reads(x):
+    p = x * 1.0
+    try:
+        t = p[-1] * 2.0
+        u = _checked_below(t + t, 1.2)      # raises in a callee, after t is bound
+    except ValueError:
+        u = np.sum(p) ** 2
+    else:
+        p[2] /= (1.0 + (t - u) ** 2)
+    return np.sum(p * p) + u
+
+
+def names_only_the_else_block_reads_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+        try:
+            t = x * (i + 1.0)
+            u = _checked_below(t, 1.0)
+        except ValueError:
+            u = x * 0.5
+        else:
+            s = s + np.sum(t * u)
+    return s + np.sum(u)
+
+
+def a_name_read_after_the_try_too(x):
+    try:
+        t = x * 2.0
+        u = _checked_below(t, 1.0)
+    except ValueError:
+        u = x * 0.5
+    else:
+        u = u + t
+    return np.sum(u * t)
+
+
+@pytest.mark.parametrize('f, x', [
+    (a_name_only_the_else_block_reads, [0.3, 0.5, 0.2]),     # completes
+    (a_name_only_the_else_block_reads, [0.3, 0.5, 0.9]),     # raises in the callee
+    (names_only_the_else_block_reads_in_a_loop, [0.3, 0.5, 0.25]),
+    (names_only_the_else_block_reads_in_a_loop, [0.3, 0.5, 0.6])],
+    ids=['completes', 'raises', 'loop-raises-last', 'loop-raises-twice'])
+def test_a_name_bound_before_a_raise_that_only_the_else_block_reads(f, x):
+    """Refused before (the largest refusal at issue 29's try constructs in seed 5081):
+    where the body raised, what it left in a name only the else block reads is never
+    read; it is given back as it was given."""
+    x = np.array(x)
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+
+
+def test_a_name_bound_before_a_raise_and_read_after_the_try_is_refused():
+    x = np.array([0.6, 0.7, 0.8])
+    with pytest.raises(tf.UnsupportedError, match='changed a value that carries a derivative '
+                                                  'and that the code after it reads, then '
+                                                  'raised') as info:
+        tf.grad(a_name_read_after_the_try_too)(x)
+    assert str(info.value).startswith(
+        f'{__file__}:{_line_of(a_name_read_after_the_try_too, "try:")}:')
+    # where it completes: u = 2.5 t, t = 2 x, the sum is 10 x ** 2
+    np.testing.assert_allclose(tf.grad(a_name_read_after_the_try_too)(x * 0.1), 2.0 * x,
+                               rtol=1e-12)

@@ -22,7 +22,7 @@ from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import linear_pair, nondifferentiable
 from tapeflow.rules.shapes import zeros_like_value
 
-__all__ = ['UNBOUND', 'WRITTEN', 'attempt', 'kept_names', 'kept_value', 'written_positions',
+__all__ = ['UNBOUND', 'WRITTEN', 'COMPLETED', 'completed_positions', 'attempt', 'kept_names', 'kept_value', 'written_positions',
            'written_value', 'attempt_within', 'enter_context', 'exit_context',
            'left_values', 'numerics', 'raised', 'reentered', 'deleted']
 
@@ -41,11 +41,18 @@ class _Unbound:
 UNBOUND = _Unbound()
 
 WRITTEN = '*'           # marks a name in `kept` that the body may write into in place
+COMPLETED = '?'         # marks one only the else block reads: not read where the body raised
 
 
 def kept_names(kept) -> tuple:
     """The names of `kept`, unmarked."""
-    return tuple(name.lstrip(WRITTEN) for name in kept)
+    return tuple(name.lstrip(WRITTEN + COMPLETED) for name in kept)
+
+
+def completed_positions(kept) -> frozenset:
+    """The positions of the names in `kept` that only code run where the body completed
+    reads (the `else` block): where it raised, what it left in them is never read."""
+    return frozenset(k for k, name in enumerate(kept) if name.startswith(COMPLETED))
 
 
 def written_positions(kept) -> frozenset:

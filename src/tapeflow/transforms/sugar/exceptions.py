@@ -208,6 +208,9 @@ class _Lowering:
         # (a name the body binds to another value is one of its own: bound again after it)
         self.bound |= bound
         kept = sorted(set(self.kept(origin or stmt, body, sorted(bound))) | written)
+        # (what only the else block reads: where the body raised, never read)
+        completed = set(kept) - written - set(self.kept(origin or stmt, body + orelse,
+                                                         sorted(bound)))
         params = kept + sorted(bound - set(kept))
         fn_name = self.new('_try')
         run, code = self.new('_run'), self.new('_code')
@@ -218,7 +221,8 @@ class _Lowering:
             nodes.return_(nodes.tuple_(nodes.const(0), nodes.const(None), nodes.clone(state)))])
         nodes.located(body_def, stmt)
         setanno(body_def, Key.CALLED_AT_ONCE, True)
-        marked = [guards.WRITTEN + n if n in written else n for n in kept]
+        marked = [guards.WRITTEN + n if n in written else
+                  guards.COMPLETED + n if n in completed else n for n in kept]
         setanno(body_def, Key.KEPT, tuple(marked))
         caught = self._caught(handlers, bool(final))
         attempt = self.ref('attempt') if manager is None else self.ref('attempt_within')
