@@ -154,3 +154,22 @@ def test_the_command_line_prints_counts_per_class(tmp_path, capsys):
     out = capsys.readouterr().out
     assert 'refusal rate' in out and 'discarded' in out
     assert status == (1 if list(tmp_path.iterdir()) else 0)
+
+
+def test_a_derivative_central_differences_cannot_check_is_discarded_not_wrong():
+    """Seed 5090 index 3971: sin of ~1e8 (steps 1e-5 and 1e-6 agreed by chance, far from
+    the derivative that ever smaller steps come to), and terms of 1e174 cancelling to a
+    value of 0.0. A wrong derivative stays wrong: smaller steps stay away from it."""
+    x = np.array([0.37])
+    direction = [np.array([1.0])]
+    turning = lambda v: np.sin(1e8 * v[0])
+    right = 1e8 * np.cos(1e8 * x[0])
+    assert 'not smooth at the steps' in oracle.beyond_differences(
+        turning, (x,), (0,), direction, right, 0.5 * right + 3.0, 1e-7, turning(x))
+    assert 'not checkable' in oracle.beyond_differences(
+        turning, (x,), (0,), direction, -2.3e93, 0.0, 1e-7, 0.0)
+    square = lambda v: v[0] ** 2
+    assert oracle.beyond_differences(square, (x,), (0,), direction, 3.0 * x[0], 2.0 * x[0],
+                                     1e-7, square(x)) == ''
+    assert oracle.beyond_differences(square, (x,), (0,), direction, 1e15, 2.0 * x[0],
+                                     1e-7, square(x)) == ''
