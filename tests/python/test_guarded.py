@@ -1368,3 +1368,45 @@ def test_a_name_bound_before_a_raise_and_read_after_the_try_is_refused():
     # where it completes: u = 2.5 t, t = 2 x, the sum is 10 x ** 2
     np.testing.assert_allclose(tf.grad(a_name_read_after_the_try_too)(x * 0.1), 2.0 * x,
                                rtol=1e-12)
+
+
+def a_lambda_reading_what_the_body_writes(x):
+    x = x * 1.0
+    op1 = lambda v: v * x.sum()
+    try:
+        x *= 2.0
+        y = op1(3.0)            # reads x as the body left it, through the lambda
+    except ValueError:
+        y = 0.0
+    return np.sum(x * x) + np.sum(y)
+
+
+class _Holder:
+    def __init__(self, w):
+        self.w = w
+
+    def read(self, v):
+        return v * np.sum(self.w)
+
+
+def a_method_reading_what_the_body_writes(x):
+    x = x * 1.0
+    h = _Holder(x)
+    with np.errstate(all='ignore'):
+        x[0] = 5.0
+        y = h.read(3.0)
+    return np.sum(x * x) + y
+
+
+@pytest.mark.parametrize('f, at, match', [
+    (a_lambda_reading_what_the_body_writes, 'try:', 'writes into x, and a value it reads'),
+    (a_method_reading_what_the_body_writes, 'with np.errstate', 'h shares memory with x')],
+    ids=['lambda', 'method'])
+def test_a_function_value_reading_what_the_body_writes_is_refused(f, at, match):
+    """Fuzzer, seed 5090 index 9197: WRONG value 9.58 for 16.57 (and a wrong gradient in
+    the fuzzer's program): the body wrote x, then called a lambda that holds x; the check
+    for values the body reads that share the written memory did not look inside function
+    values (closures, partials, bound methods, objects). Refused at the try or with."""
+    with pytest.raises(tf.UnsupportedError, match=match) as info:
+        tf.grad(f)(np.array([0.3, 0.5, 0.7]))
+    assert str(info.value).startswith(f'{__file__}:{_line_of(f, at)}:')
