@@ -25,7 +25,6 @@ from tapeflow.rules.closures import MISSING, Closure
 from tapeflow.runtime.helpers import is_zero
 
 __all__ = ['Plan', 'Call', 'expand', 'bind', 'positions', 'kinds_of', 'carries', 'carries_within',
-           'holds_moving_partial',
            'on', 'name_of', 'python_function']
 
 
@@ -155,24 +154,6 @@ def carries_within(value) -> bool:
     if isinstance(value, dict):
         return any(carries_within(v) for v in value.values())
     return carries(value)
-
-
-def holds_moving_partial(value, depth=0) -> bool:
-    """Whether `value` is, or holds (in a list, tuple, dict, a `Closure`'s values, a
-    partial's arguments), a `functools.partial` holding a value that carries a derivative:
-    a second derivative through a call whose leaves hold one misses a term of the
-    partial's held value (the dispatcher refuses it)."""
-    if depth > 8:
-        return False
-    if isinstance(value, functools.partial):
-        return carries_within(value) or holds_moving_partial(value.args, depth + 1)
-    if isinstance(value, Closure):
-        return holds_moving_partial(tuple(value.values), depth + 1)
-    if isinstance(value, (list, tuple)):
-        return any(holds_moving_partial(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return any(holds_moving_partial(v, depth + 1) for v in value.values())
-    return False
 
 
 # ---------------------------------------------------------------- binding the arguments

@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from tapeflow.call_plans import carries_within, holds_moving_partial
+from tapeflow.call_plans import carries_within
 from tapeflow.call_plans import kinds_of
 from tapeflow.arguments import compiler_kinds
 from tapeflow.calls import Cotangents, call_backward, call_forward, call_jvp, check_writes
@@ -404,12 +404,6 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
     from tapeflow.calls_higher import call_forward_jvp
     at, types, kept, body, values = _parts(fn, args)
     _checked(args, at, body, values, kept)
-    if isinstance(body, Closure) and holds_moving_partial(tuple(body.values)):
-        # (WRONG before: -0.611 for -0.191, a term of the partial's held value missing)
-        _refuse_at(body, 'a second derivative (tf.hessian, jvp of grad) through a '
-                         'functools.partial holding a differentiated value, read inside a '
-                         'try or with body, is not supported: make the partial inside the '
-                         'body, or use a lambda')
     numerics = guards.numerics(args[0]) if at == 4 else None
     inner2 = _inner(active2, at)
     given = dict(zip(active2, tangents))
