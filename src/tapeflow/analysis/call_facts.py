@@ -110,6 +110,15 @@ class CallFacts:
         if fn is iterators.iterated and arg_facts and arg_facts[0][0] in (LIST, TUPLE):
             mine = arg_facts[0][1]              # itself, or a list of what it yields
             return LIST, self.fresh(state, site, LIST, elements(state, mine)) | mine, []
+        if fn is iterators.iterated and arg_facts:
+            # an array: itself (a write into it changes what the loop reads next; WRONG
+            # before, seed 5111 index 1051, where it was taken for a new value); of a kind
+            # not known: itself, or a list of what it yields
+            kind, mine = arg_facts[0]
+            if kind == ARRAY and isinstance(args[0], ast.Name) and args[0].id in state.kinds:
+                return ARRAY, mine, [Eq(target, args[0].id, 'ident', args[0].id, args[0],
+                                        frozenset({args[0].id}))]
+            return None, self.fresh(state, site, LIST, elements(state, mine)) | mine, []
         if fn is guards.attempt or fn is guards.attempt_within:
             # (code, the body's values as a tuple): what it gives back is a tuple of them
             kept = self.fresh(state, site + ('kept',), LIST, everything)

@@ -99,6 +99,25 @@ class Lowerings:
         return any(isinstance(a, ast.Name) and a.id in self.opaque_values
                    for a in (binop.left, binop.right))
 
+    def items_read(self, loop, state) -> dict:
+        """{d: _items} for each sequence `d` of `loop` that `iterated_loop` reads through
+        `_items = iterated(d)`; named before the loop's body is rewritten, so that a write
+        in it into what may be `d` brings `_items` up to date too (`self.items_of`)."""
+        planned = getattr(self, 'planned_items', None)
+        if planned is None:
+            planned = self.planned_items = {}
+            self.items_of = {}              # d -> the names its items are read through
+        if id(loop) not in planned:
+            planned[id(loop)] = {}
+            for seq in getanno(loop, Key.ITERATED) or ():
+                if kind_of(nodes.name(seq), state) in (al.LIST, al.TUPLE, al.ARRAY,
+                                                       al.NUMERIC) \
+                        and seq not in self.generator_made():
+                    continue
+                items = planned[id(loop)][seq] = self.new('_items')
+                self.items_of.setdefault(seq, []).append(items)
+        return planned[id(loop)]
+
     def iterated_loop(self, loop, state):
         """`for _i in range(len(d)): v = d[_i]` (a loop over a sequence, `desugar`) where `d`
         may not be one (a dict: its keys; a set, a generator: their items): `d` read once,
@@ -107,11 +126,7 @@ class Lowerings:
         pre = []
         origin = nodes.origin(loop)
         index = loop.target.id if isinstance(loop.target, ast.Name) else None
-        for seq in getanno(loop, Key.ITERATED):
-            if kind_of(nodes.name(seq), state) in (al.LIST, al.TUPLE, al.ARRAY, al.NUMERIC) \
-                    and seq not in self.generator_made():
-                continue
-            items = self.new('_items')
+        for seq, items in self.items_read(loop, state).items():
             func = nodes.name(self.new('_iterated'))
             self.ctx.bind(func.id, iterated)
             setanno(func, Key.RESOLVED, iterated)

@@ -140,6 +140,9 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
     def block(self, stmts):
         out = []
         for stmt in stmts:
+            if isinstance(stmt, ast.For) and getanno(stmt, Key.ITERATED) and \
+                    id(stmt) in self.facts.before:
+                self.items_read(stmt, self.facts.before[id(stmt)])
             for field in ('body', 'orelse'):
                 inner = getattr(stmt, field, None)
                 if isinstance(inner, list) and inner and not isinstance(stmt, ast.FunctionDef):
@@ -341,13 +344,18 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
                                                     deep, structural).run()
         self.aliased.append(stmt)
         checks = [self.memory_model(stmt, name)] if captures or updates else []
-        for alias in sorted(unresolved):
+        # (a loop's sequence of a kind not known is read through `_items = iterated(seq)`,
+        #  made by this pass, unseen by the analysis: where it is seq, it is one too)
+        pairs = [(alias, alias) for alias in sorted(unresolved)] + [
+            (items, alias) for alias in sorted(unresolved)
+            for items in getattr(self, 'items_of', {}).get(alias, ())]
+        for alias, shown in pairs:
             # apart when it runs: nothing to bring up to date; the same object (the two
             # names joined from paths where one was bound to the other, and to another
             # value: `_entry_v = v` before `v *= c` of a number or an array in a loop):
             # `alias = name` after the write, as where the two are known to be one
-            reason = (f'{name} shares memory with {alias}{self.made_at(alias, stmt)} in a way '
-                      f'not known here; writing into {name} changes {alias} -- write '
+            reason = (f'{name} shares memory with {shown}{self.made_at(shown, stmt)} in a way '
+                      f'not known here; writing into {name} changes {shown} -- write '
                       f'{name} = {name}.copy() before writing, or avoid the in-place write')
             same = self.new('_same')
             checks.append(nodes.located(nodes.assign(same, nodes.compare(
