@@ -307,18 +307,24 @@ def _kept_identity(out, kept, values, body):
     written = guards.written_positions(kept)
     if not written or not isinstance(out, tuple) or len(out) < 3:
         return out, ()
-    state, before = list(out[2]), []
+    state, before, names = list(out[2]), [], guards.kept_names(kept)
     for k in sorted(written):
         given, now = values[k], state[k] if k < len(state) else None
         if not isinstance(given, np.ndarray) or now is given or not isinstance(now, np.ndarray):
             continue
         if now.shape != given.shape:
-            _refuse_at(body, f'the guarded body (try, with) wrote into '
-                             f'{guards.kept_names(kept)[k]} and gave back an array of '
-                             f'another shape: bind a new name instead')
+            _refuse_at(body, f'the guarded body (try, with) wrote into {names[k]} and gave '
+                             f'back an array of another shape: bind a new name instead')
         before.append((given, given.copy()))
         given[...] = now
-        state[k] = given
+        for j, other in enumerate(state):       # (`a = y` in the body: a is y after it)
+            if other is now:
+                state[j] = given
+            elif isinstance(other, np.ndarray) and np.shares_memory(other, now):
+                _refuse_at(body, f'{names[j] if j < len(names) else "a value"}, bound inside '
+                                 f'a try or with body to a view of {names[k]}, which the body '
+                                 f'writes into: tapeflow does not follow writes through it '
+                                 f'after the body; make the view after the try or with')
     if not before:
         return out, ()
     return out[:2] + (tuple(state),) + out[3:], tuple(before)
