@@ -11,8 +11,6 @@ was computed by code that stopped half way, which is refused. The reverse sweep 
 """
 from __future__ import annotations
 
-import functools
-import types
 import weakref
 
 import numpy as np
@@ -26,6 +24,7 @@ from tapeflow.transforms.pipeline import anf_of
 from tapeflow.rules.closures import Closure
 from tapeflow.errors import UnsupportedError, is_tapeflows
 from tapeflow.rules import guards
+from tapeflow.rules.write_checks import memory_parts
 from tapeflow.runtime.helpers import is_zero
 
 __all__ = ['Guarded', 'forward', 'jvp', 'forward_jvp']
@@ -153,38 +152,17 @@ def _check_body(body, values, kept):
                                  f'before the try or with ({names[k]} = {names[k]}.copy())')
 
 
-def _reaches(value, target, depth=0) -> bool:
+def _reaches(value, target) -> bool:
     """Whether `value` is `target`, shares its memory, or holds one that does: in a list,
-    tuple or dict, a closure's values, a partial's function and arguments, a bound
-    method's object, an object's attributes (a function value the body calls reads them
-    as they are then: WRONG before, 9.58 for 16.57, a lambda reading x called after the
-    body wrote x)."""
+    tuple or dict, a closure's values, a partial's arguments, a bound method's object, an
+    object's fields (`write_checks.memory_parts`; a function value the body calls reads
+    them as they are then: WRONG before, 9.58 for 16.57, a lambda reading x called after
+    the body wrote x)."""
     if value is target:
         return True
-    if isinstance(value, np.ndarray):
-        return isinstance(target, np.ndarray) and np.shares_memory(value, target)
-    if depth > 8:
-        return False
-    return any(_reaches(item, target, depth + 1) for item in _held(value))
-
-
-def _held(value):
-    """What `value` holds that a call of it, or a read of it, may reach."""
-    if isinstance(value, dict):
-        return list(value.values())
-    if isinstance(value, (list, tuple)):
-        return value
-    if isinstance(value, Closure):
-        return tuple(value.values)
-    if isinstance(value, functools.partial):
-        return (value.func,) + tuple(value.args) + tuple(value.keywords.values())
-    if isinstance(value, types.MethodType):
-        return (value.__self__,)
-    attributes = getattr(value, '__dict__', None)
-    if isinstance(attributes, dict) and not isinstance(value, (type, types.ModuleType,
-                                                                types.FunctionType)):
-        return list(attributes.values())
-    return ()
+    return any(part is target or isinstance(part, np.ndarray) and
+               isinstance(target, np.ndarray) and np.shares_memory(part, target)
+               for part in memory_parts(value, True))
 
 
 def _snapshot(kept, values):
