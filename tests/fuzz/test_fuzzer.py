@@ -173,3 +173,24 @@ def test_a_derivative_central_differences_cannot_check_is_discarded_not_wrong():
                                      1e-7, square(x)) == ''
     assert oracle.beyond_differences(square, (x,), (0,), direction, 1e15, 2.0 * x[0],
                                      1e-7, square(x)) == ''
+
+
+def absorbing(v):
+    u = np.exp(90.0 + 0.0 * v[0])
+    return np.sin(u + 3.0 * v[0]) + v[0]
+
+
+def test_a_step_an_intermediate_rounds_away_is_discarded_not_wrong():
+    """Seed 5131 index 1048: `sin(u + 3s)` with `u` of 1e39 is constant in `s` in floating
+    point, so central differences see only the other terms; the derivative of the function
+    as written has the cosine. Without such an intermediate a wrong derivative stays wrong."""
+    x = np.array([0.37])
+    direction = [np.array([1.0])]
+    right = 3.0 * np.cos(np.exp(90.0) + 3.0 * x[0]) + 1.0
+    numeric = oracle.numeric_central(absorbing, (x,), (0,), direction, 1e-5)
+    assert abs(numeric - 1.0) < 1e-9 and abs(right - 1.0) > 1e-3
+    assert oracle.largest_intermediate(absorbing, (x,)) == np.exp(90.0)
+    assert 'rounds away the steps' in oracle.beyond_differences(
+        absorbing, (x,), (0,), direction, right, numeric, 1e-7, absorbing(x))
+    square = lambda v: v[0] ** 2
+    assert oracle.largest_intermediate(square, (x,)) < 1.0
