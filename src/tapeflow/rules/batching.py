@@ -107,7 +107,11 @@ def lift_tangent(t, x, ans):
 
 
 def batch_rows(rows, ans):
-    """Stack per-direction tangents of `ans` into one batch (structure by structure)."""
+    """Stack per-direction tangents of `ans` into one batch (structure by structure). Where
+    `ans` is a symbolic zero (a cotangent that carried nothing) and a row is structured (a
+    structured rule's rows, second order), the row gives the structure."""
+    if ans.__class__ is float and ans == 0.0:
+        ans = next((r for r in rows if isinstance(r, (*_CONTAINERS, Items, dict))), ans)
     like = ans if ans.__class__ is Items else _parts(ans)
     ans = _parts(ans)
     if isinstance(ans, dict) and any(isinstance(r, dict) for r in rows):
