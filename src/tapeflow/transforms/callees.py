@@ -130,8 +130,8 @@ class Summaries:
     def _guarded_writes(self, node, fn) -> bool:
         """Whether a guarded body (`try`, `with`) of `fn` may write into anything (generated
         code runs its bodies through the dispatcher, which checks them with their values)."""
-        if fn.__code__.co_filename.startswith('<tapeflow'):
-            return False
+        if fn.__code__.co_filename.startswith('<tapeflow') and not _is_guarded_body(fn):
+            return False        # (a body's own bodies, a with of two managers: read too)
         for n in nodes.walk_terms(node):
             body = getanno(n, Key.RESOLVED) if isinstance(n, ast.Name) else None
             if _is_guarded_body(body) and body is not fn:

@@ -34,7 +34,7 @@ def written_in_place(stmts) -> set:
     `y += v`, a method call `y.m(...)` but of a method known to read only, a name passed
     to a call that may write into it (`_arguments_written`), and what a written name was
     bound to in the block read from (`_through_bindings`)."""
-    out = set()
+    out, deep = set(), set()
     for stmt in own_statements(stmts):
         if isinstance(stmt, ast.FunctionDef):
             continue
@@ -46,6 +46,9 @@ def written_in_place(stmts) -> set:
                     out.add(t.value.id)
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             out.add(stmt.target.id)
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript) and \
+                isinstance(stmt.target.value, ast.Name):
+            deep.add(stmt.target.value.id)      # `y[k] += v`: y[k]'s own memory, in place
         if isinstance(stmt, (ast.For, ast.While, ast.If, ast.Try, ast.With)):
             parts = [stmt.iter, stmt.target] if isinstance(stmt, ast.For) else \
                 [stmt.test] if isinstance(stmt, (ast.While, ast.If)) else \
@@ -60,23 +63,39 @@ def written_in_place(stmts) -> set:
                     getanno(func, Key.RESOLVED) is None and _may_write(func.attr):
                 out.add(func.value.id)
             out |= _arguments_written(call)
-    return _through_bindings(stmts, out)
+    return _through_bindings(stmts, out, deep)
 
 
-def _through_bindings(stmts, written) -> set:
+def _through_bindings(stmts, written, deep=()) -> set:
     """`written` and every name read where a written name is bound in the block (`c = y[1:]`
-    then `c[0] = v` may write into y; `a = rows[0]`, `b = y` alike), to a fixed point."""
-    binds = [(t.id, _outer_reads(stmt.value))
-             for stmt in own_statements(stmts) if isinstance(stmt, ast.Assign)
-             for t in stmt.targets if isinstance(t, ast.Name)]
-    out, grown = set(written), True
+    then `c[0] = v` may write into y; `a = rows[0]`, `b = y` alike), to a fixed point; and
+    what is stored into a slot of a container whose items are written in place (`deep`:
+    `y[k] += v`, or `c = y[k]` then c written): `o.w = x; o.w /= 2` writes into x."""
+    assigns = [stmt for stmt in own_statements(stmts) if isinstance(stmt, ast.Assign)]
+    binds = [(t.id, _outer_reads(stmt.value), _item_of(stmt.value))
+             for stmt in assigns for t in stmt.targets if isinstance(t, ast.Name)]
+    stores = [(t.value.id, _outer_reads(stmt.value))
+              for stmt in assigns for t in stmt.targets
+              if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)]
+    out, deep, grown = set(written), set(deep), True
     while grown:
-        grown = False
-        for name, read in binds:
-            if name in out and not read <= out:
+        size = (len(out), len(deep))
+        for name, read, container in binds:
+            if name in out:
                 out |= read
-                grown = True
+                deep |= {container} - {None}
+        for container, read in stores:
+            if container in deep:
+                out |= read
+                deep |= read
+        grown = (len(out), len(deep)) != size
     return out
+
+
+def _item_of(value):
+    """`y` of a value `y[k]` (an item of a container), else None."""
+    return value.value.id if isinstance(value, ast.Subscript) and \
+        isinstance(value.value, ast.Name) else None
 
 
 def _outer_reads(value) -> set:
