@@ -81,8 +81,8 @@ def expand(callee) -> Plan:
     if isinstance(callee, types.MethodType):
         return _bound(expand(callee.__func__), callee.__self__)
     if isinstance(callee, types.BuiltinMethodType) and type(callee.__self__) is dict and \
-            callee.__name__ in dicts.READS:        # `d.values()` of a dict known as it runs
-        return _bound(expand(dicts.READS[callee.__name__]), callee.__self__)
+            callee.__name__ in dicts.METHODS:      # `d.values()` of a dict known as it runs
+        return _bound(expand(dicts.METHODS[callee.__name__]), callee.__self__)
     if isinstance(callee, functools.partial):
         inner = expand(callee.func)
         n, args = len(inner.leaves), tuple(callee.args)

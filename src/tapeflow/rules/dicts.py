@@ -65,6 +65,18 @@ def dict_pairs(m):
 READS = {'keys': dict_keys, 'values': dict_values, 'items': dict_items, 'copy': dict_copy}
 
 
+def dict_get(d, key, default=None):
+    """`d.get(key, default)` as Python the compiler differentiates: `d.get` of a value
+    known to be a dict only as it runs (one a try body gave back), through the dispatcher."""
+    if key in d:
+        return d[key]
+    return default
+
+
+# every method of a dict the dispatcher reads as Python of its own
+METHODS = {**READS, 'get': dict_get}
+
+
 def delete_item(container, key):
     """`del container[key]` (`desugar`): what the reverse sweep undoes (`transforms.mutation`
     makes a list's a `pop`)."""
