@@ -322,9 +322,42 @@ def _left_at(body, error, kept, values, active, at):
         _refuse_at(body, refusal.reason)
 
 
-def _holds_arrays(v):
-    items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()
-    return any(isinstance(item, np.ndarray) or _holds_arrays(item) for item in items)
+def _arrays_in(v, out, depth=0):
+    """The arrays `v` holds in its lists, tuples and dicts at any depth, repeats kept (None
+    past a depth no data structure reaches: one that holds itself)."""
+    if isinstance(v, np.ndarray):
+        out.append(v)
+    elif depth > 64:
+        out.append(None)
+    elif isinstance(v, (list, tuple, dict)):
+        for item in v.values() if isinstance(v, dict) else v:
+            _arrays_in(item, out, depth + 1)
+    return out
+
+
+def _shared_within(arrays) -> bool:
+    """Whether two of `arrays` are one array or share memory (or one could not be read)."""
+    if any(a is None for a in arrays):
+        return True
+    groups = {}
+    for a in arrays:
+        root = a
+        while isinstance(root, np.ndarray) and root.base is not None:
+            root = root.base
+        groups.setdefault(id(root), []).append(a)
+    for group in groups.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if a is b or _overlap(a, b):
+                    return True
+    return False
+
+
+def _overlap(a, b) -> bool:
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _refuse_at(body, reason):
@@ -342,20 +375,30 @@ def _users_name(name):
 
 
 def _check_aliases(out, kept, values, body):
-    """Refuse, located at the try/with, a new list, tuple or dict holding arrays that the
-    body gives back: the code after it does not know which arrays it holds, and a write
-    through one of them would not reach the others' readers. (A name the body binds to a
-    value it was given, or to a view of one, is `kept_value`'s: taken for any of them,
-    related in ways not known, so a write through it is checked where it is written.)"""
+    """Refuse, located at the try/with, a new list, tuple or dict the body gives back that
+    holds one array at two places, or two that share memory: the code after the body does
+    not know its slots are related, and a write through one would not reach the other.
+    (Its slots' relations to what else the body gives back or was given, a name bound to
+    one of its arrays, are `kept_value`'s: taken for any of them, related in ways not
+    known, so a write through one is refused where it is written.)"""
     if not isinstance(out, tuple) or len(out) < 3:
         return
-    kept = guards.kept_names(kept)
+    held, kept = guards.held_positions(kept), guards.kept_names(kept)
     for j, v in enumerate(out[2][:len(kept)]):
-        if _holds_arrays(v) and v is not values[j]:     # (one it was given: its caller's)
+        if v is values[j] or not isinstance(v, (list, tuple, dict)):   # (given: the caller's)
+            continue
+        arrays = _arrays_in(v, [])
+        if arrays and j in held:
+            _refuse_at(body, f'{_users_name(kept[j])}, bound inside a try or with body, '
+                             f'holds arrays the code after it writes into: tapeflow does not '
+                             f'follow writes into them after the body; make it before the '
+                             f'try or with, or after it')
+        if _shared_within(arrays):
             what = _users_name(kept[j])
-            _refuse_at(body, f'{what}, bound inside a try or with body, holds arrays: '
-                               f'tapeflow does not follow writes into them after the body; '
-                               f'make it before the try or with, or after it')
+            _refuse_at(body, f'{what}, bound inside a try or with body, holds one array at '
+                               f'two places (or two views of one): tapeflow does not follow '
+                               f'a write through one to the other after the body; make it '
+                               f'before the try or with, or after it')
 
 
 def _value_tangents(active, tangents, at, n):

@@ -609,7 +609,7 @@ def test_a_container_whose_slots_share_an_array_made_inside_is_refused():
         tf.grad(one_array_in_two_slots_made_inside)(np.array([0.5, 0.4, 0.3]))
     assert str(info.value).startswith(
         f'{__file__}:{_line_of(one_array_in_two_slots_made_inside, "with")}:')
-    assert 'memo, bound inside a try or with body, holds arrays' in str(info.value)
+    assert 'memo, bound inside a try or with body, holds' in str(info.value)
 
 
 def a_dicts_values_after_a_body(x):
@@ -876,7 +876,7 @@ def test_a_container_of_arrays_a_body_gives_back_is_refused():
     with pytest.raises(tf.UnsupportedError) as info:
         tf.grad(a_list_of_arrays_made_inside)(np.array([0.6, 1.4, 0.85]))
     assert str(info.value).startswith(f'{__file__}:{_line_of(a_list_of_arrays_made_inside, "try:")}:')
-    assert 'rows, bound inside a try or with body, holds arrays' in str(info.value)
+    assert 'rows, bound inside a try or with body, holds arrays the code after it writes into' in str(info.value)
 
 
 def test_a_container_of_arrays_a_body_gives_back_is_refused_in_forward_mode_too():
@@ -1206,7 +1206,7 @@ def test_a_global_array_in_a_container_a_body_makes_is_refused():
         tf.grad(a_global_array_in_a_list_made_inside)(np.array([0.5, 0.4, 0.3]))
     assert str(info.value).startswith(
         f'{__file__}:{_line_of(a_global_array_in_a_list_made_inside, "with")}:')
-    assert 'rows, bound inside a try or with body, holds arrays' in str(info.value)
+    assert 'rows, bound inside a try or with body, holds arrays the code after it writes into' in str(info.value)
     np.testing.assert_array_equal(GLOBAL_ROW, [1.0, 2.0, 3.0])
 
 
@@ -1588,3 +1588,148 @@ def test_writes_through_what_a_body_stores_in_a_slot(f):
     grad, eps = tf.grad(f), 1e-5
     numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)])
     np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+
+
+def a_name_only_del_reads_after_a_loop_of_trys(x):
+    i = 0
+    while True:
+        try:
+            if i >= 2:
+                break
+            d = {'a': x[0] * 2.0}
+        finally:
+            i += 1
+    s = x[1] * 2.0
+    try:
+        del d                   # reads d: the loop's body gives it back
+    except ValueError:
+        pass
+    return s
+
+
+def test_del_reads_the_name_a_body_binds():
+    """Fuzzer, seed 5150 index 1699: crash (UnboundLocalError) where `del d` was the only
+    read of a name a body bound: it was not given back."""
+    x = np.array([0.3, 1.1, -0.6])
+    f = a_name_only_del_reads_after_a_loop_of_trys
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+
+
+def arrays_in_a_dict_made_inside_read_after(x):
+    try:
+        d = {'a': np.sin(x), 'b': [np.cos(x), x * 2.0]}
+    finally:
+        pass
+    s = 0.0
+    for k in d:
+        s = s + np.sum(d[k]) if k == 'a' else s + np.sum(d[k][0] * d[k][1])
+    return s
+
+
+def arrays_in_a_list_made_inside_passed_on(x):
+    with np.errstate(divide='ignore'):
+        rows = [GLOBAL_ROW, x * 2.0, np.exp(x)]
+    total = sum(np.sum(r * x) for r in rows[1:])
+    return total + np.sum(rows[0] * x) + np.sum(np.stack(rows[1:]) ** 2)
+
+
+def an_object_made_inside_read_after(x):
+    with Scale(2.0) as k:
+        box = Box()
+        box.w = np.sin(x) * k
+        box.v = [x * x, np.cos(x)]
+    return np.sum(box.w * box.v[0]) + np.sum(box.v[1])
+
+
+@pytest.mark.parametrize('f', [arrays_in_a_dict_made_inside_read_after,
+                               arrays_in_a_list_made_inside_passed_on,
+                               an_object_made_inside_read_after, dict_get_present])
+def test_containers_of_arrays_a_body_makes_read_after_it(f):
+    """Containers of arrays a body makes, only read after it (refused before: "holds
+    arrays"): exact in both modes and to second order."""
+    x = np.array([0.3, 1.1, -0.6])
+    if f is dict_get_present:
+        x = x[:2]
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
+                        for e in np.eye(len(x))])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+
+
+def one_array_at_two_places_written_after(x):
+    try:
+        a = np.sin(x)
+        rows = [[a], (a, 2.0)]
+    finally:
+        pass
+    rows[0][0][2] = x[0] ** 2
+    return np.sum(rows[1][0] * x)
+
+
+def an_item_augmented_after(x):
+    try:
+        d = {'a': np.sin(x), 'b': np.cos(x)}
+    finally:
+        pass
+    e = d['b']
+    e *= x
+    return np.sum(d['a'] * x) + np.sum(d['b'])
+
+
+def an_item_written_by_a_method_after(x):
+    try:
+        rows = [np.sin(x)]
+    finally:
+        pass
+    rows[0].fill(2.0)
+    return np.sum(rows[0] * x)
+
+
+def an_item_written_by_a_helper_after(x):
+    try:
+        rows = [np.sin(x)]
+    finally:
+        pass
+    r = rows[0]
+    put_twice(r, x)
+    return np.sum(rows[0] * x)
+
+
+def put_twice(y, v):
+    y[:] = 2.0 * v
+
+
+@pytest.mark.parametrize('f', [one_array_at_two_places_written_after, an_item_augmented_after,
+                               an_item_written_by_a_method_after,
+                               an_item_written_by_a_helper_after])
+def test_a_container_a_body_makes_whose_items_are_written_after_is_refused(f):
+    """The code after the body writes into what a container it made holds: refused at the
+    try (the alias analysis does not know the container's slots: one array at two places
+    gave 0.37 for 0.10 when let through), located, with the reason."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(f)(np.array([0.3, 1.1, -0.6]))
+    assert str(info.value).startswith(f'{__file__}:{_line_of(f, "try:")}:')
+    assert 'bound inside a try or with body, holds arrays the code after it writes into' \
+        in str(info.value)
+
+
+def one_array_at_two_places_only_read(x):
+    try:
+        a = np.sin(x)
+        rows = [a, a]
+        del a
+    finally:
+        pass
+    return np.sum(rows[0] * rows[1] * x)
+
+
+def test_one_array_at_two_places_of_a_container_a_body_makes_is_refused():
+    """Even where nothing writes into it after the body (the check is when the body has
+    run, where the write could be through a name tapeflow does not see)."""
+    with pytest.raises(tf.UnsupportedError, match='holds one array at two places') as info:
+        tf.grad(one_array_at_two_places_only_read)(np.array([0.3, 1.1, -0.6]))
+    assert str(info.value).startswith(
+        f'{__file__}:{_line_of(one_array_at_two_places_only_read, "try:")}:')

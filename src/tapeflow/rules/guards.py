@@ -22,7 +22,7 @@ from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import linear_pair, nondifferentiable
 from tapeflow.rules.shapes import zeros_like_value
 
-__all__ = ['UNBOUND', 'WRITTEN', 'COMPLETED', 'completed_positions', 'attempt', 'kept_names', 'kept_value', 'written_positions',
+__all__ = ['UNBOUND', 'WRITTEN', 'COMPLETED', 'HELD', 'completed_positions', 'held_positions', 'attempt', 'kept_names', 'kept_value', 'written_positions',
            'written_value', 'attempt_within', 'enter_context', 'exit_context',
            'left_values', 'numerics', 'raised', 'reentered', 'deleted']
 
@@ -42,22 +42,35 @@ UNBOUND = _Unbound()
 
 WRITTEN = '*'           # marks a name in `kept` that the body may write into in place
 COMPLETED = '?'         # marks one only the else block reads: not read where the body raised
+HELD = '&'              # marks one through whose items the code after the body may write
+_MARKS = WRITTEN + COMPLETED + HELD
 
 
 def kept_names(kept) -> tuple:
     """The names of `kept`, unmarked."""
-    return tuple(name.lstrip(WRITTEN + COMPLETED) for name in kept)
+    return tuple(name.lstrip(_MARKS) for name in kept)
+
+
+def _marked(kept, mark) -> frozenset:
+    return frozenset(k for k, name in enumerate(kept)
+                     if mark in name[:len(name) - len(name.lstrip(_MARKS))])
 
 
 def completed_positions(kept) -> frozenset:
     """The positions of the names in `kept` that only code run where the body completed
     reads (the `else` block): where it raised, what it left in them is never read."""
-    return frozenset(k for k, name in enumerate(kept) if name.startswith(COMPLETED))
+    return _marked(kept, COMPLETED)
 
 
 def written_positions(kept) -> frozenset:
     """The positions of the names in `kept` the body may write into in place."""
-    return frozenset(k for k, name in enumerate(kept) if name.startswith(WRITTEN))
+    return _marked(kept, WRITTEN)
+
+
+def held_positions(kept) -> frozenset:
+    """The positions of the names in `kept` through whose items (a list's, a dict's, an
+    object's fields) the code after the body may write in place."""
+    return _marked(kept, HELD)
 
 
 def left_values(error, kept, values):

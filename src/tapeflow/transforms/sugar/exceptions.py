@@ -38,7 +38,8 @@ from tapeflow.rules import guards
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.resolve import local_names
-from tapeflow.transforms.sugar.written import bound_plainly, own_statements, written_in_place
+from tapeflow.transforms.sugar.written import bound_plainly, own_statements, written_in_place, \
+    written_through
 
 def lower_guarded(node, namer, source, bindings):
     """Every `try` and `with` of `node`'s own body (not nested defs'), innermost first."""
@@ -103,8 +104,8 @@ class _Lowering:
         """Of the names `body` binds, those the code after it may read: read outside the
         body, or, in a loop, read by the body before it binds them (the next time round)."""
         inside = {id(n) for stmt in body for n in nodes.walk(stmt)}
-        read = {n.id for n in nodes.walk(self.root)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        read = {n.id for n in nodes.walk(self.root)     # (`del y` needs y bound: a read)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del))
                 and id(n) not in inside}
         read |= {n.target.id for n in nodes.walk(self.root)      # (`u += 1` reads u)
                  if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
@@ -221,8 +222,11 @@ class _Lowering:
             nodes.return_(nodes.tuple_(nodes.const(0), nodes.const(None), nodes.clone(state)))])
         nodes.located(body_def, stmt)
         setanno(body_def, Key.CALLED_AT_ONCE, True)
-        marked = [guards.WRITTEN + n if n in written else
-                  guards.COMPLETED + n if n in completed else n for n in kept]
+        inside = {id(n) for n in own_statements(body)}
+        held = written_through(self.root.body, kept, inside)
+        marked = [(guards.HELD if n in held else '') +
+                  (guards.WRITTEN + n if n in written else
+                   guards.COMPLETED + n if n in completed else n) for n in kept]
         setanno(body_def, Key.KEPT, tuple(marked))
         caught = self._caught(handlers, bool(final))
         attempt = self.ref('attempt') if manager is None else self.ref('attempt_within')

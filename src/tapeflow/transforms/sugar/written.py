@@ -214,3 +214,143 @@ def _gives_back_written(value, body) -> bool:
 def _one_of(value, *functions) -> bool:
     """`value` is one of `functions` (by identity: a resolved name may be an array)."""
     return any(value is f for f in functions)
+
+
+def written_through(stmts, names, skip=frozenset()) -> set:
+    """Of `names` (containers a body gives back), those whose held values the statements
+    `stmts` (but those whose ids are in `skip`) may write into in place: through a name
+    bound to what one holds (`c = rows[0]; c *= 2`), a store or write into an item
+    (`rows[0][1] = v`, `rows[0] += v`), a method that may write, a call of a function
+    that may write into an argument reading it, or a def or lambda reading it. A slot of
+    the container itself written (`rows[0] = v`, `rows.append(v)`) is not such a write.
+    Conservative: where it cannot tell, it may write."""
+    statements = [s for s in own_statements(stmts) if id(s) not in skip]
+    return {name for name in names if _writes_through(statements, name)}
+
+
+def _writes_through(statements, origin) -> bool:
+    derived, grown = {origin}, True
+    while grown:
+        size = len(derived)
+        for stmt in statements:
+            if _writes_held(stmt, origin, derived):
+                return True
+        grown = len(derived) != size
+    return False
+
+
+def _header(stmt) -> list:
+    """The expressions of `stmt` itself (a compound statement's head, not its blocks)."""
+    if isinstance(stmt, ast.For):
+        return [stmt.iter]
+    if isinstance(stmt, (ast.While, ast.If)):
+        return [stmt.test]
+    if isinstance(stmt, ast.With):
+        return [item.context_expr for item in stmt.items]
+    if isinstance(stmt, ast.Try):
+        return []
+    return [stmt]
+
+
+def _root(target):
+    while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _reads_any(node, names) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in nodes.walk_terms(node))
+
+
+def _stored_names(target) -> set:
+    return {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store)}
+
+
+def _writes_held(stmt, origin, derived) -> bool:
+    """Whether `stmt` may write into what `origin` holds, `derived` the names that may hold
+    it (grown here: what is bound to, or stored into, something reading them)."""
+    if isinstance(stmt, ast.FunctionDef):
+        return _reads_any(stmt, derived)
+    if isinstance(stmt, ast.For) and _reads_any(stmt.iter, derived):
+        derived |= _stored_names(stmt.target)
+    if isinstance(stmt, ast.With):
+        for item in stmt.items:
+            if item.optional_vars is not None and _reads_any(item.context_expr, derived):
+                derived |= _stored_names(item.optional_vars)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        value = stmt.value
+        for target in targets:
+            root = _root(target)
+            if isinstance(stmt, ast.AugAssign) and root in derived:
+                return True             # `c += v`, `rows[0] += v`: in place, maybe
+            if not isinstance(target, (ast.Name, ast.Tuple, ast.List)) and root in derived \
+                    and not (isinstance(target, ast.Subscript) and
+                             isinstance(target.value, ast.Name) and target.value.id == origin):
+                return True             # a store into an item (`rows[0][1] = v`)
+            if value is not None and _reads_any(value, derived):
+                derived |= _stored_names(target) | ({root} - {None})
+    if isinstance(stmt, ast.Delete) and any(
+            _root(t) in derived and not isinstance(t, ast.Name) and
+            not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and
+                 t.value.id == origin) for t in stmt.targets):
+        return True
+    for part in _header(stmt):
+        for n in nodes.walk_terms(part):
+            if isinstance(n, ast.Lambda) and _reads_any(n, derived):
+                return True
+            if isinstance(n, ast.comprehension) and _reads_any(n.iter, derived):
+                derived |= _stored_names(n.target)
+            if isinstance(n, ast.NamedExpr) and _reads_any(n.value, derived):
+                derived.add(n.target.id)
+            if isinstance(n, ast.Call) and _call_writes_held(n, origin, derived):
+                return True
+    return False
+
+
+def _call_writes_held(call, origin, derived) -> bool:
+    func = call.func
+    values = list(call.args) + [k.value for k in call.keywords]
+    passed = any(_reads_any(v, derived) for v in values)
+    if isinstance(func, ast.Attribute) and getanno(func, Key.RESOLVED) is None:
+        receiver = _root(func.value)
+        if receiver in derived and not (func.attr in registry.METHODS or
+                                        func.attr in mutation.READING_METHODS):
+            if not (isinstance(func.value, ast.Name) and func.value.id == origin):
+                return True             # `rows[0].fill(v)`, `c.sort()`
+        if passed:
+            if func.attr in mutation.LIST_METHODS or func.attr in mutation.DICT_METHODS:
+                derived.add(receiver)   # (`memo.append(rows[0])`: memo holds it now)
+                return False
+            return not (func.attr in registry.METHODS or func.attr in mutation.READING_METHODS)
+        return False
+    if not passed:
+        return False
+    fn = getanno(func, Key.RESOLVED)
+    if fn is None:
+        return True
+    if any(k.arg == 'out' for k in call.keywords) or getattr(fn, 'nin', None) is not None \
+            and len(call.args) > fn.nin:
+        return True
+    if mutation.mutator_of_function(fn) is not None:
+        return True
+    if fn is guards.attempt or fn is guards.attempt_within:
+        return bool(_arguments_written(call) & derived)
+    if registry.lookup(fn) is not None:
+        return False
+    if isinstance(fn, types.BuiltinFunctionType):
+        return getattr(fn, '__module__', None) not in _PURE_MODULES or \
+            fn.__name__ in ('setattr', 'delattr', 'exec', 'eval')
+    if isinstance(fn, type):
+        init = getattr(fn, '__init__', None)
+        fn = init if isinstance(init, types.FunctionType) else None
+        if fn is None:
+            return False                # a builtin type's: list(...), tuple(...), dict(...)
+    if isinstance(fn, types.FunctionType):
+        positions = _written_parameters(fn, fn.__code__.co_argcount)
+        return positions is None or bool(positions)
+    return True
+
+
+_PURE_MODULES = ('builtins', 'math', 'cmath')      # their functions write into no argument
