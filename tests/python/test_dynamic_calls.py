@@ -166,6 +166,95 @@ def test_a_lambda_reading_a_comprehension_variable_is_refused():
         tf.grad(f)(1.0)
 
 
+def mapped_then_bound_again(x):
+    s = np.sum(x)
+    vs = list(map(lambda v: v * s, [x[0], x[1] * 2.0, x[2]]))
+    s = s * 3.0
+    return sum(vs) + s
+
+
+def sorted_by_a_key_then_bound_again(x):
+    w = x[1]
+    vs = sorted([x[0], x[1] * 2.0, x[2]], key=lambda v: v * w)
+    w = 5.0
+    return vs[0] * 2.0 + vs[-1] + w
+
+
+def filtered_into_a_sum_then_bound_again(x):
+    lo = 0.5
+    total = sum(filter(lambda v: v > lo, [x[0], x[1], x[2]]))
+    lo = 2.0
+    return total * lo
+
+
+@pytest.mark.parametrize('f', [mapped_then_bound_again, sorted_by_a_key_then_bound_again,
+                               filtered_into_a_sum_then_bound_again])
+def test_a_lambda_called_at_once_reads_what_a_later_line_binds_again(f):
+    """Fuzzer (seed 5150: 5 refusals): a lambda the statement that makes it is done with
+    (given to `sorted`/`min`/`max`, or to `map`/`filter` drained there by `list`, `sum`...)
+    never reads a later value of a name it reads: not refused, exact."""
+    _check(f, [np.array([0.3, 1.1, 0.8])])
+
+
+@dataclasses.dataclass
+class _Times:
+    k: float
+
+    def __call__(self, v):
+        return v * self.k
+
+
+MADE = []
+
+
+def _counted_gate(lo):
+    MADE.append(lo)
+    return lambda v: v > lo
+
+
+def mapped_by_an_item_of_a_list(x):
+    fns = [square, _Times(2.0)]
+    zs = list(map(fns[-1], [x[0] * 2.0, x[1]]))
+    return zs[0] + zs[1] * x[2]
+
+
+def mapped_by_an_object_made_there(x):
+    zs = list(map(_Times(3.0), [x[0] * 2.0, x[1]]))
+    return sum(map(square, zs)) * x[2]
+
+
+def filtered_by_a_function_made_there(x):
+    return sum(filter(_counted_gate(0.5), [x[0], x[1], x[2]]))
+
+
+@pytest.mark.parametrize('f', [mapped_by_an_item_of_a_list, mapped_by_an_object_made_there,
+                               filtered_by_a_function_made_there])
+def test_map_and_filter_of_a_function_computed_there(f):
+    """Fuzzer (seed 5150: "no derivative rule for builtins.map"): `map(fns[-1], ys)`,
+    `map(Gain(3.0), ys)` drained where they stand: the function expression evaluated once,
+    as `map` does, then its calls differentiated as any call of a value."""
+    _check(f, [np.array([0.3, 1.1, 0.8])])
+    MADE.clear()
+    tf.grad(f)(np.array([0.3, 1.1, 0.8]))      # (the gate made once per call, as by map)
+    assert len(MADE) == (1 if f is filtered_by_a_function_made_there else 0)
+
+
+def lazily_mapped_then_bound_again(x):
+    s = np.sum(x)
+    m = map(lambda v: v * s, [x[0], x[1]])
+    s = s * 3.0
+    return sum(m)
+
+
+def test_a_lambda_a_lazy_map_keeps_past_a_binding_is_refused():
+    """`map` kept undrained calls the lambda after `s` is bound again: Python reads the new
+    value there; refused, located at the lambda."""
+    f = lazily_mapped_then_bound_again
+    with pytest.raises(tf.UnsupportedError, match="this lambda reads 's', which line") as info:
+        tf.grad(f)(np.array([0.3, 1.1, 0.8]))
+    assert info.value.lineno == f.__code__.co_firstlineno + 2
+
+
 class Scaled:
     def __init__(self, k):
         self.k = k

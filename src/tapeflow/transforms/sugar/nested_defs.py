@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
@@ -324,7 +325,7 @@ def lambda_values(node, source, fn, namer, bindings, outer_locals):
             hoisted = [nodes.assign(f'_{name}_{k}', d) for k, d in enumerate(defaults)]
             inner_fn, params, _, free = _lift(child, source, fn, outer_locals, hoisted)
             for var in free:
-                line = _bound_again(node, stmt, var)
+                line = None if _called_at_once(stmt, lam) else _bound_again(node, stmt, var)
                 if line is not None:
                     raise source.error(lam, f'this lambda reads {var!r}, which line {line} binds '
                                             f'again after the lambda is made: Python would read '
@@ -333,6 +334,35 @@ def lambda_values(node, source, fn, namer, bindings, outer_locals):
             made = _closure_call(inner_fn, len(params), defaults,
                                  _free_names(free, outer_locals, bindings), namer, bindings, name)
             _replace(holder, lam, nodes.copy_location(made, lam))
+
+
+_CALLING = (sorted, min, max, functools.reduce)        # call a function they are given
+_LAZY = (map, filter)                                   # ... when iterated
+_DRAINING = (list, tuple, set, sum, sorted, min, max, any, all, dict)   # iterate at once
+
+
+def _called_at_once(stmt, lam) -> bool:
+    """Whether `stmt` is done with `lam` when it completes: `lam` is given to a builtin
+    that calls it there and keeps nothing (`sorted(xs, key=lam)`, `reduce(lam, xs)`), or to
+    `map`/`filter` drained there (`list(map(lam, xs))`). Then a name it reads bound again
+    after `stmt` is never read by it."""
+    parents = {}
+    for n in nodes.walk_terms(stmt):
+        for child in nodes.children(n):
+            parents[id(child)] = n
+    call = parents.get(id(lam))
+    if isinstance(call, ast.keyword):
+        call = parents.get(id(call))
+    if not isinstance(call, ast.Call) or call.func is lam:
+        return False
+    fn = getanno(call.func, Key.RESOLVED)
+    if any(fn is f for f in _CALLING):
+        return True
+    if not any(fn is f for f in _LAZY):
+        return False
+    outer = parents.get(id(call))
+    return isinstance(outer, ast.Call) and call in outer.args and \
+        any(getanno(outer.func, Key.RESOLVED) is f for f in _DRAINING)
 
 
 def _closure_call(inner_fn, nparams, defaults, free, namer, bindings, name):
