@@ -111,6 +111,14 @@ def bare_except(x):
     return v * np.sum(x)
 
 
+def hessian_against_differences(f, x):
+    """tf.hessian of `f` at `x` against central differences of its gradient."""
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
+                        for e in np.eye(len(x))])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+
+
 class Scale:
     def __init__(self, k):
         self.k = k
@@ -818,10 +826,7 @@ def test_del_of_a_name_inside_a_body(f):
     x = np.array([0.3, 0.5, -0.2])
     checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
     check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    grad, eps = tf.grad(f), 1e-5
-    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
-                        for e in np.eye(len(x))])
-    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+    hessian_against_differences(f, x)
 
 
 def an_alias_made_inside(x, ys):
@@ -1354,9 +1359,7 @@ def test_a_name_bound_before_a_raise_that_only_the_else_block_reads(f, x):
     x = np.array(x)
     checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
     check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    grad, eps = tf.grad(f), 1e-5
-    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)])
-    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+    hessian_against_differences(f, x)
 
 
 def test_a_name_bound_before_a_raise_and_read_after_the_try_is_refused():
@@ -1534,9 +1537,7 @@ def test_get_of_a_dict_a_body_gave_back(f):
     x = np.array([0.7, -0.4])
     checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
     check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    grad, eps = tf.grad(f), 1e-5
-    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(2)])
-    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+    hessian_against_differences(f, x)
 
 
 def divided_through_an_attribute(q):
@@ -1585,9 +1586,7 @@ def test_writes_through_what_a_body_stores_in_a_slot(f):
     x = np.array([0.3, 1.1, -0.6])
     checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
     check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    grad, eps = tf.grad(f), 1e-5
-    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(3)])
-    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+    hessian_against_differences(f, x)
 
 
 def a_name_only_del_reads_after_a_loop_of_trys(x):
@@ -1653,10 +1652,7 @@ def test_containers_of_arrays_a_body_makes_read_after_it(f):
         x = x[:2]
     checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
     check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    grad, eps = tf.grad(f), 1e-5
-    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
-                        for e in np.eye(len(x))])
-    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+    hessian_against_differences(f, x)
 
 
 def one_array_at_two_places_written_after(x):

@@ -70,10 +70,25 @@ class IteratorValues:
             return made
         kind = self._iterator(node)
         if kind is None or not consumed(node, parent) or node.keywords or \
-                any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) < 2 or \
-                not _simple_function(node.args[0]):
+                any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) < 2:
             return node
-        return nodes.copy_location(self._map(node) if kind == 'map' else self._filter(node), node)
+        made = self._map(node) if kind == 'map' else self._filter(node)
+        if not _simple_function(node.args[0]):
+            made = self._once(made, node.args[0])
+        return node if made is None else nodes.copy_location(made, node)
+
+    def _once(self, made, fn):
+        """`made` (a list comprehension calling `f`, an expression to evaluate once, as
+        `map` does: `fns[-1]`, `Gain(2.0)`) reading `f` bound once, before the items:
+        `[_mf(a) for _mf in [f] for a in xs]` (`f`, then `xs`, in `map`'s order)."""
+        call = made.generators[0].ifs[0] if made.generators[0].ifs else made.elt
+        if not isinstance(call, ast.Call) or call.func is not fn:
+            return None                 # (a partial made there, folded into its call)
+        once = self.namer.new('_mf')
+        call.func = nodes.name(once)
+        made.generators.insert(0, nodes.comprehension(nodes.name(once, store=True),
+                                                      nodes.list_(fn)))
+        return made
 
     @staticmethod
     def _iterator(call):
