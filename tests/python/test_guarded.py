@@ -1729,3 +1729,62 @@ def test_one_array_at_two_places_of_a_container_a_body_makes_is_refused():
         tf.grad(one_array_at_two_places_only_read)(np.array([0.3, 1.1, -0.6]))
     assert str(info.value).startswith(
         f'{__file__}:{_line_of(one_array_at_two_places_only_read, "try:")}:')
+
+
+
+def a_dict_made_inside_updated_after(x):
+    try:
+        d = {'a': np.sin(x)}
+    finally:
+        pass
+    d.update({'b': x * 2.0})
+    d.setdefault('c', x ** 2)
+    return sum(np.sum(v) for v in d.values()) + np.sum(d['a'] * x)
+
+def a_list_made_inside_appended_after(x):
+    with np.errstate(all='ignore'):
+        rows = [np.cos(x)]
+    rows.append(x * 3.0)
+    rows.pop(0)
+    return np.sum(rows[0] * x)
+
+def a_dict_made_inside_a_loops_body_written_after(x):
+    s = 0.0
+    for i in range(3):
+        try:
+            d = {k: x * (k + i) for k in range(2)}
+        finally:
+            pass
+        d[5] = x
+        del d[0]
+        s = s + np.sum(d[1] * d[5])
+    return s
+
+def a_name_bound_to_a_dict_or_none(x):
+    d = None
+    try:
+        d = {'a': np.sin(x)}
+    finally:
+        pass
+    d['b'] = x
+    return np.sum(d['a'] * d['b'])
+
+
+@pytest.mark.parametrize('f', [a_dict_made_inside_updated_after, a_list_made_inside_appended_after,
+                               a_dict_made_inside_a_loops_body_written_after])
+def test_a_dict_or_list_a_body_makes_is_one_after_it(f):
+    """Fuzzer, seed 5160 (".update() changes d in place and is not differentiated", 7 of 116
+    refusals once containers a body makes were let through): a name every binding of which
+    makes a new dict (list) is one after the body too (`guards.kept_dict`), so its methods
+    are lowered as its writes; exact in both modes and to second order."""
+    x = np.array([0.3, 1.1, 0.8])
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    hessian_against_differences(f, x)
+
+
+def test_a_name_bound_to_a_dict_and_to_something_else_is_not_taken_for_a_dict():
+    with pytest.raises(tf.UnsupportedError, match="a new key, 'b', written into a dict tapeflow "
+                                                  "did not know was one here") as info:
+        tf.grad(a_name_bound_to_a_dict_or_none)(np.array([0.3, 1.1, 0.8]))
+    assert info.value.lineno == a_name_bound_to_a_dict_or_none.__code__.co_firstlineno + 6

@@ -207,6 +207,7 @@ _STRUCTURED = {functools.partial: None, iterators.zipped: LIST, sequence_ops.con
                sequence_ops.add_any: None, sequence_ops.mul_any: None, repeated: None,
                sequence_ops.star_items: None,
                guards.attempt: TUPLE, guards.attempt_within: TUPLE, guards.kept_value: None,
+               guards.kept_dict: DICT, guards.kept_list: LIST,
                objects.attributes_of: DICT}
 
 

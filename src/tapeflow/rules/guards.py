@@ -22,7 +22,7 @@ from tapeflow.rules.entries import entry
 from tapeflow.rules.registry import linear_pair, nondifferentiable
 from tapeflow.rules.shapes import zeros_like_value
 
-__all__ = ['UNBOUND', 'WRITTEN', 'COMPLETED', 'HELD', 'completed_positions', 'held_positions', 'attempt', 'kept_names', 'kept_value', 'written_positions',
+__all__ = ['UNBOUND', 'WRITTEN', 'COMPLETED', 'HELD', 'completed_positions', 'held_positions', 'attempt', 'kept_names', 'kept_value', 'kept_dict', 'kept_list', 'KEPT_OF_KIND', 'written_positions',
            'written_value', 'attempt_within', 'enter_context', 'exit_context',
            'left_values', 'numerics', 'raised', 'reentered', 'deleted']
 
@@ -106,6 +106,21 @@ def kept_value(run, k):
     return run[2][k]
 
 
+def kept_dict(run, k):
+    """`kept_value(run, k)` of a name every binding of which, in the body and around it,
+    is a new dict (`d = {...}`, a dict comprehension, `dict(...)`): to the alias analysis a
+    dict (its methods then lowered as its writes), holding any of what the body was given."""
+    return run[2][k]
+
+
+def kept_list(run, k):
+    """`kept_value(run, k)` of a name bound only to new lists (`kept_dict`'s, for lists)."""
+    return run[2][k]
+
+
+KEPT_OF_KIND = {'dict': kept_dict, 'list': kept_list}
+
+
 def written_in_place(given) -> bool:
     """Whether a name the body may write into, given `given`, was written in place: an
     array, a list or a dict (its other readers see the write); a number or a tuple the
@@ -148,7 +163,8 @@ def kept_value_jvp(t, ans, run, k, given=None):
     return t[2][k]
 
 
-entry(kept_value, kept_value_vjp, kept_value_jvp, static=(1,), forms=None)
+for _kept in (kept_value, kept_dict, kept_list):
+    entry(_kept, kept_value_vjp, kept_value_jvp, static=(1,), forms=None)
 entry(written_value, (kept_value_vjp, None, _nothing_vjp), (kept_value_jvp, None, _nothing_jvp),
       static=(1,), forms=None)
 linear_pair(kept_value_vjp, kept_value_jvp)

@@ -24,7 +24,8 @@ class CallWrites:
         value = getattr(stmt, 'value', None)
         if not isinstance(stmt, ast.Assign) or not isinstance(value, ast.Call) or \
                 not any(getanno(value.func, Key.RESOLVED) is f
-                        for f in (guards.kept_value, guards.written_value)) or \
+                        for f in (guards.kept_value, guards.written_value,
+                                  *guards.KEPT_OF_KIND.values())) or \
                 len(value.args) < 2 or not isinstance(value.args[0], ast.Name) or \
                 not isinstance(value.args[1], ast.Constant):
             return False

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from tapeflow.rules import guards
 from tapeflow.syntax import ast, nodes
-from tapeflow.syntax.anno import Key, setanno
+from tapeflow.syntax.anno import Key, getanno, setanno
 from tapeflow.syntax.resolve import local_names
 from tapeflow.transforms.sugar.written import bound_plainly, own_statements, written_in_place, \
     written_through
@@ -239,7 +239,8 @@ class _Lowering:
         out += [nodes.assign(name, nodes.call(self.ref('written_value'), nodes.name(run),
                                               nodes.const(k), nodes.name(name))
                              if name in written else
-                             nodes.call(self.ref('kept_value'), nodes.name(run), nodes.const(k)))
+                             nodes.call(self.ref(_kept_of(self.root, name)), nodes.name(run),
+                                        nodes.const(k)))
                 for k, name in enumerate(kept)]
         # (those it writes into the mutation pass binds at the call, as after a call's
         #  write, and drops these: they bind them where the body runs as Python)
@@ -316,6 +317,61 @@ class _Lowering:
         guarded = ast.Try(body=body, handlers=[handler], orelse=[], finalbody=final)
         nodes.copy_location(guarded, stmt)
         return out + self.try_(guarded, manager=nodes.name(manager), origin=stmt)
+
+
+_NEW = {ast.Dict: 'dict', ast.DictComp: 'dict', ast.List: 'list', ast.ListComp: 'list'}
+
+
+def _kept_of(root, name) -> str:
+    """The `rules.guards` function giving back `name` after a body: `kept_dict` where every
+    binding of `name` in the function (this body's, others' given back, its own) makes a
+    new dict (`{...}`, a dict comprehension, `dict(...)`; `kept_list` for lists), so that
+    the code after the body knows its kind; else `kept_value`."""
+    from tapeflow.rules import guards
+    if name in {a.id for a in root.args.args}:
+        return 'kept_value'
+    kinds = set()
+    for stmt in _own(root.body):
+        if isinstance(stmt, ast.FunctionDef):
+            if stmt.name == name:
+                return 'kept_value'
+            continue
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            continue                    # (`rows += [...]`, `d |= {...}`: the same object)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], ast.Name):
+            if stmt.targets[0].id != name:
+                continue
+            value = stmt.value
+            kind = _NEW.get(type(value))
+            if isinstance(value, ast.Call):
+                fn = getanno(value.func, Key.RESOLVED)
+                kind = 'dict' if fn is dict else 'list' if fn is list else next(
+                    (k for k, f in guards.KEPT_OF_KIND.items() if fn is f), None)
+            kinds.add(kind)
+            continue
+        if name in _bound_by_itself(stmt):
+            return 'kept_value'         # (a loop's or a manager's target, `:=`, `as e`...)
+    return f'kept_{kinds.pop()}' if len(kinds) == 1 and None not in kinds else 'kept_value'
+
+
+def _bound_by_itself(stmt) -> set:
+    """The names `stmt` itself binds (a compound statement's head, not its blocks)."""
+    if isinstance(stmt, ast.For):
+        heads = [stmt.target, stmt.iter]
+    elif isinstance(stmt, (ast.While, ast.If)):
+        heads = [stmt.test]
+    elif isinstance(stmt, ast.With):
+        heads = [part for item in stmt.items for part in (item.context_expr, item.optional_vars)
+                 if part is not None]
+    elif isinstance(stmt, ast.Try):
+        return {getattr(h.name, 'id', h.name) for h in stmt.handlers if h.name is not None}
+    else:
+        return _binds([stmt])
+    return {n.id for head in heads for n in nodes.walk_terms(head) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store)} | \
+        {n.target.id for head in heads for n in nodes.walk_terms(head)
+         if isinstance(n, ast.NamedExpr)}
 
 
 def _jumps_out(body, jumps, state, raised):

@@ -198,7 +198,8 @@ def bound_plainly(body) -> set:
 def _gives_back_written(value, body) -> bool:
     """`kept_value(_run, k)` where `_run`'s attempt marks its k-th name written."""
     if not isinstance(value, ast.Call) or \
-            not _one_of(getanno(value.func, Key.RESOLVED), guards.kept_value, guards.written_value):
+            not _one_of(getanno(value.func, Key.RESOLVED), guards.kept_value, guards.written_value,
+                        *guards.KEPT_OF_KIND.values()):
         return False
     run, k = value.args[0].id, value.args[1].value
     for stmt in own_statements(body):
