@@ -139,17 +139,49 @@ def _check_body(body, values, kept):
         _refuse_at(body, error.reason)
     names = guards.kept_names(kept)
     deep = callees.Summaries(anf_of)(fn, compiler_kinds(kinds_of(given, ()))).deep
+    unread = _bound_before_read(fn)
     for k in written:
         if not _mutable(given[k]):
             continue
         for j, other in enumerate(given):
-            if j != k and (_reaches(other, given[k]) or k in deep and _mutable(other) and
-                           _reaches(given[k], other)):     # (it writes into another's memory)
+            if j != k and j not in unread and (
+                    _reaches(other, given[k]) or k in deep and _mutable(other) and
+                    _reaches(given[k], other)):     # (it writes into another's memory)
                 what = repr(names[j]) if j < len(names) else 'a value it reads'
                 _refuse_at(body, f'the guarded body (try, with) writes into {names[k]}, '
                                  f'and {what} shares its memory: tapeflow does not follow '
                                  f'that write into it inside the body; copy one of them '
                                  f'before the try or with ({names[k]} = {names[k]}.copy())')
+
+
+_UNREAD = weakref.WeakKeyDictionary()     # a body -> the positions of _bound_before_read
+
+
+def _bound_before_read(fn) -> frozenset:
+    """The positions of the parameters of the body `fn` that it binds before it reads them
+    (`a = x[:, 1]` in a loop's body, given the last time round's `a`): what they held is
+    never read there, so it may share memory with what the body writes. Read from the
+    body's statements in order: a name read anywhere inside a compound statement before
+    a statement of the body itself binds it counts as read."""
+    found = _UNREAD.get(fn)
+    if found is None:
+        from tapeflow.syntax import ast, nodes
+        from tapeflow.transforms.pipeline import anf_of
+        try:
+            node, _ = anf_of(fn)
+        except Exception:           # noqa: BLE001  (checked when compiled, located)
+            node = None
+        params = [a.id for a in node.args.args] if node is not None else []
+        bound, read = set(), set()
+        for stmt in node.body if node is not None else ():
+            loads = {n.id for n in nodes.walk_terms(stmt) if isinstance(n, ast.Name)
+                     and not isinstance(n.ctx, ast.Store)}
+            read |= loads - bound
+            if isinstance(stmt, ast.Assign):
+                bound |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        found = frozenset(k for k, p in enumerate(params) if p in bound and p not in read)
+        _UNREAD[fn] = found
+    return found
 
 
 def _reaches(value, target) -> bool:
