@@ -166,11 +166,7 @@ def _bound_before_read(fn) -> frozenset:
     found = _UNREAD.get(fn)
     if found is None:
         from tapeflow.syntax import ast, nodes
-        from tapeflow.transforms.pipeline import anf_of
-        try:
-            node, _ = anf_of(fn)
-        except Exception:           # noqa: BLE001  (checked when compiled, located)
-            node = None
+        node = _anf_or_none(fn)
         params = [a.id for a in node.args.args] if node is not None else []
         bound, read = set(), set()
         for stmt in node.body if node is not None else ():
@@ -256,6 +252,16 @@ def _check_unwritten(body, kept, values, snapshot):
 _NESTED = weakref.WeakKeyDictionary()     # a body -> the bodies of the try/with inside it
 
 
+def _anf_or_none(fn):
+    """The body `fn` in ANF, or None where it does not compile (refused, located, where it
+    is compiled)."""
+    from tapeflow.transforms.pipeline import anf_of
+    try:
+        return anf_of(fn)[0]
+    except Exception:           # noqa: BLE001
+        return None
+
+
 def _nested_bodies(fn, seen):
     """The guarded bodies of the try and with statements inside the body `fn`, at any depth:
     where `fn` runs as Python, they run as Python too, the dispatcher checking none."""
@@ -263,11 +269,7 @@ def _nested_bodies(fn, seen):
     if found is None:
         from tapeflow.syntax import nodes
         from tapeflow.syntax.anno import Key, getanno
-        from tapeflow.transforms.pipeline import anf_of
-        try:
-            node, _ = anf_of(fn)
-        except Exception:           # noqa: BLE001  (checked when compiled, located)
-            node = None
+        node = _anf_or_none(fn)
         found = [] if node is None else [
             v for v in (getanno(n, Key.RESOLVED) for n in nodes.walk_terms(node))
             if callees.is_guarded_body(v) and v is not fn]
