@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import types
 import warnings
 
 import numpy as np
@@ -1828,3 +1829,41 @@ def test_a_value_a_body_binds_before_it_reads_it_may_share_what_it_writes():
                                                   'its memory') as info:
         tf.grad(g)(x.copy())
     assert str(info.value).startswith(f'{__file__}:{_line_of(g, "try:")}:')
+
+
+def an_object_a_body_makes_read_into_a_write(x):
+    x = x * 1.0
+    with np.errstate(over='ignore', invalid='ignore'):
+        d = x[1:] * 1.0
+        st = types.SimpleNamespace()
+        st.v = x * 2.0
+        st.scale = x + x
+    st.v = np.tanh(st.v) * (1.0 - x)    # a field bound again: the object's slot, not a write
+    d.fill(np.mean(st.scale))           # a new value made of a field: not one written
+    return np.sum(np.tanh(d) * d) + np.sum(np.sin(st.v)) + np.sum(x * x) + np.sum(st.scale)
+
+
+def a_view_of_a_field_written_after(x):
+    with np.errstate(over='ignore', invalid='ignore'):
+        st = types.SimpleNamespace()
+        st.scale = x + x
+    e = st.scale.reshape(-1)
+    e.fill(2.0)
+    return np.sum(st.scale * x)
+
+
+def test_what_the_code_after_a_body_makes_of_a_container_is_told_from_what_holds_it():
+    """Fuzzer, seed 5160 index 1938: `d.fill(np.mean(st.scale))` after a body making st was
+    taken for a write through st's arrays (any value reading st was); a ufunc's or a
+    reduction's value is new (`written._may_hold`). A view of a field written still is one."""
+    x = np.array([0.3, 1.1, 0.8])
+    f = an_object_a_body_makes_read_into_a_write
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    hessian_against_differences(f, x)
+    g = a_view_of_a_field_written_after
+    with pytest.raises(tf.UnsupportedError, match='the object st, bound inside a try or with '
+                                                  'body, holds arrays the code after it '
+                                                  'writes into') as info:
+        tf.grad(g)(x.copy())
+    assert str(info.value).startswith(f'{__file__}:{_line_of(g, "with")}:')

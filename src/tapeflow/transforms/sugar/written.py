@@ -263,6 +263,45 @@ def _reads_any(node, names) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in nodes.walk_terms(node))
 
 
+def _may_hold(value, names) -> bool:
+    """Whether the value of the expression `value` may be, or hold, what one of `names`
+    holds: a name, an item or field of one, a display or an operation holding one (`rows +
+    [v]` holds rows' items), a call given one; not the new array a NumPy ufunc or
+    reduction makes of it (`np.mean(st.w)`), nor a number Python makes (`len`, `float`)."""
+    if isinstance(value, ast.Name):
+        return value.id in names
+    if isinstance(value, ast.Call):
+        fn = getanno(value.func, Key.RESOLVED)
+        if _makes_new(fn) and not any(k.arg == 'out' for k in value.keywords):
+            return False
+        parts = list(value.args) + [k.value for k in value.keywords] + \
+            ([value.func.value] if isinstance(value.func, ast.Attribute) else [])
+        return any(_may_hold(p, names) for p in parts) or \
+            isinstance(value.func, ast.Lambda) or _reads_any(value.func, names)
+    if isinstance(value, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                          ast.GeneratorExp)):
+        return _reads_any(value, names)
+    return any(_may_hold(child, names) for child in nodes.children(value)
+               if isinstance(child, ast.expr))
+
+
+def _makes_new(fn) -> bool:
+    """A function whose value is new, holding nothing of its arguments: a ufunc, a NumPy
+    reduction or product, a number of Python's."""
+    try:
+        if isinstance(fn, np.ufunc) or fn in _NEW_VALUES:
+            return True
+    except TypeError:
+        return False
+    return False
+
+
+_NEW_VALUES = frozenset({np.mean, np.sum, np.prod, np.std, np.var, np.dot, np.matmul,
+                         np.max, np.min, np.amax, np.amin, np.copy, np.stack, np.concatenate,
+                         np.linalg.norm, np.outer, np.inner, np.trace, np.cumsum, np.cumprod,
+                         len, float, int, abs, bool, round, sum, isinstance, str, repr})
+
+
 def _stored_names(target) -> set:
     return {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Store)}
@@ -273,11 +312,11 @@ def _writes_held(stmt, origin, derived) -> bool:
     it (grown here: what is bound to, or stored into, something reading them)."""
     if isinstance(stmt, ast.FunctionDef):
         return _reads_any(stmt, derived)
-    if isinstance(stmt, ast.For) and _reads_any(stmt.iter, derived):
+    if isinstance(stmt, ast.For) and _may_hold(stmt.iter, derived):
         derived |= _stored_names(stmt.target)
     if isinstance(stmt, ast.With):
         for item in stmt.items:
-            if item.optional_vars is not None and _reads_any(item.context_expr, derived):
+            if item.optional_vars is not None and _may_hold(item.context_expr, derived):
                 derived |= _stored_names(item.optional_vars)
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -290,7 +329,7 @@ def _writes_held(stmt, origin, derived) -> bool:
                     and not (isinstance(target, ast.Subscript) and
                              isinstance(target.value, ast.Name) and target.value.id == origin):
                 return True             # a store into an item (`rows[0][1] = v`)
-            if value is not None and _reads_any(value, derived):
+            if value is not None and _may_hold(value, derived):
                 derived |= _stored_names(target) | ({root} - {None})
     if isinstance(stmt, ast.Delete) and any(
             _root(t) in derived and not isinstance(t, ast.Name) and
@@ -301,9 +340,9 @@ def _writes_held(stmt, origin, derived) -> bool:
         for n in nodes.walk_terms(part):
             if isinstance(n, ast.Lambda) and _reads_any(n, derived):
                 return True
-            if isinstance(n, ast.comprehension) and _reads_any(n.iter, derived):
+            if isinstance(n, ast.comprehension) and _may_hold(n.iter, derived):
                 derived |= _stored_names(n.target)
-            if isinstance(n, ast.NamedExpr) and _reads_any(n.value, derived):
+            if isinstance(n, ast.NamedExpr) and _may_hold(n.value, derived):
                 derived.add(n.target.id)
             if isinstance(n, ast.Call) and _call_writes_held(n, origin, derived):
                 return True
@@ -313,7 +352,7 @@ def _writes_held(stmt, origin, derived) -> bool:
 def _call_writes_held(call, origin, derived) -> bool:
     func = call.func
     values = list(call.args) + [k.value for k in call.keywords]
-    passed = any(_reads_any(v, derived) for v in values)
+    passed = any(_may_hold(v, derived) for v in values)
     if isinstance(func, ast.Attribute) and getanno(func, Key.RESOLVED) is None:
         receiver = _root(func.value)
         if receiver in derived and not (func.attr in registry.METHODS or
