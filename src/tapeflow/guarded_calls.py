@@ -7,7 +7,8 @@ it pushed is taken off again and `attempt` gives `(2, error, values)`: the value
 code after it reads, as the body left them. Those it did not change flow through (their
 cotangents and tangents are the values' own); one it changed that carries a derivative
 was computed by code that stopped half way, which is refused. The reverse sweep of a
-`with np.errstate(...)` body runs in the numerics its forward sweep ran in.
+`with np.errstate(...)` body runs in the numerics its forward sweep ran in. What a body
+that completed gives back is made Python's and checked in `tapeflow.guarded_state`.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tapeflow.errors import UnsupportedError, is_tapeflows
 from tapeflow.rules import guards
 from tapeflow.rules.write_checks import memory_parts
 from tapeflow.runtime.helpers import is_zero
+from tapeflow.guarded_state import check_aliases, kept_identity, refuse_at
 
 __all__ = ['Guarded', 'forward', 'jvp', 'forward_jvp']
 
@@ -35,7 +37,7 @@ class Guarded:
     below this one) or raised (it left nothing: the values it gives back are those it was
     given), the body's position in `attempt`'s arguments (its values follow it), how many
     values, the numerics to run its reverse sweep in (`guards.numerics`), and the arrays
-    the body wrote into with what they held before it (`_kept_identity`)."""
+    the body wrote into with what they held before it (`kept_identity`)."""
     __slots__ = ('completed', 'at', 'nvalues', 'numerics', 'before')
     guarded = True                  # (what tapeflow.calls tells it by)
 
@@ -136,7 +138,7 @@ def _check_body(body, values, kept):
         for inner in _nested_bodies(fn, set()):     # run as plain Python inside this one
             check_writes(inner, (None,) * inner.__code__.co_argcount)
     except UnsupportedError as error:
-        _refuse_at(body, error.reason)
+        refuse_at(body, error.reason)
     names = guards.kept_names(kept)
     deep = callees.Summaries(anf_of)(fn, compiler_kinds(kinds_of(given, ()))).deep
     unread = _bound_before_read(fn)
@@ -148,7 +150,7 @@ def _check_body(body, values, kept):
                     _reaches(other, given[k]) or k in deep and _mutable(other) and
                     _reaches(given[k], other)):     # (it writes into another's memory)
                 what = repr(names[j]) if j < len(names) else 'a value it reads'
-                _refuse_at(body, f'the guarded body (try, with) writes into {names[k]}, '
+                refuse_at(body, f'the guarded body (try, with) writes into {names[k]}, '
                                  f'and {what} shares its memory: tapeflow does not follow '
                                  f'that write into it inside the body; copy one of them '
                                  f'before the try or with ({names[k]} = {names[k]}.copy())')
@@ -243,7 +245,7 @@ def _check_unwritten(body, kept, values, snapshot):
     names = guards.kept_names(kept)
     for k, before in snapshot.items():
         if not _unchanged(before, values[k]):
-            _refuse_at(body, f'the guarded body (try, with) wrote into {names[k]}, then '
+            refuse_at(body, f'the guarded body (try, with) wrote into {names[k]}, then '
                              f'raised: tapeflow cannot differentiate a write that stopped '
                              f'half way; write into {names[k]} after the try, or raise '
                              f'before writing')
@@ -304,42 +306,10 @@ def forward(tape, active, fn, args):
         left = _left_at(body, error, kept, values, active, at)
         tape.append(Guarded(False, at, len(values), None))
         return 2, error, left
-    out, before = _kept_identity(out, kept, values, body)
+    out, before = kept_identity(out, kept, values, body)
     tape.append(Guarded(True, at, len(values), numerics, before))
-    _check_aliases(out, kept, values, body)
+    check_aliases(out, kept, values, body)
     return out
-
-
-def _kept_identity(out, kept, values, body):
-    """`out` with each array the body wrote into in place (a name `kept` marks written) the
-    array it was given, as in Python: the compiled body gives back a new array of what it
-    computed, which is written into the one given (a view's base and other views see it,
-    as the alias analysis takes them to). With the arrays so written and copies of what
-    they held before, for the reverse sweep to give back to the body's record."""
-    written = guards.written_positions(kept)
-    if not written or not isinstance(out, tuple) or len(out) < 3:
-        return out, ()
-    state, before, names = list(out[2]), [], guards.kept_names(kept)
-    for k in sorted(written):
-        given, now = values[k], state[k] if k < len(state) else None
-        if not isinstance(given, np.ndarray) or now is given or not isinstance(now, np.ndarray):
-            continue
-        if now.shape != given.shape:
-            _refuse_at(body, f'the guarded body (try, with) wrote into {names[k]} and gave '
-                             f'back an array of another shape: bind a new name instead')
-        before.append((given, given.copy()))
-        given[...] = now
-        for j, other in enumerate(state):       # (`a = y` in the body: a is y after it)
-            if other is now:
-                state[j] = given
-            elif isinstance(other, np.ndarray) and np.shares_memory(other, now):
-                _refuse_at(body, f'{names[j] if j < len(names) else "a value"}, bound inside '
-                                 f'a try or with body to a view of {names[k]}, which the body '
-                                 f'writes into: tapeflow does not follow writes through it '
-                                 f'after the body; make the view after the try or with')
-    if not before:
-        return out, ()
-    return out[:2] + (tuple(state),) + out[3:], tuple(before)
 
 
 def _mutable(v):
@@ -353,86 +323,7 @@ def _left_at(body, error, kept, values, active, at):
     except UnsupportedError as refusal:
         if refusal.lineno:
             raise
-        _refuse_at(body, refusal.reason)
-
-
-def _arrays_in(v, out, depth=0):
-    """The arrays `v` holds in its lists, tuples and dicts at any depth, repeats kept (None
-    past a depth no data structure reaches: one that holds itself)."""
-    if isinstance(v, np.ndarray):
-        out.append(v)
-    elif depth > 64:
-        out.append(None)
-    elif isinstance(v, (list, tuple, dict)):
-        for item in v.values() if isinstance(v, dict) else v:
-            _arrays_in(item, out, depth + 1)
-    return out
-
-
-def _shared_within(arrays) -> bool:
-    """Whether two of `arrays` are one array or share memory (or one could not be read)."""
-    if any(a is None for a in arrays):
-        return True
-    groups = {}
-    for a in arrays:
-        root = a
-        while isinstance(root, np.ndarray) and root.base is not None:
-            root = root.base
-        groups.setdefault(id(root), []).append(a)
-    for group in groups.values():
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                if a is b or _overlap(a, b):
-                    return True
-    return False
-
-
-def _overlap(a, b) -> bool:
-    try:
-        return bool(np.shares_memory(a, b, max_work=10_000))
-    except np.exceptions.TooHardError:
-        return True
-
-
-def _refuse_at(body, reason):
-    """Refuse, located at the try or with whose body `body` is (its lifted def's place)."""
-    fn = body.fn if isinstance(body, Closure) else body
-    source = getattr(fn, '__tapeflow_source__', None)
-    if source is None:
-        raise UnsupportedError(reason)
-    raise source.error(source.node, reason) from None
-
-
-def _users_name(name):
-    """`_attrs_o` (`sugar.attributes`) as the user wrote it: the attributes of o."""
-    return f'the object {name[len("_attrs_"):]}' if name.startswith('_attrs_') else name
-
-
-def _check_aliases(out, kept, values, body):
-    """Refuse, located at the try/with, a new list, tuple or dict the body gives back that
-    holds one array at two places, or two that share memory: the code after the body does
-    not know its slots are related, and a write through one would not reach the other.
-    (Its slots' relations to what else the body gives back or was given, a name bound to
-    one of its arrays, are `kept_value`'s: taken for any of them, related in ways not
-    known, so a write through one is refused where it is written.)"""
-    if not isinstance(out, tuple) or len(out) < 3:
-        return
-    held, kept = guards.held_positions(kept), guards.kept_names(kept)
-    for j, v in enumerate(out[2][:len(kept)]):
-        if v is values[j] or not isinstance(v, (list, tuple, dict)):   # (given: the caller's)
-            continue
-        arrays = _arrays_in(v, [])
-        if arrays and j in held:
-            _refuse_at(body, f'{_users_name(kept[j])}, bound inside a try or with body, '
-                             f'holds arrays the code after it writes into: tapeflow does not '
-                             f'follow writes into them after the body; make it before the '
-                             f'try or with, or after it')
-        if _shared_within(arrays):
-            what = _users_name(kept[j])
-            _refuse_at(body, f'{what}, bound inside a try or with body, holds one array at '
-                               f'two places (or two views of one): tapeflow does not follow '
-                               f'a write through one to the other after the body; make it '
-                               f'before the try or with, or after it')
+        refuse_at(body, refusal.reason)
 
 
 def _value_tangents(active, tangents, at, n):
@@ -455,8 +346,8 @@ def jvp(active, batched, fn, args, tangents):
         _check_unwritten(body, kept, values, snapshot)
         left = _left_at(body, error, kept, values, active, at)
         return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
-    primal, _ = _kept_identity(out[0], kept, values, body)
-    _check_aliases(primal, kept, values, body)
+    primal, _ = kept_identity(out[0], kept, values, body)
+    check_aliases(primal, kept, values, body)
     return (primal,) + tuple(out[1:])
 
 
@@ -482,8 +373,8 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
         tape.append(Guarded(False, at, len(values), None))
         tape.append(0.0)
         return (2, error, left), (0.0, 0.0, _value_tangents(active2, tangents, at, len(left)))
-    primal, before = _kept_identity(out[0], kept, values, body)
+    primal, before = kept_identity(out[0], kept, values, body)
     tape.append(Guarded(True, at, len(values), numerics, before))
     tape.append(0.0)
-    _check_aliases(primal, kept, values, body)
+    check_aliases(primal, kept, values, body)
     return (primal,) + tuple(out[1:])

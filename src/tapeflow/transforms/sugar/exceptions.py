@@ -36,8 +36,9 @@ from __future__ import annotations
 
 from tapeflow.rules import guards
 from tapeflow.syntax import ast, nodes
-from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.syntax.anno import Key, setanno
 from tapeflow.syntax.resolve import local_names
+from tapeflow.transforms.sugar.kept import binds, kept_of
 from tapeflow.transforms.sugar.written import bound_plainly, own_statements, written_in_place, \
     written_through
 
@@ -56,34 +57,6 @@ def lower_guarded(node, namer, source, bindings):
 
 
 _own = own_statements
-
-
-
-def _binds(stmts) -> set:
-    """The names a block binds itself (nested blocks too, not nested defs' bodies)."""
-    out = set()
-    for stmt in _own(stmts):
-        if isinstance(stmt, ast.FunctionDef):
-            out.add(stmt.name)
-            continue
-        targets = []
-        if isinstance(stmt, ast.Assign):
-            targets = stmt.targets
-        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = [stmt.target]
-        elif isinstance(stmt, ast.With):
-            targets = [item.optional_vars for item in stmt.items if item.optional_vars]
-        for handler in getattr(stmt, 'handlers', None) or ():
-            if handler.name is not None:
-                out.add(handler.name.id if isinstance(handler.name, ast.Name) else handler.name)
-        for target in targets:
-            out |= {n.id for n in nodes.walk_terms(target) if isinstance(n, ast.Name)
-                    and isinstance(n.ctx, ast.Store)}       # (not x, i of x[i] = v)
-        for n in nodes.walk_terms(stmt) if not isinstance(stmt, (ast.For, ast.While, ast.If,
-                                                                  ast.Try, ast.With)) else ():
-            if isinstance(n, ast.NamedExpr):
-                out.add(n.target.id)
-    return out
 
 
 class _Lowering:
@@ -204,7 +177,7 @@ class _Lowering:
                                                    'supported; set a flag and act on it after '
                                                    'the try')
         stmt.body = body = self.unbind_deleted(body)
-        bound = _binds(body) - self.made
+        bound = binds(body) - self.made
         written = written_in_place(body) & self.locals - self.made - bound_plainly(body)
         # (a name the body binds to another value is one of its own: bound again after it)
         self.bound |= bound
@@ -239,7 +212,7 @@ class _Lowering:
         out += [nodes.assign(name, nodes.call(self.ref('written_value'), nodes.name(run),
                                               nodes.const(k), nodes.name(name))
                              if name in written else
-                             nodes.call(self.ref(_kept_of(self.root, name)), nodes.name(run),
+                             nodes.call(self.ref(kept_of(self.root, name)), nodes.name(run),
                                         nodes.const(k)))
                 for k, name in enumerate(kept)]
         # (those it writes into the mutation pass binds at the call, as after a call's
@@ -319,61 +292,6 @@ class _Lowering:
         return out + self.try_(guarded, manager=nodes.name(manager), origin=stmt)
 
 
-_NEW = {ast.Dict: 'dict', ast.DictComp: 'dict', ast.List: 'list', ast.ListComp: 'list'}
-
-
-def _kept_of(root, name) -> str:
-    """The `rules.guards` function giving back `name` after a body: `kept_dict` where every
-    binding of `name` in the function (this body's, others' given back, its own) makes a
-    new dict (`{...}`, a dict comprehension, `dict(...)`; `kept_list` for lists), so that
-    the code after the body knows its kind; else `kept_value`."""
-    from tapeflow.rules import guards
-    if name in {a.id for a in root.args.args}:
-        return 'kept_value'
-    kinds = set()
-    for stmt in _own(root.body):
-        if isinstance(stmt, ast.FunctionDef):
-            if stmt.name == name:
-                return 'kept_value'
-            continue
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            continue                    # (`rows += [...]`, `d |= {...}`: the same object)
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-                isinstance(stmt.targets[0], ast.Name):
-            if stmt.targets[0].id != name:
-                continue
-            value = stmt.value
-            kind = _NEW.get(type(value))
-            if isinstance(value, ast.Call):
-                fn = getanno(value.func, Key.RESOLVED)
-                kind = 'dict' if fn is dict else 'list' if fn is list else next(
-                    (k for k, f in guards.KEPT_OF_KIND.items() if fn is f), None)
-            kinds.add(kind)
-            continue
-        if name in _bound_by_itself(stmt):
-            return 'kept_value'         # (a loop's or a manager's target, `:=`, `as e`...)
-    return f'kept_{kinds.pop()}' if len(kinds) == 1 and None not in kinds else 'kept_value'
-
-
-def _bound_by_itself(stmt) -> set:
-    """The names `stmt` itself binds (a compound statement's head, not its blocks)."""
-    if isinstance(stmt, ast.For):
-        heads = [stmt.target, stmt.iter]
-    elif isinstance(stmt, (ast.While, ast.If)):
-        heads = [stmt.test]
-    elif isinstance(stmt, ast.With):
-        heads = [part for item in stmt.items for part in (item.context_expr, item.optional_vars)
-                 if part is not None]
-    elif isinstance(stmt, ast.Try):
-        return {getattr(h.name, 'id', h.name) for h in stmt.handlers if h.name is not None}
-    else:
-        return _binds([stmt])
-    return {n.id for head in heads for n in nodes.walk_terms(head) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Store)} | \
-        {n.target.id for head in heads for n in nodes.walk_terms(head)
-         if isinstance(n, ast.NamedExpr)}
-
-
 def _jumps_out(body, jumps, state, raised):
     """The body's own `return v`, `break` and `continue` (not inside its loops, for the
     last two) as returns of what happened and of the state it leaves (`(1, v, state)`,
@@ -438,7 +356,7 @@ def _read_before_bound(body):
     first = {}
     for k, stmt in enumerate(body):
         if isinstance(stmt, ast.Assign):
-            for name in _binds([stmt]):
+            for name in binds([stmt]):
                 first.setdefault(name, k)
     out = set()
     for k, stmt in enumerate(body):
