@@ -1699,9 +1699,20 @@ def put_twice(y, v):
     y[:] = 2.0 * v
 
 
+def an_item_of_a_flattened_list_written_after(x):
+    try:
+        rows = [[np.sin(x)], [np.cos(x)]]
+    finally:
+        pass
+    v = sum(rows, [])                   # a new list of the same arrays
+    v[0] *= 2.0
+    return np.sum(rows[0][0] * x)
+
+
 @pytest.mark.parametrize('f', [one_array_at_two_places_written_after, an_item_augmented_after,
                                an_item_written_by_a_method_after,
-                               an_item_written_by_a_helper_after])
+                               an_item_written_by_a_helper_after,
+                               an_item_of_a_flattened_list_written_after])
 def test_a_container_a_body_makes_whose_items_are_written_after_is_refused(f):
     """The code after the body writes into what a container it made holds: refused at the
     try (the alias analysis does not know the container's slots: one array at two places
