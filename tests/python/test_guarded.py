@@ -112,6 +112,14 @@ def bare_except(x):
     return v * np.sum(x)
 
 
+def exact_to_second_order(f, x):
+    """`f`'s value against the plain call's, its gradient against central differences and
+    forward mode, and its Hessian against differences of the gradient, at `x`."""
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    hessian_against_differences(f, x)
+
+
 def hessian_against_differences(f, x):
     """tf.hessian of `f` at `x` against central differences of its gradient."""
     grad, eps = tf.grad(f), 1e-5
@@ -825,9 +833,7 @@ def test_del_of_a_name_inside_a_body(f):
     refusal at issue 29's constructs): the name is given back unbound, and `del` of a name
     not bound raises NameError, which the user's handler catches, as in Python."""
     x = np.array([0.3, 0.5, -0.2])
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
 
 
 def an_alias_made_inside(x, ys):
@@ -1358,9 +1364,7 @@ def test_a_name_bound_before_a_raise_that_only_the_else_block_reads(f, x):
     where the body raised, what it left in a name only the else block reads is never
     read; it is given back as it was given."""
     x = np.array(x)
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
 
 
 def test_a_name_bound_before_a_raise_and_read_after_the_try_is_refused():
@@ -1536,9 +1540,7 @@ def test_get_of_a_dict_a_body_gave_back(f):
     its own (`dicts.dict_get`). Refused before ("no derivative rule"); exact now, the key
     present or absent, in both modes and to second order."""
     x = np.array([0.7, -0.4])
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
 
 
 def divided_through_an_attribute(q):
@@ -1585,9 +1587,7 @@ def test_writes_through_what_a_body_stores_in_a_slot(f):
     stored into a slot whose item is written in place (`sugar.written`), so the direct
     form, refused before, is exact too; both modes and the Hessian."""
     x = np.array([0.3, 1.1, -0.6])
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
 
 
 def a_name_only_del_reads_after_a_loop_of_trys(x):
@@ -1651,9 +1651,7 @@ def test_containers_of_arrays_a_body_makes_read_after_it(f):
     x = np.array([0.3, 1.1, -0.6])
     if f is dict_get_present:
         x = x[:2]
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
 
 
 def one_array_at_two_places_written_after(x):
@@ -1790,9 +1788,7 @@ def test_a_dict_or_list_a_body_makes_is_one_after_it(f):
     makes a new dict (list) is one after the body too (`guards.kept_dict`), so its methods
     are lowered as its writes; exact in both modes and to second order."""
     x = np.array([0.3, 1.1, 0.8])
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
 
 
 def test_a_name_bound_to_a_dict_and_to_something_else_is_not_taken_for_a_dict():
@@ -1832,9 +1828,7 @@ def test_a_value_a_body_binds_before_it_reads_it_may_share_what_it_writes():
     gives back where it breaks out first) still is."""
     x = np.array([0.3, 1.1, 0.8])
     f = a_view_made_again_in_each_body_of_a_loop
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
     g = an_old_view_read_in_a_body_writing_its_base
     with pytest.raises(tf.UnsupportedError, match='writes into b, and a value it reads shares '
                                                   'its memory') as info:
@@ -1869,9 +1863,7 @@ def test_what_the_code_after_a_body_makes_of_a_container_is_told_from_what_holds
     reduction's value is new (`written._may_hold`). A view of a field written still is one."""
     x = np.array([0.3, 1.1, 0.8])
     f = an_object_a_body_makes_read_into_a_write
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
+    exact_to_second_order(f, x)
     g = a_view_of_a_field_written_after
     with pytest.raises(tf.UnsupportedError, match='the object st, bound inside a try or with '
                                                   'body, holds arrays the code after it '
