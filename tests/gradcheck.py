@@ -170,3 +170,20 @@ def check_grads(f, x, rng, order=2, modes=('fwd', 'rev'), eps=1e-6, rtol=1e-4, a
             v = _tree_random(x, rng)
             check_grads(jvp_function(f), (x, v), rng, order - 1, modes, eps, rtol, atol,
                         f'jvp({what})')
+
+
+def exact_to_second_order(f, x):
+    """`f`'s value against the plain call's, its gradient against central differences and
+    forward mode, and its Hessian against differences of the gradient, at `x`."""
+    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
+    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
+    hessian_against_differences(f, x)
+
+
+def hessian_against_differences(f, x):
+    """tf.hessian of `f` at `x` against central differences of its gradient."""
+    import tapeflow as tf
+    grad, eps = tf.grad(f), 1e-5
+    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
+                        for e in np.eye(len(x))])
+    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)

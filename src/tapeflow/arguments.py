@@ -117,7 +117,7 @@ def _keyword_binder(python_fn, fname):
     """`bind` for a function with keyword-only parameters or a `**` parameter, as Python
     binds a call (its TypeErrors too): the positional parameters, the star's values, the
     keyword-only parameters, then the `**` dict (`variants.keyword_variant`'s order)."""
-    signature = inspect.signature(python_fn)
+    signature = inspect.signature(python_fn, follow_wrapped=False)
     kinds = inspect.Parameter
 
     def bind(args, kwargs):

@@ -23,6 +23,7 @@ from tapeflow.errors import UnsupportedError
 from tapeflow.rules import dicts, registry
 from tapeflow.rules.closures import MISSING, Closure
 from tapeflow.runtime.helpers import is_zero
+from tapeflow.transforms.variants import keyword_parameters
 
 __all__ = ['Plan', 'Call', 'expand', 'bind', 'positions', 'kinds_of', 'carries', 'carries_within',
            'on', 'name_of', 'python_function']
@@ -72,6 +73,11 @@ def expand(callee) -> Plan:
     entry = registry.lookup(callee)
     if entry is not None and (entry.vjps or entry.jvps or entry.nondiff):
         return Plan(callee, entry)
+    if isinstance(callee, Closure) and callee.named is not None:    # the locals first
+        return Plan(callee.fn, leaves=callee.values,
+                    before=tuple(range(callee.ndefaults, len(callee.values))),
+                    defaults={name: k for k, name in enumerate(callee.named)},
+                    parts=tuple, split=tuple)
     if isinstance(callee, Closure):
         first = callee.nparams - callee.ndefaults
         return Plan(callee.fn, leaves=callee.values,
@@ -185,7 +191,9 @@ def bind(plan: Plan, args, kwargs) -> Call:
     fn = python_function(plan.target)
     code = fn.__code__
     if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount:
-        if given:
+        if keyword_parameters(fn) or not code.co_flags & inspect.CO_VARKEYWORDS:
+            return _bind_stars(plan, fn, positional + after, origin + after_origin, given)
+        if given:           # (tapeflow's own wrappers: `grad(f)`'s `(*args, **kwargs)`)
             raise UnsupportedError(f'{name_of(plan.target)} takes *args or keyword-only '
                                    f'parameters: pass its arguments by position here')
         return Call(plan, tuple(positional + after), origin + after_origin)
@@ -218,6 +226,52 @@ def bind(plan: Plan, args, kwargs) -> Call:
     return Call(plan, tuple(values + after), origin + after_origin)
 
 
+def _bind_stars(plan, fn, positional, origin, given) -> Call:
+    """`bind` for a target with `*args`, keyword-only parameters or `**kwargs`, as Python
+    binds a call (its TypeErrors too), laid out as its variant takes them
+    (`variants.keyword_variant`, `arity_variant`): the named parameters, the star's
+    values, the keyword-only parameters, the `**` dict (origin ('dict', ((key, origin),
+    ...)): its items' cotangents go back to the keywords they came from)."""
+    code = fn.__code__
+    named = code.co_varnames[:code.co_argcount]
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    star, double = code.co_flags & inspect.CO_VARARGS, code.co_flags & inspect.CO_VARKEYWORDS
+    if len(positional) > len(named) and not star:
+        raise TypeError(f'{fn.__name__}() takes {len(named)} positional arguments but '
+                        f'{len(positional)} were given')
+    values = {name: (v, o) for name, v, o in zip(named, positional, origin)}
+    packed = {}
+    for name, pair in given.items():
+        if name in kwonly or name in named[code.co_posonlyargcount:]:
+            if name in values:
+                raise TypeError(f'{fn.__name__}() got multiple values for argument {name!r}')
+            values[name] = pair
+        elif double:
+            packed[name] = pair
+        else:
+            raise TypeError(f'{fn.__name__}() got an unexpected keyword argument {name!r}')
+    own = dict(zip(named[len(named) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()))
+    own.update(fn.__kwdefaults__ or {})
+    for i, name in enumerate(named + kwonly):
+        if name in values:
+            continue
+        leaf = plan.defaults.get(name, plan.defaults.get(i))
+        if leaf is not None:
+            values[name] = (plan.leaves[leaf], ('leaf', leaf))
+        elif name in own:
+            values[name] = (own[name], ('default', name))
+        else:
+            raise TypeError(f'{fn.__name__}() missing required argument: {name!r}')
+    pairs = [values[name] for name in named] + list(zip(positional[len(named):],
+                                                         origin[len(named):]))
+    if keyword_parameters(fn):
+        pairs += [values[name] for name in kwonly]
+        if double:
+            pairs.append(({k: v for k, (v, _) in packed.items()},
+                          ('dict', tuple((k, o) for k, (_, o) in packed.items()))))
+    return Call(plan, tuple(v for v, _ in pairs), [o for _, o in pairs])
+
+
 def python_function(target):
     from tapeflow.callables import python_function_of
     return python_function_of(target)
@@ -225,13 +279,15 @@ def python_function(target):
 
 def on(where, active) -> bool:
     kind, k = where
+    if kind == 'dict':                  # a `**` dict: its items' origins
+        return any(on(o, active) for _, o in k)
     if kind == 'leaf':
         return 0 in active
     if kind == 'arg':
         return (k + 1) in active or any(isinstance(key, str) and key[:1] == '*' and
                                         k >= int(key[1:]) for key in active)
     if kind == 'keyword':
-        return k in active
+        return k in active or any(key.__class__ is tuple and k not in key[1] for key in active)
     return False
 
 

@@ -34,7 +34,7 @@ import functools
 import types
 
 import tapeflow.compilation as compilation
-from tapeflow.arguments import argument_kinds, compiler_kinds
+from tapeflow.arguments import argument_kinds, call_flat, compiler_kinds
 from tapeflow.call_plans import (Call, bind, carries_within, expand, kinds_of, name_of, on,
                                  positions, python_function)
 from tapeflow.errors import UnsupportedError
@@ -43,6 +43,7 @@ from tapeflow.rules.closures import Closure, closure
 from tapeflow.rules.shapes import dense
 from tapeflow.runtime.helpers import add_adjoint, is_zero
 from tapeflow.transforms import callees
+from tapeflow.transforms.variants import keyword_parameters
 from tapeflow.transforms.pipeline import anf_of
 
 __all__ = ['Closure', 'closure', 'call_forward', 'call_backward', 'call_jvp', 'call_plain']
@@ -174,11 +175,20 @@ def call_forward(tape, active, fn, *args, **kwargs):
     if not wrt:
         check_writes(call.plan.target, kinds_of(call.args, wrt))
         tape.append(Nothing(call))
-        return call.plan.target(*call.args)
+        return _run(call)
     compiled = reverse_of(call, wrt)
     ans = compiled.forward(tape, *call.args)
     tape.append(Adjoint(call, ans, wrt, compiled))
     return ans
+
+
+def _run(call):
+    """The target applied to the call's arguments, as Python takes them: the keyword-only
+    values and the `**` dict (`call_plans._bind_stars` laid them out last) by keyword."""
+    target = call.plan.target
+    if keyword_parameters(target):
+        return call_flat(target, call.args)
+    return target(*call.args)
 
 
 def _expand(fn, active, args, kwargs):
@@ -214,14 +224,20 @@ def distribute(record, grads):
     plan = call.plan
     leaves = [0.0] * len(plan.leaves)
     args, keywords = {}, {}
-    for i, g_i in zip(record.wrt, grads):
-        kind, k = call.origin[i]
+
+    def give(where, g_i):
+        kind, k = where
         if kind == 'leaf':
             leaves[k] = add_adjoint(leaves[k], g_i)
         elif kind == 'arg':
             args[k + 1] = g_i
         elif kind == 'keyword':
             keywords[k] = g_i
+        elif kind == 'dict' and not is_zero(g_i):      # a `**` dict: each item's keyword
+            for key, origin in k:
+                give(origin, g_i.get(key, 0.0))
+    for i, g_i in zip(record.wrt, grads):
+        give(call.origin[i], g_i)
     nargs = sum(1 for kind, _ in call.origin if kind == 'arg')
     return Cotangents(plan.cotangent(leaves) if any(not is_zero(c) for c in leaves) else 0.0,
                       args, keywords, plan.method, nargs)
@@ -240,6 +256,8 @@ class Cotangents:
     def __getitem__(self, key):
         if key == 0:
             return self.callee
+        if key.__class__ is tuple:          # a `**` dict's: ('**', the keywords written out)
+            return {k: g for k, g in self.keywords.items() if k not in key[1]}
         if isinstance(key, str) and key[:1] == '*':     # those spread: f(a, *rest): '*1'
             if not self.args:
                 return 0.0
@@ -292,15 +310,20 @@ def tangents_of(call, active, tangents):
     leaves = call.plan.tangents(given.get(0, 0.0))
     spread = next(((int(key[1:]), t) for key, t in given.items()
                    if isinstance(key, str) and key[:1] == '*'), None)
+    table = next(((key[1], t) for key, t in given.items() if key.__class__ is tuple), None)
 
-    def tangent(i):
-        kind, k = call.origin[i]
+    def tangent(i, where=None):
+        kind, k = where or call.origin[i]
+        if kind == 'dict':                  # a `**` dict: its items' tangents
+            return {key: tangent(None, origin) for key, origin in k}
         if kind == 'leaf':
             return leaves[k]
         if kind == 'arg' and spread is not None and k >= spread[0]:
             return 0.0 if is_zero(spread[1]) else spread[1][k - spread[0]]
         if kind == 'default':
             return 0.0
+        if kind == 'keyword' and k not in given and table is not None and k not in table[0]:
+            return 0.0 if is_zero(table[1]) else table[1].get(k, 0.0)     # a `**` dict's item
         return given.get(k + 1 if kind == 'arg' else k, 0.0)
     return tangent
 
@@ -318,7 +341,7 @@ def call_jvp(active, batched, fn, args, kwargs, tangents):
     kinds = kinds_of(call.args, wrt)
     check_writes(call.plan.target, kinds)
     if not wrt:
-        return call.plan.target(*call.args), 0.0
+        return _run(call), 0.0
     tangent = tangents_of(call, active, tangents)
     compiled = compilation.compile(call.plan.target, compilation.Spec(
         'forward', tuple(wrt), kinds=kinds, batched=bool(batched)))

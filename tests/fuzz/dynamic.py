@@ -39,9 +39,11 @@ MODULE_VALUES = {
     'LAYERS': ['LAYERS = [Layer(0.5, 0.1), Gain(1.5), Layer(1.2, -0.3)]'],
     'MODEL': ['MODEL = Layer(0.8, 0.2)'],
     'CHAIN': ['CHAIN = Chain([act_tanh, Gain(0.7), np.sin])'],
+    'OPTS': ['OPTS = Opts(0.7)'],
 }
 NEEDS = {'ACTS': ('act_tanh', 'act_sq'), 'TABLE': ('act_tanh', 'act_sq', 'act_soft'),
-         'LAYERS': ('Layer', 'Gain'), 'MODEL': ('Layer',), 'CHAIN': ('act_tanh', 'Gain', 'Chain')}
+         'LAYERS': ('Layer', 'Gain'), 'MODEL': ('Layer',), 'CHAIN': ('act_tanh', 'Gain', 'Chain'),
+         'OPTS': ('Opts',)}
 CLASSES = {
     'Layer': ['class Layer:', '    def __init__(self, w, b):', '        self.w = w', '        self.b = b',
               '', '    def affine(self, v):', '        return v * self.w + self.b', '',
@@ -51,6 +53,11 @@ CLASSES = {
     'Gain': ['@dataclasses.dataclass', 'class Gain:', '    k: float', '',
              '    def scale(self, v):', '        return v * self.k', '',
              '    def __call__(self, v):', '        return np.sin(self.scale(v)) + self.scale(v) * 0.5'],
+    'Opts': ['class Opts:', '    def __init__(self, w):', '        self.w = w', '',
+             '    def apply(self, v, *rest, scale=1.0, **kw):', '        out = v * self.w * scale',
+             '        for r in rest:', '            out = out + r * np.sin(v)',
+             '        for k in kw:', '            out = out + kw[k] * v', '        return out', '',
+             '    def __call__(self, v, **kw):', '        return self.apply(v, 0.5, scale=2.0, **kw)'],
     'Chain': ['class Chain:', '    def __init__(self, fns):', '        self.fns = fns', '',
               '    def __call__(self, v):', '        for fn in self.fns:', '            v = fn(v)',
               '        return v'],
@@ -210,9 +217,10 @@ def function_value(g, scope):
     c = g.c
     if scope.kind != 'f':
         return None
-    forms = [('def', 3), ('lambda', 3), ('partial', 3), ('method', 1), ('list', 3), ('appended', 2)]
+    forms = [('def', 3), ('lambda', 3), ('partial', 3), ('method', 1), ('list', 3), ('appended', 2),
+             ('star_def', 2), ('star_lambda', 1)]
     form = c.weighted(forms)
-    if form in ('def', 'lambda') and scope.growth_only:
+    if form in ('def', 'lambda', 'star_def', 'star_lambda') and scope.growth_only:
         form = 'partial'           # a loop body would bind the names it reads again
     v = 'v'
     factor = float_expr(c, scope, 1)
@@ -244,9 +252,30 @@ def function_value(g, scope):
         return [f'{name} = []', f'for {index} in range({trips}):',
                 f'{INDENT}{name}.append(lambda {v}, c={default}: {made})']
     name = g.fresh_function(c.pick(('g', 'act', 'op')))
+    extra = ''                      # what a call at once passes beyond the value
     if form == 'def':
         scope.freeze(captured(scope, body))
         lines = [f'def {name}({v}):', f'{INDENT}return {body}']
+    elif form == 'star_def':       # star, keyword-only and `**` parameters
+        scope.freeze(captured(scope, body))
+        rest, scale, kw = c.pick(((True, True, True), (True, False, False), (False, True, False),
+                                  (False, False, True)))
+        signature = v + (', *rest' if rest else ', *' if scale else '') + \
+            (f', scale={wrap(factor)}' if scale else '') + (', **kw' if kw else '')
+        lines = [f'def {name}({signature}):', f'{INDENT}out = {body}' + (' * scale' if scale else '')]
+        if rest:
+            lines += [f'{INDENT}for r in rest:', f'{INDENT * 2}out = out + r * {v}']
+            extra += ''.join(f', {float_expr(c, scope, 1)}' for _ in range(c.integer(0, 2)))
+        if scale and c.chance(0.5):
+            extra += f', scale={float_expr(c, scope, 1)}'
+        if kw:
+            lines += [f'{INDENT}for k in kw:', f'{INDENT * 2}out = out + kw[k] * np.cos({v})']
+            extra += ''.join(f', {k}={float_expr(c, scope, 1)}' for k in 'ab'[:c.integer(0, 2)])
+        lines.append(f'{INDENT}return out')
+    elif form == 'star_lambda':
+        scope.freeze(captured(scope, body))
+        lines = [f'{name} = lambda {v}, *rest, k=1.5: {body} * k + sum(rest)']
+        extra = c.pick(('', f', {float_expr(c, scope, 1)}', f', k={float_expr(c, scope, 1)}'))
     elif form == 'lambda':
         scope.freeze(captured(scope, body))
         lines = [f'{name} = lambda {v}: {body}']
@@ -267,7 +296,8 @@ def function_value(g, scope):
         if used == 'apply_fn':
             define(g, used)
         argument = expr_of(c, scope, t, 1)
-        lines += bound_call(g, scope, used, t, argument if used == name else f'{name}, {argument}')
+        lines += bound_call(g, scope, used, t, argument + extra if used == name else
+                            f'{name}, {argument}')
         g.used['call_value'] += 1
     return lines
 
@@ -342,7 +372,17 @@ def keyword_call(g, scope):
     c = g.c
     t = value_type(c, scope)
     v = expr_of(c, scope, t, 1)
-    form = c.pick(('scale', 'opts', 'none', 'by'))
+    form = c.pick(('scale', 'opts', 'none', 'by', 'method', 'method_value'))
+    if form in ('method', 'method_value'):     # a method with star parameters, called by
+        callee = f'{define(g, "OPTS")}' + c.pick(('.apply', ''))    # name or as a value
+        extra = ''.join(f', {k}={float_expr(c, scope, 1)}' for k in 'ab'[:c.integer(0, 2)])
+        if callee.endswith('apply'):
+            extra = ''.join(f', {float_expr(c, scope, 1)}' for _ in range(c.integer(0, 2))) + \
+                c.pick(('', f', scale={float_expr(c, scope, 1)}')) + extra
+        if form == 'method':
+            return bound_call(g, scope, callee, t, f'{v}{extra}')
+        fn = g.fresh_function('bound')
+        return [f'{fn} = [{callee}][0]'] + bound_call(g, scope, fn, t, f'{v}{extra}')
     if form == 'by':
         return bound_call(g, scope, define(g, 'shifted'), t, f'{v}, by={float_expr(c, scope, 1)}')
     keywords = {'scale': f', scale={float_expr(c, scope, 1)}',

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import check_grads, checked_against_plain, seed_of
+from tests.gradcheck import (check_grads, checked_against_plain, exact_to_second_order,
+                             hessian_against_differences, seed_of)
 
 
 def helper_raises(x):
@@ -110,22 +111,6 @@ def bare_except(x):
     except:     # noqa: E722
         v = 0.0
     return v * np.sum(x)
-
-
-def exact_to_second_order(f, x):
-    """`f`'s value against the plain call's, its gradient against central differences and
-    forward mode, and its Hessian against differences of the gradient, at `x`."""
-    checked_against_plain(f, [x.copy()], 0, np.random.default_rng(seed_of(f.__name__)))
-    check_grads(f, x.copy(), np.random.default_rng(seed_of(f.__name__) + 1), order=1)
-    hessian_against_differences(f, x)
-
-
-def hessian_against_differences(f, x):
-    """tf.hessian of `f` at `x` against central differences of its gradient."""
-    grad, eps = tf.grad(f), 1e-5
-    numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
-                        for e in np.eye(len(x))])
-    np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
 
 
 class Scale:

@@ -91,9 +91,15 @@ def test_keyword_star_args_in_signature():
     assert tf.grad(f)(1.0) == 1.0          # (`variants.keyword_variant`)
 
     def passes_them_on(x, **options):
-        return f(x, **options)
-    with pytest.raises(tf.UnsupportedError, match=r'star-arguments .* passes_them_on\(\)'):
-        tf.grad(passes_them_on)(1.0)
+        return f(x, **options) * options.get('k', 1.0)
+    assert tf.grad(passes_them_on)(1.0) == 1.0
+    assert tf.grad(passes_them_on)(1.0, k=3.0) == 3.0
+
+    def rebinds_them(x, *rest, **options):
+        options = {'k': x * sum(rest)}
+        rest = rest + (x,)
+        return f(x, *rest, **options) * options['k'] * rest[-1]
+    assert tf.grad(rebinds_them)(1.5, 2.0, k=3.0) == pytest.approx(3 * 1.5 ** 2 * 2.0)
 
 
 def never_differentiated(x):

@@ -21,15 +21,27 @@ class Closure:
 
     Its values may carry derivatives: a call through the dispatcher differentiates them
     too, and the closure's cotangent is the tuple of theirs."""
-    __slots__ = ('fn', 'nparams', 'ndefaults', 'values', '__name__', '__qualname__')
+    __slots__ = ('fn', 'nparams', 'ndefaults', 'values', 'named', '__name__', '__qualname__')
 
     def __init__(self, fn, nparams, ndefaults, values):
         self.fn, self.nparams, self.ndefaults = fn, nparams, ndefaults
         self.values = tuple(values)
+        # a def with star parameters: the parameters of its defaults, passed by name where
+        # a call leaves them out; the locals go first, positional-only
+        self.named = getattr(fn, '__tapeflow_defaults_named__', None)
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, '__qualname__', fn.__name__)
 
     def __call__(self, *args, **kwargs):
+        if self.named is not None:
+            free = self.values[self.ndefaults:]
+            code = self.fn.__code__
+            positional = code.co_varnames[len(free):code.co_argcount][:len(args)]
+            given = dict(kwargs)
+            for name, value in zip(self.named, self.values):
+                if name not in positional and name not in given:
+                    given[name] = value
+            return self.fn(*free, *args, **given)
         names = self.fn.__code__.co_varnames[:self.nparams]
         given = list(args) + [MISSING] * (self.nparams - len(args))
         if len(args) > self.nparams:

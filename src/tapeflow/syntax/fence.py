@@ -50,11 +50,12 @@ class _Fence(nodes.Visitor):
 
     def visit_FunctionDef(self, node):
         args = node.args
-        if args.vararg is not None or args.kwarg is not None:
+        top = node is self.source.node      # (a nested def's are bound where it is lifted)
+        if top and (args.vararg is not None or args.kwarg is not None):
             self.reject(node, f'star-arguments (*args/**kwargs) in the signature of {node.name}() '
                               f'are not supported: name each parameter (def {node.name}(a, b)), '
                               f'or take one tuple or dict parameter and pass the values in it')
-        if args.kwonlyargs:
+        if top and args.kwonlyargs:
             self.reject(node, f'keyword-only arguments of {node.name}() are not supported: make '
                               f'them ordinary parameters with defaults (they can still be '
                               f'passed by keyword)')
@@ -89,9 +90,9 @@ class _Fence(nodes.Visitor):
                                 'assign to a name first')
 
     def visit_Call(self, node):
-        for kw in node.keywords:
-            if kw.arg is None:
-                self.reject(kw.value, 'keyword unpacking in calls (f(**kwargs)) is not supported')
+        if sum(kw.arg is None for kw in node.keywords) > 1:
+            self.reject(node, 'a call with two ** dicts (f(**a, **b)) is not supported; put '
+                              'their items in one dict first')
         fn = getanno(node.func, Key.RESOLVED)
         try:
             forbidden = _FORBIDDEN_CALLS.get(fn)

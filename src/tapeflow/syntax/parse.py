@@ -49,7 +49,15 @@ def _origin(node):
 
 
 def parse_function(fn) -> Source:
-    """The gast FunctionDef of `fn`, its nodes located in `fn`'s file."""
+    """The gast FunctionDef of `fn`, its nodes located in `fn`'s file; its positional-only
+    parameters made ordinary ones (generated code takes every argument by position)."""
+    source = _parse_function(fn)
+    args = source.node.args
+    args.args[:0], args.posonlyargs = args.posonlyargs, []
+    return source
+
+
+def _parse_function(fn) -> Source:
     lifted = getattr(fn, '__tapeflow_source__', None)
     if lifted is not None:                 # a nested def, lifted by desugar
         return dataclasses.replace(lifted, node=copy.deepcopy(lifted.node))

@@ -64,7 +64,7 @@ def transform(node: ast.FunctionDef, namer: Namer, source=None, fn=None,
         lift_nested_defs(node, source, fn, namer, bindings)
         LowerNamedOps(source).visit(node)
     if bindings is not None:
-        FoldTransforms(namer, bindings, source).visit(node)
+        FoldTransforms(namer, bindings, source, fn).visit(node)
         if source is not None:
             PullbackCalls(namer, bindings, source).rewrite(node)
     node.body = AugAssign(namer, source).visit_body(node.body)

@@ -25,7 +25,7 @@ class DynamicCalls:
             return plain + ([mark(nodes.assign(self.d[y], 0.0))] if y in self.ctx.active else [])
         tangents = self._dynamic_tangents(call, op, active)
         result = self.ctx.namer.new('_jcall')
-        given = nodes.dict_([nodes.const(k.arg) for k in call.keywords],
+        given = nodes.dict_([None if k.arg is None else nodes.const(k.arg) for k in call.keywords],
                             [k.value for k in call.keywords])
         jvp = nodes.call('call_jvp', nodes.const(tuple(active)), nodes.const(self.ctx.batched),
                          call.func, nodes.tuple_(*call.args), given, nodes.tuple_(*tangents))
@@ -45,6 +45,9 @@ class DynamicCalls:
                                                callee.value, nodes.const(callee.attr)))
                 else:
                     tangents.append(self.tangent(callee))
+            elif isinstance(key, tuple):            # f(**d): the dict's tangent
+                tangents.append(self.tangent(next(k.value for k in call.keywords
+                                                  if k.arg is None)))
             elif isinstance(key, str) and key[:1] == '*':
                 tangents.append(self.tangent(call.args[int(key[1:])].value))
             else:
@@ -73,7 +76,7 @@ class DynamicCalls:
             op = dynamic(inner_call, [(k.arg, k.value) for k in call.keywords], name)
             active = dynamic_active(op, self.is_active)
             tangents = nodes.tuple_(*self._dynamic_tangents(inner_call, op, active))
-            given = nodes.dict_([nodes.const(k.arg) for k in call.keywords],
+            given = nodes.dict_([None if k.arg is None else nodes.const(k.arg) for k in call.keywords],
                                 [k.value for k in call.keywords])
             if name == 'call_plain':
                 made = nodes.call('call_jvp', nodes.const(tuple(active)), batched, inner[0],

@@ -121,7 +121,8 @@ def operation_of(value, error) -> Operation:
 def _call(call, error) -> Operation:
     fn = getanno(call.func, Key.RESOLVED)
     keywords = [(k.arg, k.value) for k in call.keywords]
-    if any(isinstance(a, ast.Starred) for a in call.args):      # f(*args): as many as it runs
+    if any(isinstance(a, ast.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):          # f(*args), f(**d): as it runs
         return dynamic(call, keywords, callable_name(fn) if fn is not None else 'the function')
     if fn is None and isinstance(call.func, ast.Attribute):      # x.method(...)
         method = call.func.attr
@@ -184,7 +185,8 @@ def is_dynamic_call(call) -> bool:
     never raises: what the expression statements and analyses ask first)."""
     if not isinstance(call, ast.Call):
         return False
-    if any(isinstance(a, ast.Starred) for a in call.args):
+    if any(isinstance(a, ast.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
         return True
     fn = getanno(call.func, Key.RESOLVED)
     if fn is None:
@@ -202,8 +204,8 @@ def is_dynamic_call(call) -> bool:
 def dynamic_active(op, is_active) -> list:
     """What of a dynamic call carries derivatives: 0 its callee (a name, or the object of
     `obj.method`), k its k-th argument, '*s' all of them from the s-th on (`f(a, *rest)`:
-    '*1'), a keyword argument's
-    name."""
+    '*1'), a keyword argument's name, ('**', the names written out) the items of a `**`
+    dict."""
     callee = op.args[0]
     receiver = callee.value if isinstance(callee, ast.Attribute) and \
         getanno(callee, Key.RESOLVED) is None else callee
@@ -212,6 +214,9 @@ def dynamic_active(op, is_active) -> list:
                for k, a in enumerate(op.args[1:], 1)
                if is_active(a.value if isinstance(a, ast.Starred) else a)]
     active += [name for name, value in op.keywords if name is not None and is_active(value)]
+    if any(name is None and is_active(value) for name, value in op.keywords):
+        # f(a, k=v, **d): d's items, the keywords the call does not write out
+        active.append(('**', tuple(name for name, _ in op.keywords if name is not None)))
     return active
 
 

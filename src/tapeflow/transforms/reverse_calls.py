@@ -123,6 +123,11 @@ class CallsSweep:
                 b = self.adj[name]
                 rev.append(nodes.assign(b, nodes.call('add_adjoint', b, part)))
                 continue
+            if isinstance(key, tuple):                      # f(**d): the dict's cotangent
+                spread = next(k.value for k in call.keywords if k.arg is None)
+                rev.append(self.accumulate(spread.id, nodes.call('cotangent_of', grads,
+                                                                 nodes.const(key))))
+                continue
             if isinstance(key, str) and key[:1] == '*':     # f(a, *rest): the tuple's cotangent
                 b = self.adj[call.args[int(key[1:])].value.id]
                 rev.append(nodes.assign(b, nodes.call('add_adjoint', b, nodes.call(

@@ -102,26 +102,33 @@ _ARITY_VARIANTS = weakref.WeakKeyDictionary()     # fn -> {number of star argume
 def arity_variant(fn, count, parse):
     """`fn(a, *rest)` called with `count` values in `rest`, as a function of named
     parameters: `def fn(a, rest_0, rest_1): rest = (rest_0, rest_1); ...`, where
-    `g(*rest)` and `g(*rest[1:])` pass those names one by one. A function whose
-    star parameter is rebound, or that takes `**kwargs` or keyword-only parameters,
-    is returned as it is (the fence refuses its signature with its location)."""
+    `g(*rest)` and `g(*rest[1:])` pass those names one by one (where `rest` is not bound
+    again). A function that takes `**kwargs` or keyword-only parameters is returned as it
+    is (`keyword_variant` makes those)."""
     table = _ARITY_VARIANTS.setdefault(fn, {})
     made = _kept_variant(table, count, fn)
     if made is not None:
         return made
     source = parse(fn)
     node = source.node
+    _positional_only(node)
     star = node.args.vararg
-    if star is None or node.args.kwarg is not None or node.args.kwonlyargs or _rebound(node, star):
+    if star is None or node.args.kwarg is not None or node.args.kwonlyargs:
         return fn
     _expand_star(node, count)
     if count:                  # every named parameter is passed: their defaults never apply
         node.args.defaults = []
     node.name = f'{_id(fn)}_{count}'
     made = _function(fn, node, defaults=None if count else fn.__defaults__)
+    made.__tapeflow_star_of__ = (fn, count)
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
     _keep(table, count, made, fn)
     return made
+
+
+def _positional_only(node):
+    """`def f(a, /, b)` as `def f(a, b)`: a variant is called by position."""
+    node.args.args[:0], node.args.posonlyargs = node.args.posonlyargs, []
 
 
 def _rebound(node, star) -> bool:
@@ -134,7 +141,8 @@ def _expand_star(node, count):
     star = node.args.vararg
     namer = Namer.for_function(node)
     names = [namer.new(f'{star.id}_{k}') for k in range(count)]
-    _ExpandStar(star.id, names).visit(node)
+    if not _rebound(node, star):    # `g(*rest)` as `g(rest_0, rest_1)` while `rest` is the tuple
+        _ExpandStar(star.id, names).visit(node)
     for name in names:
         param = nodes.name(name)
         param.ctx = ast.Param()
@@ -155,6 +163,8 @@ def keyword_parameters(fn) -> bool:
     (tapeflow's own wrappers, `grad(f)`'s `def differentiated(*args, **kwargs)`, are read
     as what they stand for)."""
     code = getattr(fn, '__code__', None)
+    if getattr(fn, '__tapeflow_defaults_named__', None) is not None:
+        return True             # a nested def with star parameters (`sugar.nested_defs`)
     return code is not None and bool(code.co_kwonlyargcount or
                                      code.co_flags & inspect.CO_VARKEYWORDS) \
         and not code.co_filename.startswith((_OWN, '<tapeflow'))
@@ -166,8 +176,7 @@ def keyword_variant(fn, count, parse):
     and its `**` dict come last, in that order (`arguments.binder` passes them so), each
     with a default (its own, or None where it has none: a call that leaves a required one
     out is refused where it is compiled, and one to a `**` parameter always passes the
-    dict). A function whose star parameter is rebound is returned as it is (the fence
-    refuses its signature, located)."""
+    dict)."""
     table = _KEYWORD_VARIANTS.setdefault(fn, {})
     kept = table.get(count)
     if kept is not None and kept[0] is fn.__code__ and kept[1] is fn.__defaults__ \
@@ -175,12 +184,8 @@ def keyword_variant(fn, count, parse):
         return kept[3]
     source = parse(fn)
     node = source.node
+    _positional_only(node)
     args = node.args
-    if args.vararg is not None and _rebound(node, args.vararg) or args.kwarg is not None and (
-            _rebound(node, args.kwarg) or any(
-                isinstance(n, ast.keyword) and n.arg is None and isinstance(n.value, ast.Name)
-                and n.value.id == args.kwarg.id for n in nodes.walk(node))):
-        return fn               # (a wrapper passing its `**kwargs` on: read as it is written)
     if args.vararg is not None:
         _expand_star(node, count)
     head = () if count else tuple(fn.__defaults__ or ())
@@ -193,6 +198,7 @@ def keyword_variant(fn, count, parse):
     args.defaults = [nodes.const(None)] * (len(head) + len(tail))   # (the values: `made`'s)
     node.name = f'{_id(fn)}_kw{count}'
     made = _function(fn, node, defaults=head + tuple(tail))
+    made.__tapeflow_star_of__ = (fn, count)
     made.__kwdefaults__ = None
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
     if len(table) >= _VARIANTS_KEPT:

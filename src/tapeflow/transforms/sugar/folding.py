@@ -26,10 +26,11 @@ class FoldTransforms(nodes.Transformer):
     is an ordinary call of a user function, differentiated like one.
     """
 
-    def __init__(self, namer, bindings, source):
+    def __init__(self, namer, bindings, source, fn=None):
         self.namer = namer
         self.bindings = bindings
         self.source = source
+        self.fn = fn
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -119,6 +120,7 @@ class FoldTransforms(nodes.Transformer):
         if any(isinstance(a, ast.Starred) for a in node.args):
             return node                      # the fence has said where
         count = max(len(node.args) - fn.__code__.co_argcount, 0)
+        self._not_growing(fn, count, node)
         made = arity_variant(fn, count, parse_function)
         return node if made is fn else self._call_made(made, node)
 
@@ -134,6 +136,7 @@ class FoldTransforms(nodes.Transformer):
         code = fn.__code__
         star = code.co_flags & inspect.CO_VARARGS
         count = max(len(node.args) - code.co_argcount, 0) if star else 0
+        self._not_growing(fn, count, node)
         made = keyword_variant(fn, count, parse_function)
         if made is fn:                       # (a wrapper passing its `**kwargs` on)
             return node
@@ -145,11 +148,12 @@ class FoldTransforms(nodes.Transformer):
             raise self.source.error(node, f'{fn.__name__}() takes {len(names)} positional '
                                           f'arguments but {len(node.args)} were given')
         given, packed = {}, []
+        keyed = names[code.co_posonlyargcount:]     # (a positional-only one goes to `**`)
         for k in node.keywords:
-            if k.arg in names[:len(node.args)] or k.arg in given:
+            if k.arg in keyed[:len(node.args) - code.co_posonlyargcount] or k.arg in given:
                 raise self.source.error(node, f'{fn.__name__}() got multiple values for '
                                               f'argument {k.arg!r}')
-            if k.arg in names or k.arg in kwonly:
+            if k.arg in keyed or k.arg in kwonly:
                 given[k.arg] = k.value
             elif extra is not None:
                 packed.append(k)
@@ -175,6 +179,17 @@ class FoldTransforms(nodes.Transformer):
             args.append(nodes.copy_location(table, node))
         node.args, node.keywords = args, []       # every one by position, in the variant's order
         return self._call_made(made, node)
+
+    def _not_growing(self, fn, count, node):
+        """Refuse a function that calls itself with more values for its star parameter than
+        it was given: each count is a function of its own, and how many there will be is
+        known only when it runs."""
+        own = getattr(self.fn, '__tapeflow_star_of__', None)
+        if own is not None and own[0] is fn and count > own[1]:
+            raise self.source.error(node, f'{fn.__name__}() calls itself with more values for '
+                                          f'its star parameter ({count}) than it was given '
+                                          f'({own[1]}): how many is known only when it runs; '
+                                          f'pass them as one tuple or list')
 
     def _constant(self, name, value, node):
         """A name for `value` (a parameter's default), resolved to it."""

@@ -17,6 +17,9 @@ import functools
 
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.transforms.sugar.lifted_calls import (default, default_of, hoist_defaults,
+                                                     keyword_arguments, positional_arguments,
+                                                     shaped, star_parameters, take_defaults)
 
 
 def lift_nested_defs(node, source, fn, namer=None, bindings=None):
@@ -52,7 +55,7 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                 if isinstance(child, ast.FunctionDef) and child is not node:
                     if outer_locals is None:
                         outer_locals = local_names(node)
-                    hoisted = _hoist_defaults(child, namer, outer_locals, bindings)
+                    hoisted = hoist_defaults(child, namer, outer_locals, bindings)
                     at = block.index(child)
                     block[at:at] = nodes.located(hoisted, child)
                     lifted[child.name] = _lift(child, source, fn, outer_locals, hoisted,
@@ -67,9 +70,13 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
         called = ast.called_name(call)
         if called in lifted and id(call) not in inside:
             inner_fn, params, defaults, free = lifted[called]
-            call.args = _positional_arguments(call, called, params, defaults, source) + \
-                _free_names(free, outer_locals, bindings)
-            call.keywords = []
+            if shaped(inner_fn):
+                keyword_arguments(call, called, inner_fn, defaults, source)
+                call.args = _free_names(free, outer_locals, bindings) + call.args
+            else:
+                call.args = positional_arguments(call, called, params, defaults, source) + \
+                    _free_names(free, outer_locals, bindings)
+                call.keywords = []
             setanno(call.func, Key.RESOLVED, inner_fn)
             called_at.add(id(call.func))
             direct.setdefault(called, []).append(call)
@@ -88,38 +95,30 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
             call.func = fn_ref
 
 
-def _hoist_defaults(child, namer, outer_locals, bindings):
-    """`_inner_p = <default of p>` for each default of `child`, which keeps none."""
-    from tapeflow.syntax.resolve import resolve_expression
-    defaults = child.args.defaults
-    if not defaults:
-        return []
-    if namer is None:
-        raise TypeError('nested defs with defaults need a namer')
-    params = child.args.args[len(child.args.args) - len(defaults):]
-    hoisted = []
-    for param, default in zip(params, defaults):
-        if bindings is not None:
-            resolve_expression(default, outer_locals, bindings)
-        hoisted.append(nodes.assign(namer.new(f'_{child.name}_{param.id}'), default))
-    child.args.defaults = []
-    return hoisted
-
-
 def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
+    """(the lifted function, its parameters, {parameter: name of its hoisted default}, the
+    enclosing locals it reads). A def with `*args`, keyword-only parameters or `**kwargs`
+    keeps them (calls are bound as Python binds them, `sugar.folding`), and takes the
+    locals first, positional-only, where no keyword can reach them."""
     from tapeflow.syntax.resolve import local_names
     from tapeflow.syntax.unparse import load_module, unparse
     params = [a.id for a in child.args.args]
-    defaults = {p: h.targets[0].id for p, h in zip(params[len(params) - len(hoisted):], hoisted)}
+    defaults = {default_of(h): h.targets[0].id for h in hoisted}
+    starred = star_parameters(child)
     inner_locals = local_names(child)
     # the enclosing function's locals it reads, and its closure's names (two scopes up)
     enclosing = outer_locals | set(getattr(getattr(fn, '__code__', None), 'co_freevars', ()))
     free = sorted(_loads(child) - inner_locals - {child.name} & enclosing)
-    for name in free:
-        child.args.args.append(nodes.param(nodes.name(name)))
+    if starred:
+        child.args.posonlyargs = [nodes.param(nodes.name(name)) for name in free]
+    else:
+        child.args.args.extend(nodes.param(nodes.name(name)) for name in free)
     for call in nodes.walk_terms(child):            # it calls itself: its free names passed on
-        if ast.called_name(call) == child.name and not any(
-                isinstance(a, ast.Starred) for a in call.args) and not call.keywords \
+        if ast.called_name(call) != child.name:
+            continue
+        if starred:
+            call.args = [nodes.name(n) for n in free] + call.args
+        elif not any(isinstance(a, ast.Starred) for a in call.args) and not call.keywords \
                 and len(call.args) == len(params):
             call.args = call.args + [nodes.name(n) for n in free]
     namespace = dict(fn.__globals__)
@@ -128,6 +127,8 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     load_module(unparse(child), namespace, child.name)
     inner_fn = namespace[child.name]            # (its own name, read in its namespace, is itself)
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
+    if starred:     # (`closures.Closure` passes the defaults by name, the locals first)
+        inner_fn.__tapeflow_defaults_named__ = tuple(default_of(h) for h in hoisted)
     if getanno(child, Key.CALLED_AT_ONCE):          # a guarded body (`try`, `with`)
         inner_fn.__tapeflow_guarded_body__ = True
         inner_fn.__tapeflow_kept__ = getanno(child, Key.KEPT)
@@ -167,27 +168,6 @@ def _free_names(free, outer_locals, bindings):
             resolve_expression(ref, outer_locals, bindings)
         out.append(ref)
     return out
-
-
-def _positional_arguments(call, name, params, defaults, source):
-    """The arguments of a call of a lifted def, one per parameter, in order."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or \
-            any(k.arg is None for k in call.keywords):
-        raise source.error(call, f'a call of the nested function {name}() with *args or **kwargs '
-                                 'is not supported; pass its arguments one by one')
-    if len(call.args) > len(params):
-        raise source.error(call, f'{name}() takes {len(params)} arguments, '
-                                 f'{len(call.args)} are given')
-    given = dict(zip(params, call.args))
-    for keyword in call.keywords:
-        if keyword.arg not in params or keyword.arg in given:
-            raise source.error(call, f'{name}() got an unexpected or repeated keyword '
-                                     f'argument {keyword.arg!r}')
-        given[keyword.arg] = keyword.value
-    missing = [p for p in params if p not in given and p not in defaults]
-    if missing:
-        raise source.error(call, f'{name}() is missing the argument {missing[0]!r}')
-    return [given[p] if p in given else nodes.name(defaults[p]) for p in params]
 
 
 # ------------------------------------------------------------------ values
@@ -320,9 +300,9 @@ def lambda_values(node, source, fn, namer, bindings, outer_locals):
         for lam, holder in _lambdas(stmt, source):
             name = namer.new('_lambda') if namer is not None else '_lambda'
             child = nodes.copy_location(_lambda_def(lam, name), lam)
-            defaults = list(child.args.defaults)
-            child.args.defaults = []
-            hoisted = [nodes.assign(f'_{name}_{k}', d) for k, d in enumerate(defaults)]
+            pairs = take_defaults(child)
+            defaults = [d for _, d in pairs]
+            hoisted = [default(f'_{name}_{k}', p, d) for k, (p, d) in enumerate(pairs)]
             inner_fn, params, _, free = _lift(child, source, fn, outer_locals, hoisted)
             for var in free:
                 line = None if _called_at_once(stmt, lam) else _bound_again(node, stmt, var)
