@@ -81,11 +81,12 @@ def star_of_another_tuple(x, y):
     return product(*pair)
 
 
-def test_what_is_not_made_for_its_values_is_refused_where_written():
-    with pytest.raises(UnsupportedError) as error:
-        tf.grad(rebinds_its_star)(1.0, 2.0)
-    assert f':{line_of(rebinds_its_star, "def rebinds")}:' in str(error.value)
-    assert 'star-arguments' in str(error.value)
+def test_a_rebound_star_parameter_and_a_spread_tuple():
+    # the star parameter bound again: the tuple it names from there on (`g(*xs)` is then
+    # spread when it runs, not written out as the names it held)
+    assert tf.grad(rebinds_its_star, argnums=(0, 1, 2))(1.0, 2.0, 3.0) == (0.0, 1.0, 1.0)
+    check_grads(lambda v: rebinds_its_star(v, 2.0 * v, v * v), 0.7, np.random.default_rng(2),
+                order=2)
     # a tuple spread into a call: as many arguments as it holds when it runs
     assert tf.grad(star_of_another_tuple, argnums=(0, 1))(1.5, 2.0) == (2.0, 1.5 + 1.0)
 
