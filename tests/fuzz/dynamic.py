@@ -391,6 +391,19 @@ def keyword_call(g, scope):
     return bound_call(g, scope, define(g, 'with_options'), t, f'{v}{keywords}')
 
 
+def local_import(g, scope):
+    """`import numpy as m`, `from numpy import tanh as th`, `import math` inside the
+    function, the name it binds called at once."""
+    c = g.c
+    t = value_type(c, scope)
+    form = c.pick(('from', 'module', 'math'))
+    if form == 'math' and isinstance(t, Float):
+        return ['import math'] + bound_call(g, scope, 'math.tanh', t)
+    name = g.fresh_function('th' if form == 'from' else 'npm')
+    line = f'from numpy import tanh as {name}' if form == 'from' else f'import numpy as {name}'
+    return [line] + bound_call(g, scope, name if form == 'from' else f'{name}.tanh', t)
+
+
 def generator_call(g, scope):
     """Generator helpers consumed by `for`, `sum` and `list`; a nested generator def;
     a generator expression."""

@@ -23,8 +23,6 @@ _REJECTED = {
     gast.ClassDef: 'class definitions inside a differentiated function are not supported',
     gast.Global: 'global statements (writes to module globals) are not supported',
     gast.Nonlocal: 'nonlocal statements (writes to enclosing variables) are not supported',
-    gast.Import: 'import inside a differentiated function is not supported; import at module level',
-    gast.ImportFrom: 'import inside a differentiated function is not supported; import at module level',
 }
 for _name in ('TryStar',):
     if hasattr(gast, _name):

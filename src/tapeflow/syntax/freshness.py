@@ -82,7 +82,9 @@ def _imports(fn, code, filename):
     compiler asks of the module's scope), tried in turn: those its file imports; where the
     text was compiled in parts (blocks of a document, cells), those holding modules, or none.
     (Only whether a call `np.f(x)` is compiled as a method's differs between them.)"""
-    names = {n for c in _codes(code) for n in c.co_names}
+    # (a local named like a module the file imports counts too: Python 3.11 compiles
+    # `np.tanh(x)` after a local `import numpy as np` by the module scope's `np`)
+    names = {n for c in _codes(code) for n in c.co_names + c.co_varnames}
     imported = _module_imports(filename)
     if imported is not None:
         yield tuple(sorted(names & imported))

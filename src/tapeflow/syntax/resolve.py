@@ -35,8 +35,12 @@ class Bindings:
     renamed: dict = dataclasses.field(default_factory=dict)
     # methods of resolved objects (`norm.logpdf` of a global `norm`): (object, name, function)
     methods: list = dataclasses.field(default_factory=list)
+    # names bound by an import inside the function (`syntax.imports`): name -> object
+    imported: dict = dataclasses.field(default_factory=dict)
 
     def lookup(self, name: str):
+        if name in self.imported:
+            return self.imported[name]
         if name in self.closure:
             return self.closure[name]
         if name in self.globals:
@@ -133,7 +137,8 @@ class _Resolver(nodes.Visitor):
             value = self.bindings.lookup(node.id)
             if value is not _MISSING:
                 setanno(node, Key.RESOLVED, value)
-                self.bindings.values[node.id] = value
+                if node.id not in self.bindings.imported:   # (the function's own text)
+                    self.bindings.values[node.id] = value
                 renamed = self.bindings.renamed.get(node.id)
                 if renamed is not None:
                     node.id = renamed
@@ -154,10 +159,13 @@ class _Resolver(nodes.Visitor):
                     self.bindings.methods.append((parent, node.attr, func))
 
 
-def resolve(node: gast.FunctionDef, fn=None, bindings: Bindings | None = None) -> Bindings:
-    """Annotate `node`'s free names; return what they resolved to."""
+def resolve(node: gast.FunctionDef, fn=None, bindings: Bindings | None = None,
+            imported=None) -> Bindings:
+    """Annotate `node`'s free names (and those `imported` binds); return what they resolved
+    to."""
     if bindings is None:
         bindings = bindings_of(fn)
+    bindings.imported.update(imported or {})
     resolver = _Resolver(local_names(node), bindings)
     for default in node.args.defaults:
         resolver.visit(default)
@@ -178,9 +186,12 @@ def run(tree, ctx):
     A free name that the generated module binds to something else (a global `range` of the
     user's, `np` bound to another module, a function named like a helper) is renamed in the
     user's code (`range_`): the generated code's own `range` stays the builtin."""
-    ctx.bindings = bindings = resolve(tree, ctx.fn)
+    from tapeflow.syntax.imports import lower_imports
+    imported = lower_imports(tree, ctx.fn, ctx.source)
+    ctx.bindings = bindings = resolve(tree, ctx.fn, imported=imported)
+    bindings.computed.update(imported)          # (the generated module binds them)
     reserved = ctx.runtime_names
-    shadowing = sorted(n for n, v in bindings.values.items()
+    shadowing = sorted(n for n, v in {**bindings.values, **imported}.items()
                        if n in reserved and reserved[n] is not v)
     if shadowing:
         bindings.renamed = {n: ctx.namer.new(n + '_') for n in shadowing}
@@ -192,5 +203,5 @@ def run(tree, ctx):
                 node.id = bindings.renamed[node.id]
             elif not isinstance(node, gast.FunctionDef):
                 stack.extend(nodes.children(node))
-        bindings.computed.update((new, bindings.values[n]) for n, new in bindings.renamed.items())
+        bindings.computed.update((new, bindings.lookup(n)) for n, new in bindings.renamed.items())
     return tree

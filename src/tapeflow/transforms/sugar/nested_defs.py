@@ -303,7 +303,8 @@ def lambda_values(node, source, fn, namer, bindings, outer_locals):
             pairs = take_defaults(child)
             defaults = [d for _, d in pairs]
             hoisted = [default(f'_{name}_{k}', p, d) for k, (p, d) in enumerate(pairs)]
-            inner_fn, params, _, free = _lift(child, source, fn, outer_locals, hoisted)
+            inner_fn, params, _, free = _lift(child, source, fn, outer_locals, hoisted,
+                                             bindings)
             for var in free:
                 line = None if _called_at_once(stmt, lam) else _bound_again(node, stmt, var)
                 if line is not None:
