@@ -404,6 +404,27 @@ def local_import(g, scope):
     return [line] + bound_call(g, scope, name if form == 'from' else f'{name}.tanh', t)
 
 
+def standin_call(g, scope):
+    """`functools.reduce` and `itertools` over a list of floats: `reduce(operator.mul, ys,
+    1.0)`, `sum(itertools.accumulate(ys))`, products, pairs and slices of it."""
+    c = g.c
+    lists = scope.of_type(FloatList, lambda t: t.length > 0)
+    if not lists:
+        return None
+    name = c.pick(lists)
+    g.imports.update(('functools', 'itertools', 'operator'))
+    value = c.pick((f'functools.reduce(operator.mul, {name}, 1.0)',
+                    f'functools.reduce(lambda p, q: p * 0.5 + q, {name})',
+                    f'sum(itertools.accumulate({name}))',
+                    f'sum(p * q for p, q in itertools.product({name}, {name}[:2]))',
+                    f'sum(p * q for p, q in itertools.combinations({name}, 2))',
+                    f'sum(itertools.islice({name}, 1, None, 2))',
+                    f'sum(itertools.chain({name}, [{float_expr(c, scope, 1)}]))'))
+    target = g.fresh(Float())
+    scope.bind(target, Float())
+    return [f'{target} = {value}']
+
+
 def generator_call(g, scope):
     """Generator helpers consumed by `for`, `sum` and `list`; a nested generator def;
     a generator expression."""

@@ -83,6 +83,7 @@ CONSTRUCTS = (
     Construct('attribute_write', objects.attribute_write, 2, (Namespace,)),
     Construct('operator_write', objects.operator_write, 2, (Array, FloatList, ArrayList, Dict, Float)),
     Construct('local_import', dynamic.local_import, 1),
+    Construct('standin_call', dynamic.standin_call, 1),
 )
 NAMES = tuple(construct.name for construct in CONSTRUCTS)
 ISSUE_29 = NAMES[NAMES.index('function_table'):]     # the Python of issue 29

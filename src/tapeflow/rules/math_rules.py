@@ -22,6 +22,7 @@ from tapeflow.rules.batching import defjvp_batched, lift_tangent
 from tapeflow.rules.entries import PYTHON_FLOATS, elementwise, entry
 from tapeflow.rules.sequences import Items
 from tapeflow.rules.shapes import unbroadcast
+from tapeflow.runtime.helpers import add_adjoint
 from tapeflow.rules.registry import (alias, defjvp, defvjp, describe, linear_pair, nondifferentiable,
                                      version_dependent)
 
@@ -330,8 +331,8 @@ def repeated_vjp(g, ans, seq, count):
         return 0.0
     k = len(seq)
     out = [0.0] * k
-    for j, part in enumerate(g):
-        out[j % k] = out[j % k] + part
+    for j, part in enumerate(g):        # (items of any structure: a list of tuples too)
+        out[j % k] = add_adjoint(out[j % k], part)
     return out if isinstance(seq, list) else tuple(out)
 
 

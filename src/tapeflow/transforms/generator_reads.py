@@ -23,6 +23,7 @@ from tapeflow.syntax.anno import Key, getanno
 from tapeflow.transforms.callees import written_names
 from tapeflow.transforms.operations import user_function
 from tapeflow.transforms.sugar.generators import is_generator
+from tapeflow.transforms.variants import shown_name
 
 
 def refuse_interleaved(fdef, facts, summary, source):
@@ -43,7 +44,7 @@ def refuse_interleaved(fdef, facts, summary, source):
 
 
 def _check(loop, stmt, call, fn, facts, summary, source):
-    name = fn.__name__
+    name = shown_name(fn)
     why = f'tapeflow makes all the items of {name}() (a generator) when the loop starts, ' \
           f'Python one at a time, after the body ran on the one before'
     instead = f'loop over list({name}(...)) to make them all first'

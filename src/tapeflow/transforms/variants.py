@@ -126,6 +126,18 @@ def arity_variant(fn, count, parse):
     return made
 
 
+def shown_name(fn) -> str:
+    """The name a message gives `fn`: its user's (a variant's original's; a stand-in's
+    library function, `itertools.accumulate`)."""
+    for _ in range(8):
+        made = getattr(fn, '__tapeflow_star_of__', None) or \
+            getattr(fn, '__tapeflow_variant_of__', None)
+        if made is None:
+            break
+        fn = made[0]
+    return getattr(fn, '__tapeflow_shown__', None) or fn.__name__
+
+
 def _positional_only(node):
     """`def f(a, /, b)` as `def f(a, b)`: a variant is called by position."""
     node.args.args[:0], node.args.posonlyargs = node.args.posonlyargs, []
@@ -167,7 +179,8 @@ def keyword_parameters(fn) -> bool:
         return True             # a nested def with star parameters (`sugar.nested_defs`)
     return code is not None and bool(code.co_kwonlyargcount or
                                      code.co_flags & inspect.CO_VARKEYWORDS) \
-        and not code.co_filename.startswith((_OWN, '<tapeflow'))
+        and (not code.co_filename.startswith((_OWN, '<tapeflow')) or
+             getattr(fn, '__tapeflow_standin__', False))     # (`rules.standins`: Python's)
 
 
 def keyword_variant(fn, count, parse):

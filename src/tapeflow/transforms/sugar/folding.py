@@ -12,6 +12,8 @@ import functools
 import inspect
 import types
 
+from tapeflow.rules.standins import __name__ as standins_module
+from tapeflow.rules.standins import standin
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
 from tapeflow.syntax.naming import identifier as _id
@@ -35,6 +37,10 @@ class FoldTransforms(nodes.Transformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         fn = getanno(node.func, Key.RESOLVED)
+        made = standin(fn) if fn is not None else None
+        if made is not None and getattr(self.fn, '__module__', None) != standins_module:
+            node = self._call_made(made, node)      # `functools.reduce`: Python in its place
+            fn = made
         if getattr(fn, '__tapeflow_fold_call__', None) is not None:
             return self.fold_call(fn, node)
         if isinstance(fn, functools.partial):
@@ -100,7 +106,8 @@ class FoldTransforms(nodes.Transformer):
     def user_call(self, fn, node):
         """A call of a user function made for what it is given: its number of star
         arguments, and the functions it is passed."""
-        if (getattr(fn, '__module__', None) or '').startswith('tapeflow.'):
+        if (getattr(fn, '__module__', None) or '').startswith('tapeflow.') and \
+                not getattr(fn, '__tapeflow_standin__', False):
             return node                 # tapeflow's own helpers: read as they are
         from tapeflow.transforms.variants import keyword_parameters
         if keyword_parameters(fn):
