@@ -419,7 +419,9 @@ def standin_call(g, scope):
                     f'sum(p * q for p, q in itertools.product({name}, {name}[:2]))',
                     f'sum(p * q for p, q in itertools.combinations({name}, 2))',
                     f'sum(itertools.islice({name}, 1, None, 2))',
-                    f'sum(itertools.chain({name}, [{float_expr(c, scope, 1)}]))'))
+                    f'sum(itertools.chain({name}, [{float_expr(c, scope, 1)}]))',
+                    f'next(iter({name})) * next(iter([]), {float_expr(c, scope, 1)})',
+                    f"dict(p={name}[0], q={float_expr(c, scope, 1)})['q']"))
     target = g.fresh(Float())
     scope.bind(target, Float())
     return [f'{target} = {value}']

@@ -66,7 +66,14 @@ def tuples_repeated(x):
     return sum(p[0] * p[0] for p in ps)
 
 
-CASES = [reduce_by_a_rule, reduce_by_a_lambda, accumulated, chained, products, picks,
+def first_items(x):
+    d = dict(a=x * 2, b=x)                      # dict(k=v): a dict display
+    rows = [x[1:], x[:2]]
+    return np.sum(next(iter(d.values()))) * d['b'][0] + np.sum(next(iter(rows))) + \
+        next(iter([]), x[2]) + next(iter((x[0], x[1])))
+
+
+CASES = [first_items, reduce_by_a_rule, reduce_by_a_lambda, accumulated, chained, products, picks,
          slices_and_pairs, mapped_and_repeated, tuples_repeated]
 if hasattr(itertools, 'pairwise'):
     def paired(x):
@@ -103,3 +110,17 @@ def test_a_write_into_what_a_lazy_one_reads_is_refused():
                                                   r'itertools\.accumulate\(\) may read') as error:
         tf.grad(writes_while_reading)(np.array([0.3, 0.4]))
     assert error.value.lineno == writes_while_reading.__code__.co_firstlineno + 4
+
+
+def test_next_of_iter_of_a_generator_is_refused_located():
+    def endless(x):
+        while True:
+            yield x
+            x = x * 2
+
+    def reads_one(x):
+        return np.sum(next(iter(endless(x))))
+    with pytest.raises(tf.UnsupportedError, match=r'endless\(\) is a generator: tapeflow makes '
+                                                  r'all its items where it is called') as error:
+        tf.grad(reads_one)(np.array([0.3]))
+    assert error.value.lineno == reads_one.__code__.co_firstlineno + 1

@@ -133,6 +133,15 @@ def compress(data, selectors):
             yield item
 
 
+def first(iterable, default=_NOTHING):
+    """`next(iter(iterable))`, `next(iter(iterable), default)`."""
+    for item in iterable:
+        return item
+    if default is _NOTHING:
+        raise StopIteration
+    return default
+
+
 _STANDINS = {functools.reduce: reduce, itertools.accumulate: accumulate,
              itertools.chain: chain, itertools.chain.from_iterable: chain_from_iterable,
              itertools.product: product, itertools.combinations: combinations,
@@ -145,6 +154,8 @@ if hasattr(itertools, 'pairwise'):
 for _original, _made in _STANDINS.items():
     _made.__tapeflow_standin__ = True
     _made.__tapeflow_shown__ = f'{_original.__module__ or "itertools"}.{_original.__qualname__}'
+first.__tapeflow_standin__ = True
+first.__tapeflow_shown__ = 'next(iter(...))'
 
 
 def standin(fn):

@@ -13,7 +13,7 @@ import inspect
 import types
 
 from tapeflow.rules.standins import __name__ as standins_module
-from tapeflow.rules.standins import standin
+from tapeflow.rules.standins import first, standin
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, hasanno, setanno
 from tapeflow.syntax.naming import identifier as _id
@@ -37,7 +37,15 @@ class FoldTransforms(nodes.Transformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         fn = getanno(node.func, Key.RESOLVED)
+        if fn is next and _first_item(node):     # next(iter(xs)): the first item of xs
+            node.args[0] = node.args[0].args[0]
+            fn = first
+        elif fn is dict and node.keywords and not node.args and all(k.arg for k in node.keywords):
+            return nodes.copy_location(ast.Dict(keys=[nodes.const(k.arg) for k in node.keywords],
+                                                values=[k.value for k in node.keywords]), node)
         made = standin(fn) if fn is not None else None
+        if fn is first:
+            made = first
         if made is not None and getattr(self.fn, '__module__', None) != standins_module:
             node = self._call_made(made, node)      # `functools.reduce`: Python in its place
             fn = made
@@ -366,6 +374,13 @@ def _static_value(node):
     if not hasanno(node, Key.RESOLVED):
         raise _NotStatic(node)
     return getanno(node, Key.RESOLVED)
+
+
+def _first_item(call) -> bool:
+    """`next(iter(xs))`, `next(iter(xs), default)`."""
+    inner = call.args[0] if call.args and len(call.args) <= 2 and not call.keywords else None
+    return isinstance(inner, ast.Call) and getanno(inner.func, Key.RESOLVED) is iter and \
+        len(inner.args) == 1 and not inner.keywords and not isinstance(inner.args[0], ast.Starred)
 
 
 def _is_compiled_function(fn) -> bool:
