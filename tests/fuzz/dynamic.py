@@ -404,6 +404,34 @@ def local_import(g, scope):
     return [line] + bound_call(g, scope, name if form == 'from' else f'{name}.tanh', t)
 
 
+def nonlocal_def(g, scope):
+    """A nested def binding a name of the function (`nonlocal`), called as a statement or
+    as an assignment's value, once or twice."""
+    c = g.c
+    names = [n for n in scope.names(lambda t: isinstance(t, (Float, Array))) if scope.rebindable(n)]
+    if scope.kind != 'f' or scope.depth > 0 or not names:
+        return None
+    target = c.pick(names)
+    t = scope.vars[target]
+    name = g.fresh_function('bump')
+    update = c.pick((f'{target} = {target} + v * {wrap(float_expr(c, scope, 1))}',
+                     f'{target} = np.tanh({target}) * v', f'{target} += v * v'))
+    lines = [f'def {name}(v):', f'{INDENT}nonlocal {target}', f'{INDENT}{update}']
+    returns = c.chance(0.5)
+    if returns:
+        lines.append(f'{INDENT}return {target} * 0.5')
+    for _ in range(c.integer(1, 2)):
+        argument = array_expr(c, scope, t.shape, 1) if isinstance(t, Array) else float_expr(c, scope, 1)
+        if returns and c.chance(0.6):
+            u = g.fresh(t)
+            lines.append(f'{u} = {name}({argument})')
+            scope.bind(u, t)
+        else:
+            lines.append(f'{name}({argument})')
+    scope.touch(target)
+    return lines
+
+
 def standin_call(g, scope):
     """`functools.reduce` and `itertools` over a list of floats: `reduce(operator.mul, ys,
     1.0)`, `sum(itertools.accumulate(ys))`, products, pairs and slices of it."""

@@ -84,6 +84,7 @@ CONSTRUCTS = (
     Construct('operator_write', objects.operator_write, 2, (Array, FloatList, ArrayList, Dict, Float)),
     Construct('local_import', dynamic.local_import, 1),
     Construct('standin_call', dynamic.standin_call, 1),
+    Construct('nonlocal_def', dynamic.nonlocal_def, 1),
 )
 NAMES = tuple(construct.name for construct in CONSTRUCTS)
 ISSUE_29 = NAMES[NAMES.index('function_table'):]     # the Python of issue 29

@@ -21,12 +21,17 @@ def f_global(x):
     return x
 
 
-def f_nonlocal(x):
-    def inner():
-        nonlocal x
-        x = 2.0
-    inner()
-    return x
+def _made_with_nonlocal():
+    x0 = 1.0
+
+    def f_nonlocal(x):          # (a nested def's nonlocal is supported: test_nonlocal.py)
+        nonlocal x0
+        x0 = x
+        return x * x0
+    return f_nonlocal
+
+
+f_nonlocal = _made_with_nonlocal()
 
 
 def f_lambda(x):
@@ -65,7 +70,7 @@ def f_attribute_store(x):
 
 REJECTED = [
     (f_global, 'global SOMETHING', 'global statements'),
-    (f_nonlocal, 'nonlocal x', 'nonlocal'),
+    (f_nonlocal, 'nonlocal x0', 'nonlocal'),
     (f_yield, 'yield x', 'yield'),
     (f_class, 'class Local', 'class definitions'),
     (f_eval, "eval('x", 'eval()'),

@@ -22,7 +22,6 @@ _REJECTED = {
     gast.Await: 'await is not supported',
     gast.ClassDef: 'class definitions inside a differentiated function are not supported',
     gast.Global: 'global statements (writes to module globals) are not supported',
-    gast.Nonlocal: 'nonlocal statements (writes to enclosing variables) are not supported',
 }
 for _name in ('TryStar',):
     if hasattr(gast, _name):
@@ -60,6 +59,26 @@ class _Fence(nodes.Visitor):
         if node.decorator_list and node is not self.source.node:
             self.reject(node, 'decorated nested functions are not supported')
         self.generic_visit(node)
+
+    def visit_Nonlocal(self, node):
+        if id(node) in self._own_statements():      # (a nested def's: `sugar.nonlocals`)
+            self.reject(node, 'nonlocal statements in the function differentiated (writes to '
+                              'a function around it) are not supported; pass the value in '
+                              'and return it')
+
+    def _own_statements(self) -> set:
+        """The ids of the statements of the function itself, not inside its nested defs."""
+        own, stack = set(), list(self.source.node.body)
+        while stack:
+            stmt = stack.pop()
+            own.add(id(stmt))
+            if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                continue
+            for field in ('body', 'orelse', 'finalbody'):
+                stack.extend(getattr(stmt, field, None) or ())
+            for handler in getattr(stmt, 'handlers', None) or ():
+                stack.extend(handler.body)
+        return own
 
     def visit_Assign(self, node):
         for target in node.targets:

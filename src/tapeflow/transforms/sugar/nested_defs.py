@@ -17,6 +17,7 @@ import functools
 
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno, setanno
+from tapeflow.transforms.sugar import nonlocals
 from tapeflow.transforms.sugar.lifted_calls import (default, default_of, hoist_defaults,
                                                      keyword_arguments, positional_arguments,
                                                      shaped, star_parameters, take_defaults)
@@ -63,11 +64,19 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
                     places[child.name] = (block, hoisted)
     if not lifted:
         return
-    called_at, direct = set(), {}
+    called_at, direct, binding = set(), {}, {}
     inside = {id(n) for d in nodes.walk_terms(node) if isinstance(d, ast.FunctionDef)
               and d is not node for n in nodes.walk_terms(d) if n is not d}
     for call in nodes.walk_terms(node):
         called = ast.called_name(call)
+        written = lifted[called][0].__tapeflow_nonlocal__ if called in lifted else ()
+        if written and id(call) in inside:
+            raise source.error(call, f'{called}() binds {written[0]} of the function around it '
+                                     f'(nonlocal), and is called here from another def: '
+                                     f'tapeflow follows those writes where the function it '
+                                     f'compiles calls it; call it there')
+        if written:
+            binding[id(call)] = (called, written)
         if called in lifted and id(call) not in inside:
             inner_fn, params, defaults, free = lifted[called]
             if shaped(inner_fn):
@@ -80,12 +89,16 @@ def lift_nested_defs(node, source, fn, namer=None, bindings=None):
             setanno(call.func, Key.RESOLVED, inner_fn)
             called_at.add(id(call.func))
             direct.setdefault(called, []).append(call)
+    if binding:
+        nonlocals.rewrite_calls(node, binding, namer, source)
     used = {}
     for n in nodes.walk_terms(node):
         if isinstance(n, ast.Name) and n.id in lifted and isinstance(n.ctx, ast.Load) \
                 and id(n) not in called_at:
             used.setdefault(n.id, n)
     for name, use in used.items():
+        if lifted[name][0].__tapeflow_nonlocal__:
+            nonlocals.refuse_as_value(name, lifted[name][0].__tapeflow_nonlocal__, use, source)
         block, hoisted = places[name]
         made = _as_closure(node, name, lifted[name], block, hoisted, use, source, namer,
                            bindings)
@@ -105,10 +118,11 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     params = [a.id for a in child.args.args]
     defaults = {default_of(h): h.targets[0].id for h in hoisted}
     starred = star_parameters(child)
-    inner_locals = local_names(child)
+    written = nonlocals.prepare(child, outer_locals, source)    # (it gives them back)
+    inner_locals = local_names(child) - set(written)
     # the enclosing function's locals it reads, and its closure's names (two scopes up)
     enclosing = outer_locals | set(getattr(getattr(fn, '__code__', None), 'co_freevars', ()))
-    free = sorted(_loads(child) - inner_locals - {child.name} & enclosing)
+    free = sorted(_loads(child) - inner_locals - {child.name} & enclosing | set(written))
     if starred:
         child.args.posonlyargs = [nodes.param(nodes.name(name)) for name in free]
     else:
@@ -129,6 +143,7 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
     inner_fn.__tapeflow_source__ = dataclasses.replace(source, node=copy.deepcopy(child))
     if starred:     # (`closures.Closure` passes the defaults by name, the locals first)
         inner_fn.__tapeflow_defaults_named__ = tuple(default_of(h) for h in hoisted)
+    inner_fn.__tapeflow_nonlocal__ = written
     if getanno(child, Key.CALLED_AT_ONCE):          # a guarded body (`try`, `with`)
         inner_fn.__tapeflow_guarded_body__ = True
         inner_fn.__tapeflow_kept__ = getanno(child, Key.KEPT)
