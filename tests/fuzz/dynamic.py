@@ -432,6 +432,20 @@ def nonlocal_def(g, scope):
     return lines
 
 
+def local_class(g, scope):
+    """A class made inside the function (its methods calling each other), used at once."""
+    c = g.c
+    if scope.kind != 'f':
+        return None
+    t = value_type(c, scope)
+    name = g.fresh_function('Scaled')
+    body = c.pick(('np.tanh(v) * self.w + v', 'self.inner(v) * self.w', 'v * v * self.w'))
+    lines = [f'class {name}:', f'{INDENT}def __init__(self, w):', f'{INDENT * 2}self.w = w', '',
+             f'{INDENT}def inner(self, v):', f'{INDENT * 2}return np.sin(v) + v', '',
+             f'{INDENT}def __call__(self, v):', f'{INDENT * 2}return {body}']
+    return lines + bound_call(g, scope, f'{name}({float_expr(c, scope, 1)})', t)
+
+
 def standin_call(g, scope):
     """`functools.reduce` and `itertools` over a list of floats: `reduce(operator.mul, ys,
     1.0)`, `sum(itertools.accumulate(ys))`, products, pairs and slices of it."""

@@ -85,6 +85,7 @@ CONSTRUCTS = (
     Construct('local_import', dynamic.local_import, 1),
     Construct('standin_call', dynamic.standin_call, 1),
     Construct('nonlocal_def', dynamic.nonlocal_def, 1),
+    Construct('local_class', dynamic.local_class, 1),
 )
 NAMES = tuple(construct.name for construct in CONSTRUCTS)
 ISSUE_29 = NAMES[NAMES.index('function_table'):]     # the Python of issue 29

@@ -44,9 +44,12 @@ def f_yield(x):
 
 
 def f_class(x):
-    class Local:
-        pass
-    return x
+    scale = 2.0
+
+    class Local:                # (one reading no local is made once: test_classes_inside.py)
+        def apply(self, v):
+            return v * scale
+    return Local().apply(x)
 
 
 def f_eval(x):
@@ -72,7 +75,7 @@ REJECTED = [
     (f_global, 'global SOMETHING', 'global statements'),
     (f_nonlocal, 'nonlocal x0', 'nonlocal'),
     (f_yield, 'yield x', 'yield'),
-    (f_class, 'class Local', 'class definitions'),
+    (f_class, 'return v * scale', 'the class Local, made in this function, reads scale'),
     (f_eval, "eval('x", 'eval()'),
     (f_exec, "exec('y", 'exec()'),
     (f_attribute_store, 'x.attr', 'attribute'),

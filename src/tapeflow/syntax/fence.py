@@ -20,7 +20,6 @@ _REJECTED = {
     gast.AsyncFor: 'async for is not supported',
     gast.AsyncFunctionDef: 'async functions are not supported',
     gast.Await: 'await is not supported',
-    gast.ClassDef: 'class definitions inside a differentiated function are not supported',
     gast.Global: 'global statements (writes to module globals) are not supported',
 }
 for _name in ('TryStar',):

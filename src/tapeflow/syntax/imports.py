@@ -22,7 +22,7 @@ def lower_imports(node: gast.FunctionDef, fn, source) -> dict:
     each import statement replaced by `pass`."""
     found = {}
     package = getattr(fn, '__globals__', {}).get('__package__')
-    for block in _blocks(node):
+    for block in statement_blocks(node):
         for k, stmt in enumerate(block):
             if not isinstance(stmt, (gast.Import, gast.ImportFrom)):
                 continue
@@ -37,7 +37,7 @@ def lower_imports(node: gast.FunctionDef, fn, source) -> dict:
     return found
 
 
-def _blocks(node):
+def statement_blocks(node):
     """The statement lists of `node`'s body and its compound statements (not nested defs),
     in the order of the text."""
     def inner(block):

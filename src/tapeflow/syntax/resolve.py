@@ -186,8 +186,10 @@ def run(tree, ctx):
     A free name that the generated module binds to something else (a global `range` of the
     user's, `np` bound to another module, a function named like a helper) is renamed in the
     user's code (`range_`): the generated code's own `range` stays the builtin."""
+    from tapeflow.syntax.classes import lower_classes
     from tapeflow.syntax.imports import lower_imports
     imported = lower_imports(tree, ctx.fn, ctx.source)
+    imported.update(lower_classes(tree, ctx.fn, ctx.source, imported))
     ctx.bindings = bindings = resolve(tree, ctx.fn, imported=imported)
     bindings.computed.update(imported)          # (the generated module binds them)
     reserved = ctx.runtime_names

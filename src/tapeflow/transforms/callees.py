@@ -101,7 +101,7 @@ class Summaries:
             from tapeflow.transforms.operations import is_library_code
             if _is_own(fn) or is_library_code(fn) or code is None or code.co_freevars or \
                     code.co_name == '<lambda>' or code.co_filename.startswith('<tapeflow') \
-                    or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+                    and not hasattr(fn, '__tapeflow_class_made__') or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
                 return al.Summary(), None   # (star parameters: read for each arity instead;
                 #                              closures and lambdas: read where they are made)
             count = code.co_argcount if code is not None else 0
@@ -130,7 +130,8 @@ class Summaries:
     def _guarded_writes(self, node, fn) -> bool:
         """Whether a guarded body (`try`, `with`) of `fn` may write into anything (generated
         code runs its bodies through the dispatcher, which checks them with their values)."""
-        if fn.__code__.co_filename.startswith('<tapeflow') and not _is_guarded_body(fn):
+        if fn.__code__.co_filename.startswith('<tapeflow') and not _is_guarded_body(fn) \
+                and not hasattr(fn, '__tapeflow_class_made__'):
             return False        # (a body's own bodies, a with of two managers: read too)
         for n in nodes.walk_terms(node):
             body = getanno(n, Key.RESOLVED) if isinstance(n, ast.Name) else None

@@ -180,6 +180,7 @@ def keyword_parameters(fn) -> bool:
     return code is not None and bool(code.co_kwonlyargcount or
                                      code.co_flags & inspect.CO_VARKEYWORDS) \
         and (not code.co_filename.startswith((_OWN, '<tapeflow')) or
+             hasattr(fn, '__tapeflow_class_made__') or       # (`syntax.classes`: the user's)
              getattr(fn, '__tapeflow_standin__', False))     # (`rules.standins`: Python's)
 
 
