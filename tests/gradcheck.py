@@ -187,3 +187,10 @@ def hessian_against_differences(f, x):
     numeric = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps)
                         for e in np.eye(len(x))])
     np.testing.assert_allclose(tf.hessian(f)(x.copy()), numeric, rtol=1e-4, atol=1e-6)
+
+
+def line_of(fn, text):
+    """The line of `fn`'s source file holding `text` (the first, inside `fn`)."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)

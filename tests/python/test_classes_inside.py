@@ -5,13 +5,12 @@ the gradient; what would differ from Python refused, by message and line."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import exact_to_second_order
+from tests.gradcheck import exact_to_second_order, line_of
 
 def inner_class(x):
     class Layer:
@@ -92,10 +91,6 @@ def writes_its_object(x):
     return a.v
 
 
-def _line(fn, text):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
 
 @pytest.mark.parametrize('f, text, message', [
     (reads_a_local, 'return v * scale', r'the class Scaled, made in this function, reads scale, '
@@ -111,4 +106,4 @@ def _line(fn, text):
 def test_what_would_differ_from_python_is_refused_located(f, text, message):
     with pytest.raises(tf.UnsupportedError, match=message) as error:
         tf.grad(f)(0.5)
-    assert error.value.lineno == _line(f, text)
+    assert error.value.lineno == line_of(f, text)

@@ -2,13 +2,12 @@
 while compiling, as the module scope's are; what cannot be resolved once refused, located."""
 from __future__ import annotations
 
-import inspect
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import exact_to_second_order
+from tests.gradcheck import exact_to_second_order, line_of
 
 
 def imports_inside(x):
@@ -73,10 +72,6 @@ def imports_what_is_not_there(x):
     return x
 
 
-def _line(fn, text):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
 
 @pytest.mark.parametrize('f, text, message', [
     (binds_it_again, 'math = 2.0', 'math is bound by an import in this function and here too'),
@@ -87,5 +82,5 @@ def _line(fn, text):
 def test_what_cannot_be_resolved_once_is_refused_located(f, text, message):
     with pytest.raises(tf.UnsupportedError, match=message) as error:
         tf.grad(f)(0.5)
-    assert error.value.lineno == _line(f, text)
+    assert error.value.lineno == line_of(f, text)
     assert error.value.filename.endswith('test_imports_inside.py')

@@ -3,13 +3,12 @@ Values against the plain call, gradients against central differences and forward
 Hessians against differences of the gradient; what stays refused, by message and line."""
 from __future__ import annotations
 
-import inspect
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import exact_to_second_order
+from tests.gradcheck import exact_to_second_order, line_of
 
 
 def accumulates(x):
@@ -125,10 +124,6 @@ def outer(scale):
     return differentiated
 
 
-def _line(fn, text):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
 
 @pytest.mark.parametrize('f, text, message', [
     (used_as_a_value, 'list(map(add', r'add\(\) binds total of this function \(nonlocal\) and '
@@ -143,4 +138,4 @@ def _line(fn, text):
 def test_what_stays_refused_is_located(f, text, message):
     with pytest.raises(tf.UnsupportedError, match=message) as error:
         tf.grad(f)(np.array([0.3, 0.4]))
-    assert error.value.lineno == _line(f, text)
+    assert error.value.lineno == line_of(f, text)

@@ -6,13 +6,12 @@ differences of the gradient; what stays refused, by message and line."""
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import exact_to_second_order
+from tests.gradcheck import exact_to_second_order, line_of
 
 
 def nested_star(x):
@@ -235,10 +234,6 @@ def two_spreads(x):
     return np.sum(inner(x, **a, **b))
 
 
-def _line(fn, text):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
 
 @pytest.mark.parametrize('f, where, message', [
     (calls_growing, (grows_its_arguments, 'return grows_its_arguments'),
@@ -249,5 +244,5 @@ def _line(fn, text):
 def test_what_stays_refused_is_located(f, where, message):
     with pytest.raises(tf.UnsupportedError, match=message) as error:
         tf.grad(f)(np.array([0.3, 0.4]))
-    assert error.value.lineno == _line(*where)
+    assert error.value.lineno == line_of(*where)
     assert error.value.filename.endswith('test_star_signatures.py')
