@@ -17,10 +17,10 @@ import builtins
 
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules.entries import entry
-from tapeflow.rules.registry import linear_pair, nondifferentiable
+from tapeflow.rules.registry import defjvp, defvjp, linear_pair, nondifferentiable
 
 __all__ = ['dict_keys', 'dict_values', 'dict_items', 'dict_copy', 'dict_pairs', 'delete_item',
-           'without_key']
+           'without_key', 'spread_keywords']
 
 
 def _is_zero(g) -> bool:
@@ -165,6 +165,40 @@ def _dict_jvp(t, ans, *args, **kwargs):
     return out
 
 
+def spread_keywords(*dicts):
+    """`f(**a, **b)`'s keywords as one dict: Python's TypeError where a key is in two."""
+    out = {}
+    for d in dicts:
+        for key in d:
+            if key in out:
+                raise TypeError(f'got multiple values for keyword argument {key!r}')
+            out[key] = d[key]
+    return out
+
+
+def _spread_vjp(i):
+    def vjp(g, ans, *dicts):
+        if _is_zero(g):
+            return 0.0
+        return {k: g[k] for k in dicts[i] if k in g}
+    return vjp
+
+
+def _spread_jvp(i):
+    def jvp(t, ans, *dicts):
+        return 0.0 if _is_zero(t) else {k: t.get(k, 0.0) for k in dicts[i]}
+    return jvp
+
+
+def _register_spread():
+    for i in range(8):
+        vjp, jvp = _spread_vjp(i), _spread_jvp(i)
+        defvjp(spread_keywords, vjp, argnums=[i])
+        defjvp(spread_keywords, jvp, argnums=[i])
+        linear_pair(vjp, jvp)
+
+
+_register_spread()
 entry(dict_values, _values_vjp, _values_jvp, forms='a dict')
 entry(dict_items, _items_vjp, _items_jvp, forms='a dict')
 entry(dict_copy, _copy_vjp, _copy_jvp, forms='a dict')

@@ -106,9 +106,6 @@ class _Fence(nodes.Visitor):
                                 'assign to a name first')
 
     def visit_Call(self, node):
-        if sum(kw.arg is None for kw in node.keywords) > 1:
-            self.reject(node, 'a call with two ** dicts (f(**a, **b)) is not supported; put '
-                              'their items in one dict first')
         fn = getanno(node.func, Key.RESOLVED)
         try:
             forbidden = _FORBIDDEN_CALLS.get(fn)

@@ -43,6 +43,10 @@ class FoldTransforms(nodes.Transformer):
         elif fn is dict and node.keywords and not node.args and all(k.arg for k in node.keywords):
             return nodes.copy_location(ast.Dict(keys=[nodes.const(k.arg) for k in node.keywords],
                                                 values=[k.value for k in node.keywords]), node)
+        if sum(k.arg is None for k in node.keywords) > 1:      # f(**a, **b): one dict
+            node.keywords = [k for k in node.keywords if k.arg is not None] + [
+                nodes.keyword(None, self._spread([k.value for k in node.keywords
+                                                  if k.arg is None], node))]
         made = standin(fn) if fn is not None else None
         if fn is first:
             made = first
@@ -205,6 +209,16 @@ class FoldTransforms(nodes.Transformer):
                                           f'its star parameter ({count}) than it was given '
                                           f'({own[1]}): how many is known only when it runs; '
                                           f'pass them as one tuple or list')
+
+    def _spread(self, dicts, node):
+        """`spread_keywords(a, b)`: the `**` dicts of one call as one, Python's TypeError
+        where a key is in two."""
+        from tapeflow.rules.dicts import spread_keywords
+        name = self.namer.new('_spread_keywords')
+        self.bindings.computed[name] = spread_keywords
+        func = nodes.copy_location(nodes.name(name), node)
+        setanno(func, Key.RESOLVED, spread_keywords)
+        return nodes.copy_location(nodes.call(func, *dicts), node)
 
     def _constant(self, name, value, node):
         """A name for `value` (a parameter's default), resolved to it."""
