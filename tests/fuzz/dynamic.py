@@ -495,6 +495,8 @@ def generator_call(g, scope):
         update = c.pick((f'{name} = {name} + {p}', f'{name} += {p}', f'{name} = {name} * np.tanh({p})'))
         lines = [f'for {p} in {define(g, "pieces")}({expr_of(c, scope, t, 1)}, {trips}):', INDENT + update]
         lines += g.indent(g.block(body, 0, 1, 0.3))
+        if c.chance(0.3):       # left early: pieces() ends quietly, its later items unread
+            lines += [f'{INDENT}if np.sum({name}) > {c.pick(("0.5", "2.0"))}:', f'{INDENT * 2}break']
         scope.adopt_loop(body, trips)
         scope.touch(name)
         return lines

@@ -136,7 +136,7 @@ def _check_loop(loop, call, name, local, source, fn):
     instead = f'loop over list({name}(...)) to make them all first'
     why = f'tapeflow makes all the items of {name}() (a generator) when the loop starts, ' \
           f'Python one at a time'
-    if _leaves_early(loop.body):
+    if _leaves_early(loop.body) and not _finishes_quietly(_definition(call, name, local)):
         raise source.error(loop, f'this loop may stop before {name}() has made its last item '
                                  f'(break, return): {why}, and would run it further; {instead}')
     if name in local:
@@ -151,6 +151,66 @@ def _check_loop(loop, call, name, local, source, fn):
     if fn is not None and _draws(fn, call, local.get(name)) and _draws(fn, loop.body):
         raise source.error(loop, f'{name}() and this loop both draw random numbers, which Python '
                                  f'draws in turns: {why}; {instead}')
+
+
+def _definition(call, name, local):
+    """The def of the generator `call` calls, its names resolved; None where it has none."""
+    if name in local:
+        return local[name]
+    fn = getanno(call.func, Key.RESOLVED)
+    try:
+        node = parse_function(fn).node
+    except Exception:           # noqa: BLE001 (no source: not read, not quiet)
+        return None
+    from tapeflow.syntax.resolve import resolve
+    resolve(node, fn)
+    return node
+
+
+_QUIET_CALLS = (builtins.range, builtins.len, builtins.enumerate, builtins.zip, builtins.float,
+                builtins.abs, builtins.min, builtins.max, builtins.sum, builtins.reversed)
+
+
+def _finishes_quietly(gen) -> bool:
+    """Whether running the generator `gen` to its end after a loop reading it stopped
+    changes nothing Python's run shows: it ends (no `while`, loops over what it is given
+    or a range), writes into nothing but names it binds, raises nothing of its own, calls
+    only functions with derivative rules and the builtins above (none drawing random
+    numbers). Then its later items, made and never read, are all the difference."""
+    if gen is None:
+        return False
+    params = {a.id for a in gen.args.args + gen.args.kwonlyargs + gen.args.posonlyargs} | \
+        {a.id for a in (gen.args.vararg, gen.args.kwarg) if a is not None}
+    bound = {t.id for n in nodes.walk_terms(gen) if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name)}
+    for n in nodes.walk_terms(gen):
+        if n is not gen and isinstance(n, (ast.While, ast.Raise, ast.Assert, ast.Try, ast.With,
+                                           ast.FunctionDef, ast.Lambda, ast.Delete,
+                                           ast.Global, ast.Nonlocal)):
+            return False
+        if isinstance(n, ast.Assign) and not all(isinstance(t, (ast.Name, ast.Tuple))
+                                                 for t in n.targets):
+            return False
+        if isinstance(n, ast.AugAssign) and not (isinstance(n.target, ast.Name) and
+                                                 n.target.id in bound - params):
+            return False
+        if isinstance(n, ast.YieldFrom) and not isinstance(n.value, ast.Name):
+            return False
+        if isinstance(n, ast.Call) and not _quiet_call(getanno(n.func, Key.RESOLVED)):
+            return False
+    return True
+
+
+def _quiet_call(fn) -> bool:
+    from tapeflow.rules import registry
+    if fn is None or 'random' in (getattr(fn, '__module__', None) or ''):
+        return False
+    try:
+        if any(fn is q for q in _QUIET_CALLS):
+            return True
+    except TypeError:
+        return False
+    return registry.lookup(fn) is not None and not is_generator(fn)
 
 
 def _draws(fn, what, body=None) -> bool:

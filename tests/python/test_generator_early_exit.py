@@ -1,0 +1,89 @@
+"""A loop leaving a generator early (`break`, `return`): exact where running the generator
+to its end changes nothing Python's run shows (`sugar.generators._finishes_quietly`);
+refused, located, otherwise. Values against the plain call, gradients against central
+differences and forward mode, Hessians against differences of the gradient."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tests.gradcheck import exact_to_second_order, line_of
+
+
+def scaled(x, n):
+    acc = x * 0.0
+    for k in range(n):
+        acc = acc + np.sin(x) * (k + 1.0)
+        yield acc
+
+
+def breaks_out(x):
+    out = 0.0
+    for i, v in enumerate(scaled(x, 5)):
+        if i == 2:
+            break
+        out = out + np.sum(v * v)
+    return out
+
+
+def returns_from_inside(x):
+    def rows(vs):
+        for v in vs:
+            yield np.tanh(v)
+    for r in rows([x, x * 2, x * 3]):
+        if np.sum(r) > 10.0:
+            return np.sum(r)
+        x = x + r
+    return np.sum(x)
+
+
+@pytest.mark.parametrize('f', [breaks_out, returns_from_inside], ids=lambda f: f.__name__)
+def test_leaving_a_quiet_generator_early_is_exact(f):
+    exact_to_second_order(f, np.array([0.3, -0.4, 0.8]))
+
+
+def test_closed_form():
+    x = np.array([0.3, -0.4, 0.8])      # breaks_out: sum(sin^2) + sum((3 sin)^2)
+    np.testing.assert_allclose(tf.grad(breaks_out)(x), 20 * np.sin(x) * np.cos(x), rtol=1e-12)
+
+
+def noisy(x):
+    k = 0
+    while True:                         # endless: run to its end, it never ends
+        yield x * k
+        k += 1
+
+
+def takes_two_of_endless(x):
+    out = 0.0
+    for i, v in enumerate(noisy(x)):
+        if i == 2:
+            break
+        out = out + np.sum(v)
+    return out
+
+
+def checks(x):
+    for k in range(3):
+        if k == 2:
+            raise ValueError('the third')   # Python never gets here when the loop stops first
+        yield x * k
+
+
+def takes_two_of_checks(x):
+    out = 0.0
+    for i, v in enumerate(checks(x)):
+        if i == 1:
+            break
+        out = out + np.sum(v)
+    return out
+
+
+@pytest.mark.parametrize('f', [takes_two_of_endless, takes_two_of_checks],
+                         ids=lambda f: f.__name__)
+def test_a_generator_that_may_not_end_quietly_is_refused_located(f):
+    with pytest.raises(tf.UnsupportedError, match=r'this loop may stop before \w+\(\) has made '
+                                                  r'its last item') as error:
+        tf.grad(f)(np.array([0.3, 0.4]))
+    assert error.value.lineno == line_of(f, 'for i, v in')
