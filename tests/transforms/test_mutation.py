@@ -793,3 +793,23 @@ def test_a_loop_over_an_array_written_while_it_is_iterated():
     write did not bring up to date. It does now."""
     for x in (np.array([1.13, 0.77, 0.54]), np.array([0.3, 0.2, 0.1])):
         checked(a_loop_writing_the_array_it_iterates, x, 0.51, wrt=(0, 1))
+
+
+def test_a_refusal_never_names_what_the_compiler_made():
+    """Found by the fuzzer (seed 5340): `a[2] += ...` refused as '_item shares memory with
+    b ... write _item = _item.copy()', a name the user never wrote. A name the compiler
+    made is said as what it is."""
+    import types
+
+    from tapeflow.syntax.naming import Namer
+    from tapeflow.transforms.mutation_checks import Checks
+    namer = Namer({'a', 'b'})
+    item = namer.new('_item')
+    checks = types.SimpleNamespace(ctx=types.SimpleNamespace(namer=namer),
+                                   made_at=lambda name, stmt: ' (line 47)')
+    said = Checks.shares_reason(checks, item, 'b', None)
+    assert said == ('the value this writes into shares memory with b (line 47) in a way not '
+                    'known here; writing into it changes b -- copy it first (.copy()), or '
+                    'avoid the in-place write')
+    said = Checks.shares_reason(checks, 'a', 'b', None)
+    assert said.startswith('a shares memory with b (line 47)') and 'write a = a.copy()' in said

@@ -16,6 +16,7 @@ from tapeflow.syntax import nodes
 class Namer:
     def __init__(self, taken=()):
         self.taken = set(taken)
+        self.made = set()           # the names `new` gave (the user never wrote them)
 
     @classmethod
     def for_function(cls, node) -> 'Namer':
@@ -29,6 +30,7 @@ class Namer:
             k += 1
             candidate = f'{base}{k}'
         self.taken.add(candidate)
+        self.made.add(candidate)
         return candidate
 
     def reserve(self, name: str) -> str:

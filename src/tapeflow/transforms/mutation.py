@@ -354,9 +354,7 @@ class _Rewriter(Checks, DictLowerings, Lowerings, CallWrites):
             # names joined from paths where one was bound to the other, and to another
             # value: `_entry_v = v` before `v *= c` of a number or an array in a loop):
             # `alias = name` after the write, as where the two are known to be one
-            reason = (f'{name} shares memory with {shown}{self.made_at(shown, stmt)} in a way '
-                      f'not known here; writing into {name} changes {shown} -- write '
-                      f'{name} = {name}.copy() before writing, or avoid the in-place write')
+            reason = self.shares_reason(name, shown, stmt)
             same = self.new('_same')
             checks.append(nodes.located(nodes.assign(same, nodes.compare(
                 nodes.name(name), ast.Is(), nodes.name(alias))), stmt))

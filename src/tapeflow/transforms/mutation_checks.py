@@ -177,6 +177,22 @@ class Checks:
         line = _assigned_line(self.fdef, alias, before)
         return f' (line {line})' if line else ''
 
+    def shares_reason(self, name, other, stmt) -> str:
+        """Why a write into `name` is refused where `other` shares its memory in a way the
+        analysis does not know; a name the compiler made (a part of a value, a loop's item)
+        said as what it is."""
+        made = getattr(self.ctx.namer, 'made', ())
+        if name in made:
+            subject, fix = 'the value this writes into', 'copy it first (.copy())'
+        else:
+            subject, fix = name, f'write {name} = {name}.copy() before writing'
+        shown = 'a value made here' if other in made else \
+            f'{other}{self.made_at(other, stmt)}'
+        return (f'{subject} shares memory with {shown} in a way not known here; writing into '
+                f'{"it" if name in made else name} changes '
+                f'{"that value" if other in made else other} -- {fix}, or avoid the in-place '
+                f'write')
+
 
 def _assigned_line(fdef, name, before):
     """The line of the last assignment to `name` before `before` (or its parameter's)."""

@@ -152,11 +152,8 @@ class Propagation:
         self.before.append(nodes.assign(inside, nodes.call(runtime_ref('holds'), holder, item)))
         # not held there, it is itself only where the write did not reach it some other way
         self.before.append(self.rw.apart(
-            self.stmt, self.start, item,
-            f'{self.start} shares memory with {item}{self.rw.made_at(item, self.stmt)} in a way '
-            f'not known here; writing into {self.start} changes {item} -- write {self.start} = '
-            f'{self.start}.copy() before writing, or avoid the in-place write', self.deep,
-            unless=inside))
+            self.stmt, self.start, item, self.rw.shares_reason(self.start, item, self.stmt),
+            self.deep, unless=inside))
         return [nodes.assign(item, nodes.call(
             runtime_ref('reread_item'), holder, item, inside, nodes.const(where.reason),
             nodes.const(where.filename), nodes.const(where.lineno),
@@ -166,10 +163,7 @@ class Propagation:
         """Before the write: `child`, refreshed as a list holding `holders`, must, if an
         array (its kind was not known), be one of them or apart from the memory written,
         and its slots that share that memory must be those objects."""
-        where = self.rw.error(self.stmt, (
-            f'{self.start} shares memory with {child}{self.rw.made_at(child, self.stmt)} in a way '
-            f'not known here; writing into {self.start} changes {child} -- write {self.start} = '
-            f'{self.start}.copy() before writing, or avoid the in-place write'))
+        where = self.rw.error(self.stmt, self.rw.shares_reason(self.start, child, self.stmt))
         self.rw.checked.update({child, self.start})
         return nodes.located(nodes.expr_stmt(nodes.call(
             runtime_ref('check_refresh'), child, self.start, nodes.tuple_(*holders),
