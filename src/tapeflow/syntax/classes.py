@@ -19,14 +19,15 @@ import dataclasses
 import gast
 
 from tapeflow.syntax import nodes
+from tapeflow.syntax.imports import statement_blocks
+from tapeflow.syntax.resolve import local_names
+from tapeflow.syntax.unparse import load_module, unparse
 
 
 def lower_classes(node: gast.FunctionDef, fn, source, known) -> dict:
     """{name: class} for the class statements of `node`'s own body, each replaced by
     `pass`; `known`: the names the function's imports bind (its class bodies may read
     them)."""
-    from tapeflow.syntax.imports import statement_blocks
-    from tapeflow.syntax.resolve import local_names
     found = {}
     blocks = list(statement_blocks(node))
     made_here = {s.name for block in blocks for s in block if isinstance(s, gast.ClassDef)}
@@ -84,7 +85,6 @@ def _constant(value) -> bool:
 def _reads(node, bound):
     """The Name loads under `node` not bound by a def inside it (its parameters, its
     assignments)."""
-    from tapeflow.syntax.resolve import local_names
     for child in gast.iter_child_nodes(node):
         if isinstance(child, gast.FunctionDef):
             inner = bound | local_names(child)
@@ -103,7 +103,6 @@ def _reads(node, bound):
 
 def _made(stmt, fn, source, known):
     """The class `stmt` makes, in `fn`'s module, its methods given their text."""
-    from tapeflow.syntax.unparse import load_module, unparse
     namespace = dict(getattr(fn, '__globals__', {}))
     namespace.update(known)
     try:

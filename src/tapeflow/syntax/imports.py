@@ -15,6 +15,7 @@ import importlib
 import gast
 
 from tapeflow.syntax import nodes
+from tapeflow.syntax.resolve import local_names
 
 
 def lower_imports(node: gast.FunctionDef, fn, source) -> dict:
@@ -82,7 +83,6 @@ def _bound(stmt, package, source):
 
 def _only_imported(node, found, source):
     """Refuse a name bound by an import that the function binds otherwise too."""
-    from tapeflow.syntax.resolve import local_names
     both = sorted(set(found) & local_names(node))
     if both:
         where = next(n for n in nodes.walk_terms(node) if isinstance(n, gast.Name) and
