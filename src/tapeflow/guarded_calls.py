@@ -27,7 +27,9 @@ from tapeflow.errors import UnsupportedError, is_tapeflows
 from tapeflow.rules import guards
 from tapeflow.rules.write_checks import memory_parts
 from tapeflow.runtime.helpers import is_zero
-from tapeflow.guarded_state import check_aliases, kept_identity, refuse_at
+from tapeflow.guarded_prefix import half_way, ran_as_python, restore, same_as_left
+from tapeflow.guarded_state import (check_aliases, contents, contents_before, kept_identity,
+                                    refuse_at, unchanged)
 
 __all__ = ['Guarded', 'forward', 'jvp', 'forward_jvp']
 
@@ -195,62 +197,6 @@ def _reaches(value, target) -> bool:
                for part in memory_parts(value, True))
 
 
-def _snapshot(kept, values):
-    """What the values `kept` marks written hold before the body runs (None: none)."""
-    written = guards.written_positions(kept)
-    if not written:
-        return None
-    return {k: _contents(values[k]) for k in written}
-
-
-def _contents(v, depth=0):
-    """What `v` holds, to the arrays its lists and dicts hold (their slots by identity)."""
-    if isinstance(v, np.ndarray):
-        return v.copy()
-    if depth > 8:
-        return None
-    if isinstance(v, list):
-        return [(item, _contents(item, depth + 1)) for item in v]
-    if isinstance(v, dict):
-        return [((key, item), _contents(item, depth + 1)) for key, item in v.items()]
-    return None
-
-
-def _unchanged(before, now) -> bool:
-    if before is None:
-        return True
-    if isinstance(before, np.ndarray):
-        return isinstance(now, np.ndarray) and before.shape == now.shape and \
-            np.array_equal(before, now, equal_nan=before.dtype.kind in 'fc')
-    items = list(now.items()) if isinstance(now, dict) else now
-    if not isinstance(items, list) or len(items) != len(before):
-        return False
-    for (slot, held), item in zip(before, items):
-        if isinstance(now, dict):
-            if slot[0] is not item[0] and slot[0] != item[0] or slot[1] is not item[1]:
-                return False
-            item = item[1]
-        elif slot is not item:
-            return False
-        if not _unchanged(held, item):
-            return False
-    return True
-
-
-def _check_unwritten(body, kept, values, snapshot):
-    """Refuse a body that raised after it wrote into a value it was given: its record,
-    which would give that memory back in the reverse sweep, is gone."""
-    if snapshot is None:
-        return
-    names = guards.kept_names(kept)
-    for k, before in snapshot.items():
-        if not _unchanged(before, values[k]):
-            refuse_at(body, f'the guarded body (try, with) wrote into {names[k]}, then '
-                             f'raised: tapeflow cannot differentiate a write that stopped '
-                             f'half way; write into {names[k]} after the try, or raise '
-                             f'before writing')
-
-
 _NESTED = weakref.WeakKeyDictionary()     # a body -> the bodies of the try/with inside it
 
 
@@ -295,14 +241,21 @@ def forward(tape, active, fn, args):
     _checked(args, at, body, values, kept)
     numerics = guards.numerics(args[0]) if at == 4 else None
     depth = len(tape)
-    snapshot = _snapshot(kept, values)
+    snapshot = contents_before(kept, values)
     try:
         out = call_forward(tape, _inner(active, at), body, *values)
     except types as error:
         if is_tapeflows(error):
             raise
         del tape[depth:]
-        _check_unwritten(body, kept, values, snapshot)
+        ran = _part_that_ran(body, error, kept, values, active, at, types, snapshot)
+        if ran is not None:                 # (what it changed is read after it)
+            out = call_forward(tape, _inner(active, at), ran[0], *values)
+            ran_as_python(ran, values, body, kept)
+            out, before = kept_identity(out, kept, values, body)
+            tape.append(Guarded(True, at, len(values), numerics, before))
+            check_aliases(out, kept, values, body)
+            return 2, error, same_as_left(out[2], error, kept, values, body)
         left = _left_at(body, error, kept, values, active, at)
         tape.append(Guarded(False, at, len(values), None))
         return 2, error, left
@@ -310,6 +263,30 @@ def forward(tape, active, fn, args):
     tape.append(Guarded(True, at, len(values), numerics, before))
     check_aliases(out, kept, values, body)
     return out
+
+
+def _part_that_ran(body, error, kept, values, active, at, types, snapshot):
+    """Where the body raised after it changed a value that carries a derivative and that
+    the code after it reads, or after it wrote into a value it was given: the body
+    stopping before the statement that raised (`guarded_prefix`), what it wrote given
+    back first; else None (nothing to differentiate, or refused as before)."""
+    changed = [k for k, before in (snapshot or {}).items() if not unchanged(before, values[k])]
+    if not changed:
+        try:
+            _left(error, kept, values, active, at)
+            return None
+        except UnsupportedError:
+            pass
+    from tapeflow.guarded_prefix import prefix
+    left = {k: contents(values[k]) for k in changed}      # (as Python's run left them)
+    if changed:
+        restore(snapshot, values)
+    ran = prefix(body, values, types)       # (it runs the body again as Python)
+    if changed:
+        restore(snapshot, values)
+    if ran is None and changed:
+        half_way(body, kept, changed[0])
+    return None if ran is None else (ran, left)
 
 
 def _mutable(v):
@@ -337,13 +314,18 @@ def jvp(active, batched, fn, args, tangents):
     _checked(args, at, body, values, kept)
     inner = _inner(active, at)
     given = dict(zip(active, tangents))
-    snapshot = _snapshot(kept, values)
+    snapshot = contents_before(kept, values)
     try:
         out = call_jvp(inner, batched, body, values, {}, tuple(given[k + at] for k in inner))
     except types as error:
         if is_tapeflows(error):
             raise
-        _check_unwritten(body, kept, values, snapshot)
+        ran = _part_that_ran(body, error, kept, values, active, at, types, snapshot)
+        if ran is not None:
+            out = call_jvp(inner, batched, ran[0], values, {}, tuple(given[k + at] for k in inner))
+            ran_as_python(ran, values, body, kept)
+            return (2, error, same_as_left(out[0][2], error, kept, values, body)), \
+                (0.0, 0.0, out[1][2] if not is_zero(out[1]) else 0.0)
         left = _left_at(body, error, kept, values, active, at)
         return (2, error, left), (0.0, 0.0, _value_tangents(active, tangents, at, len(left)))
     primal, _ = kept_identity(out[0], kept, values, body)
@@ -360,7 +342,7 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
     inner2 = _inner(active2, at)
     given = dict(zip(active2, tangents))
     depth = len(tape)
-    snapshot = _snapshot(kept, values)
+    snapshot = contents_before(kept, values)
     try:
         out = call_forward_jvp(inner2, batched, tape, _inner(active, at), body, values, {},
                                tuple(given[k + at] for k in inner2))
@@ -368,7 +350,18 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
         if is_tapeflows(error):
             raise
         del tape[depth:]
-        _check_unwritten(body, kept, values, snapshot)
+        ran = _part_that_ran(body, error, kept, values, tuple(active) + tuple(active2), at,
+                             types, snapshot)
+        if ran is not None:
+            out = call_forward_jvp(inner2, batched, tape, _inner(active, at), ran[0], values,
+                                   {}, tuple(given[k + at] for k in inner2))
+            ran_as_python(ran, values, body, kept)
+            primal, before = kept_identity(out[0], kept, values, body)
+            tape.append(Guarded(True, at, len(values), numerics, before))
+            tape.append(0.0)
+            check_aliases(primal, kept, values, body)
+            return (2, error, same_as_left(out[0][2], error, kept, values, body)), \
+                (0.0, 0.0, out[1][2] if not is_zero(out[1]) else 0.0)
         left = _left_at(body, error, kept, values, tuple(active) + tuple(active2), at)
         tape.append(Guarded(False, at, len(values), None))
         tape.append(0.0)

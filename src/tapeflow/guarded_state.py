@@ -122,3 +122,45 @@ def check_aliases(out, kept, values, body):
                                f'two places (or two views of one): tapeflow does not follow '
                                f'a write through one to the other after the body; make it '
                                f'before the try or with, or after it')
+
+
+def contents_before(kept, values):
+    """What the values `kept` marks written hold before the body runs (None: none)."""
+    written = guards.written_positions(kept)
+    if not written:
+        return None
+    return {k: contents(values[k]) for k in written}
+
+
+def contents(v, depth=0):
+    """What `v` holds, to the arrays its lists and dicts hold (their slots by identity)."""
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if depth > 8:
+        return None
+    if isinstance(v, list):
+        return [(item, contents(item, depth + 1)) for item in v]
+    if isinstance(v, dict):
+        return [((key, item), contents(item, depth + 1)) for key, item in v.items()]
+    return None
+
+
+def unchanged(before, now) -> bool:
+    if before is None:
+        return True
+    if isinstance(before, np.ndarray):
+        return isinstance(now, np.ndarray) and before.shape == now.shape and \
+            np.array_equal(before, now, equal_nan=before.dtype.kind in 'fc')
+    items = list(now.items()) if isinstance(now, dict) else now
+    if not isinstance(items, list) or len(items) != len(before):
+        return False
+    for (slot, held), item in zip(before, items):
+        if isinstance(now, dict):
+            if slot[0] is not item[0] and slot[0] != item[0] or slot[1] is not item[1]:
+                return False
+            item = item[1]
+        elif slot is not item:
+            return False
+        if not unchanged(held, item):
+            return False
+    return True

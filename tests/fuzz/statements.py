@@ -6,8 +6,8 @@ has two paths, the body run to its end (then `else`) and the handler; a suppress
 `with`, the body or nothing; a loop that may `break` or `continue` before its block,
 the block or nothing. A body raises at its first statement (`guard(v, c)`, a helper
 that raises when `np.mean(v) > c`, or `if <data> > c: raise ValueError`), before it
-changed anything: tapeflow refuses, located, a body that wrote into a value carrying a
-derivative and then raised, so a write before the raise is drawn rarely (`EARLY`). A
+changed anything, or after a statement of the grammar (`EARLY`): tapeflow differentiates
+what ran before the raise by running it again, stopped there (`guarded_prefix`). A
 handler computes the value the body would have (`r = checked(v, c)` in the body, `r =
 <another expression>` in the handler), so code after the try reads it on both paths.
 """
@@ -20,7 +20,7 @@ from .scope import Array, Float, FloatList, Index, Tuple
 
 INDENT = '    '
 MAX_DEPTH = 2
-EARLY = 0.08          # a statement of the grammar before the raise (may be refused)
+EARLY = 0.3           # a statement of the grammar before the raise
 DEFINITIONS = {
     'guard': ['def guard(v, c):', '    if np.mean(v) > c:', "        raise ValueError('over the limit')"],
     'checked': ['def checked(v, c):', '    if np.mean(v) > c:',

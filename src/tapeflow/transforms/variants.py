@@ -334,6 +334,12 @@ def _kept_variant(table, key, fn):
     return kept[2]
 
 
+def function_from(fn, node, cells=None):
+    """A function object for `node` in `fn`'s globals, closure cells and defaults, and new
+    cells holding the values `cells` (a variant made outside this module)."""
+    return _function(fn, node, cells=cells)
+
+
 def _function(fn, node, defaults=_KEEP, cells=None):
     """A function object for `node`, in `fn`'s globals and closure cells (and `fn`'s
     defaults, unless others are given), and new cells holding the values `cells`."""
