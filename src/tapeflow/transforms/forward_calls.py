@@ -25,8 +25,7 @@ class DynamicCalls:
             return plain + ([mark(nodes.assign(self.d[y], 0.0))] if y in self.ctx.active else [])
         tangents = self._dynamic_tangents(call, op, active)
         result = self.ctx.namer.new('_jcall')
-        given = nodes.dict_([None if k.arg is None else nodes.const(k.arg) for k in call.keywords],
-                            [k.value for k in call.keywords])
+        given = _keywords(call)
         jvp = nodes.call('call_jvp', nodes.const(tuple(active)), nodes.const(self.ctx.batched),
                          call.func, nodes.tuple_(*call.args), given, nodes.tuple_(*tangents))
         return [nodes.assign(result, jvp),
@@ -76,8 +75,7 @@ class DynamicCalls:
             op = dynamic(inner_call, [(k.arg, k.value) for k in call.keywords], name)
             active = dynamic_active(op, self.is_active)
             tangents = nodes.tuple_(*self._dynamic_tangents(inner_call, op, active))
-            given = nodes.dict_([None if k.arg is None else nodes.const(k.arg) for k in call.keywords],
-                                [k.value for k in call.keywords])
+            given = _keywords(call)
             if name == 'call_plain':
                 made = nodes.call('call_jvp', nodes.const(tuple(active)), batched, inner[0],
                                   nodes.tuple_(*inner[1:]), given, tangents)
@@ -92,3 +90,9 @@ class DynamicCalls:
         if y in self.ctx.active:
             out.append(mark(nodes.assign(self.d[y], nodes.subscript(result, nodes.const(1)))))
         return out
+
+
+def _keywords(call):
+    """The call's keywords as a dict display (`**d` spread into it)."""
+    return nodes.dict_([None if k.arg is None else nodes.const(k.arg) for k in call.keywords],
+                       [k.value for k in call.keywords])
