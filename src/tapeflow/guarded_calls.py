@@ -27,7 +27,7 @@ from tapeflow.errors import UnsupportedError, is_tapeflows
 from tapeflow.rules import guards
 from tapeflow.rules.write_checks import memory_parts
 from tapeflow.runtime.helpers import is_zero
-from tapeflow.guarded_prefix import half_way, ran_as_python, restore, same_as_left
+from tapeflow.guarded_prefix import as_one, half_way, ran_as_python, restore, same_as_left
 from tapeflow.guarded_state import (check_aliases, contents, contents_before, kept_identity,
                                     refuse_at, unchanged)
 
@@ -120,7 +120,7 @@ def _left(error, kept, values, active, at):
 def _checked(args, at, body, values, kept):
     """`_check_body`, leaving a `with`'s manager (entered already) where it refuses."""
     try:
-        _check_body(body, values, kept)
+        return _check_body(body, values, kept)
     except UnsupportedError as error:
         if at == 4:
             guards.exit_context(args[0], error)
@@ -131,7 +131,8 @@ def _check_body(body, values, kept):
     """Refuse, before it runs, a body that writes into what it did not make, but for the
     values marked written in `kept` (the caller follows those writes as a call's); and one
     whose written value shares memory with another value it reads (it would not see the
-    write as a write into that one)."""
+    write as a write into that one). Two of its values that are one object are given to
+    it as one (`guarded_prefix.as_one`): the body returned is the one to run."""
     fn = body.fn if isinstance(body, Closure) else body
     given = tuple(values) + (body.values[body.ndefaults:] if isinstance(body, Closure) else ())
     written = guards.written_positions(kept)
@@ -144,10 +145,15 @@ def _check_body(body, values, kept):
     names = guards.kept_names(kept)
     deep = callees.Summaries(anf_of)(fn, compiler_kinds(kinds_of(given, ()))).deep
     unread = _bound_before_read(fn)
+    same = []
     for k in written:
         if not _mutable(given[k]):
             continue
         for j, other in enumerate(given):
+            if j != k and j not in unread and other is given[k] and \
+                    not any(j in pair for pair in same):
+                same.append((j, k))         # (one object: the body binds j to k first)
+                continue
             if j != k and j not in unread and (
                     _reaches(other, given[k]) or k in deep and _mutable(other) and
                     _reaches(given[k], other)):     # (it writes into another's memory)
@@ -156,6 +162,7 @@ def _check_body(body, values, kept):
                                  f'and {what} shares its memory: tapeflow does not follow '
                                  f'that write into it inside the body; copy one of them '
                                  f'before the try or with ({names[k]} = {names[k]}.copy())')
+    return as_one(body, tuple(same)) if same else body
 
 
 _UNREAD = weakref.WeakKeyDictionary()     # a body -> the positions of _bound_before_read
@@ -232,13 +239,13 @@ def _nested_bodies(fn, seen):
 def check_plain(fn, args):
     """`call_plain(attempt, *args)`: its body must not write into what it did not make."""
     at, _, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values, kept)
+    body = _checked(args, at, body, values, kept)
 
 
 def forward(tape, active, fn, args):
     """`call_forward(tape, active, attempt, *args)`."""
     at, types, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values, kept)
+    body = _checked(args, at, body, values, kept)
     numerics = guards.numerics(args[0]) if at == 4 else None
     depth = len(tape)
     snapshot = contents_before(kept, values)
@@ -311,7 +318,7 @@ def _value_tangents(active, tangents, at, n):
 def jvp(active, batched, fn, args, tangents):
     """`call_jvp(active, batched, attempt, args, {}, tangents)`."""
     at, types, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values, kept)
+    body = _checked(args, at, body, values, kept)
     inner = _inner(active, at)
     given = dict(zip(active, tangents))
     snapshot = contents_before(kept, values)
@@ -337,7 +344,7 @@ def forward_jvp(active2, batched, tape, active, fn, args, tangents):
     """`call_forward_jvp(active2, batched, tape, active, attempt, args, {}, tangents)`."""
     from tapeflow.calls_higher import call_forward_jvp
     at, types, kept, body, values = _parts(fn, args)
-    _checked(args, at, body, values, kept)
+    body = _checked(args, at, body, values, kept)
     numerics = guards.numerics(args[0]) if at == 4 else None
     inner2 = _inner(active2, at)
     given = dict(zip(active2, tangents))

@@ -9,6 +9,9 @@ asked), and then makes the body that stops there and gives back what it holds th
 (`_truncated`): compiled like any body, it completes, its record stays on the tape, and
 the values the code after it reads have their derivatives. A body that draws random
 numbers, or that does not raise again where it did, is left to the refusal.
+
+`as_one(body, pairs)`: a body given one object under two names, starting by binding the
+one to the other, so that its own analysis sees a write into one as a write into both.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.parse import parse_function
 from tapeflow.transforms.variants import function_from
 
-__all__ = ['prefix', 'restore', 'half_way', 'ran_as_python', 'same_as_left']
+__all__ = ['prefix', 'as_one', 'restore', 'half_way', 'ran_as_python', 'same_as_left']
 
 _MADE = weakref.WeakKeyDictionary()        # a body's function -> {limit: the body stopping there}
 _KEPT = 16
@@ -55,6 +58,16 @@ def prefix(body, values, types):
         if isinstance(body, Closure) else made
 
 
+def as_one(body, pairs):
+    """`body` (a function or `Closure`) given, at parameter j, the object it is given at k
+    too, for each (j, k) of `pairs`: it starts by binding j to k, so its own analysis sees
+    the one object (a write into k is one into j)."""
+    fn = body.fn if isinstance(body, Closure) else body
+    made = _made(fn, ('as_one', pairs))
+    return Closure(made, body.nparams, body.ndefaults, body.values) \
+        if isinstance(body, Closure) else made
+
+
 def _call(body, fn, values):
     if isinstance(body, Closure):
         return Closure(fn, body.nparams, body.ndefaults, body.values)(*values)
@@ -73,9 +86,16 @@ def _made(fn, how):
 
 def _variant(fn, how):
     """`fn` with a counter before each of its statements: counting into a cell ('counted'),
-    or giving back its state where `how` of them have run (an int)."""
+    or giving back its state where `how` of them have run (an int); or ('as_one', pairs):
+    binding parameter j to parameter k first, for each (j, k)."""
     source = parse_function(fn)
     node = copy.deepcopy(source.node)
+    if isinstance(how, tuple):
+        params = [a.id for a in node.args.args]
+        node.body[:0] = nodes.located([nodes.assign(params[j], nodes.name(params[k]))
+                                       for j, k in how[1]], node.body[0])
+        node.name = f'{node.name}_as_one'
+        return _marked(fn, function_from(fn, node), source, node)
     last = node.body[-1]                # `return (0, None, (kept, ...))`
     done = nodes.clone(last)
     if how == 'counted':
@@ -95,6 +115,10 @@ def _variant(fn, how):
     nodes.located(node.body, last)
     node.name = f'{node.name}_upto' if how != 'counted' else f'{node.name}_counted'
     made = function_from(fn, node, cells={'_box': [0]} if how == 'counted' else None)
+    return _marked(fn, made, source, node)
+
+
+def _marked(fn, made, source, node):
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
     for mark in ('__tapeflow_guarded_body__', '__tapeflow_kept__'):
         if hasattr(fn, mark):
@@ -172,6 +196,8 @@ def _equal(a, b) -> bool:
             return len(a) == len(b) and all(x is y or _equal(x, y) for x, y in zip(a, b))
         if isinstance(a, dict) and isinstance(b, dict):
             return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+        if isinstance(a, Closure) and isinstance(b, Closure):      # a def or lambda made again
+            return a.fn is b.fn and _equal(a.values, b.values)
         return bool(np.array_equal(a, b, equal_nan=True))
     except (TypeError, ValueError):
         return False
