@@ -210,3 +210,38 @@ def test_a_custom_gradient_function_is_refused_by_the_compiler():
         tape.watch(x)
         y = tape_only(x)
     assert tape.gradient(y, x).numpy() == 4.0
+
+
+def _recording(make):
+    """A driver's wrapper (benchmarks/autograd_examples): it copies the gradient function's
+    marks onto a `(*args, **kwargs)` function that calls it."""
+    def operator(fun):
+        made = make(fun)
+
+        def recorded(*call_args, **call_kwargs):
+            return made(*call_args, **call_kwargs)
+        recorded.__tapeflow_transform__ = made.__tapeflow_transform__
+        return recorded
+    return operator
+
+
+def _summed_gradient(fun):
+    def summed(*args):
+        return np.sum(fun(*args))
+    return tf.grad(summed)
+
+
+def test_a_wrapper_carrying_a_gradients_marks_stands_for_it_when_called_inside():
+    """autograd's tanh.py, egrad(egrad(egrad(tanh))): refused ('reverse mode over a gradient
+    through a call whose function is known only when it runs') once `(*args, **kwargs)`
+    functions were read as written: the wrapper, called inside the outer gradient, was
+    made a variant of its own text, not read as the gradient it carries the marks of."""
+    egrad = _recording(_summed_gradient)
+
+    def tanh(x):
+        return (1.0 - np.exp(-2 * x)) / (1.0 + np.exp(-(2 * x)))
+    x = np.linspace(-2.0, 2.0, 5)
+    t = np.tanh(x)
+    np.testing.assert_allclose(egrad(egrad(tanh))(x), -2 * t * (1 - t ** 2), rtol=1e-10)
+    third = 2 * (1 - t ** 2) * (3 * t ** 2 - 1)     # the third derivative of tanh
+    np.testing.assert_allclose(egrad(egrad(egrad(tanh)))(x), third, rtol=1e-10, atol=1e-12)

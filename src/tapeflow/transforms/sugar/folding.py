@@ -121,6 +121,8 @@ class FoldTransforms(nodes.Transformer):
         if (getattr(fn, '__module__', None) or '').startswith('tapeflow.') and \
                 not getattr(fn, '__tapeflow_standin__', False):
             return node                 # tapeflow's own helpers: read as they are
+        if _stands_for_another(fn):
+            return node                 # (a gradient function, a pass-through wrapper)
         from tapeflow.transforms.variants import keyword_parameters
         if keyword_parameters(fn):
             node = self.keyword_call(fn, node)
@@ -388,6 +390,17 @@ def _static_value(node):
     if not hasanno(node, Key.RESOLVED):
         raise _NotStatic(node)
     return getanno(node, Key.RESOLVED)
+
+
+def _stands_for_another(fn) -> bool:
+    """Whether the compiler reads another function for a call of `fn` (`callables.
+    python_function_of`): a function `grad` made, or one carrying its marks (a wrapper that
+    copied them), a pullback, a wrapper that only compiles, caches or passes on. Made for
+    its arguments, it would be read as its own text."""
+    from tapeflow import wrappers
+    return any(wrappers.own(fn, mark) is not None for mark in (
+        '__tapeflow_transform__', '__tapeflow_pullback__', '__tapeflow_jacobian__')) or \
+        wrappers.inner_function(fn) is not None
 
 
 def _first_item(call) -> bool:
