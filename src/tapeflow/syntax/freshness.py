@@ -188,7 +188,10 @@ def _same(a, b) -> bool:
         return False
     if len(a.co_consts) != len(b.co_consts):
         return False
+    placed = '__firstlineno__' in a.co_names        # (a class body, Python 3.13: its line)
     for x, y in zip(a.co_consts, b.co_consts):
+        if placed and x == a.co_firstlineno and y == b.co_firstlineno:
+            continue
         if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
             if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType)
                     and _same(x, y)):
