@@ -22,7 +22,8 @@ import weakref
 import numpy as np
 
 from tapeflow.errors import is_tapeflows
-from tapeflow.guarded_state import refuse_at
+from tapeflow.guarded_state import refuse_at, unchanged
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules import guards
 from tapeflow.rules.closures import Closure
 from tapeflow.runtime import random_plans
@@ -160,8 +161,8 @@ def ran_as_python(ran, values, body, kept):
 def _same_contents(held, now) -> bool:
     """Whether `now` holds the numbers `held` (`_contents` of what Python's run left) held:
     the stopped body's run makes objects of its own, so by value, slot by slot."""
-    if held is None or isinstance(held, np.ndarray):
-        return held is None or _equal(held, now)
+    if held is None or isinstance(held, np.ndarray) or is_foreign_array(held):
+        return held is None or unchanged(held, now)
     items = list(now.items()) if isinstance(now, dict) else now
     if not isinstance(items, list) or len(items) != len(held):
         return False
@@ -198,6 +199,8 @@ def _equal(a, b) -> bool:
             return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
         if isinstance(a, Closure) and isinstance(b, Closure):      # a def or lambda made again
             return a.fn is b.fn and _equal(a.values, b.values)
+        if is_foreign_array(a):
+            return unchanged(a, b)
         return bool(np.array_equal(a, b, equal_nan=True))
     except (TypeError, ValueError):
         return False
@@ -212,7 +215,7 @@ def restore(snapshot, values):
 def _put_back(value, before):
     if before is None:
         return
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or is_foreign_array(value):
         value[...] = before
     elif isinstance(value, list):
         value[:] = [item for item, _ in before]

@@ -10,6 +10,7 @@ import numpy as np
 
 from tapeflow.errors import UnsupportedError
 from tapeflow.rules import guards
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.closures import Closure
 
 
@@ -133,9 +134,15 @@ def contents_before(kept, values):
 
 
 def contents(v, depth=0):
-    """What `v` holds, to the arrays its lists and dicts hold (their slots by identity)."""
+    """What `v` holds, to the arrays its lists and dicts hold (their slots by identity);
+    an array of another library too (CuPy's, the stand-in's), copied by its own `copy`."""
     if isinstance(v, np.ndarray):
         return v.copy()
+    if is_foreign_array(v):
+        try:
+            return v.copy()
+        except Exception:       # noqa: BLE001 (one that cannot be copied: not followed)
+            return None
     if depth > 8:
         return None
     if isinstance(v, list):
@@ -151,6 +158,9 @@ def unchanged(before, now) -> bool:
     if isinstance(before, np.ndarray):
         return isinstance(now, np.ndarray) and before.shape == now.shape and \
             np.array_equal(before, now, equal_nan=before.dtype.kind in 'fc')
+    if is_foreign_array(before):
+        return now.__class__ is before.__class__ and before.shape == now.shape and \
+            _same_elements(before, now)
     items = list(now.items()) if isinstance(now, dict) else now
     if not isinstance(items, list) or len(items) != len(before):
         return False
@@ -164,3 +174,11 @@ def unchanged(before, now) -> bool:
         if not unchanged(held, item):
             return False
     return True
+
+
+def _same_elements(a, b) -> bool:
+    """Two arrays of one library hold the same numbers (NaN where NaN), by its own ops."""
+    try:
+        return bool(((a == b) | ((a != a) & (b != b))).all())
+    except Exception:           # noqa: BLE001 (not comparable so: taken as changed)
+        return False

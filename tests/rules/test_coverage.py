@@ -76,9 +76,10 @@ def test_every_differentiable_rule_is_checked_by_a_spec():
 
 # Rules whose result is a function (a partial): checked through calls of what they make
 # (tests/python/test_dynamic_calls.py), which a spec cannot perturb; and the rules of dicts,
-# which a spec cannot hold: checked through the compiler in tests/python/test_dicts.py.
+# which a spec cannot hold: checked through the compiler in tests/python/test_dicts.py
+# (`f(**a, **b)`'s spread_keywords: tests/python/test_star_signatures.py).
 MAKES_FUNCTIONS = {functools.partial, builtins.dict, dicts.dict_values, dicts.dict_items,
-                   dicts.dict_copy, dicts.dict_pairs}
+                   dicts.dict_copy, dicts.dict_pairs, dicts.spread_keywords}
 
 
 def _takes_functions():
