@@ -139,3 +139,23 @@ def test_what_stays_refused_is_located(f, text, message):
     with pytest.raises(tf.UnsupportedError, match=message) as error:
         tf.grad(f)(np.array([0.3, 0.4]))
     assert error.value.lineno == line_of(f, text)
+
+
+def a_def_in_a_try_binding_a_name_of_its_own(x):
+    try:
+        def g1(v, **kw):
+            out = v * np.exp(-x ** 2)
+            for k in kw:                # g1's own k
+                out = out + kw[k] * np.cos(v)
+            return out
+        y = g1(x, a=x)
+    except ValueError:
+        y = x
+    k = 0                               # the function's k, bound after the try
+    return np.sum(y * 2.0) + k
+
+
+def test_a_nested_defs_own_names_are_not_read_from_around_it():
+    """Fuzzer seed 5401 index 2945: an UnboundLocalError (the try body's closure took g1's
+    own loop variable k for one it reads from the function, whose k was not bound yet)."""
+    exact_to_second_order(a_def_in_a_try_binding_a_name_of_its_own, np.array([0.3, -0.4]))

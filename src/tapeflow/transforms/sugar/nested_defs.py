@@ -152,7 +152,9 @@ def _lift(child, source, fn, outer_locals, hoisted, bindings=None):
 
 def _loads(node, bound=frozenset()) -> set:
     """The names `node` reads, but a nested lambda's or def's reads of its own parameters
-    (`lambda v, c=k: v + c` reads k here, not c)."""
+    and locals (`lambda v, c=k: v + c` reads k here, not c; a def's `for k in kw` binds its
+    own k: fuzzer seed 5401 index 2945, an UnboundLocalError where the function around it
+    binds a k of its own later)."""
     out = set()
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.Lambda, ast.FunctionDef)):
@@ -162,6 +164,9 @@ def _loads(node, bound=frozenset()) -> set:
                 any(d is not None for d in args.kw_defaults) else set()
             own = {a.id for a in args.args + args.kwonlyargs + args.posonlyargs} | \
                 {a.id for a in (args.vararg, args.kwarg) if a is not None}
+            if isinstance(child, ast.FunctionDef):
+                from tapeflow.syntax.resolve import local_names
+                own |= local_names(child) - _declared_nonlocal(child)
             for part in ([child.body] if isinstance(child, ast.Lambda) else child.body):
                 out |= _loads(part, bound | own)
             continue
@@ -170,6 +175,12 @@ def _loads(node, bound=frozenset()) -> set:
             out.add(child.id)
         out |= _loads(child, bound)
     return out
+
+
+def _declared_nonlocal(fdef) -> set:
+    """The names `fdef` binds in the function around it (`nonlocal`): read there too."""
+    return {name for n in _own_statements(fdef.body) if isinstance(n, ast.Nonlocal)
+            for name in n.names}
 
 
 def _free_names(free, outer_locals, bindings):
