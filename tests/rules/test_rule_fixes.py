@@ -643,3 +643,18 @@ def test_the_cotangent_of_a_range_is_zero():
     for g in (0.0, np.float64(0.0), np.array(0.0)):
         assert untake(g, range(3), 1) == 0.0
     np.testing.assert_array_equal(untake(np.array(2.0), np.arange(3.0), 1), [0.0, 2.0, 0.0])
+
+
+def _scaled_gap_to_the_max(x):
+    a = np.ones(3) * x              # three ties: a - max(a) is 0 wherever x is
+    return np.sum(1e12 * a * (a - np.max(a)))
+
+
+@pytest.mark.parametrize('x', [0.1, 330.16, 1234.5])
+@pytest.mark.parametrize('t', [0.37, 2.9])
+def test_the_tangent_of_a_max_among_ties_is_exact(x, t):
+    """Fuzzer seed 5411 index 859: a jvp of -52.9 for -1.57. The tangent of a max shared
+    among ties was their mean, t/3 + t/3 + t/3, one ulp from t: times 7e10, a number. It is
+    taken about one of them now, exact where they are equal (this function's is 0)."""
+    assert tf.jvp(_scaled_gap_to_the_max, (x,), (t,))[1] == 0.0
+    assert tf.grad(_scaled_gap_to_the_max)(x) == 0.0
