@@ -108,7 +108,15 @@ def check_aliases(out, kept, values, body):
     if not isinstance(out, tuple) or len(out) < 3:
         return
     held, kept = guards.held_positions(kept), guards.kept_names(kept)
+    given = [g for g in tuple(values) + (body.values if isinstance(body, Closure) else ())
+             if isinstance(g, np.ndarray)]
     for j, v in enumerate(out[2][:len(kept)]):
+        if v is values[j] and j in held and isinstance(v, (list, dict)) and any(
+                a is g or np.shares_memory(a, g) for a in _arrays_in(v, []) for g in given):
+            refuse_at(body, f'{users_name(kept[j])}, written inside a try or with body, holds '
+                             f'an array the body was given, which the code after it writes '
+                             f'into: tapeflow does not follow that write into '
+                             f'{users_name(kept[j])}; put a copy in it (.copy())')
         if v is values[j] or not isinstance(v, (list, tuple, dict)):   # (given: the caller's)
             continue
         arrays = _arrays_in(v, [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import inspect
 import types
 import warnings
@@ -1969,3 +1970,32 @@ def test_a_body_given_one_object_under_two_names_sees_its_writes(f):
     if f is one_array_two_names:
         np.testing.assert_allclose(tf.grad(f)(x), 16 * np.sum(x) * x + 8 * np.sum(x ** 2),
                                    rtol=1e-12)
+
+
+def held_by_what_the_body_extends(x, y):
+    rows = [x]
+    with np.errstate(divide='ignore'):
+        operator.iadd(rows, [y])        # rows holds y after the body
+    y[0] = 2.0                          # ... and this writes what rows holds
+    return np.sum(y * y) + np.sum(rows[0] * rows[-1])
+
+
+def extended_by_a_new_value(x, y):
+    rows = [x]
+    with np.errstate(divide='ignore'):
+        rows.append(y * 2.0)            # a new array: nothing after writes into it
+    y[0] = 2.0
+    return np.sum(y * y) + np.sum(rows[0] * rows[-1])
+
+
+def test_a_container_the_body_extends_with_a_value_written_after_it():
+    """Fuzzer seed 5410 index 5556: WRONG (the cotangent of y[0] 1.14 for 0): the body put y
+    in rows, the code after it wrote y in place, and the caller did not know rows held y.
+    Refused, located; a new value put there is exact."""
+    x, y = np.array([1.1, 0.8, 0.5]), np.array([0.5, 1.3, 1.4])
+    with pytest.raises(tf.UnsupportedError, match='rows, written inside a try or with body, '
+                                                  'holds an array the body was given') as info:
+        tf.grad(held_by_what_the_body_extends, argnums=(0, 1))(x.copy(), y.copy())
+    assert info.value.lineno == _line_of(held_by_what_the_body_extends, 'with np.errstate')
+    checked_against_plain(extended_by_a_new_value, [x.copy(), y.copy()], 1,
+                          np.random.default_rng(4))
