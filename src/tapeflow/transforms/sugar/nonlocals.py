@@ -12,13 +12,14 @@ used as a value, or called from another nested def, it is refused, located.
 from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
+from tapeflow.transforms.sugar.written import own_statements
 
 
 def prepare(child, enclosing, source) -> tuple:
     """The names `child` binds by `nonlocal` (sorted), its `nonlocal` statements dropped and
     its returns giving them back; () where it has none."""
     written = set()
-    for stmt in _own(child.body):
+    for stmt in own_statements(child.body):
         if isinstance(stmt, ast.Nonlocal):
             missing = [n for n in stmt.names if n not in enclosing]
             if missing:
@@ -33,20 +34,6 @@ def prepare(child, enclosing, source) -> tuple:
     child.body = _returning(child.body, written)
     child.body.append(nodes.located(_give_back(nodes.const(None), written), child.body[-1]))
     return written
-
-
-def _own(block):
-    """Every statement of `block` and its blocks, not inside nested defs."""
-    for stmt in block:
-        yield stmt
-        if isinstance(stmt, ast.FunctionDef):
-            continue
-        for field in ('body', 'orelse', 'finalbody'):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _own(inner)
-        for handler in getattr(stmt, 'handlers', None) or ():
-            yield from _own(handler.body)
 
 
 def _returning(block, written):
