@@ -159,3 +159,41 @@ def test_a_nested_defs_own_names_are_not_read_from_around_it():
     """Fuzzer seed 5401 index 2945: an UnboundLocalError (the try body's closure took g1's
     own loop variable k for one it reads from the function, whose k was not bound yet)."""
     exact_to_second_order(a_def_in_a_try_binding_a_name_of_its_own, np.array([0.3, -0.4]))
+
+
+def _over_one(v):
+    if np.mean(v) > 1.0:
+        raise ValueError('over the limit')
+    return v * 1.5
+
+
+def a_def_in_a_try_in_a_try(x):
+    y = np.cos(x)
+    try:
+        try:
+            t = _over_one(2.0)
+            def g1(v):                  # v: g1's own, not read from around the try
+                return v * 2.0
+        except ValueError:
+            t = 2.0
+            raise
+    except ValueError:
+        t = t * (2.0 + x[0])
+    d = {'k0': y * x}
+    return sum(np.sum(v * v) for v in d.values()) + t
+
+
+def test_a_def_two_guarded_bodies_deep_reads_its_own_parameters():
+    """Fuzzer seed 5420 index 4742: a NameError (the outer try body's closure took the
+    parameter v of a def inside the inner try body for a name it reads from the function)."""
+    exact_to_second_order(a_def_in_a_try_in_a_try, np.array([0.3, -0.4]))
+
+
+def lambda_reading_only_a_local(x):
+    k = x * 3.0
+    f = lambda v: k                     # noqa: E731 (its whole body one name from around it)
+    return np.sum(f(x) * x)
+
+
+def test_a_lambda_whose_body_is_one_free_name():
+    exact_to_second_order(lambda_reading_only_a_local, np.array([0.3, -0.4]))

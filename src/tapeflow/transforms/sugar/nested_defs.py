@@ -154,26 +154,27 @@ def _loads(node, bound=frozenset()) -> set:
     """The names `node` reads, but a nested lambda's or def's reads of its own parameters
     and locals (`lambda v, c=k: v + c` reads k here, not c; a def's `for k in kw` binds its
     own k: fuzzer seed 5401 index 2945, an UnboundLocalError where the function around it
-    binds a k of its own later)."""
-    out = set()
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.Lambda, ast.FunctionDef)):
-            args = child.args
-            out |= set().union(*(_loads(d, bound) for d in args.defaults + [
-                d for d in args.kw_defaults if d is not None])) if args.defaults or \
-                any(d is not None for d in args.kw_defaults) else set()
-            own = {a.id for a in args.args + args.kwonlyargs + args.posonlyargs} | \
-                {a.id for a in (args.vararg, args.kwarg) if a is not None}
-            if isinstance(child, ast.FunctionDef):
-                from tapeflow.syntax.resolve import local_names
-                own |= local_names(child) - _declared_nonlocal(child)
-            for part in ([child.body] if isinstance(child, ast.Lambda) else child.body):
-                out |= _loads(part, bound | own)
-            continue
-        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and \
-                child.id not in bound:
-            out.add(child.id)
-        out |= _loads(child, bound)
+    binds a k of its own later; a def in a def's body reads its own parameters: fuzzer seed
+    5420 index 4742, a NameError)."""
+    return set().union(*(_read(child, bound) for child in ast.iter_child_nodes(node)))
+
+
+def _read(node, bound) -> set:
+    """The names `node` itself reads (`_loads`, `node` included)."""
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) and node.id not in bound else set()
+    if not isinstance(node, (ast.Lambda, ast.FunctionDef)):
+        return _loads(node, bound)
+    args = node.args
+    out = set().union(*(_read(d, bound) for d in args.defaults + [
+        d for d in args.kw_defaults if d is not None] + getattr(node, 'decorator_list', [])))
+    own = {a.id for a in args.args + args.kwonlyargs + args.posonlyargs} | \
+        {a.id for a in (args.vararg, args.kwarg) if a is not None}
+    if isinstance(node, ast.FunctionDef):
+        from tapeflow.syntax.resolve import local_names
+        own |= local_names(node) - _declared_nonlocal(node)
+    for part in [node.body] if isinstance(node, ast.Lambda) else node.body:
+        out |= _read(part, bound | own)
     return out
 
 
