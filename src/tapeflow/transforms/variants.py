@@ -28,6 +28,7 @@ import numpy as np
 from tapeflow.syntax import nodes
 from tapeflow.syntax.naming import Namer
 from tapeflow.syntax.naming import identifier as _id
+from tapeflow.transforms.sugar.written import replace_returns
 
 _VARIANTS = weakref.WeakKeyDictionary()      # fn -> {positions: variant}
 _KEEP = object()
@@ -66,7 +67,8 @@ def variant(fn, positions, parse, derived=()):
     entries = [namer.new(f'_entry_{params[i]}') for i in positions]
     prologue += [nodes.assign(e, params[i]) for e, i in zip(entries, positions)]
     nodes.located(prologue, node)
-    node.body = prologue + _with_entries(node.body, entries)
+    node.body = prologue + replace_returns(
+        node.body, lambda value: nodes.return_(nodes.tuple_(value, *entries)))
     if not (node.body and isinstance(node.body[-1], ast.Return)):
         node.body.append(nodes.located(
             nodes.return_(nodes.tuple_(nodes.const(None), *entries)), node.body[-1]))
@@ -76,24 +78,6 @@ def variant(fn, positions, parse, derived=()):
     made.__tapeflow_variant_of__ = (fn, positions)
     table[key] = made
     return made
-
-
-def _with_entries(stmts, entries):
-    """Every `return r` of the function itself (not of nested defs) returns the entries too."""
-    out = []
-    for stmt in stmts:
-        if isinstance(stmt, ast.Return):
-            value = stmt.value if stmt.value is not None else nodes.const(None)
-            new = nodes.return_(nodes.tuple_(value, *entries))
-            out.append(nodes.copy_location(new, stmt))
-            continue
-        if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-            for field in ('body', 'orelse', 'finalbody'):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner:
-                    setattr(stmt, field, _with_entries(inner, entries))
-        out.append(stmt)
-    return out
 
 
 _ARITY_VARIANTS = weakref.WeakKeyDictionary()     # fn -> {number of star arguments: variant}

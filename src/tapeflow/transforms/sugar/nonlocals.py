@@ -12,7 +12,7 @@ used as a value, or called from another nested def, it is refused, located.
 from __future__ import annotations
 
 from tapeflow.syntax import ast, nodes
-from tapeflow.transforms.sugar.written import own_statements
+from tapeflow.transforms.sugar.written import blocks, own_statements, replace_returns
 
 
 def prepare(child, enclosing, source) -> tuple:
@@ -31,30 +31,12 @@ def prepare(child, enclosing, source) -> tuple:
     if not written:
         return ()
     written = tuple(sorted(written))
-    child.body = _returning(child.body, written)
+    for block in [child.body] + [b for stmt in own_statements(child.body) for b in blocks(stmt)]:
+        block[:] = [nodes.located(ast.Pass(), s) if isinstance(s, ast.Nonlocal) else s
+                    for s in block]
+    replace_returns(child.body, lambda value: _give_back(value, written))
     child.body.append(nodes.located(_give_back(nodes.const(None), written), child.body[-1]))
     return written
-
-
-def _returning(block, written):
-    out = []
-    for stmt in block:
-        if isinstance(stmt, ast.Nonlocal):
-            out.append(nodes.located(ast.Pass(), stmt))
-            continue
-        if isinstance(stmt, ast.Return):
-            value = stmt.value if stmt.value is not None else nodes.const(None)
-            out.append(nodes.located(_give_back(value, written), stmt))
-            continue
-        if not isinstance(stmt, ast.FunctionDef):
-            for field in ('body', 'orelse', 'finalbody'):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list):
-                    setattr(stmt, field, _returning(inner, written))
-            for handler in getattr(stmt, 'handlers', None) or ():
-                handler.body = _returning(handler.body, written)
-        out.append(stmt)
-    return out
 
 
 def _give_back(value, written):

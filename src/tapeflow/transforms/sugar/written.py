@@ -16,17 +16,38 @@ from tapeflow.syntax.anno import Key, getanno
 
 
 def own_statements(body):
-    """The statements of `body` and of its blocks, handlers too; a nested def, not its body."""
+    """The statements of `body` and of its blocks, handlers' and cases' too; a nested def,
+    not its body."""
     out = []
     for stmt in body:
         out.append(stmt)
-        if isinstance(stmt, ast.FunctionDef):
-            continue
-        for field in ('body', 'orelse', 'finalbody'):
-            out.extend(own_statements(getattr(stmt, field, None) or []))
-        for handler in getattr(stmt, 'handlers', None) or ():
-            out.extend(own_statements(handler.body))
+        for block in blocks(stmt):
+            out.extend(own_statements(block))
     return out
+
+
+def blocks(stmt) -> list:
+    """The statement lists `stmt` holds that run as the function's own: its bodies, its
+    handlers' and its cases'; none of a nested def."""
+    if isinstance(stmt, ast.FunctionDef):
+        return []
+    out = [getattr(stmt, f) for f in ('body', 'orelse', 'finalbody')
+           if isinstance(getattr(stmt, f, None), list)]
+    return out + [part.body for part in (getattr(stmt, 'handlers', None) or []) +
+                  (getattr(stmt, 'cases', None) or [])]
+
+
+def replace_returns(block, make):
+    """`block`, each `return v` of its function (not of nested defs) replaced in place by
+    `make(v)` (`v` None as `return None`): the lists are kept, as passes hold some."""
+    for k, stmt in enumerate(block):
+        if isinstance(stmt, ast.Return):
+            value = stmt.value if stmt.value is not None else nodes.const(None)
+            block[k] = nodes.located(make(value), stmt)
+        else:
+            for inner in blocks(stmt):
+                replace_returns(inner, make)
+    return block
 
 
 def written_in_place(stmts) -> set:
