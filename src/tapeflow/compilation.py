@@ -30,7 +30,8 @@ from tapeflow.arguments import compiler_kinds
 from tapeflow.callables import python_function_of
 from tapeflow.custom_residuals import compiled_rule
 from tapeflow.errors import NativeFallbackWarning, TapeflowError
-from tapeflow.transforms import pipeline
+from tapeflow.syntax import parse
+from tapeflow.transforms import pipeline, variants
 from tapeflow.transforms.native import TARGETS
 from tapeflow.transforms.sugar.generators import is_generator, refuse_as_entry
 
@@ -118,6 +119,22 @@ def compile(function, spec: Spec, *, fresh=False, record_passes=False) -> pipeli
     if fresh or record_passes:
         return _compile_fresh(fn, spec, {}, record_passes)
     return _compile_cached(fn, spec)
+
+
+def entry(function, spec: Spec):
+    """(`function`'s compiled code, the compiled code a transform runs for it, the
+    positions of the arguments it writes into). Where it writes into its arguments, what
+    runs is its variant returning `(value, *those arguments as the call leaves them)`
+    (`transforms.variants`), seeded `(seed, 0.0, ...)`: the transform then leaves them as
+    the plain call does (`runtime.helpers.write_back`), whatever its reverse sweep
+    restored in place. The first is what tells whether the code is still `function`'s.
+    Not yet on the native path (`compile='numba'`: its variant's checks have no twins)."""
+    compiled = compile(function, spec)
+    if not compiled.written or spec.compile != 'python':    # (natively: not yet)
+        return compiled, compiled, ()
+    fn = python_function_of(function, spec.kinds)
+    made = variants.variant(fn, compiled.written, parse.parse_function)
+    return compiled, compile(made, spec), compiled.written
 
 
 def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=(),

@@ -150,7 +150,7 @@ def _payload(compiled, runtime_names, key) -> dict:
         'split_source': compiled.split_source, 'module_source': compiled.module_source,
         'code': compile(compiled.module_source, '<tapeflow>', 'exec'),
         'display': ''.join(shown[2]), 'lines': sourcemap.lines_of(filename),
-        'in_place': compiled.in_place, 'order': compiled.combined.__tapeflow_order__,
+        'in_place': compiled.in_place, 'written': compiled.written, 'order': compiled.combined.__tapeflow_order__,
         'tapes': compiled.combined.__tapeflow_tapes__,
         'functions': functions, 'bindings': sorted(bindings.values), 'names': names,
         'links': links,
@@ -239,7 +239,8 @@ def _rebuild(payload, placeholder, runtime_names, compile_callee, digest):
         namespace[name] = _find(ref, bindings, fn)
     compiled = Compiled(fn, placeholder.wrt, placeholder.lifted, list(payload['params']),
                         payload['source'], payload['module_source'], namespace,
-                        bindings=bindings, in_place=payload['in_place'])
+                        bindings=bindings, in_place=payload['in_place'],
+                        written=tuple(payload['written']))
     compiled.split_source = payload['split_source']
     for ref, wrt, keywords, roles, callee_digest in payload['links']:
         callee_fn = _find(ref, bindings, fn)

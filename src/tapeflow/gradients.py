@@ -21,8 +21,11 @@ from tapeflow.arguments import (SCALAR_TYPES, FunctionArgument, argument_kinds, 
                                 check_not_structured, check_pytree_argument, check_scalar,
                                 parameter_name, parse_argnums, scalar_positions)
 from tapeflow.callables import python_function_of
-from tapeflow.compilation import Spec, compile
+from tapeflow.compilation import Spec
+from tapeflow.compilation import compile as compile_path
+from tapeflow.compilation import entry as compiled_entry
 from tapeflow.conversions import like_argument
+from tapeflow.runtime.helpers import shallow_copies, write_back
 from tapeflow.syntax import sourcemap
 
 __all__ = ['grad', 'value_and_grad', 'checkpoint', 'source']
@@ -138,18 +141,19 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
                 check_holomorphic_input(args[i], i, fname, parameter_name(python_fn, i), kind)
         kinds = argument_kinds(args)
         try:
-            compiled = compile(f, Spec('reverse', wrt, scalar_args=scalar_positions(args),
-                                       arg_shapes=array_shapes(args), kinds=kinds,
-                                       checkpoint=checkpoint, compile=target))
+            compiled, runs, written = compiled_entry(f, Spec(
+                'reverse', wrt, scalar_args=scalar_positions(args), arg_shapes=array_shapes(args),
+                kinds=kinds, checkpoint=checkpoint, compile=target))
         except UnsupportedError as error:
             if not getattr(error, 'by_forward_mode', False) or has_aux or target != 'python':
                 raise
             by_forward = forward_gradient(f, wrt)   # (a gradient of a gradient through a call
-            entry = state[key] = (None, None, (), by_forward, by_forward, by_forward.__code__)
+            entry = state[key] = (None, None, (), by_forward, by_forward, by_forward.__code__,
+                                  ())
             return entry                            # the compiler resolves at run time)
         check_libraries(python_fn, compiled, args)
-        if compiled.native_source:          # compile='numba': arguments it computes as NumPy
-            compiled.combined.admit(args)
+        if runs.native_source:              # compile='numba': arguments it computes as NumPy
+            runs.combined.admit(args)
         dtype_checked = tuple(i for i in wrt if args[i].__class__ not in SCALAR_TYPES)
         # (`compiled.fn`: what was read, a fresh caller if `f` is generated code gone stale)
         # (the function's code is compared here, in `differentiated`'s frame: W2's latency)
@@ -157,7 +161,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
         if any(k.__class__ is FunctionArgument for k in kinds):
             valid = _never      # made for these functions: `key` holds only their type
         code = compiled.code if compiled.code is not None else compiled.fn.__code__
-        entry = state[key] = (compiled, valid, dtype_checked, compiled.combined, compiled.fn, code)
+        entry = state[key] = (compiled, valid, dtype_checked, runs.combined, compiled.fn, code,
+                              written)
         return entry
 
     def finish(value, grads, args):
@@ -219,6 +224,8 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
             for i in entry[2]:
                 if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
                     check_differentiable(args[i], i, fname)
+        if entry[6]:
+            return writing_back(entry, args)
         try:
             value, grads = entry[3](*args, seed)
         except Exception as error:
@@ -234,6 +241,24 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
                     and grads.shape == arg.shape and grads.dtype.kind == 'f':
                 return (value, grads) if with_value else grads      # the array's: `finish`'s
         return finish(value, grads, args)
+
+    def writing_back(entry, args):
+        """`differentiated` of a function writing into its arguments at `entry[6]`: its
+        variant run (`compilation.entry`), the gradient shaped as the arguments were given,
+        and they left as the plain call leaves them."""
+        written = entry[6]
+        before = shallow_copies(args, written)
+        try:
+            value, grads = entry[3](*args, (seed,) + (0.0,) * len(written))
+        except Exception as error:
+            sourcemap.reraise(error)
+        given = list(args)
+        for i, old in zip(written, before):
+            if old is not None:
+                given[i] = old
+        out = finish(value[0], grads, given)
+        write_back(args, written, value[1:], before)
+        return out
 
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)
@@ -272,7 +297,7 @@ def source(f, argnums=0, mode='reverse', optimize=True, args=None, checkpoint=No
     (alone).
     """
     checkpoint, target = checkpoint_policy(checkpoint), compile
-    compile = globals()['compile']          # (the keyword shadows the one compile path)
+    compile = compile_path                  # (the keyword shadows the one compile path)
     wrt = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     shapes = {} if args is None else dict(scalar_args=scalar_positions(args),
                                            arg_shapes=array_shapes(args),

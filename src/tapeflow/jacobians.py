@@ -20,13 +20,15 @@ from tapeflow.arguments import (argument_kinds, call_flat, array_shapes, check_d
                                 split_aux)
 from tapeflow.callables import (adjoint_caller, call_binder, python_function_of,
                                 signature_function)
-from tapeflow.compilation import Spec, compile, python_only
+from tapeflow.compilation import Spec, compile, entry, python_only
 from tapeflow.conversions import like_argument
 from tapeflow.custom_residuals import forward_mode
 from tapeflow.gradients import grad
-from tapeflow.products import jvp
+from tapeflow.products import jvp, owned
+from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
+from tapeflow.runtime.helpers import shallow_copies, write_back
 from tapeflow.runtime.randomness import function_sources, replaying
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
@@ -226,9 +228,10 @@ def jacfwd(f, argnums=0, has_aux=False, holomorphic=False):
         for i, leaves in zip(wrt, in_leaves):
             tangents.append(pytree.flatten(args[i])[1].unflatten(_basis(leaves, total, start)))
             start += sum(_sizes(leaves))
-        compiled = compile(f, Spec('forward', wrt, scalar_args=scalar_positions(args),
-                                   arg_shapes=array_shapes(args), kinds=argument_kinds(args),
-                                   batched=True))
+        _, compiled, written = entry(f, Spec('forward', wrt, scalar_args=scalar_positions(args),
+                                             arg_shapes=array_shapes(args),
+                                             kinds=argument_kinds(args), batched=True))
+        before = shallow_copies(args, written)
         try:
             with forward_mode():
                 value, tangent = compiled.combined(*args, *tangents)
@@ -237,6 +240,12 @@ def jacfwd(f, argnums=0, has_aux=False, holomorphic=False):
             if transform is not None and not transform[3]:     # a gradient, without aux
                 check_not_structured(python_function_of(transform[1]), args, transform[0])
             sourcemap.reraise(error)
+        if written:         # (the arguments it writes into, as the plain call leaves them)
+            given = [old if old is not None else arg for arg, old in
+                     zip(args, [dict(zip(written, before)).get(i) for i in range(len(args))])]
+            write_back(args, written, value[1:], before)
+            args, value = given, value[0]
+            tangent = 0.0 if is_zero(tangent) else tangent[0]
         value = dense(value)
         out, aux = split_aux(value, has_aux, fname)
         if has_aux:
@@ -285,7 +294,7 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
                 # the Jacobian of a gradient: forward over reverse, as `hessian`
                 return jacobian_of_jacobian(inner_f, inner_wrt[0], wrt[0], args)
         drawn = function_sources(f, args)     # the sweeps below run `f` again: its draws
-        value = call_flat(f, args)
+        value, point, after = plain_on_a_copy(f, args)
         out, aux = split_aux(value, has_aux, fname)
         out_leaves, out_def = pytree.flatten(out)
         _check_outputs(out_leaves, fname, holomorphic, 'jacrev')
@@ -302,7 +311,7 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
         if has_aux:
             seed, basis = (seed, 0.0), (basis, 0.0)
         pullback = adjoint_caller(f, moving, len(args), argument_kinds(args))
-        inputs = args + (seed,)
+        inputs = owned(point) + (seed,)
         try:
             compiled = compile(pullback, Spec('forward', (len(args),),
                                               scalar_args=scalar_positions(inputs),
@@ -328,7 +337,7 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
                 ct = out_def.unflatten([np.asarray(part[m]) if not is_zero(part) else 0.0
                                         for part in _basis(out_leaves, total)])
                 with replaying(drawn):
-                    per_row.append(pullback(*args, (ct, 0.0) if has_aux else ct))
+                    per_row.append(pullback(*owned(point), (ct, 0.0) if has_aux else ct))
             grads = {i: [np.stack([np.reshape(np.asarray(dense(part)) if not is_zero(part)
                                               else np.zeros(np.shape(leaf)), np.size(leaf))
                                    for part in column])
@@ -345,8 +354,25 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
             return grads[wrt[k]][l][out_offsets[o]:out_offsets[o] + out_sizes[o]]
 
         jac = _assemble(out, [args[i] for i in wrt], block, single)
+        left_as_the_plain_call(args, after)
         return (jac, aux) if has_aux else jac
     return _marked(jacobian_f, 'jacrev', f, wrt[0] if single and not has_aux else None)
+
+
+def plain_on_a_copy(f, args):
+    """(`f`'s value, the point `args` before the call, the arguments after it), `f` called
+    on a copy: the sweeps that follow run at the point given (the plain call on `args`
+    themselves would leave what `f` writes into them there: a Jacobian at the wrong
+    point), each on a copy of it."""
+    point, work = owned(args), owned(args)
+    return call_flat(f, work), point, work
+
+
+def left_as_the_plain_call(args, after):
+    """The caller's `args` as the plain call left its copy, `after`."""
+    changing = [i for i, a in enumerate(args)
+                if isinstance(a, (list, dict, np.ndarray)) or is_foreign_array(a)]
+    write_back(args, changing, [after[i] for i in changing], shallow_copies(args, changing))
 
 
 jacobian = jacrev
@@ -358,7 +384,7 @@ def jacobian_of_jacobian(f, inner, outer, args):
     agree): forward over reverse, one sweep per element of `f`'s output, each
     carrying every direction of `args[outer]` at once."""
     drawn = function_sources(f, args)         # each row runs `f` again: its draws
-    out = call_flat(f, args)
+    out, point, after = plain_on_a_copy(f, args)
     if isinstance(out, (tuple, list, dict)):
         raise TypeError('a Jacobian of a Jacobian: the function must return one array or scalar')
     for position in (inner, outer):
@@ -377,8 +403,9 @@ def jacobian_of_jacobian(f, inner, outer, args):
     rows = []
     for seed in seeds:
         with replaying(drawn):
-            rows.append(np.asarray(column(*args, seed)))
+            rows.append(np.asarray(column(*owned(point), seed)))
     shape = np.shape(out) + np.shape(args[inner]) + np.shape(args[outer])
+    left_as_the_plain_call(args, after)
     return np.stack(rows).reshape(shape)
 
 

@@ -22,11 +22,12 @@ from tapeflow.arguments import (argument_kinds, array_shapes, check_cotangent, c
                                 moving_positions, scalar_positions, split_aux)
 from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
 from tapeflow.compilation import Spec
-from tapeflow.compilation import compile as _compile
+from tapeflow.compilation import entry
 from tapeflow.conversions import check_tangent, like_argument, tangent_like
 from tapeflow.custom_residuals import forward_mode
 from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.sequences import dense
+from tapeflow.runtime.helpers import shallow_copies, write_back
 from tapeflow.runtime.randomness import function_sources, replay_random, restore_random
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
@@ -44,13 +45,18 @@ def vjp(f, *primals, has_aux=False, compile='python'):
     check_primals(f, primals, 'vjp')
     wrt = moving_positions(primals)
     given, primals = primals, with_defaults(f, primals)
-    compiled = _compile(f, Spec('reverse', wrt, kinds=argument_kinds(primals), compile=compile))
+    _, compiled, written = entry(f, Spec('reverse', wrt, kinds=argument_kinds(primals),
+                                         compile=compile))
     again = compiled.in_place or bool(compiled.native_source)     # the forward runs again
     point = owned(primals, arrays=again)          # (its lists and dicts: what the caller
                                                   # may change, arrays too where it runs again)
     drawn = function_sources(compiled.fn, primals) if compiled.in_place else None
     tape = []
+    before = shallow_copies(primals, written)
     out = forward_value(compiled, tape, primals)
+    if written:             # (the arguments it writes into, as the plain call leaves them)
+        write_back(primals, written, out[1:], before)
+        out = out[0]
     tapes = backward_tapes(compiled, point, tape, drawn, own=True)
     out, aux = split_aux(out, has_aux, getattr(f, '__name__', 'f'))
     if compiled.native_source:
@@ -59,6 +65,8 @@ def vjp(f, *primals, has_aux=False, compile='python'):
     def vjp_fn(cotangent):
         check_cotangent(cotangent, out, getattr(f, '__name__', 'f'))
         seed = (cotangent, 0.0) if has_aux else cotangent
+        if written:
+            seed = (seed,) + (0.0,) * len(written)
         try:
             if compiled.native_source:
                 grads = compiled.combined(*owned(point), seed)[1]
@@ -162,16 +170,20 @@ def jvp(f, primals, tangents, has_aux=False, compile='python'):
     for i in wrt:
         check_tangent(primals[i], tangents[i], f'argument {i}')
     primals = with_defaults(f, primals)
-    compiled = _compile(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
-                                arg_shapes=array_shapes(primals), kinds=argument_kinds(primals),
-                                compile=compile))
+    _, compiled, written = entry(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
+                                         arg_shapes=array_shapes(primals),
+                                         kinds=argument_kinds(primals), compile=compile))
     if compiled.native_source:
         compiled.combined.admit(primals)
+    before = shallow_copies(primals, written)
     try:
         with forward_mode():
             value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
     except Exception as error:
         sourcemap.reraise(error)
+    if written:             # (the arguments it writes into, as the plain call leaves them)
+        write_back(primals, written, value[1:], before)
+        value, tangent = value[0], 0.0 if is_zero(tangent) else tangent[0]
     value = dense(value)               # a gradient read as a function may be a list's `Items`
     if has_aux:
         out, aux = split_aux(value, has_aux, getattr(f, '__name__', 'f'))

@@ -22,10 +22,10 @@ refusal there is counted apart (`Outcome.modes`), the program stays ok. A progra
 whose plain call runs longer than `PLAIN_SECONDS` is discarded, one that tapeflow
 takes longer than `TAPEFLOW_SECONDS` on is a crash.
 
-Every call gets deep copies of the arguments. Whether tapeflow changes its
-copies, and whether it leaves them as the plain call leaves its own, is
-reported apart (`mutated_args`, `like_plain`): not a failure, the rule for
-it is still open.
+Every call gets deep copies of the arguments. `value_and_grad` must leave its
+copies as the plain call leaves its own (the contract: `compilation.entry`); a
+program where it does not is wrong (`arguments_problem`). Whether tapeflow
+changed them at all is reported apart (`mutated_args`).
 """
 from __future__ import annotations
 
@@ -196,7 +196,8 @@ def differentiate(program, f, path, value_and_grad, args, plain, plain_args, mod
                       mutated_args=not same_values(ours, args), plain_mutates=not same_values(plain_args, args),
                       like_plain=same_values(ours, plain_args))
     problem = (value_problem(value, plain) or structure_problem(grads, args, program.wrt)
-               or derivative_problem(outcome, f, args, program, grads, plain))
+               or derivative_problem(outcome, f, args, program, grads, plain)
+               or arguments_problem(outcome, ours, plain_args))
     if problem:
         outcome.kind, outcome.reason = problem
     if outcome.kind == 'ok' and value_and_grad is tf.value_and_grad:
@@ -213,6 +214,15 @@ def differentiate(program, f, path, value_and_grad, args, plain, plain_args, mod
     if outcome.kind == 'wrong':
         outcome.numeric_grads = tuple(numeric_gradient(f, args, i) for i in program.wrt)
     return outcome
+
+
+def arguments_problem(outcome, ours, plain_args):
+    """The arguments after the transform against the plain call's (the contract:
+    a transform leaves them as `f(*args)` leaves them)."""
+    if outcome.like_plain:
+        return None
+    return 'wrong', (f'arguments: value_and_grad left them {ours!r}; the plain call '
+                     f'leaves {plain_args!r}')
 
 
 def checkpoint_problem(program, f, path, args, value, grads):
@@ -535,10 +545,20 @@ def close(a, b, atol) -> bool:
 
 
 def same_values(a, b) -> bool:
+    """Whether `a` and `b` hold the same numbers (NaN as NaN), in the same structure."""
     if isinstance(a, (list, tuple)):
         return (isinstance(b, (list, tuple)) and len(a) == len(b)
                 and all(same_values(x, y) for x, y in zip(a, b)))
-    return np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and \
+            all(same_values(a[k], b[k]) for k in a)
+    if hasattr(a, '__dict__') and not isinstance(a, np.ndarray):
+        return type(a) is type(b) and same_values(vars(a), vars(b))
+    try:
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(
+            np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind in 'fc'))
+    except (TypeError, ValueError):
+        return a == b
 
 
 def summary(error) -> str:

@@ -74,6 +74,20 @@ def test_the_exact_gradient_is_ok(loader):
     assert outcome.mutated_args and outcome.plain_mutates and outcome.like_plain
 
 
+def on_a_copy(f, argnums):
+    """A stand-in for value_and_grad that gets SOURCE's numbers right but leaves the
+    caller's y as it was, where the plain call writes into it."""
+    def run(x, y):
+        return exact(f, argnums)(x, y.copy())
+    return run
+
+
+def test_arguments_left_otherwise_than_the_plain_call_leaves_them_are_wrong(loader):
+    outcome = classify(loader, on_a_copy)
+    assert outcome.kind == 'wrong' and outcome.reason.startswith('arguments:'), outcome.reason
+    assert not outcome.like_plain
+
+
 @pytest.mark.parametrize('change, why', [
     (dict(gx=1e-3), 'directional derivative'),
     (dict(gy=np.array([0.0, 0.0, 1e-3])), 'directional derivative'),

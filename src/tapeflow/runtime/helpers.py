@@ -334,4 +334,50 @@ def snapshot(value):
         return copy_of(value)
     if isinstance(value, (list, tuple)):
         return type(value)(snapshot(v) for v in value)
+    if value.__class__ is dict:
+        return {k: snapshot(v) for k, v in value.items()}
+    return value
+
+
+def write_back(args, positions, finals, before):
+    """The caller's arguments at `positions` left as the plain call leaves them: each
+    brought to `finals`' state (what a function's variant gives back for them,
+    `transforms.variants`), an array written into in place, a list's or dict's items
+    replaced. `before`: shallow copies of those lists and dicts taken before the call:
+    an array there the function did not change stays the caller's own object."""
+    for i, final, old in zip(positions, finals, before):
+        arg = args[i]
+        if final is arg:
+            continue
+        if isinstance(arg, np.ndarray) or is_foreign_array(arg):
+            arg[...] = final
+        elif isinstance(arg, list) and isinstance(final, list):
+            arg[:] = [_kept(old, k, v) for k, v in enumerate(final)]
+        elif isinstance(arg, dict) and isinstance(final, dict):
+            items = {k: _kept(old, k, v) for k, v in final.items()}
+            arg.clear()
+            arg.update(items)
+        else:
+            raise TypeError(f'tapeflow internal error: cannot leave the argument {i} '
+                            f'({type(arg).__name__}) as the plain call leaves it')
+
+
+def shallow_copies(args, positions) -> list:
+    """For `write_back`: the lists and dicts among `args` at `positions`, copied (their
+    items the caller's own), None for the others."""
+    return [list(args[i]) if isinstance(args[i], list) else
+            dict(args[i]) if isinstance(args[i], dict) else None for i in positions]
+
+
+def _kept(old, key, value):
+    """`old[key]` where it is an array holding `value`'s numbers (unchanged: the caller's
+    own object), else `value`."""
+    try:
+        was = old[key]
+    except (KeyError, IndexError, TypeError):
+        return value
+    if was is value or (isinstance(was, np.ndarray) and isinstance(value, np.ndarray)
+                        and was.shape == value.shape and was.dtype == value.dtype
+                        and np.array_equal(was, value, equal_nan=True)):
+        return was
     return value

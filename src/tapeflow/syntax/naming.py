@@ -17,6 +17,7 @@ class Namer:
     def __init__(self, taken=()):
         self.taken = set(taken)
         self.made = set()           # the names `new` gave (the user never wrote them)
+        self.shown = {}             # a name made for one of the user's: the user's, in messages
 
     @classmethod
     def for_function(cls, node) -> 'Namer':

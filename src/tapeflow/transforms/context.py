@@ -115,6 +115,8 @@ class CompileContext:
         for name in self.lifted:
             node.args.args.append(nodes.param(nodes.name(name)))
         self.namer = Namer.for_function(node)
+        # (a variant's names for its parameters as they were given, `transforms.variants`)
+        self.namer.shown.update(getattr(self.fn, '__tapeflow_shown_as__', {}))
         self.user_names = frozenset(self.namer.taken)
         self.namer.taken |= set(RUNTIME_NAMES)
         return node
@@ -188,6 +190,9 @@ class CompileContext:
         self.namespace.update(self.bindings.computed)
         self.emitter = RuleEmitter(self.namespace, self.namer)
         self.link()
+        if self.written is not None:        # (the caller's arguments: `compilation.entry`)
+            self.compiled.written = tuple(i for i, p in enumerate(self.params)
+                                          if p in self.written.written_params)
 
     def check_writes(self, node) -> None:
         """The mutation pass's pending refusals, now that activity is known."""

@@ -180,14 +180,15 @@ class Checks:
     def shares_reason(self, name, other, stmt) -> str:
         """Why a write into `name` is refused where `other` shares its memory in a way the
         analysis does not know; a name the compiler made (a part of a value, a loop's item)
-        said as what it is."""
-        made = getattr(self.ctx.namer, 'made', ())
+        said as what it is, one it made for one of the user's (`Namer.shown`) as that."""
+        made, shown = getattr(self.ctx.namer, 'made', ()), getattr(self.ctx.namer, 'shown', {})
+        name, other = shown.get(name, name), shown.get(other, other)
+        line = self.made_at(other, stmt)
         if name in made:
             subject, fix = 'the value this writes into', 'copy it first (.copy())'
         else:
             subject, fix = name, f'write {name} = {name}.copy() before writing'
-        shown = 'a value made here' if other in made else \
-            f'{other}{self.made_at(other, stmt)}'
+        shown = 'a value made here' if other in made else f'{other}{line}'
         return (f'{subject} shares memory with {shown} in a way not known here; writing into '
                 f'{"it" if name in made else name} changes '
                 f'{"that value" if other in made else other} -- {fix}, or avoid the in-place '

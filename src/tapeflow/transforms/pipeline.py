@@ -221,6 +221,7 @@ class Compiled:
     callees: list = dataclasses.field(default_factory=list)
     bindings: object = None
     in_place: bool = False     # the reverse sweep restores arrays in place
+    written: tuple = ()        # positions of the parameters whose memory the function writes
     _trees: dict = dataclasses.field(default_factory=dict)   # `trees`: role -> final gast FunctionDef
     # (namespace, name, role): callers that bound this function while it was
     # still compiling (recursion); `bind_pending` fills them in at the end.

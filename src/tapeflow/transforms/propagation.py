@@ -66,14 +66,14 @@ class Propagation:
                         continue
                     parent[other] = (node, direction, e)
                     order.append(other)
-            for container in sorted(self.affected - set(parent)):
+            for container in self.users_first(self.affected - set(parent)):
                 holders = self.held_in(container, order)
                 if holders:
                     parent[container] = (holders[-1], 'refresh', holders)
                     order.append(container)
             if done < len(order):
                 continue
-            for item in sorted(self.affected - set(parent)):
+            for item in self.users_first(self.affected - set(parent)):
                 holder = self.holding(item, order)
                 if holder is not None:                # read again from the slot holding it
                     parent[item] = (holder, 'reread', None)
@@ -126,6 +126,12 @@ class Propagation:
                 covered |= mine
         return holders if slots and covered == slots else None
 
+    def users_first(self, names) -> list:
+        """`names` in order, the user's own before those the compiler made: a refusal
+        names what the user wrote."""
+        namer = self.rw.ctx.namer
+        return sorted(names, key=lambda n: (n in namer.made or n in namer.shown, n))
+
     def distinct(self, objects) -> bool:
         """No two of `objects` share memory: a name that may be any of them is one when
         it runs, and the others are untouched by a write into it."""
@@ -145,8 +151,10 @@ class Propagation:
 
     def reread(self, item, holder):
         """`item = holder[k]`, `k` the slot holding that very object now (`reread_item`)."""
-        where = self.rw.error(self.stmt, f'no slot of {holder} holds {item} after this write, '
-                                         f'so what {item} became is not known -- pass a copy')
+        shown = self.rw.ctx.namer.shown
+        item_, holder_ = shown.get(item, item), shown.get(holder, holder)
+        where = self.rw.error(self.stmt, f'no slot of {holder_} holds {item_} after this write, '
+                                         f'so what {item_} became is not known -- pass a copy')
         inside = self.rw.new('_inside')            # held in `holder` before the write?
         self.rw.checked.update({holder, item})
         self.before.append(nodes.assign(inside, nodes.call(runtime_ref('holds'), holder, item)))

@@ -42,7 +42,7 @@ def variant(fn, positions, parse, derived=()):
     starts by deriving parameter j from parameter i through `steps`.
     """
     table = _VARIANTS.setdefault(fn, {})
-    key = (positions, derived)
+    key = (positions, derived, fn.__code__)        # (its code replaced: a new variant)
     if key in table:
         return table[key]
     source = parse(fn)
@@ -76,6 +76,7 @@ def variant(fn, positions, parse, derived=()):
     made = _function(fn, node)
     made.__tapeflow_source__ = dataclasses.replace(source, node=node)
     made.__tapeflow_variant_of__ = (fn, positions)
+    made.__tapeflow_shown_as__ = {e: params[i] for e, i in zip(entries, positions)}
     table[key] = made
     return made
 
