@@ -74,13 +74,16 @@ def attribute_write(g, scope, name):
 
 def operator_write(g, scope, name):
     """`operator.setitem`/`iadd`/`imul`/`isub` as statements, into `name` (an array, a list,
-    a dict; a float: `operator.iadd(s, v)` leaves it as it was, rarely drawn)."""
+    a dict; a float: `operator.iadd(s, v)` leaves it as it was, rarely drawn), and inside
+    an expression (`y = y * 0.5 + operator.iadd(y, v) * 0.5`: evaluation order)."""
     c = g.c
     t = scope.vars[name]
     if isinstance(t, Float):        # a new float, thrown away: `name` is as it was
         if not c.chance(0.2):
             return None
         g.imports.add('operator')
+        if c.chance(0.5):       # its value read inside an expression
+            return [f'{name} = operator.iadd({name}, {float_expr(c, scope, 1)}) * 0.5 + {name}']
         return [f'operator.iadd({name}, {float_expr(c, scope, 1)})']
     g.imports.add('operator')
     scope.touch(name)
@@ -92,6 +95,8 @@ def operator_write(g, scope, name):
         value = value_for(c, scope, t.shape)
         if op == 'imul':
             value = f'np.tanh({value})'
+        if c.chance(0.3):       # inside an expression: `name * 0.5` read before the write
+            return [f'{name} = {name} * 0.5 + operator.{op}({name}, {value}) * 0.5']
         return [f'operator.{op}({name}, {value})']
     if isinstance(t, Dict):
         key = c.pick(('a', 'b', 'w', 0, 1))

@@ -12,6 +12,7 @@ import operator
 
 from tapeflow.syntax import ast, nodes
 from tapeflow.syntax.anno import Key, getanno
+from tapeflow.transforms.sugar.walrus import lower_walrus
 
 _IN_PLACE = {operator.iadd: ast.Add, operator.isub: ast.Sub, operator.imul: ast.Mult,
              operator.itruediv: ast.Div, operator.ifloordiv: ast.FloorDiv,
@@ -28,6 +29,7 @@ def lower_operator_writes(node, namer, source):
     if not any(_writer(n) is not None for n in nodes.walk_terms(node)
                if isinstance(n, (ast.Name, ast.Attribute))):
         return
+    _placed(node, namer, source)
     lowered = set()
     _block(node.body, namer, source, lowered)
     for n in nodes.walk_terms(node):
@@ -37,6 +39,49 @@ def lower_operator_writes(node, namer, source):
                                   f'call it as a statement of its own (operator.'
                                   f'{fn.__name__}(a, ...) or r = operator.{fn.__name__}'
                                   f'(a, ...)) or write the statement it stands for')
+
+
+def _placed(node, namer, source):
+    """Each call of a writer inside a larger expression (`s = operator.iadd(y, v)[0] * 2`)
+    made a statement of its own where Python evaluates it, what the expression evaluates
+    before it computed before it (`sugar.walrus`: the call is `(_r := operator.iadd(y, v))`
+    there): `_r = operator.iadd(y, v); s = _r[0] * 2`."""
+    whole = {id(stmt.value) for stmt in nodes.walk_terms(node)
+             if isinstance(stmt, ast.Expr) or isinstance(stmt, ast.Assign)
+             and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)}
+    inner = [n for n in nodes.walk_terms(node) if isinstance(n, ast.Call) and id(n) not in whole
+             and _statement_call(n) is not None]
+    if not inner:
+        return
+    ids = {id(n): n for n in inner}
+    for parent in nodes.walk_terms(node):
+        for field, value in ast.iter_fields(parent):
+            items = value if isinstance(value, list) else [value]
+            for k, item in enumerate(items):
+                if id(item) not in ids:
+                    continue
+                named = nodes.copy_location(ast.NamedExpr(
+                    target=nodes.name(namer.new('_inplace'), store=True), value=item), item)
+                if isinstance(value, list):
+                    value[k] = named
+                else:
+                    setattr(parent, field, named)
+
+    def refusal(named, where):
+        fn = _writer(named.value.func)
+        return source.error(named.value, f'operator.{fn.__name__}() writes into its first '
+                                         f'argument, and is called {where} here, where its '
+                                         f'write has no place of its own; call it on a line '
+                                         f'of its own before')
+    lower_walrus(node, namer, source, refusal)
+
+
+def _statement_call(call):
+    """The writer `call` calls as its statement would (`_statement`), or None."""
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    fn = _writer(call.func)
+    return fn if fn is not None and len(call.args) == _WRITES[fn] else None
 
 
 def _writer(node):

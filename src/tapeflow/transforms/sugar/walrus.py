@@ -25,11 +25,13 @@ from tapeflow.syntax.anno import Key, getanno
 _HINT = 'assign the value on a line of its own before'
 
 
-def lower_walrus(node, namer, source):
-    """`node` (a function, its nested defs too) without assignment expressions."""
+def lower_walrus(node, namer, source, refusal=None):
+    """`node` (a function, its nested defs too) without assignment expressions.
+    `refusal(named, where)`: the error where one cannot be placed (made by another
+    lowering: `sugar.operators`); by default, about the `:=` the user wrote."""
     if not any(isinstance(n, ast.NamedExpr) for n in nodes.walk_terms(node)):
         return
-    lowering = _Walrus(namer, source)
+    lowering = _Walrus(namer, source, refusal)
     node.body = lowering.block(node.body)
 
 
@@ -43,11 +45,13 @@ def _bound(stmts) -> set:
 
 
 class _Walrus:
-    def __init__(self, namer, source):
-        self.namer, self.source = namer, source
+    def __init__(self, namer, source, refusal=None):
+        self.namer, self.source, self.refusal = namer, source, refusal
 
     def refuse(self, node, where, hint=_HINT):
         found = next(n for n in nodes.walk_terms(node) if isinstance(n, ast.NamedExpr))
+        if self.refusal is not None:
+            raise self.refusal(found, where)
         raise self.source.error(found, f'an assignment expression (:=) {where} is not '
                                        f'supported; {hint}')
 
