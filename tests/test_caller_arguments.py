@@ -205,3 +205,67 @@ def test_jacobians_of_a_writing_function_are_at_the_point_given():
     y = y0.copy()
     tf.jacrev(tf.grad(cube_in_place, argnums=1), argnums=1)(y, x)
     np.testing.assert_array_equal(y, y0 * x)
+
+
+def sorted_rows_written(y, zs):
+    rows = sorted(zs, key=lambda r: r[0])
+    rows[-1] /= (1.0 + (y + 0.5) ** 2)          # into an array the caller's list holds
+    return np.sum(rows[0] * rows[-1])
+
+
+def rows_written_then_rebound(x, y):
+    s = 0.0
+    for a in x:                 # each row of the x given: written through it
+        rows = [x, x * 2.0]
+        a /= (1.0 + np.sin(a[-1]) ** 2)
+        x = x[::-1] * 0.5       # x bound again: the rows are still the caller's
+        s = s + np.sum(a)
+    return s + np.sum(x) * y + np.sum(rows[-1])
+
+
+def test_where_the_variant_cannot_follow_the_argument_the_plain_call_runs_on_a_copy():
+    """What the caller's list became cannot be followed to the end (its array written
+    through another list, sorted(zs)), nor the caller's array through its rows once its
+    name is bound again: the function's own code gives the gradient, and the plain call
+    on a copy taken before (the same random numbers) the state the caller's objects are
+    brought to, in place: the caller's own arrays hold the new numbers (the first refused
+    when its variant runs, the second when it compiles)."""
+    zs = [np.array([0.9, 0.7]), np.array([0.8, 0.6])]
+    held = list(zs)
+    plain = [z.copy() for z in zs]
+    value = sorted_rows_written(1.4, plain)
+    got, g = tf.value_and_grad(sorted_rows_written)(1.4, zs)
+    assert got == pytest.approx(value, rel=1e-12)
+    assert all(a is b for a, b in zip(zs, held)) and _same(zs, plain)
+    a, b = np.array([0.9, 0.7]), np.array([0.8, 0.6])
+    expected = -np.sum(a * b) * 2 * (1.4 + 0.5) / (1 + (1.4 + 0.5) ** 2) ** 2
+    assert g == pytest.approx(expected, rel=1e-12)
+
+    x0 = np.array([[0.9, 0.6, 0.2], [1.3, 0.8, 1.1]])
+    plain_x = x0.copy()
+    value = rows_written_then_rebound(plain_x, 0.9)
+    x = x0.copy()
+    got, (gx, gy) = tf.value_and_grad(rows_written_then_rebound, argnums=(0, 1))(x, 0.9)
+    assert got == pytest.approx(value, rel=1e-12)
+    np.testing.assert_array_equal(x, plain_x)
+    check_gradient(lambda a, b: rows_written_then_rebound(a.copy(), b), [gx, gy],
+                   (x0, 0.9), (0, 1), np.random.default_rng(5))
+
+
+def rows_written_and_viewed(x, w, y):
+    s = 0.0
+    for a in x:
+        rows = [x, x * 2.0]
+        a /= (1.0 + np.sin(a[-1]) ** 2)
+        x = x[::-1] * 0.5
+        s = s + np.sum(a)
+    return s + np.sum(x) * y + np.sum(rows[-1]) + np.sum(w)
+
+
+def test_arguments_sharing_memory_where_the_plain_call_must_run_on_a_copy_are_refused():
+    """A copy would hold the view and its base apart: refused, at the function's line."""
+    x = np.array([[0.9, 0.6, 0.2], [1.3, 0.8, 1.1]])
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.value_and_grad(rows_written_and_viewed, argnums=(0, 2))(x, x[1], 0.9)
+    assert info.value.lineno == rows_written_and_viewed.__code__.co_firstlineno
+    assert 'share memory (a view and its base)' in str(info.value)

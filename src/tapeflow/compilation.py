@@ -29,7 +29,7 @@ import tapeflow.runtime.support as support
 from tapeflow.arguments import compiler_kinds
 from tapeflow.callables import python_function_of
 from tapeflow.custom_residuals import compiled_rule
-from tapeflow.errors import NativeFallbackWarning, TapeflowError
+from tapeflow.errors import NativeFallbackWarning, TapeflowError, UnsupportedError
 from tapeflow.syntax import parse
 from tapeflow.transforms import pipeline, variants
 from tapeflow.transforms.native import TARGETS
@@ -128,13 +128,20 @@ def entry(function, spec: Spec):
     (`transforms.variants`), seeded `(seed, 0.0, ...)`: the transform then leaves them as
     the plain call does (`runtime.helpers.write_back`), whatever its reverse sweep
     restored in place. The first is what tells whether the code is still `function`'s.
+    Where the variant is refused (what an argument became cannot be followed to the end,
+    though the function's own code needs it no further), the positions are None: the
+    transform runs `function`'s code, and then the plain call on a copy of the arguments
+    taken before (`products.left_as_plain`).
     Not yet on the native path (`compile='numba'`: its variant's checks have no twins)."""
     compiled = compile(function, spec)
     if not compiled.written or spec.compile != 'python':    # (natively: not yet)
         return compiled, compiled, ()
     fn = python_function_of(function, spec.kinds)
     made = variants.variant(fn, compiled.written, parse.parse_function)
-    return compiled, compile(made, spec), compiled.written
+    try:
+        return compiled, compile(made, spec), compiled.written
+    except UnsupportedError:    # (it cannot follow what the argument became: the plain
+        return compiled, compiled, None     # call runs again on a copy, `left_as_plain`)
 
 
 def compile_adjoint(fn, wrt=(0,), lifted=(), optimize=True, scalar_args=(), arg_shapes=(),

@@ -25,7 +25,7 @@ from tapeflow.compilation import Spec
 from tapeflow.compilation import compile as compile_path
 from tapeflow.compilation import entry as compiled_entry
 from tapeflow.conversions import like_argument
-from tapeflow.runtime.helpers import shallow_copies, write_back
+from tapeflow.caller_arguments import contract_call
 from tapeflow.syntax import sourcemap
 
 __all__ = ['grad', 'value_and_grad', 'checkpoint', 'source']
@@ -224,7 +224,7 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
             for i in entry[2]:
                 if args[i].__class__ is not np.ndarray or args[i].dtype.kind not in 'fc':
                     check_differentiable(args[i], i, fname)
-        if entry[6]:
+        if entry[6] is None or entry[6]:
             return writing_back(entry, args)
         try:
             value, grads = entry[3](*args, seed)
@@ -243,22 +243,18 @@ def _differentiated(f, argnums, has_aux, kind, checkpoint=None, target='python',
         return finish(value, grads, args)
 
     def writing_back(entry, args):
-        """`differentiated` of a function writing into its arguments at `entry[6]`: its
-        variant run (`compilation.entry`), the gradient shaped as the arguments were given,
-        and they left as the plain call leaves them."""
+        """`differentiated` of a function writing into its arguments (`entry[6]`: their
+        positions, or None where its variant was refused): `contract_call`, the gradient
+        shaped as the arguments were given."""
         written = entry[6]
-        before = shallow_copies(args, written)
+        own = entry[0].combined
         try:
-            value, grads = entry[3](*args, (seed,) + (0.0,) * len(written))
+            value, grads, given, _ = contract_call(
+                f, args, written, lambda: entry[3](*args, (seed,) + (0.0,) * len(written)),
+                lambda: own(*args, seed))
         except Exception as error:
             sourcemap.reraise(error)
-        given = list(args)
-        for i, old in zip(written, before):
-            if old is not None:
-                given[i] = old
-        out = finish(value[0], grads, given)
-        write_back(args, written, value[1:], before)
-        return out
+        return finish(value, grads, given)
 
     differentiated.__dict__.pop('__tapeflow_callers__', None)   # wraps copied f's
     differentiated.__tapeflow_transform__ = (kind, f, wrt, has_aux)

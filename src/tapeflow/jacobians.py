@@ -24,11 +24,10 @@ from tapeflow.compilation import Spec, compile, entry, python_only
 from tapeflow.conversions import like_argument
 from tapeflow.custom_residuals import forward_mode
 from tapeflow.gradients import grad
-from tapeflow.products import jvp, owned
-from tapeflow.rules.arrays import is_foreign_array
+from tapeflow.caller_arguments import bring_back, contract_call, owned
+from tapeflow.products import first_tangent, jvp
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
-from tapeflow.runtime.helpers import shallow_copies, write_back
 from tapeflow.runtime.randomness import function_sources, replaying
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
@@ -228,24 +227,21 @@ def jacfwd(f, argnums=0, has_aux=False, holomorphic=False):
         for i, leaves in zip(wrt, in_leaves):
             tangents.append(pytree.flatten(args[i])[1].unflatten(_basis(leaves, total, start)))
             start += sum(_sizes(leaves))
-        _, compiled, written = entry(f, Spec('forward', wrt, scalar_args=scalar_positions(args),
-                                             arg_shapes=array_shapes(args),
-                                             kinds=argument_kinds(args), batched=True))
-        before = shallow_copies(args, written)
-        try:
+        own, compiled, written = entry(f, Spec('forward', wrt, scalar_args=scalar_positions(args),
+                                               arg_shapes=array_shapes(args),
+                                               kinds=argument_kinds(args), batched=True))
+
+        def run(code):
             with forward_mode():
-                value, tangent = compiled.combined(*args, *tangents)
+                return code.combined(*args, *tangents)
+        try:
+            value, tangent, args, _ = contract_call(f, args, written, lambda: run(compiled),
+                                                    lambda: run(own), first_tangent)
         except Exception as error:
             transform = wrappers.own(f, '__tapeflow_transform__')
             if transform is not None and not transform[3]:     # a gradient, without aux
                 check_not_structured(python_function_of(transform[1]), args, transform[0])
             sourcemap.reraise(error)
-        if written:         # (the arguments it writes into, as the plain call leaves them)
-            given = [old if old is not None else arg for arg, old in
-                     zip(args, [dict(zip(written, before)).get(i) for i in range(len(args))])]
-            write_back(args, written, value[1:], before)
-            args, value = given, value[0]
-            tangent = 0.0 if is_zero(tangent) else tangent[0]
         value = dense(value)
         out, aux = split_aux(value, has_aux, fname)
         if has_aux:
@@ -360,19 +356,18 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
 
 
 def plain_on_a_copy(f, args):
-    """(`f`'s value, the point `args` before the call, the arguments after it), `f` called
-    on a copy: the sweeps that follow run at the point given (the plain call on `args`
-    themselves would leave what `f` writes into them there: a Jacobian at the wrong
-    point), each on a copy of it."""
-    point, work = owned(args), owned(args)
-    return call_flat(f, work), point, work
+    """(`f`'s value, the point `args` before the call, the arguments after it and their
+    pairs with the caller's), `f` called on a copy: the sweeps that follow run at the
+    point given (the plain call on `args` themselves would leave what `f` writes into them
+    there: a Jacobian at the wrong point), each on a copy of it."""
+    memo = {}
+    point, work = owned(args), owned(args, memo)
+    return call_flat(f, work), point, (work, memo)
 
 
 def left_as_the_plain_call(args, after):
-    """The caller's `args` as the plain call left its copy, `after`."""
-    changing = [i for i, a in enumerate(args)
-                if isinstance(a, (list, dict, np.ndarray)) or is_foreign_array(a)]
-    write_back(args, changing, [after[i] for i in changing], shallow_copies(args, changing))
+    """The caller's `args` as the plain call left its copy (`plain_on_a_copy`)."""
+    bring_back(*after)
 
 
 jacobian = jacrev

@@ -15,19 +15,16 @@ arguments taken before the call, replaying the random numbers it drew
 """
 from __future__ import annotations
 
-import numpy as np
-
 import tapeflow.runtime.support as support
-from tapeflow.arguments import (argument_kinds, array_shapes, check_cotangent, check_primals,
-                                moving_positions, scalar_positions, split_aux)
+from tapeflow.arguments import (argument_kinds, array_shapes, check_cotangent,
+                                check_primals, moving_positions, scalar_positions, split_aux)
+from tapeflow.caller_arguments import contract_call, owned
 from tapeflow.callables import adjoint_caller, jvp_caller, with_defaults
 from tapeflow.compilation import Spec
 from tapeflow.compilation import entry
 from tapeflow.conversions import check_tangent, like_argument, tangent_like
 from tapeflow.custom_residuals import forward_mode
-from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.rules.sequences import dense
-from tapeflow.runtime.helpers import shallow_copies, write_back
 from tapeflow.runtime.randomness import function_sources, replay_random, restore_random
 from tapeflow.runtime.support import is_zero
 from tapeflow.syntax import sourcemap
@@ -45,18 +42,19 @@ def vjp(f, *primals, has_aux=False, compile='python'):
     check_primals(f, primals, 'vjp')
     wrt = moving_positions(primals)
     given, primals = primals, with_defaults(f, primals)
-    _, compiled, written = entry(f, Spec('reverse', wrt, kinds=argument_kinds(primals),
-                                         compile=compile))
-    again = compiled.in_place or bool(compiled.native_source)     # the forward runs again
+    own, compiled, written = entry(f, Spec('reverse', wrt, kinds=argument_kinds(primals),
+                                           compile=compile))
+    again = any(c.in_place or bool(c.native_source) for c in (own, compiled))   # run again
     point = owned(primals, arrays=again)          # (its lists and dicts: what the caller
                                                   # may change, arrays too where it runs again)
-    drawn = function_sources(compiled.fn, primals) if compiled.in_place else None
-    tape = []
-    before = shallow_copies(primals, written)
-    out = forward_value(compiled, tape, primals)
-    if written:             # (the arguments it writes into, as the plain call leaves them)
-        write_back(primals, written, out[1:], before)
-        out = out[0]
+    drawn = function_sources(own.fn, primals) if own.in_place or compiled.in_place else None
+    tapes_of = {id(own): [], id(compiled): []}
+    out, _, _, ran = contract_call(
+        f, primals, written, lambda: (forward_value(compiled, tapes_of[id(compiled)], primals), 0),
+        lambda: (forward_value(own, tapes_of[id(own)], primals), 0))
+    if not ran:             # (its own code ran: its tape, its seed)
+        compiled, written = own, ()
+    tape = tapes_of[id(compiled)]
     tapes = backward_tapes(compiled, point, tape, drawn, own=True)
     out, aux = split_aux(out, has_aux, getattr(f, '__name__', 'f'))
     if compiled.native_source:
@@ -127,33 +125,6 @@ def backward_tapes(compiled, values, tape, drawn=None, own=False):
     return fresh
 
 
-def owned(value, memo=None, arrays=True):
-    """`value` with its arrays copied, and the lists, tuples and dicts holding them: what
-    the caller holds no more. Two references to one array stay two references to one copy.
-    `arrays=False`: the containers alone."""
-    memo = {} if memo is None else memo
-    known = memo.get(id(value))
-    if known is not None:
-        return known[1]
-    cls = value.__class__
-    if cls is np.ndarray:
-        if not arrays:
-            return value
-        made = value.copy()
-    elif cls in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(value, '_fields')):
-        if cls is dict:
-            made = {k: owned(v, memo, arrays) for k, v in value.items()}
-        else:
-            items = [owned(v, memo, arrays) for v in value]
-            made = items if cls is list else tuple(items) if cls is tuple else cls(*items)
-    elif arrays and is_foreign_array(value) and hasattr(value, 'copy'):
-        made = value.copy()
-    else:
-        return value
-    memo[id(value)] = (value, made)         # (the original kept alive: ids stay unique)
-    return made
-
-
 def jvp(f, primals, tangents, has_aux=False, compile='python'):
     """Forward mode: `(f(*primals), the tangent of the output along tangents)`;
     `(out, tangent_out, aux)` with has_aux (`f` returns a pair `(out, aux)`).
@@ -170,26 +141,32 @@ def jvp(f, primals, tangents, has_aux=False, compile='python'):
     for i in wrt:
         check_tangent(primals[i], tangents[i], f'argument {i}')
     primals = with_defaults(f, primals)
-    _, compiled, written = entry(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
-                                         arg_shapes=array_shapes(primals),
-                                         kinds=argument_kinds(primals), compile=compile))
+    own, compiled, written = entry(f, Spec('forward', wrt, scalar_args=scalar_positions(primals),
+                                           arg_shapes=array_shapes(primals),
+                                           kinds=argument_kinds(primals), compile=compile))
     if compiled.native_source:
         compiled.combined.admit(primals)
-    before = shallow_copies(primals, written)
-    try:
+    moving = [tangents[i] for i in wrt]
+
+    def run(code):
         with forward_mode():
-            value, tangent = compiled.combined(*primals, *[tangents[i] for i in wrt])
+            return code.combined(*primals, *moving)
+    try:
+        value, tangent, _, _ = contract_call(f, primals, written, lambda: run(compiled),
+                                             lambda: run(own), first_tangent)
     except Exception as error:
         sourcemap.reraise(error)
-    if written:             # (the arguments it writes into, as the plain call leaves them)
-        write_back(primals, written, value[1:], before)
-        value, tangent = value[0], 0.0 if is_zero(tangent) else tangent[0]
     value = dense(value)               # a gradient read as a function may be a list's `Items`
     if has_aux:
         out, aux = split_aux(value, has_aux, getattr(f, '__name__', 'f'))
         tangent = 0.0 if is_zero(tangent) else tangent[0]
         return out, tangent_like(tangent, out), aux
     return value, tangent_like(tangent, value)
+
+
+def first_tangent(tangent):
+    """The tangent of a variant's value (`compilation.entry`) as the function's."""
+    return 0.0 if is_zero(tangent) else tangent[0]
 
 
 # Inside compiled code (`transforms.desugar`), `jvp(f, (x, ...), (v, ...))` is a call of
