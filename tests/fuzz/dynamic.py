@@ -470,15 +470,20 @@ def standin_call(g, scope):
 
 
 def generator_call(g, scope):
-    """Generator helpers consumed by `for`, `sum` and `list`; a nested generator def;
-    a generator expression."""
+    """Generator helpers consumed by `for`, `sum` and `list`, read partly by `next` and
+    `zip` (they end quietly); a nested generator def; a generator expression."""
     c = g.c
     t = value_type(c, scope)
     lists = scope.of_type(FloatList, lambda u: u.length > 0)
-    forms = [('for', 4), ('sum', 3), ('nested', 1)]
+    forms = [('for', 4), ('sum', 3), ('nested', 1), ('next', 2)]
     if lists:
-        forms += [('each', 2), ('running', 2), ('neighbours', 1)]
+        forms += [('each', 2), ('running', 2), ('neighbours', 1), ('zip', 2)]
     form = c.weighted(forms)
+    if form == 'next':          # read partly: its first item (pieces() ends quietly)
+        trips = c.integer(0, 3)
+        default = f', {expr_of(c, scope, t, 1)}' if trips == 0 or c.chance(0.3) else ''
+        return bound_call(g, scope, 'next', t, f'{define(g, "pieces")}({expr_of(c, scope, t, 1)}, '
+                                               f'{trips}){default}')
     if form == 'for':
         if scope.depth >= 2:
             return None
@@ -516,6 +521,15 @@ def generator_call(g, scope):
         return lines
     name = c.pick(lists)
     length = scope.vars[name].length
+    if form == 'zip':           # zip() stops at the shorter: pieces() read partly, or whole
+        u, p, q = g.fresh(Float()), g.fresh(t), g.fresh(Float())
+        made = f'{define(g, "pieces")}({expr_of(c, scope, t, 1)}, {c.integer(1, length + 1)})'
+        pair = (made, name) if c.chance(0.5) else (name, made)
+        first, second = (p, q) if pair[0] is made else (q, p)
+        lines = [f'{u} = 0.0', f'for {first}, {second} in zip({pair[0]}, {pair[1]}):',
+                 f'{INDENT}{u} = {u} + np.sum({p}) * {q}']
+        scope.bind(u, Float())
+        return lines
     if form == 'neighbours':
         if length < 2:
             return None

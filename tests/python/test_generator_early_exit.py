@@ -87,3 +87,74 @@ def test_a_generator_that_may_not_end_quietly_is_refused_located(f):
                                                   r'its last item') as error:
         tf.grad(f)(np.array([0.3, 0.4]))
     assert error.value.lineno == line_of(f, 'for i, v in')
+
+
+# ------------------------------------------------ read partly: next(gen(...)), zip(gen(...), ys)
+
+def first_of(x):
+    return np.sum(next(scaled(x, 3)) * x)
+
+
+def first_or_default(x):
+    return np.sum(next(scaled(x, 0), x * 2.0) * x) + np.sum(next(scaled(x, 2), x) ** 2)
+
+
+def zipped_with_a_shorter_list(x):
+    s = 0.0
+    for v, w in zip(scaled(x, 5), [1.0, -2.0]):
+        s = s + np.sum(v * w * x)
+    return s
+
+
+def zipped_after_a_list(x):
+    return sum(np.sum(a * b) for a, b in zip([x, x * x, np.cos(x)], scaled(x, 2)))
+
+
+def constant_generators(x):     # (no derivative flows through them: run as Python)
+    t = next(scaled(np.ones(2), 2))
+    s = 0.0
+    for v, w in zip([x, x * 3.0], scaled(np.ones(2), 4)):
+        s = s + np.sum(v * w)
+    return s + np.sum(t * x)
+
+
+@pytest.mark.parametrize('f', [first_of, first_or_default, zipped_with_a_shorter_list,
+                               zipped_after_a_list, constant_generators],
+                         ids=lambda f: f.__name__)
+def test_a_generator_read_partly_where_the_rest_changes_nothing(f):
+    exact_to_second_order(f, np.array([0.3, -1.2]))
+
+
+def test_the_first_item_closed_form():
+    x = np.array([0.3, -1.2])
+    np.testing.assert_allclose(tf.grad(first_of)(x), np.cos(x) * x + np.sin(x), rtol=1e-12)
+
+
+def checked_pieces(x, n):
+    for k in range(n):
+        if k == 2:
+            raise ValueError('only two')
+        yield x * k
+
+
+def first_of_one_that_raises(x):
+    return np.sum(next(checked_pieces(x, 4)))
+
+
+def zipped_with_one_that_raises(x):
+    s = 0.0
+    for v, w in zip(checked_pieces(x, 4), [1.0, 2.0]):
+        s = s + np.sum(v * w)
+    return s
+
+
+@pytest.mark.parametrize('f, what', [(first_of_one_that_raises, 'next() reads its first item'),
+                                     (zipped_with_one_that_raises, 'zip() stops at its shortest')],
+                         ids=lambda v: getattr(v, '__name__', ''))
+def test_a_generator_read_partly_that_would_raise_is_refused(f, what):
+    """Python stops before the item that raises; making every item would raise."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(f)(np.array([0.3, -1.2]))
+    assert info.value.lineno == line_of(f, 'checked_pieces(x, 4)')
+    assert 'checked_pieces() (a generator) is read partly here' in str(info.value)
+    assert what in str(info.value)

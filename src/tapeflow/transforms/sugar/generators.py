@@ -16,6 +16,9 @@ where it is made, to its end (`sum`, `list`, `for v in ...`, a comprehension), b
 that cannot leave early, whose body binds no name a nested generator def reads and draws
 no random numbers where the generator does; `transforms.generator_reads` refuses the
 loops whose bodies write into what the generator reads (after the aliasing analysis).
+A generator read partly (`next(gen(...))`, `zip(gen(...), ys)` stopping at the shorter,
+a loop leaving early) gives Python's numbers where making its other items changes
+nothing Python's run shows (`_finishes_quietly`): it is then read as `list(gen(...))`.
 """
 from __future__ import annotations
 
@@ -107,20 +110,42 @@ def check_reads(node, source, fn=None):
     calls = [n for n in _own_nodes(node) if _generator_name(n, local)]
     if not calls:
         return
-    consumed, loops = set(), []
+    consumed, loops, partly = set(), [], {}
     for n in _own_nodes(node):
-        if isinstance(n, ast.For):
+        if isinstance(n, (ast.For, ast.comprehension)):
             it = n.iter
             if _resolved(it, builtins.enumerate) and it.args:
                 it = it.args[0]
-            if _generator_name(it, local):
+            if _resolved(it, builtins.zip) and not it.keywords and len(it.args) > 1:
+                for k, arg in enumerate(it.args):   # (zip stops at the shortest: the
+                    if _generator_name(arg, local):     # others read partly)
+                        partly[id(arg)] = (arg, 'zip() stops at its shortest argument')
+                        if isinstance(n, ast.For):
+                            loops.append((n, arg))
+                        it.args[k] = _listed(arg)
+            elif _generator_name(it, local):
                 consumed.add(id(it))
-                loops.append((n, it))
-        elif isinstance(n, ast.comprehension) and _generator_name(n.iter, local):
-            consumed.add(id(n.iter))
+                if isinstance(n, ast.For):
+                    loops.append((n, it))
         elif isinstance(n, ast.Call) and n.args and any(_resolved(n, c) for c in _CONSUMERS) \
                 and not any(k.arg == 'key' for k in n.keywords):
             consumed.add(id(n.args[0]))
+        elif _resolved(n, builtins.next) and 1 <= len(n.args) <= 2 and not n.keywords \
+                and _generator_name(n.args[0], local):
+            partly[id(n.args[0])] = (n.args[0], 'next() reads its first item')
+            n.args[0] = nodes.copy_location(nodes.call(nodes.builtin('iter'), _listed(
+                n.args[0])), n.args[0])         # (the list's first item: `folding`)
+    for arg, what in partly.values():   # read partly: exact where the rest changes nothing
+        arg = arg.args[0] if _resolved(arg, builtins.list) else arg
+        name = _generator_name(arg, local)
+        if not _finishes_quietly(_definition(arg, name, local)):
+            raise source.error(arg, f'{name}() (a generator) is read partly here ({what}): '
+                                    f'tapeflow makes all its items where it is called, Python '
+                                    f'only those read, and '
+                                    f'making the others could show here (it may not end, '
+                                    f'raises, writes, draws, or calls what tapeflow does not '
+                                    f'know); read list({name}(...)) instead')
+        consumed.add(id(arg))
     for call in calls:
         if id(call) not in consumed:
             name = _generator_name(call, local)
@@ -132,11 +157,18 @@ def check_reads(node, source, fn=None):
         _check_loop(loop, call, _generator_name(call, local), local, source, fn)
 
 
+def _listed(call):
+    """`list(call)`: all the items of a generator read partly where it is made (made so by
+    compiled code too; a call that carries no derivative runs the generator itself)."""
+    return nodes.copy_location(nodes.call(nodes.builtin('list'), call), call)
+
+
 def _check_loop(loop, call, name, local, source, fn):
     instead = f'loop over list({name}(...)) to make them all first'
     why = f'tapeflow makes all the items of {name}() (a generator) when the loop starts, ' \
           f'Python one at a time'
     if _leaves_early(loop.body) and not _finishes_quietly(_definition(call, name, local)):
+        # (a generator zip() reads partly is quiet: `check_reads`)
         raise source.error(loop, f'this loop may stop before {name}() has made its last item '
                                  f'(break, return): {why}, and would run it further; {instead}')
     if name in local:
