@@ -4,7 +4,7 @@ into an argument is run as its variant giving back the argument's final state; t
 transform writes that state into the caller's object after the reverse sweep (which
 restores memory in place), or leaves it where nothing changed it. Before, a subscript
 write reached the caller, `y += v` did not, a dict's write was undone. Each function:
-the arguments after `grad`, `value_and_grad`, `vjp`, `jvp`, `jacfwd` and `jacrev` against the plain
+the arguments after `grad`, `value_and_grad`, `vjp`, `jvp`, `jacfwd`, `jacrev` and `hessian` against the plain
 call's,
 the value against the plain call's, the gradient against central differences."""
 from __future__ import annotations
@@ -156,6 +156,11 @@ def test_vjp_jvp_and_jacobians_leave_the_arguments_as_the_plain_call(f, make):
     assert _same(args, plain), (args, plain)
     args = make()
     assert tf.jacrev(f, argnums=1)(*args) == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+    assert _same(args, plain), (args, plain)
+    args, eps = make(), 1e-5
+    second = (tf.grad(f, argnums=1)(make()[0], args[1] + eps) -
+              tf.grad(f, argnums=1)(make()[0], args[1] - eps)) / (2 * eps)
+    assert tf.hessian(f, argnums=1)(*args) == pytest.approx(second, rel=1e-5, abs=1e-7)
     assert _same(args, plain), (args, plain)
 
 

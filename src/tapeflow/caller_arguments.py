@@ -19,7 +19,7 @@ from tapeflow.rules.arrays import is_foreign_array
 from tapeflow.runtime.helpers import shallow_copies, write_back
 from tapeflow.runtime.randomness import function_sources, replay_random, replaying
 
-__all__ = ['owned', 'contract_call', 'left_as_plain', 'bring_back']
+__all__ = ['owned', 'contract_call', 'left_as_plain', 'bring_back', 'plain_point']
 
 
 def contract_call(f, args, written, variant, own, second=None):
@@ -33,7 +33,7 @@ def contract_call(f, args, written, variant, own, second=None):
         value, other = own()
         return value, other, args, False
     given = owned(tuple(args), arrays=False)       # (the structure, before the call)
-    taken = _taken(f, args)
+    taken = plain_point(f, args)
     if written is not None:
         before = shallow_copies(args, written)
         try:
@@ -49,8 +49,9 @@ def contract_call(f, args, written, variant, own, second=None):
     return value, other, given, False
 
 
-def _taken(f, args):
-    """A copy of `args` (`owned`, its pairs in the memo) and the random states now."""
+def plain_point(f, args):
+    """A copy of `args` (`owned`, its pairs in the memo) and the random states now: what
+    `left_as_plain` runs the plain call on, later."""
     memo = {}
     return owned(tuple(args), memo), memo, function_sources(f, args)
 

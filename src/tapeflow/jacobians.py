@@ -8,6 +8,7 @@ Jacobian, and a gradient of one, is forward over reverse
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 
 import numpy as np
@@ -24,7 +25,7 @@ from tapeflow.compilation import Spec, compile, entry, python_only
 from tapeflow.conversions import like_argument
 from tapeflow.custom_residuals import forward_mode
 from tapeflow.gradients import grad
-from tapeflow.caller_arguments import bring_back, contract_call, owned
+from tapeflow.caller_arguments import bring_back, contract_call, left_as_plain, owned, plain_point
 from tapeflow.products import first_tangent, jvp
 from tapeflow.rules.registry import MissingRule
 from tapeflow.rules.sequences import dense
@@ -412,8 +413,24 @@ def hessian(f, argnums=0, has_aux=False, compile='python', holomorphic=False):
     python_only('hessian', compile, 'forward over reverse runs the gradient in batched '
                 'forward mode, which the native path does not compile')
     _argnums(argnums, f, 'hessian')
-    return jacfwd(grad(f, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
-                  has_aux=has_aux, holomorphic=holomorphic)
+    inner = jacfwd(grad(f, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                   has_aux=has_aux, holomorphic=holomorphic)
+
+    def hessian_f(*args, **kwargs):
+        if kwargs:
+            return inner(*args, **kwargs)
+        taken = plain_point(f, args)        # (the arguments, as the plain call leaves them:
+        out = inner(*owned(args))           # the Hessian at a copy, then the plain call on
+        left_as_plain(f, args, *taken)      # another, `caller_arguments`)
+        return out
+    hessian_f.__name__, hessian_f.__qualname__ = inner.__name__, inner.__qualname__
+    hessian_f.__doc__ = inner.__doc__
+    try:
+        hessian_f.__signature__ = inspect.signature(inner)      # (f's, as jacfwd's)
+    except (TypeError, ValueError):
+        pass
+    marks = getattr(inner, '__tapeflow_jacobian__', None)
+    return _marked(hessian_f, 'jacfwd', *(marks if marks is not None else (None, None)))
 
 
 def hvp(f, primals, vectors):
