@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tests.gradcheck import check_grads, checked_against_plain, seed_of
+from tests.gradcheck import check_grads, checked_against_plain, exact_to_second_order, seed_of
 
 
 def starred_in_a_loop(x):
@@ -91,3 +91,24 @@ def test_a_starred_value_written_in_place_is_refused_where_written():
         tf.grad(starred_from_a_tuple_then_written)(X.copy())
     lines, first = inspect.getsourcelines(starred_from_a_tuple_then_written)
     assert f':{first + 5}:' in str(info.value)
+
+
+def starred_rows_in_a_guarded_loop(x):
+    ys = [x * 2.0, np.sin(x) * 3.0]
+    i = 0
+    while True:
+        try:
+            if i >= 1:
+                break               # (the body gives back its rows: lists)
+            s1 = 0.0
+            for u, *zs in [ys, ys[::-1]]:
+                s1 = s1 + u * zs[-1]
+        finally:
+            i += 1
+    return np.sum(s1 * x)
+
+
+def test_a_starred_row_that_is_a_list_accumulates_by_structure():
+    """Fuzzer seed 5444 index 3207: a crash, `float + list` (the row a starred target
+    unpacks added its cotangents with `+`)."""
+    exact_to_second_order(starred_rows_in_a_guarded_loop, np.array([0.3, -0.8]))

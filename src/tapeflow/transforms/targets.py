@@ -117,7 +117,8 @@ def _takes_sequences(fn) -> bool:
 
 # Helpers of generated code whose first argument may be the cotangent of a list or tuple.
 _STRUCTURED_ARGUMENTS = {'getitem_adjoint', 'last_adjoint', 'drop_last_adjoint',
-                         'setitem_clear_adjoint', 'setitem_value_adjoint'}
+                         'setitem_clear_adjoint', 'setitem_value_adjoint',
+                         'star_items'}      # (`a, *b = row`: row a list, or an array)
 
 
 def target_name(stmt):
