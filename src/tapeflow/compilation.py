@@ -131,7 +131,7 @@ def entry(function, spec: Spec):
     Where the variant is refused (what an argument became cannot be followed to the end,
     though the function's own code needs it no further), the positions are None: the
     transform runs `function`'s code, and then the plain call on a copy of the arguments
-    taken before (`products.left_as_plain`).
+    taken before (`caller_arguments.left_as_plain`).
     Not yet on the native path (`compile='numba'`: its variant's checks have no twins)."""
     compiled = compile(function, spec)
     if not compiled.written or spec.compile != 'python':    # (natively: not yet)
