@@ -274,3 +274,41 @@ def test_arguments_sharing_memory_where_the_plain_call_must_run_on_a_copy_are_re
         tf.value_and_grad(rows_written_and_viewed, argnums=(0, 2))(x, x[1], 0.9)
     assert info.value.lineno == rows_written_and_viewed.__code__.co_firstlineno
     assert 'share memory (a view and its base)' in str(info.value)
+
+
+def into_a_tuple_of_arrays(t, x):
+    t[0][1] = x * 2.0
+    return np.sum(t[0] * x)
+
+
+class _Held:
+    def __init__(self):
+        self.w = np.array([1.0, -0.5, 2.0])
+
+
+def into_an_objects_array(o, x):
+    w = o.w
+    w[1] = x * 3.0
+    w += x
+    return np.sum(w * x)
+
+
+@pytest.mark.parametrize('f, make, read', [
+    (into_a_tuple_of_arrays, lambda: (np.array([1.0, -0.5, 2.0]),), lambda t: t[0]),
+    (into_an_objects_array, _Held, lambda o: o.w)], ids=lambda v: getattr(v, '__name__', ''))
+def test_arrays_a_tuple_or_an_object_holds(f, make, read):
+    """A tuple argument (crashed: the write-back took it for a list) and an object's array
+    attribute: written into in place, as the plain call writes them."""
+    plain = make()
+    value = f(plain, 1.3)
+    numeric = (f(make(), 1.3 + 1e-6) - f(make(), 1.3 - 1e-6)) / 2e-6
+    transforms = [tf.value_and_grad(f, argnums=1)]
+    if isinstance(plain, tuple):        # (vjp differentiates in every argument: a pytree)
+        transforms.append(lambda a, x: tf.vjp(f, a, x)[0:2])
+    for transform in transforms:
+        arg = make()
+        got, second = transform(arg, 1.3)
+        assert got == pytest.approx(value, rel=1e-12)
+        np.testing.assert_array_equal(read(arg), read(plain))
+        g = second if not callable(second) else second(1.0)[1]
+        assert g == pytest.approx(numeric, rel=1e-6)

@@ -346,20 +346,29 @@ def write_back(args, positions, finals, before):
     replaced. `before`: shallow copies of those lists and dicts taken before the call:
     an array there the function did not change stays the caller's own object."""
     for i, final, old in zip(positions, finals, before):
-        arg = args[i]
-        if final is arg:
-            continue
-        if isinstance(arg, np.ndarray) or is_foreign_array(arg):
-            arg[...] = final
-        elif isinstance(arg, list) and isinstance(final, list):
-            arg[:] = [_kept(old, k, v) for k, v in enumerate(final)]
-        elif isinstance(arg, dict) and isinstance(final, dict):
-            items = {k: _kept(old, k, v) for k, v in final.items()}
-            arg.clear()
-            arg.update(items)
-        else:
-            raise TypeError(f'tapeflow internal error: cannot leave the argument {i} '
-                            f'({type(arg).__name__}) as the plain call leaves it')
+        _written_into(args[i], final, old, i)
+
+
+def _written_into(arg, final, old, i):
+    """`arg` brought to `final`'s state (`write_back`); a tuple's items each in turn."""
+    if final is arg:
+        return
+    if isinstance(arg, np.ndarray) or is_foreign_array(arg):
+        arg[...] = final
+    elif isinstance(arg, list) and isinstance(final, list):
+        arg[:] = [_kept(old, k, v) for k, v in enumerate(final)]
+    elif isinstance(arg, dict) and isinstance(final, dict):
+        items = {k: _kept(old, k, v) for k, v in final.items()}
+        arg.clear()
+        arg.update(items)
+    elif isinstance(arg, tuple) and isinstance(final, tuple) and len(arg) == len(final):
+        for item, made in zip(arg, final):          # (a tuple holds what was written into)
+            _written_into(item, made, list(item) if isinstance(item, list) else
+                          dict(item) if isinstance(item, dict) else None, i)
+    elif isinstance(arg, (list, dict, tuple)):
+        raise TypeError(f'tapeflow internal error: cannot leave the argument {i} '
+                        f'({type(arg).__name__}) as the plain call leaves it')
+    # (anything else holds nothing a write changed: numbers, strings, objects given back)
 
 
 def shallow_copies(args, positions) -> list:
