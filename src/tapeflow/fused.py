@@ -33,6 +33,7 @@ import numpy as np
 from tapeflow.rules.arrays import is_foreign_array
 from tapeflow import api, cache, compilation
 from tapeflow.arguments import binder
+from tapeflow.caller_arguments import left_as_plain, owned, plain_point
 from tapeflow.runtime import recorders, recording
 from tapeflow.runtime.randomness import function_sources
 from tapeflow.runtime.recorders import state
@@ -163,6 +164,11 @@ class CompiledFunction:
 
         # The forward sweep on `values`; the call recorded on `tape` as one node.
         saved = []
+        taken = None
+        if compiled.written:    # (it writes into its arguments: the sweeps on a copy, the
+            given = values[:len(args)]      # plain call on another leaves them as Python)
+            taken = plain_point(self._fn, given)
+            values = list(owned(tuple(values)))
         # (a sweep that restores memory in place runs the forward again for a second
         # backward: it draws the random numbers this one draws)
         drawn = function_sources(compiled.fn, values) if compiled.in_place else None
@@ -199,6 +205,8 @@ class CompiledFunction:
             return (grads,) if one else tuple(grads)
 
         record_fused(tape, inputs, outputs, backward)
+        if taken is not None:
+            left_as_plain(self._fn, given, *taken)
         return outputs if many else outputs[0]
 
     def _read(self, args, variables):
