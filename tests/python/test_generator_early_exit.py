@@ -158,3 +158,34 @@ def test_a_generator_read_partly_that_would_raise_is_refused(f, what):
     assert info.value.lineno == line_of(f, 'checked_pieces(x, 4)')
     assert 'checked_pieces() (a generator) is read partly here' in str(info.value)
     assert what in str(info.value)
+
+
+def writes_around_it_then_reads_partly(x):
+    def record(p):
+        x[1] *= p
+        return next(checked_pieces(x, 4), x[0])     # (its third item raises: refused)
+    record(0.5)
+    record(1.5)
+    return np.sum(x)
+
+
+def writes_around_it_then_reads_quietly(x):
+    def record(p):
+        x[1] *= p
+        return next(scaled(x, 3), x[0])
+    record(0.5)
+    record(1.5)
+    return np.sum(x)
+
+
+def test_a_nested_def_the_compiler_refuses_is_refused_not_run_unseen():
+    """Fuzzer seed 5447 index 3311: WRONG, 1 for 0.75 (pre-existing): a nested def whose
+    text the compiler refuses was taken for one writing nothing and run as plain Python,
+    its writes into the function's array unseen. Its refusal is the function's now."""
+    with pytest.raises(tf.UnsupportedError) as info:
+        tf.grad(writes_around_it_then_reads_partly)(np.array([0.3, -1.2, 0.5]))
+    assert info.value.lineno == line_of(writes_around_it_then_reads_partly, 'next(')
+    x = np.array([0.3, -1.2, 0.5])
+    np.testing.assert_allclose(tf.grad(writes_around_it_then_reads_quietly)(x.copy()),
+                               [1.0, 0.75, 1.0], rtol=1e-12)
+    exact_to_second_order(writes_around_it_then_reads_quietly, x)

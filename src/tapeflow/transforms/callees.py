@@ -94,18 +94,33 @@ class Summaries:
             return al.Summary(), None   # compiled through its caller (callables), not read
         try:
             node, bindings = self.front(fn)
-        except (TapeflowError, SyntaxError, OSError, TypeError):
-            # not compilable: called as plain Python; the user's may write into any argument
-            # and outside (a caller that follows writes then compiles it, and says why not)
+        except TapeflowError:
             code = getattr(fn, '__code__', None)
-            from tapeflow.transforms.operations import is_library_code
-            if _is_own(fn) or is_library_code(fn) or code is None or code.co_freevars or \
-                    code.co_name == '<lambda>' or code.co_filename.startswith('<tapeflow') \
-                    and not hasattr(fn, '__tapeflow_class_made__') or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-                return al.Summary(), None   # (star parameters: read for each arity instead;
-                #                              closures and lambdas: read where they are made)
-            count = code.co_argcount if code is not None else 0
-            return al.Summary(writes=frozenset(range(count)), outer=True), None
+            if getattr(fn, '__tapeflow_source__', None) is not None and code is not None \
+                    and code.co_filename.startswith('<tapeflow') \
+                    and not hasattr(fn, '__tapeflow_class_made__') and not _is_guarded_body(fn) \
+                    and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+                raise       # (a def of the user's function, lifted: what it writes is not
+            return self._unread(fn)     # known; its refusal is the function's: seed 5447
+        except (SyntaxError, OSError, TypeError):   # index 3311, WRONG, 1 for 0.75)
+            return self._unread(fn)
+        return self._read(fn, kinds, node, bindings)
+
+    def _unread(self, fn):
+        """The summary of a function whose text cannot be compiled, called as plain
+        Python: the user's may write into any argument and outside (a caller that follows
+        writes then compiles it, and says why not)."""
+        code = getattr(fn, '__code__', None)
+        from tapeflow.transforms.operations import is_library_code
+        if _is_own(fn) or is_library_code(fn) or code is None or code.co_freevars or \
+                code.co_name == '<lambda>' or code.co_filename.startswith('<tapeflow') \
+                and not hasattr(fn, '__tapeflow_class_made__') or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            return al.Summary(), None   # (star parameters: read for each arity instead;
+            #                              closures and lambdas: read where they are made)
+        count = code.co_argcount if code is not None else 0
+        return al.Summary(writes=frozenset(range(count)), outer=True), None
+
+    def _read(self, fn, kinds, node, bindings):
         params = [a.id for a in node.args.args]
         param_kinds = {p: k for p, k in zip(params, kinds) if k is not None}
         facts = al.Aliasing(node, param_kinds, self)
