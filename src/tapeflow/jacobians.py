@@ -351,7 +351,7 @@ def jacrev(f, argnums=0, has_aux=False, holomorphic=False):
             return grads[wrt[k]][l][out_offsets[o]:out_offsets[o] + out_sizes[o]]
 
         jac = _assemble(out, [args[i] for i in wrt], block, single)
-        left_as_the_plain_call(args, after)
+        bring_back(*after)     # (the caller's, as the plain call left its copy)
         return (jac, aux) if has_aux else jac
     return _marked(jacobian_f, 'jacrev', f, wrt[0] if single and not has_aux else None)
 
@@ -364,11 +364,6 @@ def plain_on_a_copy(f, args):
     memo = {}
     point, work = owned(args), owned(args, memo)
     return call_flat(f, work), point, (work, memo)
-
-
-def left_as_the_plain_call(args, after):
-    """The caller's `args` as the plain call left its copy (`plain_on_a_copy`)."""
-    bring_back(*after)
 
 
 jacobian = jacrev
@@ -401,7 +396,7 @@ def jacobian_of_jacobian(f, inner, outer, args):
         with replaying(drawn):
             rows.append(np.asarray(column(*owned(point), seed)))
     shape = np.shape(out) + np.shape(args[inner]) + np.shape(args[outer])
-    left_as_the_plain_call(args, after)
+    bring_back(*after)     # (the caller's, as the plain call left its copy)
     return np.stack(rows).reshape(shape)
 
 
